@@ -1,0 +1,31 @@
+// The AI cores of one chip as SystemC sees them: one task at a time occupies `blocks` cores for
+// the op's modelled time. One wait per task; no per-cycle or per-block events.
+#pragma once
+
+#include <systemc>
+
+#include "aicore/cost_model.h"
+#include "sim/core/stats.h"
+
+namespace ascendsim::aicore {
+
+class AiCoreCluster : public sc_core::sc_module {
+ public:
+  AiCoreCluster(sc_core::sc_module_name name, const AicoreConfig& cfg);
+
+  /// Blocks the calling thread for the op's device time. Call from an SC_THREAD.
+  void execute(const OpCost& cost);
+
+  sim::StatsGroup& stats() { return m_stats; }
+
+ private:
+  const AicoreConfig& m_cfg;
+  sim::StatsGroup m_stats;
+  sim::Scalar& m_tasks;
+  sim::Scalar& m_busy_s;
+  sim::Scalar& m_core_busy_s;
+  sim::Scalar& m_macs;
+  sim::Scalar& m_gm_bytes;
+};
+
+}  // namespace ascendsim::aicore

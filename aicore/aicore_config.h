@@ -1,0 +1,38 @@
+// Configuration of the DaVinci AI cores and the chip memory they share. Values default to the
+// ascend910 preset; every field is declared (unit, range, description) in declare().
+#pragma once
+
+#include <cstdint>
+
+#include "sim/core/params.h"
+
+namespace ascendsim::aicore {
+
+struct AicoreConfig {
+  std::int64_t cores = 32;               ///< AI cores with a Cube unit
+  std::int64_t vector_cores = 0;         ///< separate vector cores (910B split); 0 = Vector inside each AI core
+  double freq_ghz = 1.0;
+  std::int64_t cube_fp16_macs_per_cycle = 4096;  ///< 16x16x16
+  std::int64_t vector_bytes_per_cycle = 256;     ///< 2048-bit Vector unit
+  std::int64_t gm_bytes_per_cycle = 128;         ///< one core's MTE2/MTE3 path to L2/HBM
+  std::int64_t l0a_kib = 64;
+  std::int64_t l0b_kib = 64;
+  std::int64_t l0c_kib = 256;
+  std::int64_t l1_kib = 1024;
+  std::int64_t ub_kib = 256;
+  std::int64_t block_start_cycles = 1500;  ///< per block: scalar prologue, parameter load, i-cache warm-up
+
+  void declare(sim::ParamSet& ps);
+  /// Cores that run vector-only ops.
+  std::int64_t vector_core_count() const { return vector_cores > 0 ? vector_cores : cores; }
+};
+
+struct MemoryConfig {
+  double hbm_gib = 32;
+  double hbm_bandwidth_gbps = 1200;
+  double l2_mib = 32;
+
+  void declare(sim::ParamSet& ps);
+};
+
+}  // namespace ascendsim::aicore

@@ -1,0 +1,19 @@
+#include "aicpu/aicpu_config.h"
+
+namespace ascendsim::aicpu {
+
+void AicpuConfig::declare(sim::ParamSet& ps) {
+  ps.real("aicpu.dispatch_ns", dispatch_ns, "ns", 0, 1e6,
+          "task scheduler cost per task (descriptor fetch, dependency check, block dispatch)");
+  ps.real("aicpu.getnext_us", getnext_us, "us", 0, 1e6, "GetNext kernel time on an AICPU core once a batch is queued");
+  ps.real("aicpu.assign_add_us", assign_add_us, "us", 0, 1e6, "loop-sink counter AssignAdd kernel, per iteration");
+  ps.real("aicpu.stream_switch_us", stream_switch_us, "us", 0, 1e6, "loop-sink StreamSwitch, per iteration");
+  ps.real("aicpu.stream_active_us", stream_active_us, "us", 0, 1e6, "loop-sink StreamActive, per iteration");
+  ps.real("aicpu.end_graph_us", end_graph_us, "us", 0, 1e6, "EndGraph kernel at the end of a graph execution");
+  ps.integer("aicpu.task_descriptor_bytes", task_descriptor_bytes, "B", 1, 1 << 20,
+             "size of one task descriptor loaded with a graph");
+  ps.real("aicpu.op_timeout_s", op_timeout_s, "s", 1e-6, 1e7,
+          "a device op (GetNext) waiting longer than this fails the run (MindSpore op_timeout)");
+}
+
+}  // namespace ascendsim::aicpu

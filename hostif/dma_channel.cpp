@@ -1,0 +1,68 @@
+#include "hostif/dma_channel.h"
+
+#include <algorithm>
+
+#include "sim/core/time.h"
+
+namespace ascendsim::hostif {
+
+DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, double latency_ns,
+                       std::int64_t chunk_bytes, double setup_ns)
+    : sc_module(name),
+      m_bandwidth_gbps(bandwidth_gbps),
+      m_latency(sim::ns(latency_ns)),
+      m_chunk_bytes(static_cast<std::uint64_t>(chunk_bytes)),
+      m_setup(sim::ns(setup_ns)),
+      m_stats(std::string(basename())),
+      m_transfers(m_stats.scalar("transfers", "count", "DMA transfers completed")),
+      m_bytes(m_stats.scalar("bytes", "B", "bytes moved")),
+      m_chunks(m_stats.scalar("chunks", "count", "chunks moved")),
+      m_busy_s(m_stats.scalar("busy_s", "s", "time the link direction carried data")) {
+  SC_THREAD(serve);
+}
+
+void DmaChannel::transfer(std::uint64_t bytes) {
+  wait(m_setup);
+  if (bytes == 0) {
+    wait(m_latency);
+  } else {
+    Request r{bytes, {}};
+    m_active.push_back(&r);
+    m_kick.notify(sc_core::SC_ZERO_TIME);
+    wait(r.done);
+  }
+  ++m_transfers;
+  m_bytes += static_cast<double>(bytes);
+}
+
+void DmaChannel::serve() {
+  for (;;) {
+    while (m_active.empty()) wait(m_kick);
+    Request* r = m_active.front();
+    m_active.pop_front();
+    // Alone on the link a transfer streams until done or until another one arrives; with others
+    // waiting, the link is shared a chunk at a time, round-robin.
+    const bool alone = m_active.empty();
+    const std::uint64_t n = alone ? r->remaining : std::min(r->remaining, m_chunk_bytes);
+    const sc_core::sc_time t = sim::transfer_time(static_cast<double>(n), m_bandwidth_gbps);
+    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    if (alone)
+      wait(t, m_kick);
+    else
+      wait(t);
+    const sc_core::sc_time elapsed = sc_core::sc_time_stamp() - start;
+    std::uint64_t moved = n;
+    if (elapsed < t)  // interrupted by a new arrival
+      moved = std::min<std::uint64_t>(
+          n, static_cast<std::uint64_t>(elapsed.to_seconds() * m_bandwidth_gbps * 1e9));
+    m_busy_s += elapsed.to_seconds();
+    m_chunks += static_cast<double>((moved + m_chunk_bytes - 1) / m_chunk_bytes);
+    r->remaining -= moved;
+    if (r->remaining == 0)
+      r->done.notify(m_latency);
+    else
+      m_active.push_back(r);
+  }
+}
+
+}  // namespace ascendsim::hostif

@@ -1,0 +1,47 @@
+// One direction of the PCIe link with its DMA engine. Transfers are cut into chunks; when several
+// are in flight the engine serves them round-robin a chunk at a time, so they share the
+// bandwidth. A transfer completes when its last chunk has crossed plus the link latency.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include <systemc>
+
+#include "sim/core/stats.h"
+
+namespace ascendsim::hostif {
+
+class DmaChannel : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(DmaChannel);
+  DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, double latency_ns, std::int64_t chunk_bytes,
+             double setup_ns);
+
+  /// Moves `bytes` across the link and returns when they have arrived. Call from an SC_THREAD.
+  void transfer(std::uint64_t bytes);
+
+  sim::StatsGroup& stats() { return m_stats; }
+
+ private:
+  struct Request {
+    std::uint64_t remaining;
+    sc_core::sc_event done;
+  };
+  void serve();
+
+  double m_bandwidth_gbps;
+  sc_core::sc_time m_latency;
+  std::uint64_t m_chunk_bytes;
+  sc_core::sc_time m_setup;
+  std::deque<Request*> m_active;
+  sc_core::sc_event m_kick;
+
+  sim::StatsGroup m_stats;
+  sim::Scalar& m_transfers;
+  sim::Scalar& m_bytes;
+  sim::Scalar& m_chunks;
+  sim::Scalar& m_busy_s;
+};
+
+}  // namespace ascendsim::hostif

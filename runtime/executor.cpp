@@ -1,0 +1,238 @@
+#include "runtime/executor.h"
+
+#include "sim/core/time.h"
+
+namespace ascendsim::runtime {
+
+using sim::Phase;
+
+Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,
+                   const CompiledGraph& graph, std::int64_t batch_size, DeviceHandles device, DataPipeline& pipeline,
+                   sim::BreakdownAccountant& account)
+    : sc_module(name),
+      m_host(host),
+      m_session(session),
+      m_graph(graph),
+      m_device(device),
+      m_batch_size(batch_size),
+      m_pipeline(pipeline),
+      m_account(account) {
+  m_step_ends.reserve(static_cast<std::size_t>(session.steps()));
+  m_device.scheduler.on_step_end([this] { m_step_ends.push_back(sc_core::sc_time_stamp()); });
+  m_device.scheduler.on_failure([this] { finish(); });
+  SC_THREAD(main_thread);
+  if (uses_queue(session.strategy)) SC_THREAD(channel_thread);
+}
+
+void Executor::main_thread() {
+  train();
+  finish();
+}
+
+void Executor::finish() {
+  if (m_finished) return;
+  m_finished = true;
+  m_end = sc_core::sc_time_stamp();
+  m_account.close(m_end);
+}
+
+void Executor::channel_thread() {
+  wait(m_channel_start);
+  auto& hostif = m_device.hostif;
+  for (std::int64_t i = 0; i < m_session.steps(); ++i) {
+    m_pipeline.next();
+    hostif.queue.reserve();
+    for (auto bytes : m_graph.input_bytes) {
+      hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
+      ++m_io.h2d_copies;
+      m_io.h2d_bytes += bytes;
+    }
+    hostif.queue.commit(static_cast<std::uint64_t>(m_graph.batch_bytes));
+  }
+}
+
+void Executor::next_batch_from_pipeline() {
+  m_account.set_host(Phase::HostData);
+  m_pipeline.next();
+}
+
+void Executor::memcpy_inputs_h2d() {
+  m_account.set_host(Phase::H2D);
+  for (auto bytes : m_graph.input_bytes) {
+    wait(sim::us(m_host.memcpy_setup_us));
+    m_device.hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
+    ++m_io.h2d_copies;
+    m_io.h2d_bytes += bytes;
+  }
+}
+
+void Executor::launch_ops(const aicpu::TaskList& tasks) {
+  m_account.set_host(Phase::Launch);
+  const sc_core::sc_time cost = sim::us(m_host.op_launch_us);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    wait(cost);
+    m_device.scheduler.submit_task(tasks[i], m_device.hostif.ring_doorbell(), i + 1 == tasks.size());
+    ++m_io.op_launches;
+  }
+}
+
+void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
+  m_account.set_host(Phase::Launch);
+  wait(sim::us(m_host.graph_launch_us));
+  m_device.scheduler.submit_graph(m_graph.sink_tasks, iterations, loop_control, m_device.hostif.ring_doorbell());
+  ++m_io.graph_launches;
+  if (loop_control) m_loop_iterations += iterations;
+}
+
+void Executor::create_channel() {
+  m_account.set_host(Phase::HostLoop);
+  wait(sim::us(m_host.queue_create_us));
+  m_channel_start.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Executor::load_graph() {
+  m_account.set_host(Phase::H2D);
+  wait(sim::us(m_host.graph_load_us));
+  // Descriptors of the step's tasks plus the loop-control and EndGraph tasks.
+  const auto bytes = static_cast<std::int64_t>(m_graph.sink_tasks.size() + 4) * m_device.aicpu.task_descriptor_bytes;
+  m_device.hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
+  ++m_io.h2d_copies;
+  m_io.h2d_bytes += bytes;
+}
+
+void Executor::synchronize() {
+  m_account.set_host(Phase::Sync);
+  auto& sched = m_device.scheduler;
+  if (sched.completed() < sched.submitted()) {
+    while (sched.completed() < sched.submitted()) wait(sched.completion_event());
+    m_device.hostif.await_completion_notice();
+    wait(sim::us(m_host.sync_wakeup_us));
+  }
+  ++m_io.host_syncs;
+}
+
+void Executor::return_loss() {
+  m_account.set_host(Phase::D2H);
+  constexpr std::int64_t kLossBytes = 4;  // fp32 scalar
+  wait(sim::us(m_host.memcpy_setup_us));
+  m_device.hostif.d2h.transfer(kLossBytes);
+  ++m_io.d2h_copies;
+  m_io.d2h_bytes += kLossBytes;
+  ++m_losses;
+}
+
+void Executor::step_overhead() {
+  m_account.set_host(Phase::HostLoop);
+  wait(sim::us(m_host.step_overhead_us));
+}
+
+RunResult Executor::result() {
+  RunResult r;
+  r.session = m_session;
+  r.batch_size = m_batch_size;
+  r.steps_completed = static_cast<std::int64_t>(m_step_ends.size());
+  const sc_core::sc_time end = m_finished ? m_end : sc_core::sc_time_stamp();
+  r.sim_time_s = end.to_seconds();
+  r.step_s.reserve(m_step_ends.size());
+  sc_core::sc_time prev = sc_core::SC_ZERO_TIME;
+  for (std::size_t i = 0; i < m_step_ends.size(); ++i) {
+    const sc_core::sc_time t = i + 1 == m_step_ends.size() ? end : m_step_ends[i];
+    r.step_s.push_back((t - prev).to_seconds());
+    prev = t;
+  }
+  r.breakdown_s = m_account.close(end);
+  r.interactions = m_io;
+  r.losses_returned = m_losses;
+  r.device_loop_iterations = m_loop_iterations;
+  r.failure = m_device.scheduler.failure();
+  return r;
+}
+
+namespace {
+
+class NonSinkExecutor final : public Executor {
+ public:
+  using Executor::Executor;
+
+ protected:
+  void train() override {
+    for (std::int64_t s = 0; s < m_session.steps(); ++s) {
+      next_batch_from_pipeline();
+      memcpy_inputs_h2d();
+      launch_ops(m_graph.step_tasks);
+      synchronize();
+      return_loss();
+      step_overhead();
+    }
+  }
+};
+
+class DataSinkExecutor final : public Executor {
+ public:
+  using Executor::Executor;
+
+ protected:
+  void train() override {
+    create_channel();
+    for (std::int64_t s = 0; s < m_session.steps(); ++s) {
+      launch_ops(m_graph.sink_tasks);
+      synchronize();
+      return_loss();
+      step_overhead();
+    }
+  }
+};
+
+class GraphSinkExecutor final : public Executor {
+ public:
+  using Executor::Executor;
+
+ protected:
+  void train() override {
+    create_channel();
+    load_graph();
+    for (std::int64_t s = 0; s < m_session.steps(); ++s) {
+      launch_graph(1, false);
+      synchronize();
+      return_loss();
+      step_overhead();
+    }
+  }
+};
+
+class LoopSinkExecutor final : public Executor {
+ public:
+  using Executor::Executor;
+
+ protected:
+  void train() override {
+    create_channel();
+    load_graph();
+    for (std::int64_t e = 0; e < m_session.epochs; ++e) {
+      launch_graph(m_session.effective_sink_size(), true);
+      synchronize();
+      return_loss();
+      step_overhead();
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,
+                                        const CompiledGraph& graph, std::int64_t batch_size, DeviceHandles device,
+                                        DataPipeline& pipeline, sim::BreakdownAccountant& account) {
+  switch (session.strategy) {
+    case Strategy::NonSink:
+      return std::make_unique<NonSinkExecutor>(name, host, session, graph, batch_size, device, pipeline, account);
+    case Strategy::DataSink:
+      return std::make_unique<DataSinkExecutor>(name, host, session, graph, batch_size, device, pipeline, account);
+    case Strategy::GraphSink:
+      return std::make_unique<GraphSinkExecutor>(name, host, session, graph, batch_size, device, pipeline, account);
+    case Strategy::LoopSink:
+      return std::make_unique<LoopSinkExecutor>(name, host, session, graph, batch_size, device, pipeline, account);
+  }
+  throw std::logic_error("unknown strategy");
+}
+
+}  // namespace ascendsim::runtime

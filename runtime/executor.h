@@ -1,0 +1,90 @@
+// The host's training thread under one of the four execution strategies (DESIGN.md §4), plus the
+// dataset channel thread of the sink modes. Host actions cost configured durations; device work
+// runs concurrently on the device modules, so overlap comes out of the simulation.
+//
+//   non-sink   per step: wait for a batch, synchronous H2D memcpy of each input tensor, K op
+//              launches, sync, D2H of the loss, framework step overhead.
+//   data-sink  once: create the dataset channel; the channel thread pushes batches into the
+//              device queue as the pipeline yields them. Per step: K+1 op launches (GetNext
+//              first), sync, D2H of the loss, step overhead.
+//   graph-sink once: channel + graph load (descriptors over PCIe). Per step: one graph launch.
+//   loop-sink  once: channel + graph load. Per sink of S steps: one graph launch; the device
+//              loops S times under AICPU loop control; one sync and loss copy per sink.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "aicpu/aicpu_config.h"
+#include "aicpu/task_scheduler.h"
+#include "hostif/host_interface.h"
+#include "runtime/data_pipeline.h"
+#include "runtime/graph_compiler.h"
+#include "runtime/host_config.h"
+#include "runtime/run_result.h"
+#include "runtime/session.h"
+#include "sim/core/breakdown.h"
+
+namespace ascendsim::runtime {
+
+/// The device as the host runtime reaches it.
+struct DeviceHandles {
+  aicpu::TaskScheduler& scheduler;
+  hostif::HostInterface& hostif;
+  const aicpu::AicpuConfig& aicpu;
+};
+
+class Executor : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Executor);
+  Executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session, const CompiledGraph& graph,
+           std::int64_t batch_size, DeviceHandles device, DataPipeline& pipeline, sim::BreakdownAccountant& account);
+
+  /// The run's result; call once the simulation has ended (it closes the time accounting).
+  /// Statistics of other modules are not included (the caller adds them).
+  RunResult result();
+  bool finished() const { return m_finished; }
+
+ protected:
+  virtual void train() = 0;
+
+  // Host actions, each charging its phase and counting its interactions.
+  void next_batch_from_pipeline();
+  void memcpy_inputs_h2d();
+  void launch_ops(const aicpu::TaskList& tasks);
+  void launch_graph(std::int64_t iterations, bool loop_control);
+  void create_channel();
+  void load_graph();
+  void synchronize();
+  void return_loss();
+  void step_overhead();
+
+  const HostConfig& m_host;
+  const Session& m_session;
+  const CompiledGraph& m_graph;
+  DeviceHandles m_device;
+
+ private:
+  void main_thread();
+  void channel_thread();
+  void finish();
+
+  std::int64_t m_batch_size;
+  DataPipeline& m_pipeline;
+  sim::BreakdownAccountant& m_account;
+  sc_core::sc_event m_channel_start;
+  bool m_finished = false;
+  sc_core::sc_time m_end;
+  std::vector<sc_core::sc_time> m_step_ends;
+  Interactions m_io;
+  std::int64_t m_losses = 0;
+  std::int64_t m_loop_iterations = 0;
+};
+
+std::unique_ptr<Executor> make_executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,
+                                        const CompiledGraph& graph, std::int64_t batch_size, DeviceHandles device,
+                                        DataPipeline& pipeline, sim::BreakdownAccountant& account);
+
+}  // namespace ascendsim::runtime

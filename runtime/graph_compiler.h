@@ -1,0 +1,42 @@
+// Graph compiler: turns a workload's training-step graph into device tasks with their modelled
+// cost, and plans the step's device memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aicore/cost_model.h"
+#include "aicpu/task.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::runtime {
+
+struct MemoryPlan {
+  std::int64_t persistent_bytes = 0;   ///< parameters and optimizer state
+  std::int64_t peak_step_bytes = 0;    ///< largest sum of live per-step tensors (inputs, activations, gradients)
+  std::int64_t queue_buffer_bytes = 0; ///< device data queue slots (sink modes)
+  std::int64_t peak_bytes() const { return persistent_bytes + peak_step_bytes + queue_buffer_bytes; }
+};
+
+struct CompiledGraph {
+  aicpu::TaskList step_tasks;  ///< one step launched op by op (non-sink): device ops in order
+  aicpu::TaskList sink_tasks;  ///< one step fed from the data queue: GetNext, then the device ops
+  std::vector<aicore::OpDesc> descs;  ///< per step_tasks entry
+  std::vector<std::int64_t> input_bytes;  ///< per batch input tensor, feed order
+  std::int64_t batch_bytes = 0;
+  MemoryPlan memory;
+  double device_compute_s = 0;  ///< sum of AI core task times of one step
+};
+
+/// Lowers one graph op to the AI core's description (fp32 Cube ops compute as fp16, Ascend's
+/// default precision mode). Throws std::invalid_argument for ops that do not run on AI cores.
+aicore::OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op);
+
+/// Compiles a workload. `queue_capacity` sizes the data queue buffers in the memory plan.
+CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity);
+
+/// Liveness-based device memory of one training step.
+MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity);
+
+}  // namespace ascendsim::runtime

@@ -1,0 +1,52 @@
+#include "runtime/report.h"
+
+#include <fmt/format.h>
+
+namespace ascendsim::runtime {
+
+nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
+                                   const nlohmann::ordered_json& config) {
+  nlohmann::ordered_json j;
+  j["workload"] = h.workload;
+  j["chip"] = h.chip;
+  j["batch_size"] = h.batch_size;
+  j["devices"] = h.devices;
+  j["runs"] = nlohmann::ordered_json::array();
+  for (const auto& r : runs) j["runs"].push_back(r.to_json());
+  j["config"] = config;
+  return j;
+}
+
+std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs) {
+  std::string out;
+  if (!runs.empty()) {
+    const Session& s = runs.front().session;
+    out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps\n\n", h.workload, h.chip, h.batch_size, s.epochs,
+                       s.steps_per_epoch);
+  }
+  out += fmt::format("{:<11} {:>7} {:>10} {:>8} {:>8} {:>10} {:>6} | {:>9} {:>7} {:>7} {:>7} {:>7}\n", "strategy",
+                     "steps", "sim s", "step ms", "p99 ms", "samples/s", "busy", "op launch", "graph", "H2D", "D2H",
+                     "syncs");
+  for (const auto& r : runs) {
+    const StepStats st = summarize_steps(r.step_s);
+    const Interactions& io = r.interactions;
+    out += fmt::format("{:<11} {:>7} {:>10.3f} {:>8.4f} {:>8.4f} {:>10.0f} {:>5.1f}% | {:>9} {:>7} {:>7} {:>7} {:>7}\n",
+                       strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p99_ms,
+                       r.samples_per_s(), 100.0 * r.device_busy_fraction(), io.op_launches, io.graph_launches,
+                       io.h2d_copies, io.d2h_copies, io.host_syncs);
+  }
+  out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";
+  out += fmt::format("{:<11}", "strategy");
+  for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
+    out += fmt::format(" {:>14}", sim::phase_name(static_cast<sim::Phase>(i)));
+  out += "\n";
+  for (const auto& r : runs) {
+    out += fmt::format("{:<11}", strategy_name(r.session.strategy));
+    for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
+      out += fmt::format(" {:>13.1f}%", r.sim_time_s > 0 ? 100.0 * r.breakdown_s[i] / r.sim_time_s : 0.0);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace ascendsim::runtime

@@ -1,0 +1,28 @@
+// Report assembly: the JSON report (DESIGN.md §5) and the table printed on stdout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/run_result.h"
+
+namespace ascendsim::runtime {
+
+struct ReportHeader {
+  std::string workload;
+  std::string chip;
+  std::int64_t batch_size = 0;
+  std::int64_t devices = 1;
+};
+
+/// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}
+nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
+                                   const nlohmann::ordered_json& config);
+
+/// Two tables: per-strategy figures and interactions, then where the time goes.
+std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs);
+
+}  // namespace ascendsim::runtime

@@ -1,0 +1,50 @@
+// The outcome of one simulated training run, in the units of DESIGN.md §5.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/session.h"
+#include "sim/core/breakdown.h"
+
+namespace ascendsim::runtime {
+
+struct Interactions {
+  std::int64_t op_launches = 0;
+  std::int64_t graph_launches = 0;
+  std::int64_t h2d_copies = 0;  ///< H2D transfers: batch tensors, graph load
+  std::int64_t d2h_copies = 0;
+  std::int64_t host_syncs = 0;
+  std::int64_t h2d_bytes = 0;
+  std::int64_t d2h_bytes = 0;
+};
+
+struct StepStats {
+  double mean_ms = 0, p50_ms = 0, p99_ms = 0;
+};
+/// Mean and nearest-rank percentiles of step times given in seconds.
+StepStats summarize_steps(std::vector<double> step_s);
+
+struct RunResult {
+  Session session;
+  std::int64_t batch_size = 0;
+  std::int64_t steps_completed = 0;
+  double sim_time_s = 0;
+  std::vector<double> step_s;  ///< per step, from the previous step's end on the device (the last includes the tail)
+  std::array<double, sim::kPhaseCount> breakdown_s{};
+  Interactions interactions;
+  std::int64_t losses_returned = 0;
+  std::int64_t device_loop_iterations = 0;  ///< loop sink: iterations run under on-device loop control
+  std::string failure;                      ///< empty if the run completed
+  nlohmann::ordered_json stats;             ///< per-module statistics
+
+  double samples_per_s() const;
+  double device_busy_fraction() const;
+  nlohmann::ordered_json to_json() const;
+};
+
+}  // namespace ascendsim::runtime

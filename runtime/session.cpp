@@ -1,0 +1,37 @@
+#include "runtime/session.h"
+
+#include "sim/core/error.h"
+
+namespace ascendsim::runtime {
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::NonSink: return "non-sink";
+    case Strategy::DataSink: return "data-sink";
+    case Strategy::GraphSink: return "graph-sink";
+    case Strategy::LoopSink: return "loop-sink";
+  }
+  return "?";
+}
+
+std::vector<Strategy> all_strategies() {
+  return {Strategy::NonSink, Strategy::DataSink, Strategy::GraphSink, Strategy::LoopSink};
+}
+
+Strategy parse_strategy(const std::string& name) {
+  for (auto s : all_strategies())
+    if (name == strategy_name(s)) return s;
+  throw sim::InputError("unknown strategy '" + name + "' (choose non-sink, data-sink, graph-sink or loop-sink)");
+}
+
+void Session::validate() const {
+  if (epochs <= 0) throw sim::InputError("--epochs must be a positive whole number, got " + std::to_string(epochs));
+  if (steps_per_epoch <= 0)
+    throw sim::InputError("steps per epoch must be positive, got " + std::to_string(steps_per_epoch) +
+                          " (is the dataset smaller than one batch?)");
+  if (sink_size == 0 || sink_size < -1)
+    throw sim::InputError("--sink-size must be -1 (the whole dataset) or a positive whole number, got " +
+                          std::to_string(sink_size));
+}
+
+}  // namespace ascendsim::runtime

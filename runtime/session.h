@@ -1,0 +1,38 @@
+// A training session: which execution strategy, how many epochs, the sink size, the dataset's
+// steps per epoch — and what that implies for the number of steps run (DESIGN.md §4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ascendsim::runtime {
+
+enum class Strategy { NonSink, DataSink, GraphSink, LoopSink };
+
+const char* strategy_name(Strategy s);
+/// Throws sim::InputError for an unknown name, listing the known ones.
+Strategy parse_strategy(const std::string& name);
+std::vector<Strategy> all_strategies();
+/// Data reaches the device through the data queue (GetNext) rather than a per-step memcpy.
+inline bool uses_queue(Strategy s) { return s != Strategy::NonSink; }
+/// The step runs as a loaded graph rather than op-by-op launches.
+inline bool uses_graph(Strategy s) { return s == Strategy::GraphSink || s == Strategy::LoopSink; }
+
+struct Session {
+  Strategy strategy = Strategy::NonSink;
+  std::int64_t epochs = 1;
+  std::int64_t sink_size = -1;       ///< loop sink: steps per graph launch; -1 = steps_per_epoch
+  std::int64_t steps_per_epoch = 1;  ///< D: batches in one pass over the dataset
+
+  /// Throws sim::InputError for non-positive epochs/steps or a sink size that is neither -1 nor > 0.
+  void validate() const;
+  /// S: steps per graph launch under loop sink.
+  std::int64_t effective_sink_size() const { return sink_size < 0 ? steps_per_epoch : sink_size; }
+  /// E x D, or E x S under loop sink.
+  std::int64_t steps() const {
+    return strategy == Strategy::LoopSink ? epochs * effective_sink_size() : epochs * steps_per_epoch;
+  }
+};
+
+}  // namespace ascendsim::runtime

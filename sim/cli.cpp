@@ -1,0 +1,322 @@
+#include "sim/cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <systemc>
+
+#include "runtime/graph_compiler.h"
+#include "runtime/report.h"
+#include "sim/config.h"
+#include "sim/core/error.h"
+#include "sim/simulation.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::sim {
+
+namespace po = boost::program_options;
+using nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kExitInternal = 1;
+constexpr int kExitInput = 2;
+constexpr int kExitRunFailed = 3;
+
+const char* kUsage =
+    "usage: ascendsim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  compare   run the workload under all four strategies and compare them\n"
+    "  train     run the workload under one strategy (--strategy)\n"
+    "  info      parameters, MACs, ops and device memory of a workload\n"
+    "  params    every configuration parameter with unit, default and description\n"
+    "  chips     the chip presets\n"
+    "\n"
+    "`ascendsim <command> --help` lists the command's options.\n";
+
+struct Options {
+  std::string workload = "lenet5";
+  std::string strategy;
+  ConfigRequest config;
+  std::int64_t epochs = 1;
+  std::int64_t sink_size = -1;
+  std::int64_t batch_size = 32;
+  std::int64_t steps_per_epoch = 0;  // 0: from the dataset
+  std::int64_t devices = 1;
+  std::string json;  // "" none, "-" stdout
+};
+
+po::options_description common_options(Options& o) {
+  po::options_description d("options");
+  d.add_options()("help,h", "show this help")(
+      "workload,w", po::value(&o.workload)->default_value(o.workload), "workload: lenet5")(
+      "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset (`ascendsim chips`)")(
+      "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
+      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
+      "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per step")(
+      "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
+  return d;
+}
+
+po::options_description run_options(Options& o) {
+  po::options_description d("run options");
+  d.add_options()("epochs", po::value(&o.epochs)->default_value(o.epochs), "epochs (E)")(
+      "sink-size", po::value(&o.sink_size)->default_value(o.sink_size),
+      "loop sink: steps per graph launch (S); -1 = one epoch")(
+      "steps-per-epoch", po::value(&o.steps_per_epoch),
+      "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
+      "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)");
+  return d;
+}
+
+bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: ascendsim " << command << " [options]\n\n" << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+/// Writes `text` to `path` atomically (a temporary file renamed into place), or to stdout for "-".
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(path + ": cannot write (check the directory exists and is writable)");
+    f << text;
+    if (!f.flush()) throw InputError(path + ": write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError(path + ": cannot write: " + ec.message());
+  }
+}
+
+workloads::Workload build_workload(const Options& o) {
+  if (o.batch_size <= 0)
+    throw InputError("--batch-size must be a positive whole number, got " + std::to_string(o.batch_size));
+  try {
+    return workloads::make_workload(o.workload, o.batch_size);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(std::string("--workload: ") + e.what());
+  }
+}
+
+runtime::Session make_session(const Options& o, const workloads::Workload& w, runtime::Strategy s) {
+  if (o.devices != 1)
+    throw InputError("--devices " + std::to_string(o.devices) + ": only single-device runs are modelled; use --devices 1");
+  if (o.steps_per_epoch < 0)
+    throw InputError("--steps-per-epoch must be positive, got " + std::to_string(o.steps_per_epoch));
+  runtime::Session session;
+  session.strategy = s;
+  session.epochs = o.epochs;
+  session.sink_size = o.sink_size;
+  session.steps_per_epoch = o.steps_per_epoch > 0 ? o.steps_per_epoch : w.steps_per_epoch();
+  session.validate();
+  return session;
+}
+
+int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strategies) {
+  const SystemConfig cfg = load_config(o.config);
+  const workloads::Workload w = build_workload(o);
+  Simulation simulation;
+  for (auto s : strategies) simulation.add(cfg, w, make_session(o, w, s));
+  simulation.run();
+
+  std::vector<runtime::RunResult> results;
+  for (std::size_t i = 0; i < simulation.size(); ++i) results.push_back(simulation.result(i));
+  const runtime::ReportHeader header{w.name, cfg.chip.name, w.batch_size, o.devices};
+  bool failed = false;
+  for (const auto& r : results) {
+    if (r.failure.empty()) continue;
+    failed = true;
+    std::cerr << "error: " << runtime::strategy_name(r.session.strategy) << " failed after " << r.steps_completed
+              << " of " << r.session.steps() << " steps at " << fmt::format("{:.6f}", r.sim_time_s)
+              << " s simulated: " << r.failure << "\n";
+  }
+  if (failed) {
+    std::cerr << "\nwhere the time went up to that point:\n" << runtime::format_table(header, results);
+    std::cerr << "no report written\n";
+    return kExitRunFailed;
+  }
+  SystemConfig resolved = cfg;
+  const ordered_json report = runtime::make_report(header, results, bind_params(resolved).to_json());
+  if (o.json != "-") std::cout << runtime::format_table(header, results);
+  if (!o.json.empty()) write_output(o.json, report.dump(2) + "\n");
+  return 0;
+}
+
+int cmd_compare(int argc, char* argv[]) {
+  Options o;
+  po::options_description desc = common_options(o);
+  desc.add(run_options(o));
+  if (!parse(argc, argv, desc, "compare")) return 0;
+  return run_strategies(o, runtime::all_strategies());
+}
+
+int cmd_train(int argc, char* argv[]) {
+  Options o;
+  po::options_description desc = common_options(o);
+  desc.add(run_options(o));
+  desc.add_options()("strategy,s", po::value(&o.strategy)->required(),
+                     "non-sink | data-sink | graph-sink | loop-sink");
+  if (!parse(argc, argv, desc, "train")) return 0;
+  return run_strategies(o, {runtime::parse_strategy(o.strategy)});
+}
+
+int cmd_info(int argc, char* argv[]) {
+  Options o;
+  po::options_description desc = common_options(o);
+  if (!parse(argc, argv, desc, "info")) return 0;
+  const SystemConfig cfg = load_config(o.config);
+  const workloads::Workload w = build_workload(o);
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
+  const runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
+
+  ordered_json j;
+  j["workload"] = w.name;
+  j["description"] = w.description;
+  j["chip"] = cfg.chip.name;
+  j["batch_size"] = w.batch_size;
+  j["parameters"] = workloads::parameter_count(w.graph);
+  j["forward_macs_per_sample"] = workloads::forward_macs(w.graph) / w.batch_size;
+  j["ops_per_step"] = static_cast<std::int64_t>(g.step_tasks.size());
+  j["ops_per_step_sink"] = static_cast<std::int64_t>(g.sink_tasks.size());
+  j["peak_device_memory_bytes"] = g.memory.peak_bytes();
+  j["memory"] = {{"persistent_bytes", g.memory.persistent_bytes},
+                 {"peak_step_bytes", g.memory.peak_step_bytes},
+                 {"queue_buffer_bytes", g.memory.queue_buffer_bytes},
+                 {"device_capacity_bytes", static_cast<std::int64_t>(cfg.chip.memory.hbm_gib * 1073741824.0)}};
+  j["dataset_samples"] = w.dataset_samples;
+  j["steps_per_epoch"] = w.steps_per_epoch();
+  j["batch_bytes"] = w.batch_bytes();
+  j["optimizer"] = w.optimizer;
+  j["device_compute_per_step_s"] = g.device_compute_s;
+  ordered_json ops = ordered_json::array();
+  for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    const auto& c = g.step_tasks[i].cost;
+    ops.push_back({{"name", g.step_tasks[i].name},
+                   {"op", g.descs[i].to_string()},
+                   {"time_us", c.time_s * 1e6},
+                   {"blocks", c.blocks},
+                   {"macs", c.macs},
+                   {"bound", aicore::bound_name(c.bound)}});
+  }
+  j["ops"] = ops;
+
+  if (!o.json.empty()) {
+    write_output(o.json, j.dump(2) + "\n");
+    if (o.json == "-") return 0;
+  }
+  std::cout << fmt::format("{} — {}\n", w.name, w.description);
+  std::cout << fmt::format("  chip                      {}\n", cfg.chip.name);
+  std::cout << fmt::format("  batch size                {}\n", w.batch_size);
+  std::cout << fmt::format("  parameters                {}\n", j["parameters"].get<std::int64_t>());
+  std::cout << fmt::format("  forward MACs per sample   {}\n", j["forward_macs_per_sample"].get<std::int64_t>());
+  std::cout << fmt::format("  device ops per step       {} (+1 GetNext in the sink modes)\n", g.step_tasks.size());
+  std::cout << fmt::format("  device compute per step   {:.1f} us\n", g.device_compute_s * 1e6);
+  std::cout << fmt::format("  peak device memory        {} (persistent {}, step {}, data queue {})\n",
+                           format_bytes(static_cast<double>(g.memory.peak_bytes())),
+                           format_bytes(static_cast<double>(g.memory.persistent_bytes)),
+                           format_bytes(static_cast<double>(g.memory.peak_step_bytes)),
+                           format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
+  std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n\n", w.dataset_samples,
+                           w.steps_per_epoch());
+  std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
+  for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    const auto& c = g.step_tasks[i].cost;
+    std::cout << fmt::format("  {:<52} {:>10.2f} {:>7} {:>9}\n", g.step_tasks[i].name, c.time_s * 1e6, c.blocks,
+                             aicore::bound_name(c.bound));
+  }
+  return 0;
+}
+
+int cmd_params(int argc, char* argv[]) {
+  Options o;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("chip", po::value(&o.config.chip)->default_value(o.config.chip),
+                                                 "show values of this preset")(
+      "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
+      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)");
+  if (!parse(argc, argv, desc, "params")) return 0;
+  SystemConfig cfg = load_config(o.config);
+  SystemConfig defaults;
+  const ParamSet ps = bind_params(cfg);
+  const ParamSet ds = bind_params(defaults);
+  std::cout << fmt::format("{:<34} {:>12} {:>12} {:<9} {:<18} {}\n", "parameter", o.config.chip, "built-in", "unit",
+                           "range", "description");
+  for (std::size_t i = 0; i < ps.specs().size(); ++i) {
+    const ParamSpec& s = ps.specs()[i];
+    if (s.key == "chip.description") continue;
+    std::cout << fmt::format("{:<34} {:>12} {:>12} {:<9} {:<18} {}\n", s.key, ParamSet::value_string(s),
+                             ParamSet::value_string(ds.specs()[i]), s.unit, ParamSet::range_string(s), s.description);
+  }
+  return 0;
+}
+
+int cmd_chips(int argc, char* argv[]) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help");
+  if (!parse(argc, argv, desc, "chips")) return 0;
+  const auto names = chip_presets();
+  if (names.empty()) throw InputError("no chip presets in " + config_dir() + "/chips; set ASCENDSIM_CONFIG_DIR");
+  for (const auto& n : names) {
+    ConfigRequest req;
+    req.chip = n;
+    const SystemConfig cfg = load_config(req);
+    std::cout << fmt::format("{:<12} {}\n", n, cfg.chip.description);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, char* argv[]) {
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? kExitInput : 0;
+  }
+  const std::string command = argv[1];
+  try {
+    // Options start after the command word.
+    if (command == "compare") return cmd_compare(argc - 1, argv + 1);
+    if (command == "train") return cmd_train(argc - 1, argv + 1);
+    if (command == "info") return cmd_info(argc - 1, argv + 1);
+    if (command == "params") return cmd_params(argc - 1, argv + 1);
+    if (command == "chips") return cmd_chips(argc - 1, argv + 1);
+    std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
+    return kExitInput;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitInput;
+  } catch (const po::error& e) {
+    std::cerr << "error: " << e.what() << " (see `ascendsim " << command << " --help`)\n";
+    return kExitInput;
+  } catch (const RunError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitRunFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace ascendsim::sim

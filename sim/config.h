@@ -1,0 +1,52 @@
+// The typed configuration tree of a simulated system and its loading from YAML presets.
+//
+// Precedence, lowest first: built-in defaults (the ascend910 values), configs/host.yaml, the chip
+// preset configs/chips/<chip>.yaml, --config FILE, then each --set key=value in order. Unknown
+// keys, wrong types and out-of-range values are rejected naming the file (and line) and key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aicore/aicore_config.h"
+#include "aicpu/aicpu_config.h"
+#include "hostif/link_config.h"
+#include "runtime/host_config.h"
+#include "sim/core/params.h"
+
+namespace ascendsim::sim {
+
+struct ChipConfig {
+  std::string name = "ascend910";
+  std::string description = "Ascend 910: 32 DaVinci Max AI cores, 32 GB HBM2, PCIe 4.0 x16";
+  aicore::AicoreConfig aicore;
+  aicore::MemoryConfig memory;
+  aicpu::AicpuConfig aicpu;
+  hostif::QueueConfig queue;
+};
+
+struct SystemConfig {
+  ChipConfig chip;
+  hostif::LinkConfig link;
+  runtime::HostConfig host;
+};
+
+/// Declares every parameter of `cfg`, bound to its fields. `cfg` must outlive the set and not move.
+ParamSet bind_params(SystemConfig& cfg);
+
+struct ConfigRequest {
+  std::string chip = "ascend910";
+  std::string config_file;          ///< optional user YAML
+  std::vector<std::string> sets;    ///< "key=value"
+};
+
+/// Directory holding host.yaml and chips/ (ASCENDSIM_CONFIG_DIR overrides the built-in path).
+std::string config_dir();
+/// Preset names found in config_dir()/chips.
+std::vector<std::string> chip_presets();
+/// Loads and checks a configuration; throws InputError naming file, key and reason.
+SystemConfig load_config(const ConfigRequest& req);
+/// Applies one YAML file onto the parameters.
+void apply_yaml_file(ParamSet& ps, const std::string& path);
+
+}  // namespace ascendsim::sim

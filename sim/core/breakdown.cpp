@@ -1,0 +1,41 @@
+#include "sim/core/breakdown.h"
+
+namespace ascendsim::sim {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::HostData: return "host_data";
+    case Phase::H2D: return "h2d";
+    case Phase::Launch: return "launch";
+    case Phase::DeviceCompute: return "device_compute";
+    case Phase::D2H: return "d2h";
+    case Phase::HostLoop: return "host_loop";
+    case Phase::WaitData: return "wait_data";
+    case Phase::Sync: return "sync";
+    case Phase::Count: break;
+  }
+  return "?";
+}
+
+Phase BreakdownAccountant::current() const {
+  if (m_device_busy) return Phase::DeviceCompute;
+  if (m_device_waiting) return Phase::WaitData;
+  return m_host;
+}
+
+void BreakdownAccountant::charge(const sc_core::sc_time& now) {
+  if (now <= m_last) return;
+  m_time[static_cast<std::size_t>(current())] += now - m_last;
+  m_last = now;
+}
+
+const std::array<double, kPhaseCount>& BreakdownAccountant::close(const sc_core::sc_time& at) {
+  if (!m_closed) {
+    charge(at);
+    m_closed = true;
+    for (std::size_t i = 0; i < kPhaseCount; ++i) m_seconds[i] = m_time[i].to_seconds();
+  }
+  return m_seconds;
+}
+
+}  // namespace ascendsim::sim

@@ -1,0 +1,62 @@
+// Where the time goes. Every instant of a run is charged to exactly one phase, so the phases
+// add up to the run's simulated time:
+//   - while the device executes a task (AI core op, AICPU kernel, dispatch)  -> device_compute
+//   - while the device is blocked in GetNext on an empty data queue          -> wait_data
+//   - while the device is idle, whatever the host's training thread is doing -> that phase
+// This charges host work only where it is exposed, i.e. where the device has nothing to do: the
+// interaction cost a strategy removes is exactly what disappears from the host phases.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include <systemc>
+
+namespace ascendsim::sim {
+
+enum class Phase : std::size_t {
+  HostData,       ///< host thread waits for the data pipeline
+  H2D,            ///< synchronous host-to-device copy (incl. memcpy setup, graph load)
+  Launch,         ///< op or graph launch on the host
+  DeviceCompute,  ///< device executes a task
+  D2H,            ///< device-to-host copy of results
+  HostLoop,       ///< framework work per step (training loop, callbacks), one-time setup
+  WaitData,       ///< device waits in GetNext for the data queue
+  Sync,           ///< completion notification and host wake-up after the device finished
+  Count
+};
+
+const char* phase_name(Phase p);
+inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::Count);
+
+class BreakdownAccountant {
+ public:
+  void set_host(Phase p) { change([&] { m_host = p; }); }
+  void set_device_busy(bool busy) { change([&] { m_device_busy = busy; }); }
+  void set_device_waiting(bool waiting) { change([&] { m_device_waiting = waiting; }); }
+
+  /// Charges the time up to `at` and stops accounting; later changes are ignored. Returns the
+  /// per-phase totals in seconds.
+  const std::array<double, kPhaseCount>& close(const sc_core::sc_time& at);
+  bool closed() const { return m_closed; }
+
+ private:
+  template <typename F>
+  void change(F&& f) {
+    if (m_closed) return;
+    charge(sc_core::sc_time_stamp());
+    f();
+  }
+  void charge(const sc_core::sc_time& now);
+  Phase current() const;
+
+  Phase m_host = Phase::HostLoop;
+  bool m_device_busy = false;
+  bool m_device_waiting = false;
+  bool m_closed = false;
+  sc_core::sc_time m_last = sc_core::SC_ZERO_TIME;
+  std::array<sc_core::sc_time, kPhaseCount> m_time{};
+  std::array<double, kPhaseCount> m_seconds{};
+};
+
+}  // namespace ascendsim::sim

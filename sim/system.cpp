@@ -1,0 +1,73 @@
+#include "sim/system.h"
+
+#include <cstdio>
+
+#include "sim/core/error.h"
+#include "sim/core/time.h"
+
+namespace ascendsim::sim {
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan) {
+  const double capacity = cfg.chip.memory.hbm_gib * 1024.0 * 1024.0 * 1024.0;
+  if (static_cast<double>(plan.peak_bytes()) > capacity)
+    throw InputError(w.name + " at batch " + std::to_string(w.batch_size) + " needs " +
+                     format_bytes(static_cast<double>(plan.peak_bytes())) + " of device memory; " + cfg.chip.name +
+                     " has " + format_bytes(capacity) + " — reduce --batch-size");
+}
+
+namespace {
+runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w) {
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
+  runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
+  check_fits(cfg, w, g.memory);
+  return g;
+}
+
+const runtime::Session& validated(const runtime::Session& s) {
+  s.validate();
+  return s;
+}
+}  // namespace
+
+System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const workloads::Workload& workload,
+               const runtime::Session& session)
+    : sc_module(name),
+      m_cfg(cfg),
+      m_session(validated(session)),
+      m_graph(compile_checked(m_cfg, workload)),
+      m_chip("chip", m_cfg, m_account),
+      m_pipeline("pipeline", m_cfg.host, session.steps(), workload.batch_size,
+                 workload.batch_bytes() / workload.batch_size) {
+  // connect
+  m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size,
+                                      {m_chip.scheduler, m_chip.hostif, m_cfg.chip.aicpu}, m_pipeline, m_account);
+}
+
+runtime::RunResult System::result() {
+  runtime::RunResult r = m_executor->result();
+  m_chip.hostif.queue.finish(sim::seconds(r.sim_time_s));
+  nlohmann::ordered_json s;
+  s["scheduler"] = m_chip.scheduler.stats().to_json();
+  s["aicore"] = m_chip.cores.stats().to_json();
+  s["hostif"] = m_chip.hostif.stats().to_json();
+  s["pcie_h2d"] = m_chip.hostif.h2d.stats().to_json();
+  s["pcie_d2h"] = m_chip.hostif.d2h.stats().to_json();
+  s["data_queue"] = m_chip.hostif.queue.stats().to_json();
+  s["pipeline"] = m_pipeline.stats().to_json();
+  r.stats = std::move(s);
+  return r;
+}
+
+}  // namespace ascendsim::sim

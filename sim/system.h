@@ -1,0 +1,48 @@
+// A simulated system for one training run: the host (data pipeline and the strategy's executor)
+// and one chip behind its PCIe link. Several Systems can live in one simulation; they share
+// nothing but the SystemC kernel, so each run's results are what it would be alone.
+#pragma once
+
+#include <memory>
+
+#include <systemc>
+
+#include "aicore/cost_model.h"
+#include "runtime/data_pipeline.h"
+#include "runtime/executor.h"
+#include "runtime/graph_compiler.h"
+#include "runtime/run_result.h"
+#include "runtime/session.h"
+#include "sim/chip.h"
+#include "sim/config.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::sim {
+
+class System : public sc_core::sc_module {
+ public:
+  /// Compiles the workload and checks it fits device memory (InputError otherwise).
+  System(sc_core::sc_module_name name, const SystemConfig& cfg, const workloads::Workload& workload,
+         const runtime::Session& session);
+
+  /// The run's result with every module's statistics. Call after the simulation.
+  runtime::RunResult result();
+  const runtime::CompiledGraph& compiled() const { return m_graph; }
+
+ private:
+  SystemConfig m_cfg;
+  runtime::Session m_session;
+  BreakdownAccountant m_account;
+  runtime::CompiledGraph m_graph;
+  Chip m_chip;
+  runtime::DataPipeline m_pipeline;
+  std::unique_ptr<runtime::Executor> m_executor;
+};
+
+/// Human-readable byte count ("1.50 GiB").
+std::string format_bytes(double bytes);
+
+/// Throws InputError if the workload's memory plan exceeds the chip's device memory.
+void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan);
+
+}  // namespace ascendsim::sim

@@ -1,0 +1,133 @@
+// Graph IR of a training step: typed tensors and the ops that read and write them, in execution
+// order. Shapes are inferred and checked as ops are added, so a graph that builds is consistent.
+// The IR carries no timing: the runtime's graph compiler turns it into device tasks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ascendsim::workloads {
+
+enum class DType { F32, F16, I32, I8 };
+std::int64_t dtype_bytes(DType t);
+const char* dtype_name(DType t);
+
+using Shape = std::vector<std::int64_t>;
+std::string shape_string(const Shape& s);
+
+enum class TensorRole {
+  Input,           ///< a batch tensor fed from the dataset (image)
+  Label,           ///< a batch tensor fed from the dataset (labels)
+  Parameter,       ///< trainable weight, persistent
+  OptimizerState,  ///< persistent optimizer slot (momentum accumulator), hyper-parameters
+  Activation,      ///< produced and consumed within a step
+  Gradient,        ///< produced in backward, consumed by the optimizer
+  Loss,            ///< the scalar returned to the host
+};
+bool is_persistent(TensorRole r);
+
+struct Tensor {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::F32;
+  TensorRole role = TensorRole::Activation;
+  std::int64_t elements() const;
+  std::int64_t bytes() const { return elements() * dtype_bytes(dtype); }
+};
+
+enum class OpType {
+  Conv2D,
+  Conv2DBackpropInput,
+  Conv2DBackpropFilter,
+  MatMul,
+  BiasAdd,
+  BiasAddGrad,
+  ReLU,
+  ReluGrad,
+  MaxPool,
+  MaxPoolGrad,
+  Reshape,
+  SparseSoftmaxCrossEntropyWithLogits,
+  SparseSoftmaxCrossEntropyWithLogitsGrad,
+  AddN,
+  ApplyMomentum,
+};
+const char* op_type_name(OpType t);
+/// Reshape is a view: it changes metadata only and is never launched on the device.
+bool is_device_op(OpType t);
+
+enum class Pass { Forward, Backward, Optimizer };
+
+struct ConvAttr {
+  std::int64_t kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
+};
+struct PoolAttr {
+  std::int64_t kernel = 2, stride = 2;
+};
+struct MatMulAttr {
+  bool transpose_a = false, transpose_b = false;
+};
+
+using TensorId = std::int32_t;
+
+struct Op {
+  OpType type;
+  std::string name;
+  Pass pass = Pass::Forward;
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  ConvAttr conv;
+  PoolAttr pool;
+  MatMulAttr matmul;
+};
+
+class Graph {
+ public:
+  TensorId add_tensor(Tensor t);
+  const Tensor& tensor(TensorId id) const { return m_tensors.at(static_cast<std::size_t>(id)); }
+  const std::vector<Tensor>& tensors() const { return m_tensors; }
+  const std::vector<Op>& ops() const { return m_ops; }
+
+  /// Appends an op after checking operand shapes; returns its first output.
+  /// Throws std::invalid_argument on inconsistent shapes.
+  TensorId conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr attr);
+  TensorId conv2d_backprop_input(const std::string& name, TensorId dy, TensorId w, const Shape& x_shape,
+                                 ConvAttr attr);
+  TensorId conv2d_backprop_filter(const std::string& name, TensorId dy, TensorId x, const Shape& w_shape,
+                                  ConvAttr attr);
+  TensorId matmul(const std::string& name, TensorId a, TensorId b, MatMulAttr attr, TensorRole out_role);
+  TensorId bias_add(const std::string& name, TensorId x, TensorId b);
+  TensorId bias_add_grad(const std::string& name, TensorId dy);
+  TensorId relu(const std::string& name, TensorId x);
+  TensorId relu_grad(const std::string& name, TensorId dy, TensorId y);
+  TensorId max_pool(const std::string& name, TensorId x, PoolAttr attr);
+  TensorId max_pool_grad(const std::string& name, TensorId x, TensorId y, TensorId dy, PoolAttr attr);
+  TensorId reshape(const std::string& name, TensorId x, const Shape& shape);
+  TensorId sparse_softmax_cross_entropy(const std::string& name, TensorId logits, TensorId labels);
+  TensorId sparse_softmax_cross_entropy_grad(const std::string& name, TensorId logits, TensorId labels);
+  TensorId add_n(const std::string& name, const std::vector<TensorId>& xs);
+  /// Updates param and accum in place: accum = momentum * accum + grad; param -= lr * accum.
+  void apply_momentum(const std::string& name, TensorId param, TensorId accum, TensorId lr, TensorId grad,
+                      TensorId momentum);
+
+  void set_pass(Pass p) { m_pass = p; }
+
+ private:
+  TensorId emit(OpType type, const std::string& name, std::vector<TensorId> inputs, Tensor out);
+  Op& last() { return m_ops.back(); }
+  std::vector<Tensor> m_tensors;
+  std::vector<Op> m_ops;
+  Pass m_pass = Pass::Forward;
+};
+
+/// Multiply-accumulates of a Conv2D/MatMul-family op (0 for others).
+std::int64_t op_macs(const Graph& g, const Op& op);
+/// Sum of Parameter tensor elements.
+std::int64_t parameter_count(const Graph& g);
+/// Forward conv + dense MACs for the whole batch.
+std::int64_t forward_macs(const Graph& g);
+/// Ops launched on the device per step (views excluded).
+std::int64_t device_op_count(const Graph& g);
+
+}  // namespace ascendsim::workloads
