@@ -11,15 +11,14 @@ namespace ascendsim::aicore {
 
 class AiCoreCluster : public sc_core::sc_module {
  public:
-  AiCoreCluster(sc_core::sc_module_name name, const AicoreConfig& cfg);
+  explicit AiCoreCluster(sc_core::sc_module_name name);
 
-  /// Blocks the calling thread for the op's device time. Call from an SC_THREAD.
-  void execute(const OpCost& cost);
+  /// Blocks the calling thread for the op's device time and returns it. Call from an SC_THREAD.
+  sc_core::sc_time execute(const OpCost& cost);
 
   sim::StatsGroup& stats() { return m_stats; }
 
  private:
-  const AicoreConfig& m_cfg;
   sim::StatsGroup m_stats;
   sim::Scalar& m_tasks;
   sim::Scalar& m_busy_s;

@@ -24,7 +24,8 @@ void AicoreConfig::declare(sim::ParamSet& ps) {
 
 void MemoryConfig::declare(sim::ParamSet& ps) {
   ps.real("memory.hbm_gib", hbm_gib, "GiB", 0.125, 1 << 16, "device memory capacity");
-  ps.real("memory.hbm_bandwidth_gbps", hbm_bandwidth_gbps, "GB/s", 1, 1e6, "device memory bandwidth shared by all cores");
+  ps.real("memory.hbm_bandwidth_gbps", hbm_bandwidth_gbps, "GB/s", 1, 1e6,
+          "device memory bandwidth shared by all cores");
   ps.real("memory.l2_mib", l2_mib, "MiB", 0, 1 << 16, "on-chip L2 cache");
 }
 

@@ -9,8 +9,8 @@
 namespace ascendsim::aicore {
 
 struct AicoreConfig {
-  std::int64_t cores = 32;               ///< AI cores with a Cube unit
-  std::int64_t vector_cores = 0;         ///< separate vector cores (910B split); 0 = Vector inside each AI core
+  std::int64_t cores = 32;        ///< AI cores with a Cube unit
+  std::int64_t vector_cores = 0;  ///< separate vector cores (910B split); 0 = Vector inside each AI core
   double freq_ghz = 1.0;
   std::int64_t cube_fp16_macs_per_cycle = 4096;  ///< 16x16x16
   std::int64_t vector_bytes_per_cycle = 256;     ///< 2048-bit Vector unit

@@ -16,15 +16,15 @@ enum class Bound { Cube, Vector, Memory, Overhead };
 const char* bound_name(Bound b);
 
 struct OpCost {
-  std::int64_t blocks = 1;        ///< blocks the op is split into (one per core, at most `cores`)
-  double block_cycles = 0;        ///< cycles of the slowest block, start-up included
-  double cube_cycles = 0;         ///< per block, busy cycles of each pipe
+  std::int64_t blocks = 1;  ///< blocks the op is split into (one per core, at most `cores`)
+  double block_cycles = 0;  ///< cycles of the slowest block, start-up included
+  double cube_cycles = 0;   ///< per block, busy cycles of each pipe
   double vector_cycles = 0;
   double mte_cycles = 0;
-  double overhead_cycles = 0;     ///< per block start-up
-  double time_s = 0;              ///< device time of the whole op
-  double macs = 0;                ///< exact MACs
-  double gm_bytes = 0;            ///< bytes moved between GM and the cores
+  double overhead_cycles = 0;  ///< per block start-up
+  double time_s = 0;           ///< device time of the whole op
+  double macs = 0;             ///< exact MACs
+  double gm_bytes = 0;         ///< bytes moved between GM and the cores
   Bound bound = Bound::Overhead;
 };
 

@@ -7,34 +7,50 @@ namespace ascendsim::aicore {
 
 const char* op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::MatMul: return "matmul";
-    case OpKind::Conv2D: return "conv2d";
-    case OpKind::Conv2DBackpropInput: return "conv2d_backprop_input";
-    case OpKind::Conv2DBackpropFilter: return "conv2d_backprop_filter";
-    case OpKind::Elementwise: return "elementwise";
-    case OpKind::Reduce: return "reduce";
-    case OpKind::Pool: return "pool";
-    case OpKind::PoolGrad: return "pool_grad";
-    case OpKind::SoftmaxCrossEntropy: return "softmax_cross_entropy";
-    case OpKind::Momentum: return "momentum";
+    case OpKind::MatMul:
+      return "matmul";
+    case OpKind::Conv2D:
+      return "conv2d";
+    case OpKind::Conv2DBackpropInput:
+      return "conv2d_backprop_input";
+    case OpKind::Conv2DBackpropFilter:
+      return "conv2d_backprop_filter";
+    case OpKind::Elementwise:
+      return "elementwise";
+    case OpKind::Reduce:
+      return "reduce";
+    case OpKind::Pool:
+      return "pool";
+    case OpKind::PoolGrad:
+      return "pool_grad";
+    case OpKind::SoftmaxCrossEntropy:
+      return "softmax_cross_entropy";
+    case OpKind::Momentum:
+      return "momentum";
   }
   return "?";
 }
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::FP16: return "fp16";
-    case Precision::FP32: return "fp32";
-    case Precision::INT8: return "int8";
+    case Precision::FP16:
+      return "fp16";
+    case Precision::FP32:
+      return "fp32";
+    case Precision::INT8:
+      return "int8";
   }
   return "?";
 }
 
 std::int64_t precision_bytes(Precision p) {
   switch (p) {
-    case Precision::FP16: return 2;
-    case Precision::FP32: return 4;
-    case Precision::INT8: return 1;
+    case Precision::FP16:
+      return 2;
+    case Precision::FP32:
+      return 4;
+    case Precision::INT8:
+      return 1;
   }
   return 0;
 }
@@ -58,11 +74,14 @@ std::size_t OpDesc::hash() const {
 
 std::int64_t OpDesc::macs() const {
   switch (kind) {
-    case OpKind::MatMul: return m * n * k;
+    case OpKind::MatMul:
+      return m * n * k;
     case OpKind::Conv2D:
     case OpKind::Conv2DBackpropInput:
-    case OpKind::Conv2DBackpropFilter: return batch * conv_out_h() * conv_out_w() * cout * cin * kh * kw;
-    default: return 0;
+    case OpKind::Conv2DBackpropFilter:
+      return batch * conv_out_h() * conv_out_w() * cout * cin * kh * kw;
+    default:
+      return 0;
   }
 }
 

@@ -8,16 +8,16 @@
 namespace ascendsim::aicore {
 
 enum class OpKind {
-  MatMul,                 ///< C[m,n] = A[m,k] B[k,n] (transposes are a layout matter for the Cube)
-  Conv2D,                 ///< forward conv, img2col + Cube
-  Conv2DBackpropInput,    ///< dx from dy and w
-  Conv2DBackpropFilter,   ///< dw from dy and x
-  Elementwise,            ///< ReLU, ReluGrad, BiasAdd, AddN, Cast, ...: `passes` Vector passes per element
-  Reduce,                 ///< BiasAddGrad, mean/sum: reads `elements`, writes `out_elements`
-  Pool,                   ///< max/avg pooling: window of `window` elements per output
-  PoolGrad,               ///< pooling backward
-  SoftmaxCrossEntropy,    ///< forward loss over [rows, classes] (and its grad: `grad`)
-  Momentum,               ///< ApplyMomentum over `elements` parameters
+  MatMul,                ///< C[m,n] = A[m,k] B[k,n] (transposes are a layout matter for the Cube)
+  Conv2D,                ///< forward conv, img2col + Cube
+  Conv2DBackpropInput,   ///< dx from dy and w
+  Conv2DBackpropFilter,  ///< dw from dy and x
+  Elementwise,           ///< ReLU, ReluGrad, BiasAdd, AddN, Cast, ...: `passes` Vector passes per element
+  Reduce,                ///< BiasAddGrad, mean/sum: reads `elements`, writes `out_elements`
+  Pool,                  ///< max/avg pooling: window of `window` elements per output
+  PoolGrad,              ///< pooling backward
+  SoftmaxCrossEntropy,   ///< forward loss over [rows, classes] (and its grad: `grad`)
+  Momentum,              ///< ApplyMomentum over `elements` parameters
 };
 const char* op_kind_name(OpKind k);
 

@@ -4,8 +4,8 @@
 // the MTE path to GM work as overlapped pipes (double buffering), so a block takes as long as its
 // busiest pipe plus a fixed start-up. The Cube works on 16x16 fractals with C0 = 16 channel
 // padding, so small or odd dimensions pay for the padding. The cores' GM traffic shares the HBM
-// bandwidth. Left out here: per-tile pipe synchronisation, L2 reuse across blocks, buffer-driven
-// tiling (refined in the full DaVinci pipe model).
+// bandwidth: the op's bytes cannot move faster than HBM allows. Left out here: per-tile pipe
+// synchronisation, L2 reuse across blocks, buffer-driven tiling (the full DaVinci pipe model).
 #include <algorithm>
 #include <stdexcept>
 
@@ -15,10 +15,14 @@ namespace ascendsim::aicore {
 
 const char* bound_name(Bound b) {
   switch (b) {
-    case Bound::Cube: return "cube";
-    case Bound::Vector: return "vector";
-    case Bound::Memory: return "memory";
-    case Bound::Overhead: return "overhead";
+    case Bound::Cube:
+      return "cube";
+    case Bound::Vector:
+      return "vector";
+    case Bound::Memory:
+      return "memory";
+    case Bound::Overhead:
+      return "overhead";
   }
   return "?";
 }
@@ -32,7 +36,7 @@ struct Work {
   double cube_macs = 0;     // padded to the fractal
   double vector_bytes = 0;  // bytes streamed through the Vector unit
   double gm_bytes = 0;
-  std::int64_t units = 1;   // independent pieces the op can be split into
+  std::int64_t units = 1;  // independent pieces the op can be split into
   bool cube = false;
 };
 
@@ -48,14 +52,16 @@ class PipeCostModel final : public CostModel {
 
     const double macs_per_cycle =
         static_cast<double>(m_core.cube_fp16_macs_per_cycle) * (d.precision == Precision::INT8 ? 2.0 : 1.0);
-    const double hbm_bytes_per_cycle = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz / static_cast<double>(active);
-    const double gm_bytes_per_cycle = std::min(static_cast<double>(m_core.gm_bytes_per_cycle), hbm_bytes_per_cycle);
+    // A block's MTE moves its share at the core's own rate, and all blocks together cannot move
+    // the op's bytes faster than the shared HBM.
+    const double hbm_bytes_per_cycle = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz;
 
     OpCost c;
     c.blocks = active;
     c.cube_cycles = w.cube_macs * share / macs_per_cycle;
     c.vector_cycles = w.vector_bytes * share / static_cast<double>(m_core.vector_bytes_per_cycle);
-    c.mte_cycles = w.gm_bytes * share / gm_bytes_per_cycle;
+    c.mte_cycles =
+        std::max(w.gm_bytes * share / static_cast<double>(m_core.gm_bytes_per_cycle), w.gm_bytes / hbm_bytes_per_cycle);
     c.overhead_cycles = static_cast<double>(m_core.block_start_cycles);
     const double busiest = std::max({c.cube_cycles, c.vector_cycles, c.mte_cycles});
     c.block_cycles = busiest + c.overhead_cycles;

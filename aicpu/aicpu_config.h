@@ -8,14 +8,14 @@
 namespace ascendsim::aicpu {
 
 struct AicpuConfig {
-  double dispatch_ns = 800;      ///< scheduler cost per task: fetch descriptor, resolve, dispatch blocks
-  double getnext_us = 12;        ///< GetNext kernel on an AICPU core once a batch is queued
-  double assign_add_us = 3;      ///< loop counter AssignAdd kernel
-  double stream_switch_us = 1.5; ///< StreamSwitch (compare counter with sink_size, branch)
-  double stream_active_us = 1.5; ///< StreamActive (re-activate the loop body stream)
-  double end_graph_us = 3;       ///< EndGraph: mark the graph done, raise the completion
+  double dispatch_ns = 800;                 ///< scheduler cost per task: fetch descriptor, resolve, dispatch blocks
+  double getnext_us = 12;                   ///< GetNext kernel on an AICPU core once a batch is queued
+  double assign_add_us = 3;                 ///< loop counter AssignAdd kernel
+  double stream_switch_us = 1.5;            ///< StreamSwitch (compare counter with sink_size, branch)
+  double stream_active_us = 1.5;            ///< StreamActive (re-activate the loop body stream)
+  double end_graph_us = 3;                  ///< EndGraph: mark the graph done, raise the completion
   std::int64_t task_descriptor_bytes = 64;  ///< one task descriptor as loaded with a graph
-  double op_timeout_s = 1900;    ///< a device op (GetNext) waiting longer fails the run
+  double op_timeout_s = 1900;               ///< a device op (GetNext) waiting longer fails the run
 
   void declare(sim::ParamSet& ps);
 };

@@ -12,8 +12,8 @@
 namespace ascendsim::aicpu {
 
 enum class TaskKind {
-  AiCore,        ///< an op on the AI cores
-  GetNext,       ///< AICPU: pop one batch from the device data queue
+  AiCore,   ///< an op on the AI cores
+  GetNext,  ///< AICPU: pop one batch from the device data queue
 };
 
 struct Task {

@@ -56,8 +56,7 @@ bool TaskScheduler::execute(const Task& task) {
     ++m_tasks;
     m_busy_s += m_dispatch.to_seconds();
     wait(m_dispatch);
-    m_busy_s += task.cost.time_s;
-    m_cores.execute(task.cost);
+    m_busy_s += m_cores.execute(task.cost).to_seconds();
     return true;
   }
   // GetNext: wait (device idle, charged to wait_data) until the queue has a batch.

@@ -36,8 +36,7 @@ class TaskScheduler : public sc_core::sc_module {
   /// Host submissions; each reaches the device at `arrival` (>= now, non-decreasing).
   /// `task` must outlive its execution.
   void submit_task(const Task& task, const sc_core::sc_time& arrival, bool ends_step);
-  void submit_graph(const TaskList& graph, std::int64_t iterations, bool loop_control,
-                    const sc_core::sc_time& arrival);
+  void submit_graph(const TaskList& graph, std::int64_t iterations, bool loop_control, const sc_core::sc_time& arrival);
 
   std::uint64_t submitted() const { return m_submitted; }
   std::uint64_t completed() const { return m_completed; }

@@ -6,8 +6,8 @@
 
 namespace ascendsim::hostif {
 
-DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, double latency_ns,
-                       std::int64_t chunk_bytes, double setup_ns)
+DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, double latency_ns, std::int64_t chunk_bytes,
+                       double setup_ns)
     : sc_module(name),
       m_bandwidth_gbps(bandwidth_gbps),
       m_latency(sim::ns(latency_ns)),
@@ -53,8 +53,7 @@ void DmaChannel::serve() {
     const sc_core::sc_time elapsed = sc_core::sc_time_stamp() - start;
     std::uint64_t moved = n;
     if (elapsed < t)  // interrupted by a new arrival
-      moved = std::min<std::uint64_t>(
-          n, static_cast<std::uint64_t>(elapsed.to_seconds() * m_bandwidth_gbps * 1e9));
+      moved = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(elapsed.to_seconds() * m_bandwidth_gbps * 1e9));
     m_busy_s += elapsed.to_seconds();
     m_chunks += static_cast<double>((moved + m_chunk_bytes - 1) / m_chunk_bytes);
     r->remaining -= moved;

@@ -8,13 +8,13 @@
 namespace ascendsim::hostif {
 
 struct LinkConfig {
-  double h2d_bandwidth_gbps = 24;  ///< effective host-to-device DMA bandwidth
-  double d2h_bandwidth_gbps = 24;  ///< effective device-to-host DMA bandwidth
-  double latency_ns = 900;         ///< one-way latency a transfer's last byte adds
-  std::int64_t dma_chunk_kib = 64; ///< arbitration granularity: concurrent transfers interleave chunks
-  double dma_setup_ns = 1000;      ///< per transfer: descriptor build and fetch
-  double doorbell_ns = 600;        ///< host MMIO doorbell until the device sees a submission
-  double completion_ns = 2000;     ///< device completion until the host is notified (interrupt/poll)
+  double h2d_bandwidth_gbps = 24;   ///< effective host-to-device DMA bandwidth
+  double d2h_bandwidth_gbps = 24;   ///< effective device-to-host DMA bandwidth
+  double latency_ns = 900;          ///< one-way latency a transfer's last byte adds
+  std::int64_t dma_chunk_kib = 64;  ///< arbitration granularity: concurrent transfers interleave chunks
+  double dma_setup_ns = 1000;       ///< per transfer: descriptor build and fetch
+  double doorbell_ns = 600;         ///< host MMIO doorbell until the device sees a submission
+  double completion_ns = 2000;      ///< device completion until the host is notified (interrupt/poll)
 
   void declare(sim::ParamSet& ps);
 };

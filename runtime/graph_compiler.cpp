@@ -14,15 +14,16 @@ namespace {
 
 Precision vector_precision(workloads::DType t) {
   switch (t) {
-    case workloads::DType::F16: return Precision::FP16;
-    case workloads::DType::I8: return Precision::INT8;
-    default: return Precision::FP32;
+    case workloads::DType::F16:
+      return Precision::FP16;
+    case workloads::DType::I8:
+      return Precision::INT8;
+    default:
+      return Precision::FP32;
   }
 }
 
-Precision cube_precision(workloads::DType t) {
-  return t == workloads::DType::I8 ? Precision::INT8 : Precision::FP16;
-}
+Precision cube_precision(workloads::DType t) { return t == workloads::DType::I8 ? Precision::INT8 : Precision::FP16; }
 
 void set_conv(OpDesc& d, const workloads::Shape& x, const workloads::Shape& w, const workloads::ConvAttr& a) {
   d.batch = x[0];
@@ -78,17 +79,23 @@ OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op) {
       d.k = op.matmul.transpose_a ? in(0).shape[0] : in(0).shape[1];
       return d;
     }
-    case OpType::BiasAdd: return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
-    case OpType::BiasAddGrad: return vector_op(OpKind::Reduce, in(0), 1, out(0).elements(), 1);
-    case OpType::ReLU: return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
-    case OpType::ReluGrad: return vector_op(OpKind::Elementwise, out(0), 2, out(0).elements(), 2);
+    case OpType::BiasAdd:
+      return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
+    case OpType::BiasAddGrad:
+      return vector_op(OpKind::Reduce, in(0), 1, out(0).elements(), 1);
+    case OpType::ReLU:
+      return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
+    case OpType::ReluGrad:
+      return vector_op(OpKind::Elementwise, out(0), 2, out(0).elements(), 2);
     case OpType::MaxPool: {
       OpDesc p = vector_op(OpKind::Pool, in(0), 1, out(0).elements(), 1);
       p.window = 1;  // window == stride: each input element is compared once
       return p;
     }
-    case OpType::MaxPoolGrad: return vector_op(OpKind::PoolGrad, out(0), 2, out(0).elements(), 3);
-    case OpType::SparseSoftmaxCrossEntropyWithLogits: return vector_op(OpKind::SoftmaxCrossEntropy, in(0), 1, 1, 5);
+    case OpType::MaxPoolGrad:
+      return vector_op(OpKind::PoolGrad, out(0), 2, out(0).elements(), 3);
+    case OpType::SparseSoftmaxCrossEntropyWithLogits:
+      return vector_op(OpKind::SoftmaxCrossEntropy, in(0), 1, 1, 5);
     case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad: {
       OpDesc s = vector_op(OpKind::SoftmaxCrossEntropy, in(0), 1, in(0).elements(), 4);
       s.grad = true;
@@ -100,7 +107,8 @@ OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op) {
     }
     case OpType::ApplyMomentum:  // reads param, accum, grad; writes param, accum
       return vector_op(OpKind::Momentum, in(0), 3, 2 * in(0).elements(), 4);
-    case OpType::Reshape: break;
+    case OpType::Reshape:
+      break;
   }
   throw std::invalid_argument(op.name + ": " + workloads::op_type_name(op.type) + " does not run on the AI cores");
 }

@@ -13,16 +13,16 @@
 namespace ascendsim::runtime {
 
 struct MemoryPlan {
-  std::int64_t persistent_bytes = 0;   ///< parameters and optimizer state
-  std::int64_t peak_step_bytes = 0;    ///< largest sum of live per-step tensors (inputs, activations, gradients)
-  std::int64_t queue_buffer_bytes = 0; ///< device data queue slots (sink modes)
+  std::int64_t persistent_bytes = 0;    ///< parameters and optimizer state
+  std::int64_t peak_step_bytes = 0;     ///< largest sum of live per-step tensors (inputs, activations, gradients)
+  std::int64_t queue_buffer_bytes = 0;  ///< device data queue slots (sink modes)
   std::int64_t peak_bytes() const { return persistent_bytes + peak_step_bytes + queue_buffer_bytes; }
 };
 
 struct CompiledGraph {
-  aicpu::TaskList step_tasks;  ///< one step launched op by op (non-sink): device ops in order
-  aicpu::TaskList sink_tasks;  ///< one step fed from the data queue: GetNext, then the device ops
-  std::vector<aicore::OpDesc> descs;  ///< per step_tasks entry
+  aicpu::TaskList step_tasks;             ///< one step launched op by op (non-sink): device ops in order
+  aicpu::TaskList sink_tasks;             ///< one step fed from the data queue: GetNext, then the device ops
+  std::vector<aicore::OpDesc> descs;      ///< per step_tasks entry
   std::vector<std::int64_t> input_bytes;  ///< per batch input tensor, feed order
   std::int64_t batch_bytes = 0;
   MemoryPlan memory;

@@ -24,9 +24,9 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps\n\n", h.workload, h.chip, h.batch_size, s.epochs,
                        s.steps_per_epoch);
   }
-  out += fmt::format("{:<11} {:>7} {:>10} {:>8} {:>8} {:>10} {:>6} | {:>9} {:>7} {:>7} {:>7} {:>7}\n", "strategy",
-                     "steps", "sim s", "step ms", "p99 ms", "samples/s", "busy", "op launch", "graph", "H2D", "D2H",
-                     "syncs");
+  out +=
+      fmt::format("{:<11} {:>7} {:>10} {:>8} {:>8} {:>10} {:>6} | {:>9} {:>7} {:>7} {:>7} {:>7}\n", "strategy", "steps",
+                  "sim s", "step ms", "p99 ms", "samples/s", "busy", "op launch", "graph", "H2D", "D2H", "syncs");
   for (const auto& r : runs) {
     const StepStats st = summarize_steps(r.step_s);
     const Interactions& io = r.interactions;

@@ -44,14 +44,10 @@ nlohmann::ordered_json RunResult::to_json() const {
   j["samples_per_s"] = samples_per_s();
   j["step_time_ms"] = {{"mean", st.mean_ms}, {"p50", st.p50_ms}, {"p99", st.p99_ms}};
   j["device_busy_fraction"] = device_busy_fraction();
-  j["interactions"] = {{"op_launches", interactions.op_launches},
-                       {"graph_launches", interactions.graph_launches},
-                       {"h2d_copies", interactions.h2d_copies},
-                       {"d2h_copies", interactions.d2h_copies},
-                       {"host_syncs", interactions.host_syncs},
-                       {"h2d_bytes", interactions.h2d_bytes},
-                       {"d2h_bytes", interactions.d2h_bytes},
-                       {"device_loop_iterations", device_loop_iterations}};
+  j["interactions"] = {{"op_launches", interactions.op_launches}, {"graph_launches", interactions.graph_launches},
+                       {"h2d_copies", interactions.h2d_copies},   {"d2h_copies", interactions.d2h_copies},
+                       {"host_syncs", interactions.host_syncs},   {"h2d_bytes", interactions.h2d_bytes},
+                       {"d2h_bytes", interactions.d2h_bytes},     {"device_loop_iterations", device_loop_iterations}};
   nlohmann::ordered_json b = nlohmann::ordered_json::object();
   for (std::size_t i = 0; i < sim::kPhaseCount; ++i) b[sim::phase_name(static_cast<sim::Phase>(i))] = breakdown_s[i];
   j["breakdown_s"] = b;

@@ -6,10 +6,14 @@ namespace ascendsim::runtime {
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::NonSink: return "non-sink";
-    case Strategy::DataSink: return "data-sink";
-    case Strategy::GraphSink: return "graph-sink";
-    case Strategy::LoopSink: return "loop-sink";
+    case Strategy::NonSink:
+      return "non-sink";
+    case Strategy::DataSink:
+      return "data-sink";
+    case Strategy::GraphSink:
+      return "graph-sink";
+    case Strategy::LoopSink:
+      return "loop-sink";
   }
   return "?";
 }

@@ -4,7 +4,7 @@ namespace ascendsim::sim {
 
 Chip::Chip(sc_core::sc_module_name name, const SystemConfig& cfg, BreakdownAccountant& account)
     : sc_module(name),
-      cores("aicore", cfg.chip.aicore),
+      cores("aicore"),
       scheduler("scheduler", cfg.chip.aicpu, cores, account),
       hostif("hostif", cfg.link, cfg.chip.queue) {
   // connect

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 #include <systemc>
 
 #include "runtime/graph_compiler.h"
@@ -56,8 +56,8 @@ struct Options {
 
 po::options_description common_options(Options& o) {
   po::options_description d("options");
-  d.add_options()("help,h", "show this help")(
-      "workload,w", po::value(&o.workload)->default_value(o.workload), "workload: lenet5")(
+  d.add_options()("help,h", "show this help")("workload,w", po::value(&o.workload)->default_value(o.workload),
+                                              "workload: lenet5")(
       "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset (`ascendsim chips`)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
@@ -121,7 +121,8 @@ workloads::Workload build_workload(const Options& o) {
 
 runtime::Session make_session(const Options& o, const workloads::Workload& w, runtime::Strategy s) {
   if (o.devices != 1)
-    throw InputError("--devices " + std::to_string(o.devices) + ": only single-device runs are modelled; use --devices 1");
+    throw InputError("--devices " + std::to_string(o.devices) +
+                     ": only single-device runs are modelled; use --devices 1");
   if (o.steps_per_epoch < 0)
     throw InputError("--steps-per-epoch must be positive, got " + std::to_string(o.steps_per_epoch));
   runtime::Session session;
@@ -175,8 +176,7 @@ int cmd_train(int argc, char* argv[]) {
   Options o;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
-  desc.add_options()("strategy,s", po::value(&o.strategy)->required(),
-                     "non-sink | data-sink | graph-sink | loop-sink");
+  desc.add_options()("strategy,s", po::value(&o.strategy)->required(), "non-sink | data-sink | graph-sink | loop-sink");
   if (!parse(argc, argv, desc, "train")) return 0;
   return run_strategies(o, {runtime::parse_strategy(o.strategy)});
 }

@@ -79,7 +79,8 @@ void apply_yaml_file(ParamSet& ps, const std::string& path) {
                      ": malformed YAML: " + e.msg);
   }
   if (root.IsNull()) return;  // an empty file changes nothing
-  if (!root.IsMap()) throw InputError(path + ": the top level must be a mapping of sections (chip, aicore, link, host, ...)");
+  if (!root.IsMap())
+    throw InputError(path + ": the top level must be a mapping of sections (chip, aicore, link, host, ...)");
   try {
     walk(ps, root, "", path);
   } catch (const YAML::Exception& e) {

@@ -36,8 +36,8 @@ ParamSet bind_params(SystemConfig& cfg);
 
 struct ConfigRequest {
   std::string chip = "ascend910";
-  std::string config_file;          ///< optional user YAML
-  std::vector<std::string> sets;    ///< "key=value"
+  std::string config_file;        ///< optional user YAML
+  std::vector<std::string> sets;  ///< "key=value"
 };
 
 /// Directory holding host.yaml and chips/ (ASCENDSIM_CONFIG_DIR overrides the built-in path).

@@ -7,20 +7,28 @@ namespace ascendsim::workloads {
 
 std::int64_t dtype_bytes(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::I32: return 4;
-    case DType::I8: return 1;
+    case DType::F32:
+      return 4;
+    case DType::F16:
+      return 2;
+    case DType::I32:
+      return 4;
+    case DType::I8:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "fp32";
-    case DType::F16: return "fp16";
-    case DType::I32: return "int32";
-    case DType::I8: return "int8";
+    case DType::F32:
+      return "fp32";
+    case DType::F16:
+      return "fp16";
+    case DType::I32:
+      return "int32";
+    case DType::I8:
+      return "int8";
   }
   return "?";
 }
@@ -39,21 +47,36 @@ std::int64_t Tensor::elements() const {
 
 const char* op_type_name(OpType t) {
   switch (t) {
-    case OpType::Conv2D: return "Conv2D";
-    case OpType::Conv2DBackpropInput: return "Conv2DBackpropInput";
-    case OpType::Conv2DBackpropFilter: return "Conv2DBackpropFilter";
-    case OpType::MatMul: return "MatMul";
-    case OpType::BiasAdd: return "BiasAdd";
-    case OpType::BiasAddGrad: return "BiasAddGrad";
-    case OpType::ReLU: return "ReLU";
-    case OpType::ReluGrad: return "ReluGrad";
-    case OpType::MaxPool: return "MaxPool";
-    case OpType::MaxPoolGrad: return "MaxPoolGrad";
-    case OpType::Reshape: return "Reshape";
-    case OpType::SparseSoftmaxCrossEntropyWithLogits: return "SparseSoftmaxCrossEntropyWithLogits";
-    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad: return "SparseSoftmaxCrossEntropyWithLogitsGrad";
-    case OpType::AddN: return "AddN";
-    case OpType::ApplyMomentum: return "ApplyMomentum";
+    case OpType::Conv2D:
+      return "Conv2D";
+    case OpType::Conv2DBackpropInput:
+      return "Conv2DBackpropInput";
+    case OpType::Conv2DBackpropFilter:
+      return "Conv2DBackpropFilter";
+    case OpType::MatMul:
+      return "MatMul";
+    case OpType::BiasAdd:
+      return "BiasAdd";
+    case OpType::BiasAddGrad:
+      return "BiasAddGrad";
+    case OpType::ReLU:
+      return "ReLU";
+    case OpType::ReluGrad:
+      return "ReluGrad";
+    case OpType::MaxPool:
+      return "MaxPool";
+    case OpType::MaxPoolGrad:
+      return "MaxPoolGrad";
+    case OpType::Reshape:
+      return "Reshape";
+    case OpType::SparseSoftmaxCrossEntropyWithLogits:
+      return "SparseSoftmaxCrossEntropyWithLogits";
+    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad:
+      return "SparseSoftmaxCrossEntropyWithLogitsGrad";
+    case OpType::AddN:
+      return "AddN";
+    case OpType::ApplyMomentum:
+      return "ApplyMomentum";
   }
   return "?";
 }
@@ -95,7 +118,8 @@ TensorId Graph::conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr
   attr.kernel_w = ws[3];
   std::int64_t ho = conv_out(xs[2], ws[2], attr), wo = conv_out(xs[3], ws[3], attr);
   require(ho > 0 && wo > 0, name, "kernel larger than padded input");
-  TensorId y = emit(OpType::Conv2D, name, {x, w}, {"", {xs[0], ws[0], ho, wo}, tensor(x).dtype, TensorRole::Activation});
+  TensorId y =
+      emit(OpType::Conv2D, name, {x, w}, {"", {xs[0], ws[0], ho, wo}, tensor(x).dtype, TensorRole::Activation});
   last().conv = attr;
   return y;
 }
@@ -108,7 +132,8 @@ TensorId Graph::conv2d_backprop_input(const std::string& name, TensorId dy, Tens
   require(dys[1] == ws[0] && x_shape[1] == ws[1], name, "channel mismatch");
   require(conv_out(x_shape[2], ws[2], attr) == dys[2] && conv_out(x_shape[3], ws[3], attr) == dys[3], name,
           "dy spatial shape does not match the forward convolution");
-  TensorId dx = emit(OpType::Conv2DBackpropInput, name, {dy, w}, {"", x_shape, tensor(dy).dtype, TensorRole::Activation});
+  TensorId dx =
+      emit(OpType::Conv2DBackpropInput, name, {dy, w}, {"", x_shape, tensor(dy).dtype, TensorRole::Activation});
   last().conv = attr;
   return dx;
 }
@@ -120,7 +145,8 @@ TensorId Graph::conv2d_backprop_filter(const std::string& name, TensorId dy, Ten
   require(w_shape.size() == 4 && dys.size() == 4 && xs.size() == 4, name, "rank-4 operands expected");
   require(dys[1] == w_shape[0] && xs[1] == w_shape[1] && dys[0] == xs[0], name, "shape mismatch");
   require(conv_out(xs[2], w_shape[2], attr) == dys[2], name, "dy spatial shape does not match the forward convolution");
-  TensorId dw = emit(OpType::Conv2DBackpropFilter, name, {dy, x}, {"", w_shape, tensor(dy).dtype, TensorRole::Gradient});
+  TensorId dw =
+      emit(OpType::Conv2DBackpropFilter, name, {dy, x}, {"", w_shape, tensor(dy).dtype, TensorRole::Gradient});
   last().conv = attr;
   return dw;
 }
@@ -139,7 +165,8 @@ TensorId Graph::matmul(const std::string& name, TensorId a, TensorId b, MatMulAt
 
 TensorId Graph::bias_add(const std::string& name, TensorId x, TensorId b) {
   const Shape& xs = tensor(x).shape;
-  require(tensor(b).shape.size() == 1 && xs.size() >= 2 && tensor(b).shape[0] == xs[1], name, "bias length != channels");
+  require(tensor(b).shape.size() == 1 && xs.size() >= 2 && tensor(b).shape[0] == xs[1], name,
+          "bias length != channels");
   return emit(OpType::BiasAdd, name, {x, b}, {"", xs, tensor(x).dtype, TensorRole::Activation});
 }
 
@@ -170,7 +197,8 @@ TensorId Graph::max_pool(const std::string& name, TensorId x, PoolAttr attr) {
 
 TensorId Graph::max_pool_grad(const std::string& name, TensorId x, TensorId y, TensorId dy, PoolAttr attr) {
   require(tensor(y).shape == tensor(dy).shape, name, "y and dy shapes differ");
-  TensorId dx = emit(OpType::MaxPoolGrad, name, {x, y, dy}, {"", tensor(x).shape, tensor(dy).dtype, TensorRole::Activation});
+  TensorId dx =
+      emit(OpType::MaxPoolGrad, name, {x, y, dy}, {"", tensor(x).shape, tensor(dy).dtype, TensorRole::Activation});
   last().pool = attr;
   return dx;
 }
@@ -206,7 +234,8 @@ void Graph::apply_momentum(const std::string& name, TensorId param, TensorId acc
   require(tensor(param).shape == tensor(grad).shape && tensor(param).shape == tensor(accum).shape, name,
           "param, accum and grad shapes differ");
   require(tensor(lr).elements() == 1 && tensor(momentum).elements() == 1, name, "lr and momentum must be scalars");
-  m_ops.push_back(Op{OpType::ApplyMomentum, name, m_pass, {param, accum, lr, grad, momentum}, {param, accum}, {}, {}, {}});
+  m_ops.push_back(
+      Op{OpType::ApplyMomentum, name, m_pass, {param, accum, lr, grad, momentum}, {param, accum}, {}, {}, {}});
 }
 
 std::int64_t op_macs(const Graph& g, const Op& op) {
@@ -216,7 +245,7 @@ std::int64_t op_macs(const Graph& g, const Op& op) {
     case OpType::Conv2DBackpropFilter: {
       // All three are the same contraction: output pixels x Cout x (Cin x kh x kw).
       const Shape& y = op.type == OpType::Conv2D ? g.tensor(op.outputs[0]).shape : g.tensor(op.inputs[0]).shape;
-      const Shape& w = op.type == OpType::Conv2D               ? g.tensor(op.inputs[1]).shape
+      const Shape& w = op.type == OpType::Conv2D                ? g.tensor(op.inputs[1]).shape
                        : op.type == OpType::Conv2DBackpropInput ? g.tensor(op.inputs[1]).shape
                                                                 : g.tensor(op.outputs[0]).shape;
       return y[0] * y[2] * y[3] * w[0] * w[1] * w[2] * w[3];

@@ -92,8 +92,7 @@ class Graph {
   /// Appends an op after checking operand shapes; returns its first output.
   /// Throws std::invalid_argument on inconsistent shapes.
   TensorId conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr attr);
-  TensorId conv2d_backprop_input(const std::string& name, TensorId dy, TensorId w, const Shape& x_shape,
-                                 ConvAttr attr);
+  TensorId conv2d_backprop_input(const std::string& name, TensorId dy, TensorId w, const Shape& x_shape, ConvAttr attr);
   TensorId conv2d_backprop_filter(const std::string& name, TensorId dy, TensorId x, const Shape& w_shape,
                                   ConvAttr attr);
   TensorId matmul(const std::string& name, TensorId a, TensorId b, MatMulAttr attr, TensorRole out_role);

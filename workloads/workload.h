@@ -16,8 +16,8 @@ struct Workload {
   Graph graph;
   std::vector<TensorId> batch_inputs;  ///< tensors fed per step (image, label), in feed order
   TensorId loss = -1;
-  std::int64_t dataset_samples = 0;    ///< samples in one epoch of the default dataset
-  std::string optimizer;               ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
+  std::int64_t dataset_samples = 0;  ///< samples in one epoch of the default dataset
+  std::string optimizer;             ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return dataset_samples / batch_size; }  // drop_remainder

@@ -4,15 +4,24 @@ namespace ascendsim::sim {
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::HostData: return "host_data";
-    case Phase::H2D: return "h2d";
-    case Phase::Launch: return "launch";
-    case Phase::DeviceCompute: return "device_compute";
-    case Phase::D2H: return "d2h";
-    case Phase::HostLoop: return "host_loop";
-    case Phase::WaitData: return "wait_data";
-    case Phase::Sync: return "sync";
-    case Phase::Count: break;
+    case Phase::HostData:
+      return "host_data";
+    case Phase::H2D:
+      return "h2d";
+    case Phase::Launch:
+      return "launch";
+    case Phase::DeviceCompute:
+      return "device_compute";
+    case Phase::D2H:
+      return "d2h";
+    case Phase::HostLoop:
+      return "host_loop";
+    case Phase::WaitData:
+      return "wait_data";
+    case Phase::Sync:
+      return "sync";
+    case Phase::Count:
+      break;
   }
   return "?";
 }

@@ -31,9 +31,15 @@ inline constexpr std::size_t kPhaseCount = static_cast<std::size_t>(Phase::Count
 
 class BreakdownAccountant {
  public:
-  void set_host(Phase p) { change([&] { m_host = p; }); }
-  void set_device_busy(bool busy) { change([&] { m_device_busy = busy; }); }
-  void set_device_waiting(bool waiting) { change([&] { m_device_waiting = waiting; }); }
+  void set_host(Phase p) {
+    change([&] { m_host = p; });
+  }
+  void set_device_busy(bool busy) {
+    change([&] { m_device_busy = busy; });
+  }
+  void set_device_waiting(bool waiting) {
+    change([&] { m_device_waiting = waiting; });
+  }
 
   /// Charges the time up to `at` and stops accounting; later changes are ignored. Returns the
   /// per-phase totals in seconds.

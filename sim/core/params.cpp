@@ -66,8 +66,7 @@ void ParamSet::real(const std::string& key, double& field, const std::string& un
 
 void ParamSet::integer(const std::string& key, std::int64_t& field, const std::string& unit, std::int64_t min,
                        std::int64_t max, const std::string& description) {
-  add({key, unit, description, ParamType::Integer, static_cast<double>(min), static_cast<double>(max), {},
-       &field});
+  add({key, unit, description, ParamType::Integer, static_cast<double>(min), static_cast<double>(max), {}, &field});
 }
 
 void ParamSet::boolean(const std::string& key, bool& field, const std::string& description) {
@@ -149,8 +148,7 @@ void ParamSet::set(const std::string& key, const std::string& value, const std::
       break;
     }
     case ParamType::Text: {
-      if (!spec->choices.empty() &&
-          std::find(spec->choices.begin(), spec->choices.end(), value) == spec->choices.end())
+      if (!spec->choices.empty() && std::find(spec->choices.begin(), spec->choices.end(), value) == spec->choices.end())
         throw bad("must be one of " + range_string(*spec));
       if (value.empty()) throw bad("must not be empty");
       *std::get<std::string*>(spec->target) = value;

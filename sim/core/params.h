@@ -30,8 +30,8 @@ class ParamSet {
  public:
   void real(const std::string& key, double& field, const std::string& unit, double min, double max,
             const std::string& description);
-  void integer(const std::string& key, std::int64_t& field, const std::string& unit, std::int64_t min,
-               std::int64_t max, const std::string& description);
+  void integer(const std::string& key, std::int64_t& field, const std::string& unit, std::int64_t min, std::int64_t max,
+               const std::string& description);
   void boolean(const std::string& key, bool& field, const std::string& description);
   void text(const std::string& key, std::string& field, std::vector<std::string> choices,
             const std::string& description);

@@ -28,8 +28,6 @@ class ClockDomain {
 };
 
 /// Transfer time of `bytes` at `gb_per_s` (decimal GB/s, as PCIe and HBM are quoted).
-inline sc_core::sc_time transfer_time(double bytes, double gb_per_s) {
-  return ps(bytes / gb_per_s * 1e3);
-}
+inline sc_core::sc_time transfer_time(double bytes, double gb_per_s) { return ps(bytes / gb_per_s * 1e3); }
 
 }  // namespace ascendsim::sim

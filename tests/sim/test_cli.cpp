@@ -1,0 +1,176 @@
+// The ascendsim binary as a user runs it: exit codes, error messages, files written or not.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("ascendsim_cli_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+  Result run(const std::string& args) {
+    const fs::path out = m_dir / "stdout", err = m_dir / "stderr";
+    const std::string cmd = std::string("ASCENDSIM_CONFIG_DIR=") + ASCENDSIM_SOURCE_DIR "/configs " + ASCENDSIM_BIN +
+                            " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+
+  std::string file(const std::string& name, const std::string& text) {
+    std::ofstream(m_dir / name) << text;
+    return (m_dir / name).string();
+  }
+
+  fs::path m_dir;
+};
+
+TEST_F(CliTest, CompareWritesFourRunsWithTheirCounts) {
+  const fs::path json = m_dir / "r.json";
+  const Result r =
+      run("compare --workload lenet5 --epochs 2 --steps-per-epoch 40 --sink-size 15 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("loop-sink"));
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["workload"], "lenet5");
+  EXPECT_EQ(j["chip"], "ascend910");
+  EXPECT_EQ(j["batch_size"], 32);
+  EXPECT_EQ(j["devices"], 1);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  const char* names[] = {"non-sink", "data-sink", "graph-sink", "loop-sink"};
+  for (int i = 0; i < 4; ++i) {
+    const auto& run_j = j["runs"][i];
+    EXPECT_EQ(run_j["strategy"], names[i]);
+    for (const char* key : {"epochs", "sink_size", "steps", "sim_time_s", "samples_per_s", "step_time_ms",
+                            "device_busy_fraction", "interactions", "breakdown_s", "losses_returned"})
+      EXPECT_TRUE(run_j.contains(key)) << names[i] << " lacks " << key;
+    for (const char* key :
+         {"op_launches", "graph_launches", "h2d_copies", "d2h_copies", "host_syncs", "h2d_bytes", "d2h_bytes"})
+      EXPECT_TRUE(run_j["interactions"].contains(key)) << key;
+    for (const char* key : {"host_data", "h2d", "launch", "device_compute", "d2h", "host_loop", "wait_data"})
+      EXPECT_TRUE(run_j["breakdown_s"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["runs"][0]["steps"], 80);
+  EXPECT_EQ(j["runs"][0]["interactions"]["op_launches"], 80 * 42);
+  EXPECT_EQ(j["runs"][3]["steps"], 30);
+  EXPECT_EQ(j["runs"][3]["sink_size"], 15);
+  EXPECT_EQ(j["runs"][3]["interactions"]["graph_launches"], 2);
+  EXPECT_EQ(j["config"]["link"]["h2d_bandwidth_gbps"], 24.0);
+}
+
+TEST_F(CliTest, TwoIdenticalRunsWriteByteIdenticalJson) {
+  const std::string args = "compare --epochs 1 --steps-per-epoch 60 --sink-size 25 --set host.op_launch_us=12 --json ";
+  ASSERT_EQ(run(args + (m_dir / "a.json").string()).code, 0);
+  ASSERT_EQ(run(args + (m_dir / "b.json").string()).code, 0);
+  const std::string a = slurp(m_dir / "a.json");
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_EQ(a, slurp(m_dir / "b.json"));
+}
+
+TEST_F(CliTest, MalformedYamlFailsWithoutReport) {
+  const std::string cfg = file("bad.yaml", "host:\n  op_launch_us: [3\n");
+  const Result r = run("compare --steps-per-epoch 5 --config " + cfg + " --json " + (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.yaml"));
+  EXPECT_THAT(r.err, HasSubstr("malformed YAML"));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CliTest, UnknownKeyFailsWithoutReport) {
+  const std::string cfg = file("typo.yaml", "host:\n  op_lunch_us: 3\n");
+  const Result r = run("compare --steps-per-epoch 5 --config " + cfg + " --json " + (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("host.op_lunch_us"));
+  EXPECT_THAT(r.err, HasSubstr("host.op_launch_us"));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+  const Result s = run("train --strategy loop-sink --steps-per-epoch 5 --set link.nope=1");
+  EXPECT_EQ(s.code, 2);
+  EXPECT_THAT(s.err, HasSubstr("link.nope"));
+}
+
+TEST_F(CliTest, NegativeBatchSizeFailsWithoutReport) {
+  const Result r = run("compare --batch-size -4 --json " + (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--batch-size"));
+  EXPECT_THAT(r.err, HasSubstr("-4"));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+}
+
+TEST_F(CliTest, OtherBadOptionsAreRejected) {
+  EXPECT_EQ(run("compare --epochs 0").code, 2);
+  EXPECT_EQ(run("compare --sink-size 0").code, 2);
+  EXPECT_EQ(run("compare --batch-size many").code, 2);
+  EXPECT_EQ(run("compare --workload alexnet").code, 2);
+  EXPECT_EQ(run("train --strategy warp-sink").code, 2);
+  EXPECT_EQ(run("compare --chip ascend920").code, 2);
+  EXPECT_EQ(run("compare --devices 8").code, 2);
+  EXPECT_EQ(run("frobnicate").code, 2);
+}
+
+TEST_F(CliTest, GetNextTimeoutFailsTheRunWithDiagnosisAndNoReport) {
+  const Result r =
+      run("train --strategy loop-sink --steps-per-epoch 10 --set host.data_ns_per_byte=50000 "
+          "--set aicpu.op_timeout_s=0.01 --json " +
+          (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("GetNext"));
+  EXPECT_THAT(r.err, HasSubstr("wait_data"));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+}
+
+TEST_F(CliTest, InfoReportsLeNetFigures) {
+  const Result r = run("info --workload lenet5 --batch-size 32 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters"], 61684);
+  EXPECT_EQ(j["forward_macs_per_sample"], 416520);
+  EXPECT_EQ(j["ops_per_step"], 42);
+  EXPECT_GT(j["peak_device_memory_bytes"].get<std::int64_t>(), 61684 * 4 * 2);
+}
+
+TEST_F(CliTest, ModelTooLargeForDeviceMemoryIsRefused) {
+  const Result r = run("compare --steps-per-epoch 2 --batch-size 4096 --set memory.hbm_gib=0.125");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs"));
+  EXPECT_THAT(r.err, HasSubstr("reduce --batch-size"));
+}
+
+TEST_F(CliTest, ParamsListsEveryParameterWithUnitAndDescription) {
+  const Result r = run("params --chip ascend910b");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("link.h2d_bandwidth_gbps"));
+  EXPECT_THAT(r.out, HasSubstr("GB/s"));
+  EXPECT_THAT(r.out, HasSubstr("host.op_launch_us"));
+  const Result c = run("chips");
+  EXPECT_THAT(c.out, HasSubstr("ascend310"));
+}
+
+}  // namespace

@@ -1,0 +1,145 @@
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sim/config.h"
+#include "sim/core/error.h"
+
+namespace ascendsim::sim {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1);
+    m_dir = std::filesystem::temp_directory_path() /
+            ("ascendsim_cfg_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(m_dir);
+  }
+  void TearDown() override { std::filesystem::remove_all(m_dir); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const auto p = m_dir / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  std::string error_of(const ConfigRequest& req) {
+    try {
+      load_config(req);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::filesystem::path m_dir;
+};
+
+TEST_F(ConfigTest, EveryPresetLoadsAndNamesItself) {
+  const auto names = chip_presets();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
+            (std::set<std::string>{"ascend310", "ascend910", "ascend910b"}));
+  for (const auto& n : names) {
+    ConfigRequest req;
+    req.chip = n;
+    EXPECT_EQ(load_config(req).chip.name, n);
+  }
+}
+
+TEST_F(ConfigTest, Ascend910PresetCarriesThePublicFigures) {
+  const SystemConfig c = load_config({});
+  EXPECT_EQ(c.chip.aicore.cores, 32);
+  EXPECT_EQ(c.chip.aicore.cube_fp16_macs_per_cycle, 4096);
+  EXPECT_EQ(c.chip.aicore.vector_bytes_per_cycle, 256);
+  EXPECT_EQ(c.chip.aicore.l0c_kib, 256);
+  EXPECT_EQ(c.chip.aicore.ub_kib, 256);
+  EXPECT_DOUBLE_EQ(c.chip.memory.hbm_gib, 32);
+  EXPECT_EQ(c.chip.queue.capacity, 16);
+  // about 256 TFLOPS fp16 (1 GHz gives 262)
+  EXPECT_NEAR(2.0 * static_cast<double>(c.chip.aicore.cores * c.chip.aicore.cube_fp16_macs_per_cycle) *
+                  c.chip.aicore.freq_ghz * 1e9,
+              2.56e14, 0.08e14);
+}
+
+TEST_F(ConfigTest, SetOverridesPresetAndConfigFile) {
+  ConfigRequest req;
+  req.config_file = write("user.yaml", "link:\n  h2d_bandwidth_gbps: 12\nhost:\n  op_launch_us: 4\n");
+  req.sets = {"host.op_launch_us=7.5"};
+  const SystemConfig c = load_config(req);
+  EXPECT_DOUBLE_EQ(c.link.h2d_bandwidth_gbps, 12);
+  EXPECT_DOUBLE_EQ(c.host.op_launch_us, 7.5);
+}
+
+TEST_F(ConfigTest, MalformedYamlNamesFileAndLine) {
+  ConfigRequest req;
+  req.config_file = write("bad.yaml", "link:\n  h2d_bandwidth_gbps: [1, 2\nhost: {\n");
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("bad.yaml"), HasSubstr("malformed YAML")));
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesKeyAndSuggests) {
+  ConfigRequest req;
+  req.config_file = write("typo.yaml", "link:\n  h2d_bandwith_gbps: 12\n");
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("typo.yaml:2"), HasSubstr("link.h2d_bandwith_gbps"),
+                                   HasSubstr("link.h2d_bandwidth_gbps")));
+  req.config_file = write("section.yaml", "pcie:\n  lanes: 16\n");
+  EXPECT_THAT(error_of(req), HasSubstr("pcie"));
+}
+
+TEST_F(ConfigTest, WrongTypeAndOutOfRangeAreRejected) {
+  ConfigRequest req;
+  req.sets = {"link.h2d_bandwidth_gbps=fast"};
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("link.h2d_bandwidth_gbps"), HasSubstr("number"), HasSubstr("fast")));
+  req.sets = {"aicore.cores=-3"};
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("aicore.cores"), HasSubstr("-3")));
+  req.sets = {"queue.capacity=1"};
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("queue.capacity"), HasSubstr("[2, 8192]")));
+  req.sets = {"aicore.cores=2.5"};
+  EXPECT_THAT(error_of(req), HasSubstr("whole number"));
+  req.sets = {"nokey"};
+  EXPECT_THAT(error_of(req), HasSubstr("key=value"));
+  req.sets = {};
+  req.config_file = write("list.yaml", "host:\n  op_launch_us:\n");
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("host.op_launch_us"), HasSubstr("no value")));
+}
+
+TEST_F(ConfigTest, UnknownChipListsPresets) {
+  ConfigRequest req;
+  req.chip = "ascend920";
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("ascend920"), HasSubstr("ascend910b")));
+}
+
+TEST_F(ConfigTest, EveryParameterIsDocumented) {
+  SystemConfig c;
+  const ParamSet ps = bind_params(c);
+  EXPECT_GT(ps.specs().size(), 30u);
+  for (const auto& s : ps.specs()) {
+    EXPECT_FALSE(s.description.empty()) << s.key;
+    if (s.type == ParamType::Real || s.type == ParamType::Integer) {
+      EXPECT_FALSE(s.unit.empty()) << s.key;
+      EXPECT_LE(s.min, s.max) << s.key;
+    }
+  }
+  // docs/model.md lists every parameter.
+  std::ifstream doc(ASCENDSIM_SOURCE_DIR "/docs/model.md");
+  const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  for (const auto& s : ps.specs()) EXPECT_THAT(text, HasSubstr("`" + s.key + "`"));
+}
+
+TEST_F(ConfigTest, BuiltInDefaultsEqualTheAscend910Preset) {
+  SystemConfig defaults;
+  SystemConfig loaded = load_config({});
+  EXPECT_EQ(bind_params(defaults).to_json(), bind_params(loaded).to_json());
+}
+
+}  // namespace
+}  // namespace ascendsim::sim
