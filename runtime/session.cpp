@@ -36,6 +36,10 @@ void Session::validate() const {
   if (sink_size == 0 || sink_size < -1)
     throw sim::InputError("--sink-size must be -1 (the whole dataset) or a positive whole number, got " +
                           std::to_string(sink_size));
+  const std::int64_t per_epoch = strategy == Strategy::LoopSink ? effective_sink_size() : steps_per_epoch;
+  if (per_epoch > kMaxSteps || epochs > kMaxSteps / per_epoch)
+    throw sim::InputError("the run would simulate more than " + std::to_string(kMaxSteps) +
+                          " steps — reduce --epochs, --steps-per-epoch or --sink-size");
 }
 
 }  // namespace ascendsim::runtime

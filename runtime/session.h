@@ -20,12 +20,16 @@ inline bool uses_queue(Strategy s) { return s != Strategy::NonSink; }
 inline bool uses_graph(Strategy s) { return s == Strategy::GraphSink || s == Strategy::LoopSink; }
 
 struct Session {
+  /// Per-step times are kept for the percentiles; this bounds the memory they take (800 MB).
+  static constexpr std::int64_t kMaxSteps = 100'000'000;
+
   Strategy strategy = Strategy::NonSink;
   std::int64_t epochs = 1;
   std::int64_t sink_size = -1;       ///< loop sink: steps per graph launch; -1 = steps_per_epoch
   std::int64_t steps_per_epoch = 1;  ///< D: batches in one pass over the dataset
 
-  /// Throws sim::InputError for non-positive epochs/steps or a sink size that is neither -1 nor > 0.
+  /// Throws sim::InputError for non-positive epochs/steps, a sink size that is neither -1 nor > 0,
+  /// or more than kMaxSteps steps.
   void validate() const;
   /// S: steps per graph launch under loop sink.
   std::int64_t effective_sink_size() const { return sink_size < 0 ? steps_per_epoch : sink_size; }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,7 @@ struct Options {
   std::int64_t epochs = 1;
   std::int64_t sink_size = -1;
   std::int64_t batch_size = 32;
-  std::int64_t steps_per_epoch = 0;  // 0: from the dataset
+  std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
   std::string json;  // "" none, "-" stdout
 };
@@ -71,7 +72,7 @@ po::options_description run_options(Options& o) {
   d.add_options()("epochs", po::value(&o.epochs)->default_value(o.epochs), "epochs (E)")(
       "sink-size", po::value(&o.sink_size)->default_value(o.sink_size),
       "loop sink: steps per graph launch (S); -1 = one epoch")(
-      "steps-per-epoch", po::value(&o.steps_per_epoch),
+      "steps-per-epoch", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.steps_per_epoch = v; }),
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
       "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)");
   return d;
@@ -110,8 +111,10 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 workloads::Workload build_workload(const Options& o) {
-  if (o.batch_size <= 0)
-    throw InputError("--batch-size must be a positive whole number, got " + std::to_string(o.batch_size));
+  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
+  if (o.batch_size <= 0 || o.batch_size > kMaxBatch)
+    throw InputError("--batch-size must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " +
+                     std::to_string(o.batch_size));
   try {
     return workloads::make_workload(o.workload, o.batch_size);
   } catch (const std::invalid_argument& e) {
@@ -123,13 +126,13 @@ runtime::Session make_session(const Options& o, const workloads::Workload& w, ru
   if (o.devices != 1)
     throw InputError("--devices " + std::to_string(o.devices) +
                      ": only single-device runs are modelled; use --devices 1");
-  if (o.steps_per_epoch < 0)
-    throw InputError("--steps-per-epoch must be positive, got " + std::to_string(o.steps_per_epoch));
+  if (o.steps_per_epoch && *o.steps_per_epoch <= 0)
+    throw InputError("--steps-per-epoch must be a positive whole number, got " + std::to_string(*o.steps_per_epoch));
   runtime::Session session;
   session.strategy = s;
   session.epochs = o.epochs;
   session.sink_size = o.sink_size;
-  session.steps_per_epoch = o.steps_per_epoch > 0 ? o.steps_per_epoch : w.steps_per_epoch();
+  session.steps_per_epoch = o.steps_per_epoch.value_or(w.steps_per_epoch());
   session.validate();
   return session;
 }

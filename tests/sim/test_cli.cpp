@@ -132,6 +132,11 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
   EXPECT_EQ(run("train --strategy warp-sink").code, 2);
   EXPECT_EQ(run("compare --chip ascend920").code, 2);
   EXPECT_EQ(run("compare --devices 8").code, 2);
+  EXPECT_EQ(run("compare --steps-per-epoch 0").code, 2);
+  EXPECT_EQ(run("compare --batch-size 99999999999").code, 2);
+  const Result huge = run("compare --epochs 99999999999");
+  EXPECT_EQ(huge.code, 2);
+  EXPECT_THAT(huge.err, HasSubstr("reduce --epochs"));
   EXPECT_EQ(run("frobnicate").code, 2);
 }
 
