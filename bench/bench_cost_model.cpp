@@ -2,7 +2,6 @@
 #include <cstdlib>
 
 #include <benchmark/benchmark.h>
-#include <systemc>
 
 #include "aicore/cost_model.h"
 #include "runtime/graph_compiler.h"
@@ -51,15 +50,3 @@ void BM_LeNetCompile(benchmark::State& state) {
 BENCHMARK(BM_LeNetCompile);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
-  return sc_core::sc_elab_and_sim(argc, argv);
-}
-
-int sc_main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -4,7 +4,6 @@
 #include <cstdlib>
 
 #include <benchmark/benchmark.h>
-#include <systemc>
 
 #include "sim/config.h"
 #include "sim/simulation.h"
@@ -42,15 +41,3 @@ void BM_LeNetCompare10Epochs(benchmark::State& state) {
 BENCHMARK(BM_LeNetCompare10Epochs)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
-  return sc_core::sc_elab_and_sim(argc, argv);
-}
-
-int sc_main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

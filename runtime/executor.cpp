@@ -126,6 +126,12 @@ void Executor::step_overhead() {
   wait(sim::us(m_host.step_overhead_us));
 }
 
+void Executor::return_to_host() {
+  synchronize();
+  return_loss();
+  step_overhead();
+}
+
 RunResult Executor::result() {
   RunResult r;
   r.session = m_session;
@@ -160,9 +166,7 @@ class NonSinkExecutor final : public Executor {
       next_batch_from_pipeline();
       memcpy_inputs_h2d();
       launch_ops(m_graph.step_tasks);
-      synchronize();
-      return_loss();
-      step_overhead();
+      return_to_host();
     }
   }
 };
@@ -176,9 +180,7 @@ class DataSinkExecutor final : public Executor {
     create_channel();
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_ops(m_graph.sink_tasks);
-      synchronize();
-      return_loss();
-      step_overhead();
+      return_to_host();
     }
   }
 };
@@ -193,9 +195,7 @@ class GraphSinkExecutor final : public Executor {
     load_graph();
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_graph(1, false);
-      synchronize();
-      return_loss();
-      step_overhead();
+      return_to_host();
     }
   }
 };
@@ -210,9 +210,7 @@ class LoopSinkExecutor final : public Executor {
     load_graph();
     for (std::int64_t e = 0; e < m_session.epochs; ++e) {
       launch_graph(m_session.effective_sink_size(), true);
-      synchronize();
-      return_loss();
-      step_overhead();
+      return_to_host();
     }
   }
 };

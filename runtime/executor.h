@@ -60,6 +60,8 @@ class Executor : public sc_core::sc_module {
   void synchronize();
   void return_loss();
   void step_overhead();
+  /// The end of every launch: sync, copy the loss back, run the framework's step work.
+  void return_to_host();
 
   const HostConfig& m_host;
   const Session& m_session;
