@@ -57,7 +57,7 @@ std::int64_t precision_bytes(Precision p) {
 
 namespace {
 auto tie(const OpDesc& d) {
-  return std::tie(d.kind, d.precision, d.m, d.n, d.k, d.batch, d.cin, d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad,
+  return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.batch, d.cin, d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad,
                   d.elements, d.out_elements, d.inputs, d.passes, d.window, d.grad);
 }
 }  // namespace
@@ -65,7 +65,8 @@ auto tie(const OpDesc& d) {
 bool OpDesc::operator==(const OpDesc& o) const { return tie(*this) == tie(o); }
 
 std::size_t OpDesc::hash() const {
-  std::size_t h_acc = static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision);
+  std::size_t h_acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
+                      static_cast<std::size_t>(out_precision);
   for (std::int64_t v : {m, n, k, batch, cin, h, w, cout, kh, kw, stride, pad, elements, out_elements, inputs, passes,
                          window, static_cast<std::int64_t>(grad)})
     h_acc = h_acc * 1000003u ^ std::hash<std::int64_t>()(v);

@@ -27,7 +27,8 @@ std::int64_t precision_bytes(Precision p);
 
 struct OpDesc {
   OpKind kind = OpKind::Elementwise;
-  Precision precision = Precision::FP16;
+  Precision precision = Precision::FP16;      ///< compute precision and operand storage
+  Precision out_precision = Precision::FP16;  ///< result storage (differs for Cast)
   // MatMul
   std::int64_t m = 0, n = 0, k = 0;
   // Conv family: forward geometry (NCHW input, Cout x Cin x kh x kw weight)

@@ -121,7 +121,8 @@ class PipeCostModel final : public CostModel {
         Work w;
         const double e = static_cast<double>(d.elements);
         w.vector_bytes = e * b * static_cast<double>(d.passes * d.window);
-        w.gm_bytes = (e * static_cast<double>(d.inputs) + static_cast<double>(d.out_elements)) * b;
+        w.gm_bytes = e * static_cast<double>(d.inputs) * b +
+                     static_cast<double>(d.out_elements) * static_cast<double>(precision_bytes(d.out_precision));
         // A block streams at least half the Unified Buffer (one ping-pong half) per pass.
         const double half_ub = static_cast<double>(m_core.ub_kib) * 1024.0 / 2.0;
         w.units = std::max<std::int64_t>(1, static_cast<std::int64_t>((e * b + half_ub - 1) / half_ub));

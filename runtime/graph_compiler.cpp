@@ -42,11 +42,16 @@ OpDesc vector_op(OpKind kind, const workloads::Tensor& t, std::int64_t inputs, s
   OpDesc d;
   d.kind = kind;
   d.precision = vector_precision(t.dtype);
+  d.out_precision = d.precision;
   d.elements = t.elements();
   d.inputs = inputs;
   d.out_elements = out_elements;
   d.passes = passes;
   return d;
+}
+
+std::int64_t pool_passes(const workloads::PoolAttr& p) {
+  return std::max<std::int64_t>(1, (p.kernel * p.kernel + p.stride * p.stride - 1) / (p.stride * p.stride));
 }
 
 }  // namespace
@@ -87,13 +92,10 @@ OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op) {
       return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
     case OpType::ReluGrad:
       return vector_op(OpKind::Elementwise, out(0), 2, out(0).elements(), 2);
-    case OpType::MaxPool: {
-      OpDesc p = vector_op(OpKind::Pool, in(0), 1, out(0).elements(), 1);
-      p.window = 1;  // window == stride: each input element is compared once
-      return p;
-    }
+    case OpType::MaxPool:  // each input element takes part in about (k/s)^2 window comparisons
+      return vector_op(OpKind::Pool, in(0), 1, out(0).elements(), pool_passes(op.pool));
     case OpType::MaxPoolGrad:
-      return vector_op(OpKind::PoolGrad, out(0), 2, out(0).elements(), 3);
+      return vector_op(OpKind::PoolGrad, out(0), 2, out(0).elements(), 3 * pool_passes(op.pool));
     case OpType::SparseSoftmaxCrossEntropyWithLogits:
       return vector_op(OpKind::SoftmaxCrossEntropy, in(0), 1, 1, 5);
     case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad: {
@@ -107,49 +109,39 @@ OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op) {
     }
     case OpType::ApplyMomentum:  // reads param, accum, grad; writes param, accum
       return vector_op(OpKind::Momentum, in(0), 3, 2 * in(0).elements(), 4);
+    case OpType::BatchNorm:  // reduce pass (sum, sum of squares), then normalise, scale and shift
+      return vector_op(OpKind::Elementwise, in(0), 2, out(0).elements(), 6);
+    case OpType::BatchNormGrad:  // reduce dy and dy*x, then apply
+      return vector_op(OpKind::Elementwise, in(1), 4, out(0).elements(), 8);
+    case OpType::Add:
+      return vector_op(OpKind::Elementwise, out(0), 2, out(0).elements(), 1);
+    case OpType::Mul:
+      return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
+    case OpType::Cast: {
+      OpDesc c = vector_op(OpKind::Elementwise, in(0), 1, out(0).elements(), 1);
+      c.out_precision = vector_precision(out(0).dtype);
+      return c;
+    }
+    case OpType::ReduceMean:
+      return vector_op(OpKind::Reduce, in(0), 1, out(0).elements(), 1);
+    case OpType::ReduceMeanGrad:
+      return vector_op(OpKind::Elementwise, out(0), 0, out(0).elements(), 1);
+    case OpType::OneHot:
+      return vector_op(OpKind::Elementwise, out(0), 0, out(0).elements(), 1);
+    case OpType::SoftmaxCrossEntropyWithLogits:
+      return vector_op(OpKind::SoftmaxCrossEntropy, in(0), 2, out(0).elements(), 5);
+    case OpType::SoftmaxCrossEntropyWithLogitsGrad: {
+      OpDesc s = vector_op(OpKind::SoftmaxCrossEntropy, in(0), 2, out(0).elements(), 4);
+      s.grad = true;
+      return s;
+    }
+    case OpType::Gather:
+    case OpType::AssignAdd:
+      return vector_op(OpKind::Elementwise, out(0), 1, 1, 1);
     case OpType::Reshape:
       break;
   }
   throw std::invalid_argument(op.name + ": " + workloads::op_type_name(op.type) + " does not run on the AI cores");
-}
-
-MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity) {
-  const auto& g = w.graph;
-  const auto& ops = g.ops();
-  const std::size_t nt = g.tensors().size();
-  // Live range of each per-step tensor: [first write (or step start for batch inputs), last read].
-  std::vector<std::int64_t> first(nt, -1), last(nt, -1);
-  for (auto t : w.batch_inputs) first[static_cast<std::size_t>(t)] = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const auto idx = static_cast<std::int64_t>(i);
-    for (auto t : ops[i].outputs)
-      if (first[static_cast<std::size_t>(t)] < 0) first[static_cast<std::size_t>(t)] = idx;
-    for (auto t : ops[i].inputs) last[static_cast<std::size_t>(t)] = idx;
-    for (auto t : ops[i].outputs) last[static_cast<std::size_t>(t)] = std::max(last[static_cast<std::size_t>(t)], idx);
-  }
-  // Views alias their input: a Reshape output takes no memory of its own.
-  std::vector<bool> view(nt, false);
-  for (const auto& op : ops)
-    if (op.type == OpType::Reshape) view[static_cast<std::size_t>(op.outputs[0])] = true;
-  MemoryPlan plan;
-  std::vector<std::int64_t> delta(ops.size() + 1, 0);
-  for (std::size_t t = 0; t < nt; ++t) {
-    const auto& tensor = g.tensors()[t];
-    if (is_persistent(tensor.role)) {
-      plan.persistent_bytes += tensor.bytes();
-      continue;
-    }
-    if (first[t] < 0 || view[t]) continue;
-    delta[static_cast<std::size_t>(first[t])] += tensor.bytes();
-    delta[static_cast<std::size_t>(std::max(first[t], last[t])) + 1] -= tensor.bytes();
-  }
-  std::int64_t live = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    live += delta[i];
-    plan.peak_step_bytes = std::max(plan.peak_step_bytes, live);
-  }
-  plan.queue_buffer_bytes = queue_capacity * w.batch_bytes();
-  return plan;
 }
 
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {

@@ -8,16 +8,11 @@
 
 #include "aicore/cost_model.h"
 #include "aicpu/task.h"
+#include "runtime/memory_plan.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::runtime {
 
-struct MemoryPlan {
-  std::int64_t persistent_bytes = 0;    ///< parameters and optimizer state
-  std::int64_t peak_step_bytes = 0;     ///< largest sum of live per-step tensors (inputs, activations, gradients)
-  std::int64_t queue_buffer_bytes = 0;  ///< device data queue slots (sink modes)
-  std::int64_t peak_bytes() const { return persistent_bytes + peak_step_bytes + queue_buffer_bytes; }
-};
 
 struct CompiledGraph {
   aicpu::TaskList step_tasks;             ///< one step launched op by op (non-sink): device ops in order
@@ -35,8 +30,5 @@ aicore::OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op);
 
 /// Compiles a workload. `queue_capacity` sizes the data queue buffers in the memory plan.
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity);
-
-/// Liveness-based device memory of one training step.
-MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity);
 
 }  // namespace ascendsim::runtime

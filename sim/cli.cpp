@@ -55,10 +55,19 @@ struct Options {
   std::string json;  // "" none, "-" stdout
 };
 
+const std::string& workload_help() {
+  static const std::string text = [] {
+    std::string t = "workload:";
+    for (const auto& n : workloads::workload_names()) t += " " + n;
+    return t;
+  }();
+  return text;
+}
+
 po::options_description common_options(Options& o) {
   po::options_description d("options");
   d.add_options()("help,h", "show this help")("workload,w", po::value(&o.workload)->default_value(o.workload),
-                                              "workload: lenet5")(
+                                              workload_help().c_str())(
       "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset (`ascendsim chips`)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
@@ -204,7 +213,9 @@ int cmd_info(int argc, char* argv[]) {
   j["ops_per_step_sink"] = static_cast<std::int64_t>(g.sink_tasks.size());
   j["peak_device_memory_bytes"] = g.memory.peak_bytes();
   j["memory"] = {{"persistent_bytes", g.memory.persistent_bytes},
-                 {"peak_step_bytes", g.memory.peak_step_bytes},
+                 {"arena_bytes", g.memory.arena_bytes},
+                 {"live_peak_bytes", g.memory.live_peak_bytes},
+                 {"workspace_bytes", g.memory.workspace_bytes},
                  {"queue_buffer_bytes", g.memory.queue_buffer_bytes},
                  {"device_capacity_bytes", static_cast<std::int64_t>(cfg.chip.memory.hbm_gib * 1073741824.0)}};
   j["dataset_samples"] = w.dataset_samples;
@@ -238,7 +249,7 @@ int cmd_info(int argc, char* argv[]) {
   std::cout << fmt::format("  peak device memory        {} (persistent {}, step {}, data queue {})\n",
                            format_bytes(static_cast<double>(g.memory.peak_bytes())),
                            format_bytes(static_cast<double>(g.memory.persistent_bytes)),
-                           format_bytes(static_cast<double>(g.memory.peak_step_bytes)),
+                           format_bytes(static_cast<double>(g.memory.arena_bytes)),
                            format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
   std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n\n", w.dataset_samples,
                            w.steps_per_epoch());

@@ -39,7 +39,10 @@ std::string shape_string(const Shape& s) {
   return out + "]";
 }
 
-bool is_persistent(TensorRole r) { return r == TensorRole::Parameter || r == TensorRole::OptimizerState; }
+bool is_persistent(TensorRole r) {
+  return r == TensorRole::Parameter || r == TensorRole::OptimizerState || r == TensorRole::State ||
+         r == TensorRole::Constant;
+}
 
 std::int64_t Tensor::elements() const {
   return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
@@ -75,8 +78,19 @@ const char* op_type_name(OpType t) {
       return "SparseSoftmaxCrossEntropyWithLogitsGrad";
     case OpType::AddN:
       return "AddN";
-    case OpType::ApplyMomentum:
-      return "ApplyMomentum";
+    case OpType::ApplyMomentum: return "ApplyMomentum";
+    case OpType::BatchNorm: return "BatchNorm";
+    case OpType::BatchNormGrad: return "BatchNormGrad";
+    case OpType::Add: return "Add";
+    case OpType::Mul: return "Mul";
+    case OpType::Cast: return "Cast";
+    case OpType::ReduceMean: return "ReduceMean";
+    case OpType::ReduceMeanGrad: return "ReduceMeanGrad";
+    case OpType::OneHot: return "OneHot";
+    case OpType::SoftmaxCrossEntropyWithLogits: return "SoftmaxCrossEntropyWithLogits";
+    case OpType::SoftmaxCrossEntropyWithLogitsGrad: return "SoftmaxCrossEntropyWithLogitsGrad";
+    case OpType::Gather: return "Gather";
+    case OpType::AssignAdd: return "AssignAdd";
   }
   return "?";
 }
@@ -114,6 +128,7 @@ TensorId Graph::conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr
   const Shape& ws = tensor(w).shape;  // Cout, Cin, kh, kw
   require(xs.size() == 4 && ws.size() == 4, name, "conv2d needs NCHW input and OIHW weight");
   require(xs[1] == ws[1], name, "input channels " + std::to_string(xs[1]) + " != weight " + std::to_string(ws[1]));
+  require(tensor(x).dtype == tensor(w).dtype, name, "input and weight dtypes differ (missing Cast?)");
   attr.kernel_h = ws[2];
   attr.kernel_w = ws[3];
   std::int64_t ho = conv_out(xs[2], ws[2], attr), wo = conv_out(xs[3], ws[3], attr);
@@ -158,6 +173,7 @@ TensorId Graph::matmul(const std::string& name, TensorId a, TensorId b, MatMulAt
   std::int64_t m = attr.transpose_a ? as[1] : as[0], ka = attr.transpose_a ? as[0] : as[1];
   std::int64_t kb = attr.transpose_b ? bs[1] : bs[0], n = attr.transpose_b ? bs[0] : bs[1];
   require(ka == kb, name, "inner dimensions differ: " + shape_string(as) + " x " + shape_string(bs));
+  require(tensor(a).dtype == tensor(b).dtype, name, "operand dtypes differ (missing Cast?)");
   TensorId y = emit(OpType::MatMul, name, {a, b}, {"", {m, n}, tensor(a).dtype, out_role});
   last().matmul = attr;
   return y;
@@ -188,7 +204,8 @@ TensorId Graph::relu_grad(const std::string& name, TensorId dy, TensorId y) {
 TensorId Graph::max_pool(const std::string& name, TensorId x, PoolAttr attr) {
   const Shape& xs = tensor(x).shape;
   require(xs.size() == 4, name, "NCHW input expected");
-  std::int64_t ho = (xs[2] - attr.kernel) / attr.stride + 1, wo = (xs[3] - attr.kernel) / attr.stride + 1;
+  std::int64_t ho = (xs[2] + 2 * attr.pad - attr.kernel) / attr.stride + 1;
+  std::int64_t wo = (xs[3] + 2 * attr.pad - attr.kernel) / attr.stride + 1;
   require(ho > 0 && wo > 0, name, "window larger than input");
   TensorId y = emit(OpType::MaxPool, name, {x}, {"", {xs[0], xs[1], ho, wo}, tensor(x).dtype, TensorRole::Activation});
   last().pool = attr;
@@ -236,6 +253,85 @@ void Graph::apply_momentum(const std::string& name, TensorId param, TensorId acc
   require(tensor(lr).elements() == 1 && tensor(momentum).elements() == 1, name, "lr and momentum must be scalars");
   m_ops.push_back(
       Op{OpType::ApplyMomentum, name, m_pass, {param, accum, lr, grad, momentum}, {param, accum}, {}, {}, {}});
+}
+
+TensorId Graph::batch_norm(const std::string& name, TensorId x, TensorId gamma, TensorId beta, TensorId moving_mean,
+                           TensorId moving_var) {
+  const Shape xs = tensor(x).shape;  // copied: adding tensors may move the storage
+  require(xs.size() == 4, name, "NCHW input expected");
+  for (TensorId p : {gamma, beta, moving_mean, moving_var})
+    require(tensor(p).shape == Shape{xs[1]}, name, "per-channel operand of the wrong length");
+  TensorId y = emit(OpType::BatchNorm, name, {x, gamma, beta, moving_mean, moving_var},
+                    {"", xs, tensor(x).dtype, TensorRole::Activation});
+  TensorId mean = add_tensor({name + ":1", {xs[1]}, DType::F32, TensorRole::Activation});
+  TensorId var = add_tensor({name + ":2", {xs[1]}, DType::F32, TensorRole::Activation});
+  last().outputs.insert(last().outputs.end(), {mean, var});
+  return y;
+}
+
+TensorId Graph::batch_norm_grad(const std::string& name, TensorId dy, TensorId x, TensorId gamma, TensorId mean,
+                                TensorId var) {
+  require(tensor(dy).shape == tensor(x).shape, name, "dy and x shapes differ");
+  TensorId dx = emit(OpType::BatchNormGrad, name, {dy, x, gamma, mean, var},
+                     {"", tensor(x).shape, tensor(dy).dtype, TensorRole::Activation});
+  TensorId dgamma = add_tensor({name + ":1", tensor(gamma).shape, tensor(gamma).dtype, TensorRole::Gradient});
+  TensorId dbeta = add_tensor({name + ":2", tensor(gamma).shape, tensor(gamma).dtype, TensorRole::Gradient});
+  last().outputs.insert(last().outputs.end(), {dgamma, dbeta});
+  return dx;
+}
+
+TensorId Graph::add(const std::string& name, TensorId a, TensorId b) {
+  require(tensor(a).shape == tensor(b).shape && tensor(a).dtype == tensor(b).dtype, name, "operands differ");
+  return emit(OpType::Add, name, {a, b}, {"", tensor(a).shape, tensor(a).dtype, TensorRole::Activation});
+}
+
+TensorId Graph::mul(const std::string& name, TensorId x, TensorId scalar, TensorRole out_role) {
+  require(tensor(scalar).elements() == 1, name, "second operand must be a scalar");
+  return emit(OpType::Mul, name, {x, scalar}, {"", tensor(x).shape, tensor(x).dtype, out_role});
+}
+
+TensorId Graph::cast(const std::string& name, TensorId x, DType to) {
+  TensorRole role = tensor(x).role == TensorRole::Gradient ? TensorRole::Gradient : TensorRole::Activation;
+  return emit(OpType::Cast, name, {x}, {"", tensor(x).shape, to, role});
+}
+
+TensorId Graph::reduce_mean(const std::string& name, TensorId x) {
+  const Shape& xs = tensor(x).shape;
+  require(xs.size() == 4 || xs.size() == 1, name, "NCHW (spatial mean) or a vector (full mean) expected");
+  Shape out = xs.size() == 4 ? Shape{xs[0], xs[1]} : Shape{1};
+  return emit(OpType::ReduceMean, name, {x}, {"", out, tensor(x).dtype, TensorRole::Activation});
+}
+
+TensorId Graph::reduce_mean_grad(const std::string& name, TensorId dy, const Shape& x_shape) {
+  return emit(OpType::ReduceMeanGrad, name, {dy}, {"", x_shape, tensor(dy).dtype, TensorRole::Activation});
+}
+
+TensorId Graph::one_hot(const std::string& name, TensorId labels, std::int64_t classes, DType dtype) {
+  require(tensor(labels).shape.size() == 1 && classes > 1, name, "labels [N] and at least two classes expected");
+  return emit(OpType::OneHot, name, {labels}, {"", {tensor(labels).shape[0], classes}, dtype, TensorRole::Activation});
+}
+
+TensorId Graph::softmax_cross_entropy(const std::string& name, TensorId logits, TensorId onehot) {
+  require(tensor(logits).shape == tensor(onehot).shape && tensor(logits).shape.size() == 2, name,
+          "logits and one-hot labels [N,C] expected");
+  return emit(OpType::SoftmaxCrossEntropyWithLogits, name, {logits, onehot},
+              {"", {tensor(logits).shape[0]}, tensor(logits).dtype, TensorRole::Activation});
+}
+
+TensorId Graph::softmax_cross_entropy_grad(const std::string& name, TensorId logits, TensorId onehot, TensorId dloss) {
+  require(tensor(dloss).shape == Shape{tensor(logits).shape[0]}, name, "dloss [N] expected");
+  return emit(OpType::SoftmaxCrossEntropyWithLogitsGrad, name, {logits, onehot, dloss},
+              {"", tensor(logits).shape, tensor(logits).dtype, TensorRole::Activation});
+}
+
+TensorId Graph::gather(const std::string& name, TensorId table, TensorId index) {
+  require(tensor(table).shape.size() == 1 && tensor(index).elements() == 1, name, "1-D table and scalar index");
+  return emit(OpType::Gather, name, {table, index}, {"", {1}, tensor(table).dtype, TensorRole::Activation});
+}
+
+void Graph::assign_add(const std::string& name, TensorId counter, TensorId one) {
+  require(tensor(counter).elements() == 1 && tensor(one).elements() == 1, name, "scalar operands expected");
+  m_ops.push_back(Op{OpType::AssignAdd, name, m_pass, {counter, one}, {counter}, {}, {}, {}});
 }
 
 std::int64_t op_macs(const Graph& g, const Op& op) {

@@ -20,7 +20,9 @@ enum class TensorRole {
   Input,           ///< a batch tensor fed from the dataset (image)
   Label,           ///< a batch tensor fed from the dataset (labels)
   Parameter,       ///< trainable weight, persistent
-  OptimizerState,  ///< persistent optimizer slot (momentum accumulator), hyper-parameters
+  OptimizerState,  ///< persistent optimizer slot (momentum accumulator), hyper-parameters, step counter
+  State,           ///< persistent non-trainable state (BatchNorm moving mean/variance)
+  Constant,        ///< persistent constant (loss-scale sensitivity)
   Activation,      ///< produced and consumed within a step
   Gradient,        ///< produced in backward, consumed by the optimizer
   Loss,            ///< the scalar returned to the host
@@ -52,6 +54,19 @@ enum class OpType {
   SparseSoftmaxCrossEntropyWithLogitsGrad,
   AddN,
   ApplyMomentum,
+  // ResNet and mixed precision
+  BatchNorm,      ///< training mode: y, batch mean, batch variance; updates the moving statistics
+  BatchNormGrad,  ///< dx, dgamma, dbeta
+  Add,            ///< residual sum
+  Mul,            ///< by a scalar: loss-scale unscale, weight decay
+  Cast,
+  ReduceMean,      ///< over H and W: [N,C,H,W] -> [N,C]; or over all elements of a vector -> [1]
+  ReduceMeanGrad,  ///< broadcast back to the input shape, divided by the reduced count
+  OneHot,          ///< labels [N] -> smoothed one-hot [N,C]
+  SoftmaxCrossEntropyWithLogits,      ///< dense labels: per-sample loss [N]
+  SoftmaxCrossEntropyWithLogitsGrad,  ///< dlogits from logits, labels and dloss [N]
+  Gather,     ///< one element of the on-device learning-rate schedule
+  AssignAdd,  ///< global step += 1
 };
 const char* op_type_name(OpType t);
 /// Reshape is a view: it changes metadata only and is never launched on the device.
@@ -63,7 +78,7 @@ struct ConvAttr {
   std::int64_t kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
 };
 struct PoolAttr {
-  std::int64_t kernel = 2, stride = 2;
+  std::int64_t kernel = 2, stride = 2, pad = 0;
 };
 struct MatMulAttr {
   bool transpose_a = false, transpose_b = false;
@@ -86,6 +101,7 @@ class Graph {
  public:
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const { return m_tensors.at(static_cast<std::size_t>(id)); }
+  void set_role(TensorId id, TensorRole role) { m_tensors.at(static_cast<std::size_t>(id)).role = role; }
   const std::vector<Tensor>& tensors() const { return m_tensors; }
   const std::vector<Op>& ops() const { return m_ops; }
 
@@ -109,6 +125,26 @@ class Graph {
   /// Updates param and accum in place: accum = momentum * accum + grad; param -= lr * accum.
   void apply_momentum(const std::string& name, TensorId param, TensorId accum, TensorId lr, TensorId grad,
                       TensorId momentum);
+
+  // ResNet and mixed precision.
+  /// Outputs y (x's shape and dtype), batch mean and variance ([C], fp32); reads and updates
+  /// moving_mean and moving_var in place.
+  TensorId batch_norm(const std::string& name, TensorId x, TensorId gamma, TensorId beta, TensorId moving_mean,
+                      TensorId moving_var);
+  /// Outputs dx, dgamma, dbeta (in that order in the op's outputs); returns dx.
+  TensorId batch_norm_grad(const std::string& name, TensorId dy, TensorId x, TensorId gamma, TensorId mean,
+                           TensorId var);
+  TensorId add(const std::string& name, TensorId a, TensorId b);
+  TensorId mul(const std::string& name, TensorId x, TensorId scalar, TensorRole out_role);
+  TensorId cast(const std::string& name, TensorId x, DType to);
+  /// [N,C,H,W] -> [N,C] (global average pool) or [N] -> [1].
+  TensorId reduce_mean(const std::string& name, TensorId x);
+  TensorId reduce_mean_grad(const std::string& name, TensorId dy, const Shape& x_shape);
+  TensorId one_hot(const std::string& name, TensorId labels, std::int64_t classes, DType dtype);
+  TensorId softmax_cross_entropy(const std::string& name, TensorId logits, TensorId onehot);
+  TensorId softmax_cross_entropy_grad(const std::string& name, TensorId logits, TensorId onehot, TensorId dloss);
+  TensorId gather(const std::string& name, TensorId table, TensorId index);
+  void assign_add(const std::string& name, TensorId counter, TensorId one);
 
   void set_pass(Pass p) { m_pass = p; }
 

@@ -5,7 +5,9 @@
 
 namespace ascendsim::workloads {
 
-std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss) {
+std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId sens) {
+  if (g.tensor(loss).elements() != 1) throw std::invalid_argument("append_backward: the loss must be a scalar");
+  if (sens < 0) sens = g.add_tensor({"sens", {1}, DType::F32, TensorRole::Constant});
   const std::vector<Op> forward = g.ops();  // snapshot: backward ops are appended to g
   const std::size_t n_tensors = g.tensors().size();
 
@@ -33,19 +35,39 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss) {
   };
 
   g.set_pass(Pass::Backward);
-  bool seeded = false;
+  contrib[static_cast<std::size_t>(loss)].push_back(sens);
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op& op = *it;
     const std::string gname = "Gradients/" + op.name;
-    if (op.type == OpType::SparseSoftmaxCrossEntropyWithLogits) {
-      if (op.outputs[0] != loss) continue;
-      give(op.inputs[0], g.sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
-      seeded = true;
-      continue;
-    }
     TensorId dy = grad_of(op.outputs[0], gname);
     if (dy < 0) continue;
     switch (op.type) {
+      case OpType::SparseSoftmaxCrossEntropyWithLogits:
+        // The fused op yields the mean gradient directly (its sensitivity is 1).
+        give(op.inputs[0], g.sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
+        break;
+      case OpType::SoftmaxCrossEntropyWithLogits:
+        give(op.inputs[0], g.softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1], dy));
+        break;
+      case OpType::ReduceMean:
+        give(op.inputs[0], g.reduce_mean_grad(gname + "/ReduceMeanGrad", dy, g.tensor(op.inputs[0]).shape));
+        break;
+      case OpType::BatchNorm: {
+        TensorId dx = g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1], op.outputs[1],
+                                        op.outputs[2]);
+        const Op& bng = g.ops().back();
+        give(op.inputs[1], bng.outputs[1]);
+        give(op.inputs[2], bng.outputs[2]);
+        give(op.inputs[0], dx);
+        break;
+      }
+      case OpType::Add:
+        give(op.inputs[0], dy);
+        give(op.inputs[1], dy);
+        break;
+      case OpType::Cast:
+        give(op.inputs[0], g.cast(gname + "/Cast", dy, g.tensor(op.inputs[0]).dtype));
+        break;
       case OpType::Conv2D: {
         TensorId x = op.inputs[0], w = op.inputs[1];
         if (wants(x)) give(x, g.conv2d_backprop_input(gname + "/BackpropInput", dy, w, g.tensor(x).shape, op.conv));
@@ -85,7 +107,6 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss) {
         throw std::logic_error(std::string("no backward rule for ") + op_type_name(op.type));
     }
   }
-  if (!seeded) throw std::invalid_argument("append_backward: loss is not a SparseSoftmaxCrossEntropyWithLogits output");
 
   std::map<TensorId, TensorId> grads;
   for (std::size_t i = 0; i < n_tensors; ++i) {
@@ -93,19 +114,42 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss) {
     TensorId t = static_cast<TensorId>(i);
     TensorId dw = grad_of(t, "Gradients/" + g.tensor(t).name);
     if (dw < 0) throw std::logic_error("parameter without gradient: " + g.tensor(t).name);
+    g.set_role(dw, TensorRole::Gradient);
     grads[t] = dw;
   }
   return grads;
 }
 
-void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads) {
+void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
   g.set_pass(Pass::Optimizer);
-  TensorId lr = g.add_tensor({"learning_rate", {1}, DType::F32, TensorRole::OptimizerState});
+  std::map<TensorId, TensorId> update = grads;
+  if (spec.loss_scale > 1) {
+    TensorId inv = g.add_tensor({"loss_scale_reciprocal", {1}, DType::F32, TensorRole::Constant});
+    for (auto& [param, grad] : update)
+      grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
+  }
+  TensorId lr;
+  if (spec.lr_schedule_steps > 0) {
+    TensorId table = g.add_tensor({"learning_rate", {spec.lr_schedule_steps}, DType::F32, TensorRole::OptimizerState});
+    TensorId step = g.add_tensor({"global_step", {1}, DType::I32, TensorRole::OptimizerState});
+    TensorId one = g.add_tensor({"one", {1}, DType::I32, TensorRole::Constant});
+    lr = g.gather("LearningRate/Gather", table, step);
+    g.assign_add("LearningRate/AssignAdd", step, one);
+  } else {
+    lr = g.add_tensor({"learning_rate", {1}, DType::F32, TensorRole::OptimizerState});
+  }
   TensorId mom = g.add_tensor({"momentum", {1}, DType::F32, TensorRole::OptimizerState});
-  for (const auto& [param, grad] : grads) {  // std::map: parameter creation order
-    const Tensor& p = g.tensor(param);
-    TensorId accum = g.add_tensor({"moments." + p.name, p.shape, p.dtype, TensorRole::OptimizerState});
-    g.apply_momentum("Momentum/" + p.name, param, accum, lr, grad, mom);
+  TensorId wd = spec.weight_decay > 0 ? g.add_tensor({"weight_decay", {1}, DType::F32, TensorRole::Constant}) : -1;
+  for (auto& [param, grad] : update) {  // std::map: parameter creation order
+    const std::string pname = g.tensor(param).name;
+    if (wd >= 0 && spec.decayed.count(param)) {
+      TensorId decay = g.mul("WeightDecay/" + pname + "/Mul", param, wd, TensorRole::Gradient);
+      grad = g.add("WeightDecay/" + pname + "/Add", decay, grad);
+      g.set_role(grad, TensorRole::Gradient);
+    }
+    TensorId accum = g.add_tensor({"moments." + pname, g.tensor(param).shape, g.tensor(param).dtype,
+                                   TensorRole::OptimizerState});
+    g.apply_momentum("Momentum/" + pname, param, accum, lr, grad, mom);
   }
 }
 

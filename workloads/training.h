@@ -4,17 +4,27 @@
 #pragma once
 
 #include <map>
+#include <set>
 
 #include "workloads/graph.h"
 
 namespace ascendsim::workloads {
 
-/// Appends the backward pass for the graph's current (forward) ops, seeded at `loss`, which must
-/// be the output of a SparseSoftmaxCrossEntropyWithLogits op. Returns parameter -> gradient.
-std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss);
+/// Appends the backward pass for the graph's current (forward) ops, seeded at the scalar `loss`
+/// with the sensitivity tensor `sens` (the loss scale; a constant 1 when `sens` is -1). Returns
+/// parameter -> gradient; every parameter gets one.
+std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId sens = -1);
 
-/// Appends one ApplyMomentum per parameter (in parameter creation order) with its accumulator and
-/// the scalar learning-rate and momentum tensors it reads. Values do not affect timing.
-void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads);
+struct OptimizerSpec {
+  double loss_scale = 1;     ///< > 1: every gradient is unscaled by Mul(1/loss_scale) first
+  double weight_decay = 0;   ///< applied as grad + wd * param (Mul, Add) to the `decayed` parameters
+  std::set<TensorId> decayed;
+  std::int64_t lr_schedule_steps = 0;  ///< > 0: a per-step learning-rate array on the device, read
+                                       ///< by Gather at the global step, which AssignAdd advances
+};
+
+/// Appends the optimizer: unscale, learning-rate lookup, weight decay and one ApplyMomentum per
+/// parameter (in parameter creation order) with its accumulator. Values do not affect timing.
+void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec = {});
 
 }  // namespace ascendsim::workloads

@@ -24,6 +24,8 @@ struct Spec {
   std::int64_t steps_per_epoch;
   std::int64_t sink_size = -1;
   std::vector<std::string> sets = {};
+  std::string workload = "lenet5";
+  std::int64_t batch = 32;
 };
 
 class StrategiesTest : public ::testing::Test {
@@ -31,9 +33,9 @@ class StrategiesTest : public ::testing::Test {
   void SetUp() override { setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1); }
 
   std::vector<RunResult> run(const std::vector<Spec>& specs) {
-    const auto w = workloads::make_workload("lenet5", 32);
     sim::Simulation simulation;
     for (const auto& s : specs) {
+      const auto w = workloads::make_workload(s.workload, s.batch);
       sim::ConfigRequest req;
       req.sets = s.sets;
       Session session;
@@ -202,6 +204,28 @@ TEST_F(StrategiesTest, IdenticalRunsGiveIdenticalReports) {
     for (auto s : runtime::all_strategies()) specs.push_back({s, 2, 40, 15});
   const auto r = run(specs);
   for (std::size_t s = 0; s < 4; ++s) EXPECT_EQ(r[s].to_json().dump(), r[s + 4].to_json().dump());
+}
+
+TEST_F(StrategiesTest, ResNet50RunsUnderAllStrategiesComputeBound) {
+  std::vector<Spec> specs;
+  for (auto s : runtime::all_strategies()) specs.push_back({s, 1, 4, -1, {}, "resnet50", 32});
+  const auto r = run(specs);
+  const auto w = workloads::make_workload("resnet50", 32);
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model({}, {}));
+  const auto g = runtime::compile(w, model, 16);
+  const auto K = static_cast<std::int64_t>(g.step_tasks.size());
+  EXPECT_EQ(r[0].interactions.op_launches, 4 * K);
+  EXPECT_EQ(r[1].interactions.op_launches, 4 * (K + 1));
+  for (const auto& x : r) {
+    SCOPED_TRACE(runtime::strategy_name(x.session.strategy));
+    EXPECT_TRUE(x.failure.empty()) << x.failure;
+    EXPECT_EQ(x.steps_completed, 4);
+    // Compute-bound: every strategy keeps the device busy and no step beats the device time.
+    EXPECT_GT(x.device_busy_fraction(), 0.9);
+    for (double s : x.step_s) EXPECT_GE(s, g.device_compute_s);
+  }
+  // The strategies differ by little when the device dominates.
+  EXPECT_LT(r[0].sim_time_s, r[3].sim_time_s * 1.1);
 }
 
 TEST_F(StrategiesTest, StarvedPipelineTimesOutInGetNext) {

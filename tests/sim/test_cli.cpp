@@ -168,6 +168,21 @@ TEST_F(CliTest, ModelTooLargeForDeviceMemoryIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("reduce --batch-size"));
 }
 
+TEST_F(CliTest, ResNetOutOfMemorySaysHowMuchAndWhatToDo) {
+  const Result r = run("compare --workload resnet152 --batch-size 4096 --steps-per-epoch 2 --json " +
+                       (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("resnet152 at batch 4096 needs"));
+  EXPECT_THAT(r.err, HasSubstr("ascend910 has 32.00 GiB"));
+  EXPECT_THAT(r.err, HasSubstr("reduce --batch-size"));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+  const Result fits = run("info --workload resnet50 --batch-size 256 --json");
+  ASSERT_EQ(fits.code, 0) << fits.err;
+  const auto j = nlohmann::json::parse(fits.out);
+  EXPECT_LT(j["peak_device_memory_bytes"].get<std::int64_t>(), std::int64_t{32} << 30);
+  EXPECT_EQ(j["parameters"], 25557032);
+}
+
 TEST_F(CliTest, ParamsListsEveryParameterWithUnitAndDescription) {
   const Result r = run("params --chip ascend910b");
   ASSERT_EQ(r.code, 0) << r.err;

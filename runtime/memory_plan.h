@@ -1,0 +1,43 @@
+// Device memory plan of one training step. Persistent tensors (weights, optimizer state,
+// BatchNorm statistics, constants) get their own region; every per-step buffer — batch inputs,
+// activations kept for backward, gradients, op workspaces — gets an offset in one step arena,
+// where buffers whose live ranges do not overlap may share addresses (greedy by size, the
+// placement TFLite and MindSpore's somas use in spirit). The data queue's slots come on top.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "workloads/workload.h"
+
+namespace ascendsim::runtime {
+
+struct Allocation {
+  workloads::TensorId tensor = -1;  ///< -1 for an op workspace
+  std::int64_t op = -1;             ///< the op a workspace belongs to
+  std::int64_t bytes = 0;           ///< aligned size
+  std::int64_t first = 0, last = 0;  ///< live range in op indices, inclusive
+  std::int64_t offset = 0;          ///< within the step arena
+};
+
+struct MemoryPlan {
+  static constexpr std::int64_t kAlignment = 512;
+
+  std::int64_t persistent_bytes = 0;
+  std::int64_t arena_bytes = 0;      ///< step arena after placement
+  std::int64_t live_peak_bytes = 0;  ///< largest sum of simultaneously live step buffers (a lower bound)
+  std::int64_t workspace_bytes = 0;  ///< largest single op workspace
+  std::int64_t queue_buffer_bytes = 0;
+  std::vector<Allocation> allocations;
+
+  std::int64_t peak_bytes() const { return persistent_bytes + arena_bytes + queue_buffer_bytes; }
+};
+
+/// Plans a workload's step. `queue_capacity` batches of the data queue are added (sink modes).
+MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity);
+
+/// Op workspace in device memory (0 for most ops): Conv2DBackpropFilter in fp16 accumulates the
+/// weight gradient in fp32 across its blocks.
+std::int64_t op_workspace_bytes(const workloads::Graph& g, const workloads::Op& op);
+
+}  // namespace ascendsim::runtime

@@ -1,0 +1,217 @@
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "runtime/memory_plan.h"
+#include "workloads/resnet.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::workloads {
+namespace {
+
+struct Canonical {
+  const char* name;
+  std::int64_t params, macs;
+};
+
+// torchvision.models definitions (parameters: weights, biases, BatchNorm gamma/beta; forward MACs
+// of conv and dense layers for one 224x224 image — the 1.81/3.66/4.09/7.80/11.51 G of its docs).
+const Canonical kCanonical[] = {
+    {"resnet18", 11689512, 1814073344},         {"resnet34", 21797672, 3663761408},
+    {"resnet50", 25557032, 4089184256},         {"resnet101", 44549160, 7801405440},
+    {"resnet152", 60192808, 11513626624},       {"resnet50-cifar10", 23528522, 4087156736},
+};
+
+TEST(ResNet, ParameterAndMacCountsMatchTorchvision) {
+  for (const auto& c : kCanonical) {
+    const Workload w = make_workload(c.name, 2);
+    EXPECT_EQ(parameter_count(w.graph), c.params) << c.name;
+    EXPECT_EQ(forward_macs(w.graph) / 2, c.macs) << c.name;
+  }
+}
+
+Shape expected_shape(const Graph& g, const Op& op) {
+  auto in = [&](std::size_t i) { return g.tensor(op.inputs.at(i)).shape; };
+  auto conv = [](std::int64_t x, std::int64_t k, std::int64_t s, std::int64_t p) { return (x + 2 * p - k) / s + 1; };
+  switch (op.type) {
+    case OpType::Conv2D: {
+      const Shape x = in(0), w = in(1);
+      return {x[0], w[0], conv(x[2], w[2], op.conv.stride, op.conv.pad), conv(x[3], w[3], op.conv.stride, op.conv.pad)};
+    }
+    case OpType::MaxPool: {
+      const Shape x = in(0);
+      return {x[0], x[1], conv(x[2], op.pool.kernel, op.pool.stride, op.pool.pad),
+              conv(x[3], op.pool.kernel, op.pool.stride, op.pool.pad)};
+    }
+    case OpType::MatMul: {
+      const Shape a = in(0), b = in(1);
+      return {op.matmul.transpose_a ? a[1] : a[0], op.matmul.transpose_b ? b[0] : b[1]};
+    }
+    case OpType::Conv2DBackpropInput:
+    case OpType::MaxPoolGrad:
+    case OpType::ReduceMeanGrad:
+    case OpType::Conv2DBackpropFilter:
+    case OpType::Reshape:
+      return g.tensor(op.outputs[0]).shape;  // given explicitly by the forward op; checked below
+    case OpType::BiasAddGrad: return {in(0)[1]};
+    case OpType::ReduceMean: return in(0).size() == 4 ? Shape{in(0)[0], in(0)[1]} : Shape{1};
+    case OpType::OneHot: return {in(0)[0], g.tensor(op.outputs[0]).shape[1]};
+    case OpType::SoftmaxCrossEntropyWithLogits: return {in(0)[0]};
+    case OpType::SparseSoftmaxCrossEntropyWithLogits:
+    case OpType::Gather: return {1};
+    case OpType::BatchNormGrad:
+    case OpType::SoftmaxCrossEntropyWithLogitsGrad:
+    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad: return in(0);
+    case OpType::ReluGrad: return in(1);
+    default: return in(0);  // elementwise, BatchNorm, Cast, Mul, AddN, ApplyMomentum, AssignAdd
+  }
+}
+
+TEST(ResNet, EveryOpHasTheShapeItsInputsImply) {
+  for (const auto& c : kCanonical) {
+    const Workload w = make_workload(c.name, 4);
+    const Graph& g = w.graph;
+    std::map<TensorId, Shape> forward_input;  // for backprop ops: the forward operand's shape
+    for (const auto& op : g.ops()) {
+      EXPECT_EQ(g.tensor(op.outputs[0]).shape, expected_shape(g, op)) << c.name << " " << op.name;
+      if (op.type == OpType::Conv2DBackpropInput) {  // dx has the forward input's shape: dy's H,W follow from it
+        const Shape dx = g.tensor(op.outputs[0]).shape, dy = g.tensor(op.inputs[0]).shape;
+        EXPECT_EQ(dx[0], dy[0]) << op.name;
+        EXPECT_EQ((dx[2] + 2 * op.conv.pad - op.conv.kernel_h) / op.conv.stride + 1, dy[2]) << op.name;
+      }
+      if (op.type == OpType::Conv2DBackpropFilter) {
+        EXPECT_EQ(g.tensor(op.outputs[0]).shape[0], g.tensor(op.inputs[0]).shape[1]);
+      }
+      if (op.type == OpType::MaxPoolGrad) {
+        EXPECT_EQ(g.tensor(op.outputs[0]).shape, g.tensor(op.inputs[0]).shape);
+      }
+    }
+  }
+}
+
+TEST(ResNet, MixedPrecisionO2) {
+  const Workload w = make_workload("resnet50", 4);
+  const Graph& g = w.graph;
+  int casts = 0;
+  for (const auto& op : g.ops()) {
+    const DType out = g.tensor(op.outputs[0]).dtype;
+    switch (op.type) {
+      case OpType::Conv2D:
+      case OpType::Conv2DBackpropInput:
+      case OpType::Conv2DBackpropFilter:
+      case OpType::MatMul:
+        EXPECT_EQ(out, DType::F16) << op.name;
+        break;
+      case OpType::BatchNorm:
+      case OpType::BatchNormGrad:
+      case OpType::ApplyMomentum:
+        EXPECT_EQ(out, DType::F32) << op.name;
+        break;
+      case OpType::Cast:
+        ++casts;
+        break;
+      default:
+        break;
+    }
+  }
+  for (const auto& t : g.tensors()) {
+    if (t.role == TensorRole::Parameter) {
+      EXPECT_EQ(t.dtype, DType::F32) << t.name;
+    }
+  }
+  // Forward: input, 53 conv weights, fc weight and bias, 2 per BatchNorm, logits; backward mirrors
+  // all but the input's (the image needs no gradient).
+  const int forward = 1 + 53 + 2 + 2 * 53 + 1;
+  EXPECT_EQ(casts, forward + forward - 1);
+}
+
+TEST(ResNet, EveryParameterGetsOneUpdateWithDecayOnlyOnWeights) {
+  for (const char* name : {"resnet18", "resnet50"}) {
+    const Workload w = make_workload(name, 2);
+    const Graph& g = w.graph;
+    std::map<TensorId, int> momentum, decay, unscale;
+    std::map<std::string, TensorId> by_name;
+    for (std::size_t t = 0; t < g.tensors().size(); ++t) by_name[g.tensors()[t].name] = static_cast<TensorId>(t);
+    int gathers = 0, steps = 0;
+    for (const auto& op : g.ops()) {
+      if (op.type == OpType::ApplyMomentum) {
+        ++momentum[op.inputs[0]];
+        EXPECT_EQ(g.tensor(op.inputs[3]).shape, g.tensor(op.inputs[0]).shape) << op.name;
+        EXPECT_EQ(g.tensor(op.inputs[3]).role, TensorRole::Gradient) << op.name;
+      }
+      if (op.name.rfind("WeightDecay/", 0) == 0 && op.type == OpType::Mul) ++decay[op.inputs[0]];
+      if (op.name.rfind("Unscale/", 0) == 0) ++unscale[by_name.at(op.name.substr(8))];
+      gathers += op.type == OpType::Gather;
+      steps += op.type == OpType::AssignAdd;
+    }
+    EXPECT_EQ(gathers, 1);
+    EXPECT_EQ(steps, 1);
+    for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+      const Tensor& p = g.tensors()[t];
+      if (p.role != TensorRole::Parameter) continue;
+      const auto id = static_cast<TensorId>(t);
+      EXPECT_EQ(momentum[id], 1) << p.name;
+      EXPECT_EQ(unscale[id], 1) << p.name;
+      const bool is_weight = p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+      EXPECT_EQ(decay[id], is_weight ? 1 : 0) << p.name;
+    }
+  }
+}
+
+TEST(MemoryPlan, LiveBuffersNeverShareAddresses) {
+  for (const auto& c : kCanonical) {
+    for (std::int64_t batch : {1, 32}) {
+      const Workload w = make_workload(c.name, batch);
+      const auto plan = runtime::plan_memory(w, 16);
+      const auto& a = plan.allocations;
+      std::set<TensorId> allocated;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].offset % runtime::MemoryPlan::kAlignment, 0);
+        EXPECT_LE(a[i].offset + a[i].bytes, plan.arena_bytes);
+        if (a[i].tensor >= 0) {
+          EXPECT_TRUE(allocated.insert(a[i].tensor).second) << "allocated twice";
+        }
+        for (std::size_t j = i + 1; j < a.size(); ++j) {
+          const bool live_together = a[i].first <= a[j].last && a[j].first <= a[i].last;
+          const bool share = a[i].offset < a[j].offset + a[j].bytes && a[j].offset < a[i].offset + a[i].bytes;
+          if (live_together && share) {
+            ADD_FAILURE() << c.name << ": allocations " << i << " and " << j << " overlap";
+            return;
+          }
+        }
+      }
+      // Every per-step tensor an op writes is somewhere: allocated, a view, or persistent.
+      for (const auto& op : w.graph.ops()) {
+        for (auto t : op.outputs) {
+          if (!is_persistent(w.graph.tensor(t).role) && op.type != OpType::Reshape) {
+            EXPECT_TRUE(allocated.count(t)) << w.graph.tensor(t).name;
+          }
+        }
+      }
+      EXPECT_GE(plan.arena_bytes, plan.live_peak_bytes);
+      // Reuse works: the arena is far below the sum of all step buffers.
+      std::int64_t total = 0;
+      for (const auto& x : a) total += x.bytes;
+      if (c.name[0] == 'r') {
+        EXPECT_LT(plan.arena_bytes, total / 2) << c.name;
+      }
+    }
+  }
+}
+
+TEST(MemoryPlan, GrowsWithBatchAndHoldsPersistentState) {
+  const auto small = runtime::plan_memory(make_workload("resnet50", 32), 16);
+  const auto large = runtime::plan_memory(make_workload("resnet50", 256), 16);
+  // Only the on-device learning-rate table (90 epochs of steps) depends on the batch size.
+  const std::int64_t table_diff = 90 * 4 * (1281167 / 32 - 1281167 / 256);
+  EXPECT_NEAR(static_cast<double>(small.persistent_bytes - large.persistent_bytes), static_cast<double>(table_diff),
+              runtime::MemoryPlan::kAlignment * 2);
+  // fp32 weights, momentum accumulators and BN statistics alone are above 2 x 4 x 25.5M bytes.
+  EXPECT_GT(small.persistent_bytes, 2 * 4 * 25557032);
+  EXPECT_GT(large.arena_bytes, 6 * small.arena_bytes);
+  EXPECT_LT(large.peak_bytes(), std::int64_t{32} << 30);  // ResNet-50 at batch 256 fits 32 GiB
+}
+
+}  // namespace
+}  // namespace ascendsim::workloads

@@ -1,0 +1,134 @@
+#include "workloads/resnet.h"
+
+#include <set>
+
+#include "workloads/training.h"
+
+namespace ascendsim::workloads {
+
+const std::vector<ResNetSpec>& resnet_specs() {
+  static const std::vector<ResNetSpec> specs = {
+      {"resnet18", false, {2, 2, 2, 2}, 1000, 1281167, "ResNet-18 on ImageNet 224x224, 1000 classes, O2 mixed precision"},
+      {"resnet34", false, {3, 4, 6, 3}, 1000, 1281167, "ResNet-34 on ImageNet 224x224, 1000 classes, O2 mixed precision"},
+      {"resnet50", true, {3, 4, 6, 3}, 1000, 1281167, "ResNet-50 v1.5 on ImageNet 224x224, 1000 classes, O2 mixed precision"},
+      {"resnet101", true, {3, 4, 23, 3}, 1000, 1281167,
+       "ResNet-101 v1.5 on ImageNet 224x224, 1000 classes, O2 mixed precision"},
+      {"resnet152", true, {3, 8, 36, 3}, 1000, 1281167,
+       "ResNet-152 v1.5 on ImageNet 224x224, 1000 classes, O2 mixed precision"},
+      {"resnet50-cifar10", true, {3, 4, 6, 3}, 10, 50000,
+       "ResNet-50 v1.5 on CIFAR-10 resized to 224x224, 10 classes, O2 mixed precision"},
+  };
+  return specs;
+}
+
+namespace {
+
+constexpr std::int64_t kLrScheduleEpochs = 90;  // the model zoo's ImageNet schedule length
+
+class Builder {
+ public:
+  explicit Builder(Graph& g) : m_g(g) {}
+
+  /// Conv without bias; its fp32 master weight is cast to fp16 each step.
+  TensorId conv(const std::string& name, TensorId x, std::int64_t cout, std::int64_t k, std::int64_t stride,
+                std::int64_t pad) {
+    const std::int64_t cin = m_g.tensor(x).shape[1];
+    TensorId w = m_g.add_tensor({name + ".weight", {cout, cin, k, k}, DType::F32, TensorRole::Parameter});
+    m_decayed.insert(w);
+    TensorId w16 = m_g.cast(name + "/Cast", w, DType::F16);
+    return m_g.conv2d(name + "/Conv2D", x, w16, {k, k, stride, pad});
+  }
+
+  /// BatchNorm kept in fp32 (O2 keep_batchnorm_fp32): cast in, normalise, cast out.
+  TensorId bn(const std::string& name, TensorId x) {
+    const std::int64_t c = m_g.tensor(x).shape[1];
+    TensorId gamma = m_g.add_tensor({name + ".gamma", {c}, DType::F32, TensorRole::Parameter});
+    TensorId beta = m_g.add_tensor({name + ".beta", {c}, DType::F32, TensorRole::Parameter});
+    TensorId mean = m_g.add_tensor({name + ".moving_mean", {c}, DType::F32, TensorRole::State});
+    TensorId var = m_g.add_tensor({name + ".moving_variance", {c}, DType::F32, TensorRole::State});
+    TensorId x32 = m_g.cast(name + "/CastIn", x, DType::F32);
+    TensorId y = m_g.batch_norm(name + "/BatchNorm", x32, gamma, beta, mean, var);
+    return m_g.cast(name + "/CastOut", y, DType::F16);
+  }
+
+  TensorId relu(const std::string& name, TensorId x) { return m_g.relu(name + "/ReLU", x); }
+
+  TensorId block(const std::string& name, TensorId x, std::int64_t planes, std::int64_t stride, bool bottleneck) {
+    const std::int64_t inplanes = m_g.tensor(x).shape[1];
+    const std::int64_t out = bottleneck ? planes * 4 : planes;
+    TensorId y;
+    if (bottleneck) {
+      y = relu(name + ".relu1", bn(name + ".bn1", conv(name + ".conv1", x, planes, 1, 1, 0)));
+      y = relu(name + ".relu2", bn(name + ".bn2", conv(name + ".conv2", y, planes, 3, stride, 1)));
+      y = bn(name + ".bn3", conv(name + ".conv3", y, out, 1, 1, 0));
+    } else {
+      y = relu(name + ".relu1", bn(name + ".bn1", conv(name + ".conv1", x, planes, 3, stride, 1)));
+      y = bn(name + ".bn2", conv(name + ".conv2", y, planes, 3, 1, 1));
+    }
+    TensorId shortcut = x;
+    if (stride != 1 || inplanes != out)
+      shortcut = bn(name + ".downsample.1", conv(name + ".downsample.0", x, out, 1, stride, 0));
+    return relu(name + ".relu3", m_g.add(name + "/Add", y, shortcut));
+  }
+
+  TensorId dense(const std::string& name, TensorId x, std::int64_t out) {
+    const std::int64_t in = m_g.tensor(x).shape[1];
+    TensorId w = m_g.add_tensor({name + ".weight", {out, in}, DType::F32, TensorRole::Parameter});
+    TensorId b = m_g.add_tensor({name + ".bias", {out}, DType::F32, TensorRole::Parameter});
+    m_decayed.insert(w);
+    TensorId y = m_g.matmul(name + "/MatMul", x, m_g.cast(name + "/CastW", w, DType::F16), {false, true},
+                            TensorRole::Activation);
+    return m_g.bias_add(name + "/BiasAdd", y, m_g.cast(name + "/CastB", b, DType::F16));
+  }
+
+  const std::set<TensorId>& decayed() const { return m_decayed; }
+
+ private:
+  Graph& m_g;
+  std::set<TensorId> m_decayed;
+};
+
+}  // namespace
+
+Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size) {
+  Workload w;
+  w.name = spec.name;
+  w.description = spec.description;
+  w.batch_size = batch_size;
+  w.dataset_samples = spec.dataset_samples;
+  w.optimizer = "Momentum(momentum=0.9, weight_decay=1e-4), loss scale 1024, per-step lr schedule";
+  Graph& g = w.graph;
+  Builder b(g);
+  const std::int64_t n = batch_size;
+
+  TensorId image = g.add_tensor({"image", {n, 3, 224, 224}, DType::F32, TensorRole::Input});
+  TensorId label = g.add_tensor({"label", {n}, DType::I32, TensorRole::Label});
+  w.batch_inputs = {image, label};
+
+  TensorId x = g.cast("input/Cast", image, DType::F16);
+  x = b.relu("relu", b.bn("bn1", b.conv("conv1", x, 64, 7, 2, 3)));
+  x = g.max_pool("maxpool/MaxPool", x, {3, 2, 1});
+  const std::int64_t planes[4] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage)
+    for (std::int64_t i = 0; i < spec.blocks[static_cast<std::size_t>(stage)]; ++i)
+      x = b.block("layer" + std::to_string(stage + 1) + "." + std::to_string(i), x, planes[stage],
+                  (stage > 0 && i == 0) ? 2 : 1, spec.bottleneck);
+  x = g.reduce_mean("avgpool/ReduceMean", x);
+  x = b.dense("fc", x, spec.classes);
+
+  TensorId logits = g.cast("loss/CastLogits", x, DType::F32);
+  TensorId onehot = g.one_hot("loss/OneHot", label, spec.classes, DType::F32);  // on 0.9 + 0.1/C, off 0.1/C
+  TensorId per_sample = g.softmax_cross_entropy("loss/SoftmaxCrossEntropyWithLogits", logits, onehot);
+  w.loss = g.reduce_mean("loss/ReduceMean", per_sample);
+
+  TensorId sens = g.add_tensor({"loss_scale", {1}, DType::F32, TensorRole::Constant});
+  OptimizerSpec opt;
+  opt.loss_scale = 1024;
+  opt.weight_decay = 1e-4;
+  opt.decayed = b.decayed();
+  opt.lr_schedule_steps = kLrScheduleEpochs * w.steps_per_epoch();
+  append_momentum(g, append_backward(g, w.loss, sens), opt);
+  return w;
+}
+
+}  // namespace ascendsim::workloads
