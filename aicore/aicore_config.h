@@ -13,8 +13,15 @@ struct AicoreConfig {
   std::int64_t vector_cores = 0;  ///< separate vector cores (910B split); 0 = Vector inside each AI core
   double freq_ghz = 1.0;
   std::int64_t cube_fp16_macs_per_cycle = 4096;  ///< 16x16x16
+  std::int64_t cube_int8_macs_per_cycle = 8192;  ///< 16x32x16
   std::int64_t vector_bytes_per_cycle = 256;     ///< 2048-bit Vector unit
-  std::int64_t gm_bytes_per_cycle = 128;         ///< one core's MTE2/MTE3 path to L2/HBM
+  std::int64_t vector_issue_cycles = 8;          ///< per Vector instruction (repeat count <= 255)
+  std::int64_t scalar_tile_cycles = 24;          ///< Scalar pipe per tile: addresses, flags, loop control
+  std::int64_t flag_sync_cycles = 20;            ///< set_flag -> wait_flag latency between two pipes
+  std::int64_t mte2_bytes_per_cycle = 128;       ///< GM -> L1/UB
+  std::int64_t mte1_bytes_per_cycle = 512;       ///< L1 -> L0A/L0B (img2col expansion included)
+  std::int64_t mte3_bytes_per_cycle = 128;       ///< UB -> GM
+  std::int64_t fixpipe_bytes_per_cycle = 256;    ///< L0C -> UB/GM
   std::int64_t l0a_kib = 64;
   std::int64_t l0b_kib = 64;
   std::int64_t l0c_kib = 256;
@@ -31,6 +38,7 @@ struct MemoryConfig {
   double hbm_gib = 32;
   double hbm_bandwidth_gbps = 1200;
   double l2_mib = 32;
+  double l2_bandwidth_gbps = 4000;
 
   void declare(sim::ParamSet& ps);
 };

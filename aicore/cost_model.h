@@ -9,6 +9,8 @@
 
 #include "aicore/aicore_config.h"
 #include "aicore/op_desc.h"
+#include "aicore/pipe_schedule.h"
+#include "aicore/tiling.h"
 
 namespace ascendsim::aicore {
 
@@ -16,16 +18,16 @@ enum class Bound { Cube, Vector, Memory, Overhead };
 const char* bound_name(Bound b);
 
 struct OpCost {
-  std::int64_t blocks = 1;  ///< blocks the op is split into (one per core, at most `cores`)
-  double block_cycles = 0;  ///< cycles of the slowest block, start-up included
-  double cube_cycles = 0;   ///< per block, busy cycles of each pipe
-  double vector_cycles = 0;
-  double mte_cycles = 0;
-  double overhead_cycles = 0;  ///< per block start-up
+  std::int64_t blocks = 1;     ///< blocks the op is split into (at most one per core)
+  double block_cycles = 0;     ///< cycles of the busiest block, start-up included
+  PipeCycles pipe_busy{};      ///< busy cycles of each pipe in the busiest block
+  double overhead_cycles = 0;  ///< block start-up
   double time_s = 0;           ///< device time of the whole op
-  double macs = 0;             ///< exact MACs
-  double gm_bytes = 0;         ///< bytes moved between GM and the cores
+  double macs = 0;             ///< exact multiply-accumulates
+  double gm_bytes = 0;         ///< bytes that cross HBM (L2 misses and results)
+  double mte_bytes = 0;        ///< all bytes MTE2 and MTE3 move (L2 hits included)
   Bound bound = Bound::Overhead;
+  Tiling tiling;
 };
 
 class CostModel {
@@ -35,8 +37,8 @@ class CostModel {
   virtual OpCost estimate(const OpDesc& desc) const = 0;
 };
 
-/// The pipe model: Cube MACs/cycle, Vector bytes/cycle and GM traffic overlapped as pipes per
-/// block, blocks spread over the cores, HBM bandwidth shared by the active blocks.
+/// The DaVinci pipe model: per-op tiling, a pipe-level schedule of each block's tiles with flag
+/// synchronisation and ping-pong buffers, blocks spread over the cores sharing HBM and L2.
 std::unique_ptr<CostModel> make_pipe_cost_model(const AicoreConfig& core, const MemoryConfig& mem);
 
 /// Memoises another model per unique OpDesc. Thread-safe.

@@ -1,34 +1,74 @@
 #include "aicore/op_desc.h"
 
 #include <functional>
+#include <stdexcept>
 #include <tuple>
 
 namespace ascendsim::aicore {
 
+namespace {
+struct KindName {
+  OpKind kind;
+  const char* name;
+};
+constexpr KindName kKinds[] = {
+    {OpKind::MatMul, "matmul"},
+    {OpKind::Conv2D, "conv2d"},
+    {OpKind::Conv2DBackpropInput, "conv2d_backprop_input"},
+    {OpKind::Conv2DBackpropFilter, "conv2d_backprop_filter"},
+    {OpKind::Add, "add"},
+    {OpKind::Mul, "mul"},
+    {OpKind::AddN, "addn"},
+    {OpKind::Relu, "relu"},
+    {OpKind::ReluGrad, "relu_grad"},
+    {OpKind::Cast, "cast"},
+    {OpKind::BiasAdd, "bias_add"},
+    {OpKind::BiasAddGrad, "bias_add_grad"},
+    {OpKind::ReduceSum, "reduce_sum"},
+    {OpKind::ReduceMean, "reduce_mean"},
+    {OpKind::ReduceMeanGrad, "reduce_mean_grad"},
+    {OpKind::BatchNorm, "batchnorm"},
+    {OpKind::BatchNormGrad, "batchnorm_grad"},
+    {OpKind::MaxPool, "maxpool"},
+    {OpKind::MaxPoolGrad, "maxpool_grad"},
+    {OpKind::AvgPool, "avgpool"},
+    {OpKind::AvgPoolGrad, "avgpool_grad"},
+    {OpKind::SoftmaxCrossEntropy, "softmax_cross_entropy"},
+    {OpKind::SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad"},
+    {OpKind::OneHot, "one_hot"},
+    {OpKind::Gather, "gather"},
+    {OpKind::AssignAdd, "assign_add"},
+    {OpKind::Momentum, "momentum"},
+};
+}  // namespace
+
 const char* op_kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::MatMul:
-      return "matmul";
-    case OpKind::Conv2D:
-      return "conv2d";
-    case OpKind::Conv2DBackpropInput:
-      return "conv2d_backprop_input";
-    case OpKind::Conv2DBackpropFilter:
-      return "conv2d_backprop_filter";
-    case OpKind::Elementwise:
-      return "elementwise";
-    case OpKind::Reduce:
-      return "reduce";
-    case OpKind::Pool:
-      return "pool";
-    case OpKind::PoolGrad:
-      return "pool_grad";
-    case OpKind::SoftmaxCrossEntropy:
-      return "softmax_cross_entropy";
-    case OpKind::Momentum:
-      return "momentum";
-  }
+  for (const auto& e : kKinds)
+    if (e.kind == k) return e.name;
   return "?";
+}
+
+std::optional<OpKind> parse_op_kind(const std::string& name) {
+  for (const auto& e : kKinds)
+    if (name == e.name) return e.kind;
+  return std::nullopt;
+}
+
+std::vector<OpKind> all_op_kinds() {
+  std::vector<OpKind> out;
+  for (const auto& e : kKinds) out.push_back(e.kind);
+  return out;
+}
+
+bool is_cube(OpKind k) {
+  return k == OpKind::MatMul || k == OpKind::Conv2D || k == OpKind::Conv2DBackpropInput ||
+         k == OpKind::Conv2DBackpropFilter;
+}
+
+bool takes_nchw(OpKind k) {
+  return k == OpKind::Conv2D || k == OpKind::Conv2DBackpropInput || k == OpKind::Conv2DBackpropFilter ||
+         k == OpKind::BatchNorm || k == OpKind::BatchNormGrad || k == OpKind::MaxPool || k == OpKind::MaxPoolGrad ||
+         k == OpKind::AvgPool || k == OpKind::AvgPoolGrad;
 }
 
 const char* precision_name(Precision p) {
@@ -41,6 +81,12 @@ const char* precision_name(Precision p) {
       return "int8";
   }
   return "?";
+}
+
+std::optional<Precision> parse_precision(const std::string& name) {
+  for (auto p : {Precision::FP16, Precision::FP32, Precision::INT8})
+    if (name == precision_name(p)) return p;
+  return std::nullopt;
 }
 
 std::int64_t precision_bytes(Precision p) {
@@ -57,20 +103,20 @@ std::int64_t precision_bytes(Precision p) {
 
 namespace {
 auto tie(const OpDesc& d) {
-  return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.batch, d.cin, d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad,
-                  d.elements, d.out_elements, d.inputs, d.passes, d.window, d.grad);
+  return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.transpose_a, d.transpose_b, d.batch, d.cin,
+                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad, d.elements, d.out_elements, d.operands);
 }
 }  // namespace
 
 bool OpDesc::operator==(const OpDesc& o) const { return tie(*this) == tie(o); }
 
 std::size_t OpDesc::hash() const {
-  std::size_t h_acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
-                      static_cast<std::size_t>(out_precision);
-  for (std::int64_t v : {m, n, k, batch, cin, h, w, cout, kh, kw, stride, pad, elements, out_elements, inputs, passes,
-                         window, static_cast<std::int64_t>(grad)})
-    h_acc = h_acc * 1000003u ^ std::hash<std::int64_t>()(v);
-  return h_acc;
+  std::size_t acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
+                    static_cast<std::size_t>(out_precision);
+  for (std::int64_t v : {m, n, k, static_cast<std::int64_t>(transpose_a), static_cast<std::int64_t>(transpose_b), batch,
+                         cin, h, w, cout, kh, kw, stride, pad, elements, out_elements, operands})
+    acc = acc * 1000003u ^ std::hash<std::int64_t>()(v);
+  return acc;
 }
 
 std::int64_t OpDesc::macs() const {
@@ -86,20 +132,54 @@ std::int64_t OpDesc::macs() const {
   }
 }
 
+void OpDesc::validate() const {
+  auto positive = [&](std::int64_t v, const char* field) {
+    if (v <= 0)
+      throw std::invalid_argument(std::string(op_kind_name(kind)) + ": --" + field + " must be positive, got " +
+                                  std::to_string(v));
+  };
+  if (kind == OpKind::MatMul) {
+    positive(m, "m");
+    positive(n, "n");
+    positive(k, "k");
+  } else if (takes_nchw(kind)) {
+    positive(batch, "n");
+    positive(cin, "c");
+    positive(h, "h");
+    positive(w, "w");
+    if (kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad) {
+      positive(kh, "r");
+      positive(kw, "s");
+      positive(stride, "stride");
+      if (pad < 0) throw std::invalid_argument(std::string(op_kind_name(kind)) + ": --pad must not be negative");
+      if (conv_out_h() <= 0 || conv_out_w() <= 0)
+        throw std::invalid_argument(std::string(op_kind_name(kind)) + ": window larger than the padded input");
+    }
+    if (is_cube(kind)) positive(cout, "k");
+  } else {
+    positive(elements, "elements");
+  }
+  if (is_cube(kind) && precision == Precision::FP32)
+    throw std::invalid_argument(std::string(op_kind_name(kind)) +
+                                ": the Cube has no fp32 mode; use fp16 (Ascend casts fp32 Cube operands to fp16)");
+}
+
 std::string OpDesc::to_string() const {
   std::string s = std::string(op_kind_name(kind)) + "/" + precision_name(precision);
-  switch (kind) {
-    case OpKind::MatMul:
-      return s + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
-    case OpKind::Conv2D:
-    case OpKind::Conv2DBackpropInput:
-    case OpKind::Conv2DBackpropFilter:
-      return s + " n=" + std::to_string(batch) + " c=" + std::to_string(cin) + " h=" + std::to_string(h) +
-             " w=" + std::to_string(w) + " k=" + std::to_string(cout) + " r=" + std::to_string(kh) +
-             " s=" + std::to_string(kw) + " stride=" + std::to_string(stride) + " pad=" + std::to_string(pad);
-    default:
-      return s + " elements=" + std::to_string(elements);
+  if (kind == OpKind::MatMul)
+    return s + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+           (transpose_a ? " ta" : "") + (transpose_b ? " tb" : "");
+  if (takes_nchw(kind)) {
+    s += " n=" + std::to_string(batch) + " c=" + std::to_string(cin) + " h=" + std::to_string(h) +
+         " w=" + std::to_string(w);
+    if (is_cube(kind)) s += " k=" + std::to_string(cout);
+    if (kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad)
+      s += " r=" + std::to_string(kh) + " s=" + std::to_string(kw) + " stride=" + std::to_string(stride) +
+           " pad=" + std::to_string(pad);
+    return s;
   }
+  return s + " elements=" + std::to_string(elements) +
+         (out_elements ? " out=" + std::to_string(out_elements) : std::string());
 }
 
 }  // namespace ascendsim::aicore

@@ -1,45 +1,72 @@
-// What the AI core needs to know about one op to time it: its kind, compute precision and
-// geometry. Independent of any graph IR; the runtime's graph compiler fills it in.
+// What the AI core needs to know about one op to time it: its kind, precision and geometry.
+// Independent of any graph IR; the runtime's graph compiler (or `ascendsim op`) fills it in.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ascendsim::aicore {
 
 enum class OpKind {
-  MatMul,                ///< C[m,n] = A[m,k] B[k,n] (transposes are a layout matter for the Cube)
-  Conv2D,                ///< forward conv, img2col + Cube
+  // Cube ops (img2col + fractal GEMM)
+  MatMul,                ///< C[m,n] = op(A)[m,k] op(B)[k,n]
+  Conv2D,                ///< forward convolution
   Conv2DBackpropInput,   ///< dx from dy and w
   Conv2DBackpropFilter,  ///< dw from dy and x
-  Elementwise,           ///< ReLU, ReluGrad, BiasAdd, AddN, Cast, ...: `passes` Vector passes per element
-  Reduce,                ///< BiasAddGrad, mean/sum: reads `elements`, writes `out_elements`
-  Pool,                  ///< max/avg pooling: window of `window` elements per output
-  PoolGrad,              ///< pooling backward
-  SoftmaxCrossEntropy,   ///< forward loss over [rows, classes] (and its grad: `grad`)
-  Momentum,              ///< ApplyMomentum over `elements` parameters
+  // Vector ops (Unified Buffer)
+  Add,
+  Mul,
+  AddN,
+  Relu,
+  ReluGrad,
+  Cast,
+  BiasAdd,
+  BiasAddGrad,
+  ReduceSum,
+  ReduceMean,
+  ReduceMeanGrad,  ///< broadcast of a mean's gradient
+  BatchNorm,       ///< training forward: batch statistics, normalise, scale, shift
+  BatchNormGrad,
+  MaxPool,
+  MaxPoolGrad,
+  AvgPool,
+  AvgPoolGrad,
+  SoftmaxCrossEntropy,
+  SoftmaxCrossEntropyGrad,
+  OneHot,
+  Gather,
+  AssignAdd,
+  Momentum,  ///< ApplyMomentum
 };
+/// The name `ascendsim op --type` takes, e.g. "conv2d_backprop_filter".
 const char* op_kind_name(OpKind k);
+std::optional<OpKind> parse_op_kind(const std::string& name);
+std::vector<OpKind> all_op_kinds();
+bool is_cube(OpKind k);
+/// Ops described by an NCHW input (conv, pool, BatchNorm).
+bool takes_nchw(OpKind k);
 
 enum class Precision { FP16, FP32, INT8 };
 const char* precision_name(Precision p);
+std::optional<Precision> parse_precision(const std::string& name);
 std::int64_t precision_bytes(Precision p);
 
 struct OpDesc {
-  OpKind kind = OpKind::Elementwise;
+  OpKind kind = OpKind::Add;
   Precision precision = Precision::FP16;      ///< compute precision and operand storage
   Precision out_precision = Precision::FP16;  ///< result storage (differs for Cast)
   // MatMul
   std::int64_t m = 0, n = 0, k = 0;
-  // Conv family: forward geometry (NCHW input, Cout x Cin x kh x kw weight)
+  bool transpose_a = false, transpose_b = false;
+  // Conv, pooling and BatchNorm: NCHW input; conv weight Cout x Cin x kh x kw; pool window kh x kw
   std::int64_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, kh = 0, kw = 0, stride = 1, pad = 0;
-  // Vector family
-  std::int64_t elements = 0;      ///< elements of the largest operand
-  std::int64_t out_elements = 0;  ///< elements written
-  std::int64_t inputs = 1;        ///< operands of `elements` read
-  std::int64_t passes = 1;        ///< Vector instructions per element
-  std::int64_t window = 1;        ///< pooling window size
-  bool grad = false;
+  // Other vector ops
+  std::int64_t elements = 0;  ///< elements of the main operand
+  std::int64_t out_elements =
+      0;                      ///< elements of a reduced or broadcast side (reductions, BiasAdd channels, softmax rows)
+  std::int64_t operands = 2;  ///< AddN arity
 
   bool operator==(const OpDesc& o) const;
   std::size_t hash() const;
@@ -47,8 +74,12 @@ struct OpDesc {
 
   std::int64_t conv_out_h() const { return (h + 2 * pad - kh) / stride + 1; }
   std::int64_t conv_out_w() const { return (w + 2 * pad - kw) / stride + 1; }
-  /// Exact multiply-accumulates of the op (unpadded).
+  /// Elements of the NCHW input.
+  std::int64_t nchw_elements() const { return batch * cin * h * w; }
+  /// Exact multiply-accumulates (0 for vector ops).
   std::int64_t macs() const;
+  /// Throws std::invalid_argument naming the field if the geometry is impossible.
+  void validate() const;
 };
 
 struct OpDescHash {

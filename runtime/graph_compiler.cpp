@@ -12,46 +12,35 @@ using workloads::OpType;
 
 namespace {
 
-Precision vector_precision(workloads::DType t) {
+Precision storage_precision(workloads::DType t) {
   switch (t) {
     case workloads::DType::F16:
       return Precision::FP16;
     case workloads::DType::I8:
       return Precision::INT8;
     default:
-      return Precision::FP32;
+      return Precision::FP32;  // fp32 and int32 are 4 bytes
   }
 }
 
+// fp32 Cube operands are computed in fp16 (Ascend's default allow_fp32_to_fp16 precision mode).
 Precision cube_precision(workloads::DType t) { return t == workloads::DType::I8 ? Precision::INT8 : Precision::FP16; }
 
-void set_conv(OpDesc& d, const workloads::Shape& x, const workloads::Shape& w, const workloads::ConvAttr& a) {
+void set_nchw(OpDesc& d, const workloads::Shape& x) {
   d.batch = x[0];
   d.cin = x[1];
   d.h = x[2];
   d.w = x[3];
-  d.cout = w[0];
-  d.kh = w[2];
-  d.kw = w[3];
-  d.stride = a.stride;
-  d.pad = a.pad;
 }
 
-OpDesc vector_op(OpKind kind, const workloads::Tensor& t, std::int64_t inputs, std::int64_t out_elements,
-                 std::int64_t passes) {
+OpDesc vector_op(OpKind kind, const workloads::Tensor& main, std::int64_t out_elements = 0) {
   OpDesc d;
   d.kind = kind;
-  d.precision = vector_precision(t.dtype);
+  d.precision = storage_precision(main.dtype);
   d.out_precision = d.precision;
-  d.elements = t.elements();
-  d.inputs = inputs;
+  d.elements = main.elements();
   d.out_elements = out_elements;
-  d.passes = passes;
   return d;
-}
-
-std::int64_t pool_passes(const workloads::PoolAttr& p) {
-  return std::max<std::int64_t>(1, (p.kernel * p.kernel + p.stride * p.stride - 1) / (p.stride * p.stride));
 }
 
 }  // namespace
@@ -62,82 +51,91 @@ OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op) {
   OpDesc d;
   switch (op.type) {
     case OpType::Conv2D:
-      d.kind = OpKind::Conv2D;
-      d.precision = cube_precision(in(0).dtype);
-      set_conv(d, in(0).shape, in(1).shape, op.conv);
-      return d;
     case OpType::Conv2DBackpropInput:
-      d.kind = OpKind::Conv2DBackpropInput;
+    case OpType::Conv2DBackpropFilter: {
+      d.kind = op.type == OpType::Conv2D                ? OpKind::Conv2D
+               : op.type == OpType::Conv2DBackpropInput ? OpKind::Conv2DBackpropInput
+                                                        : OpKind::Conv2DBackpropFilter;
       d.precision = cube_precision(in(0).dtype);
-      set_conv(d, out(0).shape, in(1).shape, op.conv);
+      d.out_precision = storage_precision(out(0).dtype);
+      // The forward geometry: input x and weight w of the convolution being differentiated.
+      const workloads::Shape& x = op.type == OpType::Conv2D                ? in(0).shape
+                                  : op.type == OpType::Conv2DBackpropInput ? out(0).shape
+                                                                           : in(1).shape;
+      const workloads::Shape& w = op.type == OpType::Conv2DBackpropFilter ? out(0).shape : in(1).shape;
+      set_nchw(d, x);
+      d.cout = w[0];
+      d.kh = w[2];
+      d.kw = w[3];
+      d.stride = op.conv.stride;
+      d.pad = op.conv.pad;
       return d;
-    case OpType::Conv2DBackpropFilter:
-      d.kind = OpKind::Conv2DBackpropFilter;
-      d.precision = cube_precision(in(0).dtype);
-      set_conv(d, in(1).shape, out(0).shape, op.conv);
-      return d;
-    case OpType::MatMul: {
+    }
+    case OpType::MatMul:
       d.kind = OpKind::MatMul;
       d.precision = cube_precision(in(0).dtype);
+      d.out_precision = storage_precision(out(0).dtype);
       d.m = out(0).shape[0];
       d.n = out(0).shape[1];
       d.k = op.matmul.transpose_a ? in(0).shape[0] : in(0).shape[1];
+      d.transpose_a = op.matmul.transpose_a;
+      d.transpose_b = op.matmul.transpose_b;
+      return d;
+    case OpType::MaxPool:
+    case OpType::MaxPoolGrad: {
+      d = vector_op(op.type == OpType::MaxPool ? OpKind::MaxPool : OpKind::MaxPoolGrad, in(0));
+      set_nchw(d, in(0).shape);
+      d.kh = d.kw = op.pool.kernel;
+      d.stride = op.pool.stride;
+      d.pad = op.pool.pad;
+      return d;
+    }
+    case OpType::BatchNorm:
+    case OpType::BatchNormGrad: {
+      const workloads::Tensor& x = op.type == OpType::BatchNorm ? in(0) : in(1);
+      d = vector_op(op.type == OpType::BatchNorm ? OpKind::BatchNorm : OpKind::BatchNormGrad, x);
+      set_nchw(d, x.shape);
       return d;
     }
     case OpType::BiasAdd:
-      return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
+      return vector_op(OpKind::BiasAdd, out(0), out(0).shape[1]);
     case OpType::BiasAddGrad:
-      return vector_op(OpKind::Reduce, in(0), 1, out(0).elements(), 1);
+      return vector_op(OpKind::BiasAddGrad, in(0), out(0).elements());
     case OpType::ReLU:
-      return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
+      return vector_op(OpKind::Relu, out(0));
     case OpType::ReluGrad:
-      return vector_op(OpKind::Elementwise, out(0), 2, out(0).elements(), 2);
-    case OpType::MaxPool:  // each input element takes part in about (k/s)^2 window comparisons
-      return vector_op(OpKind::Pool, in(0), 1, out(0).elements(), pool_passes(op.pool));
-    case OpType::MaxPoolGrad:
-      return vector_op(OpKind::PoolGrad, out(0), 2, out(0).elements(), 3 * pool_passes(op.pool));
+      return vector_op(OpKind::ReluGrad, out(0));
     case OpType::SparseSoftmaxCrossEntropyWithLogits:
-      return vector_op(OpKind::SoftmaxCrossEntropy, in(0), 1, 1, 5);
-    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad: {
-      OpDesc s = vector_op(OpKind::SoftmaxCrossEntropy, in(0), 1, in(0).elements(), 4);
-      s.grad = true;
-      return s;
-    }
-    case OpType::AddN: {
-      const auto n = static_cast<std::int64_t>(op.inputs.size());
-      return vector_op(OpKind::Elementwise, out(0), n, out(0).elements(), n - 1);
-    }
-    case OpType::ApplyMomentum:  // reads param, accum, grad; writes param, accum
-      return vector_op(OpKind::Momentum, in(0), 3, 2 * in(0).elements(), 4);
-    case OpType::BatchNorm:  // reduce pass (sum, sum of squares), then normalise, scale and shift
-      return vector_op(OpKind::Elementwise, in(0), 2, out(0).elements(), 6);
-    case OpType::BatchNormGrad:  // reduce dy and dy*x, then apply
-      return vector_op(OpKind::Elementwise, in(1), 4, out(0).elements(), 8);
-    case OpType::Add:
-      return vector_op(OpKind::Elementwise, out(0), 2, out(0).elements(), 1);
-    case OpType::Mul:
-      return vector_op(OpKind::Elementwise, out(0), 1, out(0).elements(), 1);
-    case OpType::Cast: {
-      OpDesc c = vector_op(OpKind::Elementwise, in(0), 1, out(0).elements(), 1);
-      c.out_precision = vector_precision(out(0).dtype);
-      return c;
-    }
-    case OpType::ReduceMean:
-      return vector_op(OpKind::Reduce, in(0), 1, out(0).elements(), 1);
-    case OpType::ReduceMeanGrad:
-      return vector_op(OpKind::Elementwise, out(0), 0, out(0).elements(), 1);
-    case OpType::OneHot:
-      return vector_op(OpKind::Elementwise, out(0), 0, out(0).elements(), 1);
     case OpType::SoftmaxCrossEntropyWithLogits:
-      return vector_op(OpKind::SoftmaxCrossEntropy, in(0), 2, out(0).elements(), 5);
-    case OpType::SoftmaxCrossEntropyWithLogitsGrad: {
-      OpDesc s = vector_op(OpKind::SoftmaxCrossEntropy, in(0), 2, out(0).elements(), 4);
-      s.grad = true;
-      return s;
+      return vector_op(OpKind::SoftmaxCrossEntropy, in(0), in(0).shape[0]);
+    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad:
+    case OpType::SoftmaxCrossEntropyWithLogitsGrad:
+      return vector_op(OpKind::SoftmaxCrossEntropyGrad, in(0), in(0).shape[0]);
+    case OpType::AddN: {
+      d = vector_op(OpKind::AddN, out(0));
+      d.operands = static_cast<std::int64_t>(op.inputs.size());
+      return d;
     }
+    case OpType::ApplyMomentum:
+      return vector_op(OpKind::Momentum, in(0));
+    case OpType::Add:
+      return vector_op(OpKind::Add, out(0));
+    case OpType::Mul:
+      return vector_op(OpKind::Mul, out(0));
+    case OpType::Cast:
+      d = vector_op(OpKind::Cast, in(0));
+      d.out_precision = storage_precision(out(0).dtype);
+      return d;
+    case OpType::ReduceMean:
+      return vector_op(OpKind::ReduceMean, in(0), out(0).elements());
+    case OpType::ReduceMeanGrad:
+      return vector_op(OpKind::ReduceMeanGrad, out(0), in(0).elements());
+    case OpType::OneHot:
+      return vector_op(OpKind::OneHot, out(0), in(0).elements());
     case OpType::Gather:
+      return vector_op(OpKind::Gather, out(0));
     case OpType::AssignAdd:
-      return vector_op(OpKind::Elementwise, out(0), 1, 1, 1);
+      return vector_op(OpKind::AssignAdd, out(0));
     case OpType::Reshape:
       break;
   }

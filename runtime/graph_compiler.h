@@ -13,7 +13,6 @@
 
 namespace ascendsim::runtime {
 
-
 struct CompiledGraph {
   aicpu::TaskList step_tasks;             ///< one step launched op by op (non-sink): device ops in order
   aicpu::TaskList sink_tasks;             ///< one step fed from the data queue: GetNext, then the device ops

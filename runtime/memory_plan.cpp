@@ -33,7 +33,8 @@ MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity
   std::vector<TensorId> root(nt);
   std::iota(root.begin(), root.end(), 0);
   for (const auto& op : ops)
-    if (op.type == OpType::Reshape) root[static_cast<std::size_t>(op.outputs[0])] = root[static_cast<std::size_t>(op.inputs[0])];
+    if (op.type == OpType::Reshape)
+      root[static_cast<std::size_t>(op.outputs[0])] = root[static_cast<std::size_t>(op.inputs[0])];
 
   std::vector<std::int64_t> first(nt, -1), last(nt, -1);
   for (auto t : w.batch_inputs) first[static_cast<std::size_t>(t)] = 0;
@@ -55,7 +56,8 @@ MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity
       continue;
     }
     if (root[t] != static_cast<TensorId>(t) || first[t] < 0) continue;
-    plan.allocations.push_back({static_cast<TensorId>(t), -1, align(tensor.bytes()), first[t], std::max(first[t], last[t]), 0});
+    plan.allocations.push_back(
+        {static_cast<TensorId>(t), -1, align(tensor.bytes()), first[t], std::max(first[t], last[t]), 0});
   }
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const std::int64_t ws = op_workspace_bytes(g, ops[i]);

@@ -13,11 +13,11 @@
 namespace ascendsim::runtime {
 
 struct Allocation {
-  workloads::TensorId tensor = -1;  ///< -1 for an op workspace
-  std::int64_t op = -1;             ///< the op a workspace belongs to
-  std::int64_t bytes = 0;           ///< aligned size
+  workloads::TensorId tensor = -1;   ///< -1 for an op workspace
+  std::int64_t op = -1;              ///< the op a workspace belongs to
+  std::int64_t bytes = 0;            ///< aligned size
   std::int64_t first = 0, last = 0;  ///< live range in op indices, inclusive
-  std::int64_t offset = 0;          ///< within the step arena
+  std::int64_t offset = 0;           ///< within the step arena
 };
 
 struct MemoryPlan {

@@ -38,6 +38,7 @@ const char* kUsage =
     "  compare   run the workload under all four strategies and compare them\n"
     "  train     run the workload under one strategy (--strategy)\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
+    "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
     "  chips     the chip presets\n"
     "\n"
@@ -54,6 +55,15 @@ struct Options {
   std::int64_t devices = 1;
   std::string json;  // "" none, "-" stdout
 };
+
+const std::string& op_types_help() {
+  static const std::string text = [] {
+    std::string t;
+    for (auto k : aicore::all_op_kinds()) t += (t.empty() ? "" : " | ") + std::string(aicore::op_kind_name(k));
+    return t;
+  }();
+  return text;
+}
 
 const std::string& workload_help() {
   static const std::string text = [] {
@@ -262,6 +272,134 @@ int cmd_info(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_op(int argc, char* argv[]) {
+  Options o;
+  std::string type, dtype = "fp16", out_dtype;
+  aicore::OpDesc d;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("type", po::value(&type)->required(), op_types_help().c_str())(
+      "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset")(
+      "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
+      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
+      "dtype", po::value(&dtype)->default_value(dtype), "fp16 | fp32 | int8 (Cube ops: fp16 or int8)")(
+      "out-dtype", po::value(&out_dtype), "result dtype (cast); default: --dtype")(
+      "m", po::value(&d.m), "matmul: rows of the result")("n", po::value<std::int64_t>(),
+                                                          "matmul: columns of the result; conv/pool/batchnorm: batch")(
+      "k", po::value<std::int64_t>(), "matmul: inner dimension; conv: output channels")(
+      "transpose-a", po::bool_switch(&d.transpose_a), "matmul: A stored transposed")(
+      "transpose-b", po::bool_switch(&d.transpose_b), "matmul: B stored transposed")(
+      "c", po::value(&d.cin), "input channels")("h", po::value(&d.h), "input height")(
+      "w", po::value(&d.w), "input width")("r", po::value(&d.kh), "kernel/window height")(
+      "s", po::value(&d.kw), "kernel/window width")("stride", po::value(&d.stride)->default_value(1), "stride")(
+      "pad", po::value(&d.pad)->default_value(0), "padding")("elements", po::value(&d.elements),
+                                                             "vector ops: elements of the main operand")(
+      "out-elements", po::value(&d.out_elements),
+      "reductions, bias, softmax, one-hot: elements of the reduced side (default 1 for a full reduction)")(
+      "operands", po::value(&d.operands)->default_value(2), "addn: number of operands")(
+      "json", po::value(&o.json)->implicit_value("-"), "write JSON to FILE ('-' or no value: stdout)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: ascendsim op --type TYPE [options]\n\n" << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  const auto kind = aicore::parse_op_kind(type);
+  if (!kind) throw InputError("--type '" + type + "' is not an op type (" + op_types_help() + ")");
+  d.kind = *kind;
+  const auto prec = aicore::parse_precision(dtype);
+  if (!prec) throw InputError("--dtype '" + dtype + "': use fp16, fp32 or int8");
+  d.precision = *prec;
+  const auto out_prec = out_dtype.empty() ? prec : aicore::parse_precision(out_dtype);
+  if (!out_prec) throw InputError("--out-dtype '" + out_dtype + "': use fp16, fp32 or int8");
+  d.out_precision = *out_prec;
+  if (vm.count("n")) (d.kind == aicore::OpKind::MatMul ? d.n : d.batch) = vm["n"].as<std::int64_t>();
+  if (vm.count("k")) (d.kind == aicore::OpKind::MatMul ? d.k : d.cout) = vm["k"].as<std::int64_t>();
+  if (d.kind == aicore::OpKind::BatchNorm || d.kind == aicore::OpKind::BatchNormGrad) d.kh = d.kw = 1;
+  if (!vm.count("out-elements") && !aicore::is_cube(d.kind) && !aicore::takes_nchw(d.kind)) {
+    switch (d.kind) {  // a full reduction / one-row softmax unless told otherwise
+      case aicore::OpKind::BiasAddGrad:
+      case aicore::OpKind::ReduceSum:
+      case aicore::OpKind::ReduceMean:
+      case aicore::OpKind::ReduceMeanGrad:
+      case aicore::OpKind::SoftmaxCrossEntropy:
+      case aicore::OpKind::SoftmaxCrossEntropyGrad:
+      case aicore::OpKind::OneHot:
+        d.out_elements = 1;
+        break;
+      default:
+        break;
+    }
+  }
+  if (d.out_elements < 0) throw InputError("--out-elements must not be negative");
+  if (d.operands < 2) throw InputError("--operands must be at least 2");
+
+  const SystemConfig cfg = load_config(o.config);
+  aicore::OpCost c;
+  try {
+    c = aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory)->estimate(d);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  } catch (const std::logic_error& e) {
+    throw InputError(std::string(e.what()) + " — check the buffer sizes of the configuration");
+  }
+  const auto& core = cfg.chip.aicore;
+  const double peak_macs =
+      static_cast<double>(core.cores * (d.precision == aicore::Precision::INT8 ? core.cube_int8_macs_per_cycle
+                                                                               : core.cube_fp16_macs_per_cycle)) *
+      core.freq_ghz * 1e9;
+  const double achieved = c.time_s > 0 ? 2.0 * c.macs / c.time_s / 1e12 : 0.0;
+  const double intensity = c.gm_bytes > 0 ? 2.0 * c.macs / c.gm_bytes : 0.0;
+
+  ordered_json j;
+  j["op"] = d.to_string();
+  j["chip"] = cfg.chip.name;
+  j["cycles"] = c.block_cycles;
+  j["time_us"] = c.time_s * 1e6;
+  j["macs"] = c.macs;
+  j["gm_bytes"] = c.gm_bytes;
+  j["mte_bytes"] = c.mte_bytes;
+  j["achieved_tflops"] = achieved;
+  j["peak_tflops"] = 2.0 * peak_macs / 1e12;
+  j["hbm_bandwidth_gbps"] = cfg.chip.memory.hbm_bandwidth_gbps;
+  j["arithmetic_intensity_flop_per_byte"] = intensity;
+  j["bound"] = aicore::bound_name(c.bound);
+  j["blocks"] = c.blocks;
+  j["tiling"] = c.tiling.describe();
+  j["tiles"] = c.tiling.tile_count();
+  ordered_json pipes = ordered_json::object();
+  for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
+    pipes[aicore::pipe_name(static_cast<aicore::Pipe>(p))] = c.pipe_busy[p];
+  pipes["start"] = c.overhead_cycles;
+  j["pipes"] = pipes;
+  j["buffers_bytes"] = {{"l1", c.tiling.use.l1},
+                        {"l0a", c.tiling.use.l0a},
+                        {"l0b", c.tiling.use.l0b},
+                        {"l0c", c.tiling.use.l0c},
+                        {"ub", c.tiling.use.ub}};
+  if (!o.json.empty()) {
+    write_output(o.json, j.dump(2) + "\n");
+    if (o.json == "-") return 0;
+  }
+  std::cout << fmt::format("{} on {}\n", d.to_string(), cfg.chip.name);
+  std::cout << fmt::format("  time            {:.3f} us ({:.0f} cycles of the busiest block, {} blocks)\n",
+                           c.time_s * 1e6, c.block_cycles, c.blocks);
+  std::cout << fmt::format("  bound           {}\n", aicore::bound_name(c.bound));
+  std::cout << fmt::format("  tiling          {}\n", c.tiling.describe());
+  if (c.macs > 0)
+    std::cout << fmt::format("  compute         {:.0f} MACs, {:.2f} of {:.1f} TFLOPS ({:.1f}%)\n", c.macs, achieved,
+                             2.0 * peak_macs / 1e12, 100.0 * achieved / (2.0 * peak_macs / 1e12));
+  std::cout << fmt::format("  memory          {:.0f} B through HBM ({:.0f} B moved by MTE), {:.2f} FLOP/B\n",
+                           c.gm_bytes, c.mte_bytes, intensity);
+  std::cout << "  pipe busy (cycles, busiest block):\n";
+  for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
+    std::cout << fmt::format("    {:<8} {:>14.0f}\n", aicore::pipe_name(static_cast<aicore::Pipe>(p)), c.pipe_busy[p]);
+  std::cout << fmt::format("    {:<8} {:>14.0f}\n", "start", c.overhead_cycles);
+  std::cout << fmt::format("  buffers (B)     L1 {}  L0A {}  L0B {}  L0C {}  UB {}\n", c.tiling.use.l1,
+                           c.tiling.use.l0a, c.tiling.use.l0b, c.tiling.use.l0c, c.tiling.use.ub);
+  return 0;
+}
+
 int cmd_params(int argc, char* argv[]) {
   Options o;
   po::options_description desc("options");
@@ -314,6 +452,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "compare") return cmd_compare(argc - 1, argv + 1);
     if (command == "train") return cmd_train(argc - 1, argv + 1);
     if (command == "info") return cmd_info(argc - 1, argv + 1);
+    if (command == "op") return cmd_op(argc - 1, argv + 1);
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;

@@ -78,19 +78,32 @@ const char* op_type_name(OpType t) {
       return "SparseSoftmaxCrossEntropyWithLogitsGrad";
     case OpType::AddN:
       return "AddN";
-    case OpType::ApplyMomentum: return "ApplyMomentum";
-    case OpType::BatchNorm: return "BatchNorm";
-    case OpType::BatchNormGrad: return "BatchNormGrad";
-    case OpType::Add: return "Add";
-    case OpType::Mul: return "Mul";
-    case OpType::Cast: return "Cast";
-    case OpType::ReduceMean: return "ReduceMean";
-    case OpType::ReduceMeanGrad: return "ReduceMeanGrad";
-    case OpType::OneHot: return "OneHot";
-    case OpType::SoftmaxCrossEntropyWithLogits: return "SoftmaxCrossEntropyWithLogits";
-    case OpType::SoftmaxCrossEntropyWithLogitsGrad: return "SoftmaxCrossEntropyWithLogitsGrad";
-    case OpType::Gather: return "Gather";
-    case OpType::AssignAdd: return "AssignAdd";
+    case OpType::ApplyMomentum:
+      return "ApplyMomentum";
+    case OpType::BatchNorm:
+      return "BatchNorm";
+    case OpType::BatchNormGrad:
+      return "BatchNormGrad";
+    case OpType::Add:
+      return "Add";
+    case OpType::Mul:
+      return "Mul";
+    case OpType::Cast:
+      return "Cast";
+    case OpType::ReduceMean:
+      return "ReduceMean";
+    case OpType::ReduceMeanGrad:
+      return "ReduceMeanGrad";
+    case OpType::OneHot:
+      return "OneHot";
+    case OpType::SoftmaxCrossEntropyWithLogits:
+      return "SoftmaxCrossEntropyWithLogits";
+    case OpType::SoftmaxCrossEntropyWithLogitsGrad:
+      return "SoftmaxCrossEntropyWithLogitsGrad";
+    case OpType::Gather:
+      return "Gather";
+    case OpType::AssignAdd:
+      return "AssignAdd";
   }
   return "?";
 }

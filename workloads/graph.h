@@ -60,13 +60,13 @@ enum class OpType {
   Add,            ///< residual sum
   Mul,            ///< by a scalar: loss-scale unscale, weight decay
   Cast,
-  ReduceMean,      ///< over H and W: [N,C,H,W] -> [N,C]; or over all elements of a vector -> [1]
-  ReduceMeanGrad,  ///< broadcast back to the input shape, divided by the reduced count
-  OneHot,          ///< labels [N] -> smoothed one-hot [N,C]
+  ReduceMean,                         ///< over H and W: [N,C,H,W] -> [N,C]; or over all elements of a vector -> [1]
+  ReduceMeanGrad,                     ///< broadcast back to the input shape, divided by the reduced count
+  OneHot,                             ///< labels [N] -> smoothed one-hot [N,C]
   SoftmaxCrossEntropyWithLogits,      ///< dense labels: per-sample loss [N]
   SoftmaxCrossEntropyWithLogitsGrad,  ///< dlogits from logits, labels and dloss [N]
-  Gather,     ///< one element of the on-device learning-rate schedule
-  AssignAdd,  ///< global step += 1
+  Gather,                             ///< one element of the on-device learning-rate schedule
+  AssignAdd,                          ///< global step += 1
 };
 const char* op_type_name(OpType t);
 /// Reshape is a view: it changes metadata only and is never launched on the device.

@@ -53,8 +53,8 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId s
         give(op.inputs[0], g.reduce_mean_grad(gname + "/ReduceMeanGrad", dy, g.tensor(op.inputs[0]).shape));
         break;
       case OpType::BatchNorm: {
-        TensorId dx = g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1], op.outputs[1],
-                                        op.outputs[2]);
+        TensorId dx =
+            g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1], op.outputs[1], op.outputs[2]);
         const Op& bng = g.ops().back();
         give(op.inputs[1], bng.outputs[1]);
         give(op.inputs[2], bng.outputs[2]);
@@ -125,8 +125,7 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
   std::map<TensorId, TensorId> update = grads;
   if (spec.loss_scale > 1) {
     TensorId inv = g.add_tensor({"loss_scale_reciprocal", {1}, DType::F32, TensorRole::Constant});
-    for (auto& [param, grad] : update)
-      grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
+    for (auto& [param, grad] : update) grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
   }
   TensorId lr;
   if (spec.lr_schedule_steps > 0) {
@@ -147,8 +146,8 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
       grad = g.add("WeightDecay/" + pname + "/Add", decay, grad);
       g.set_role(grad, TensorRole::Gradient);
     }
-    TensorId accum = g.add_tensor({"moments." + pname, g.tensor(param).shape, g.tensor(param).dtype,
-                                   TensorRole::OptimizerState});
+    TensorId accum =
+        g.add_tensor({"moments." + pname, g.tensor(param).shape, g.tensor(param).dtype, TensorRole::OptimizerState});
     g.apply_momentum("Momentum/" + pname, param, accum, lr, grad, mom);
   }
 }

@@ -16,8 +16,8 @@ namespace ascendsim::workloads {
 std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId sens = -1);
 
 struct OptimizerSpec {
-  double loss_scale = 1;     ///< > 1: every gradient is unscaled by Mul(1/loss_scale) first
-  double weight_decay = 0;   ///< applied as grad + wd * param (Mul, Add) to the `decayed` parameters
+  double loss_scale = 1;    ///< > 1: every gradient is unscaled by Mul(1/loss_scale) first
+  double weight_decay = 0;  ///< applied as grad + wd * param (Mul, Add) to the `decayed` parameters
   std::set<TensorId> decayed;
   std::int64_t lr_schedule_steps = 0;  ///< > 0: a per-step learning-rate array on the device, read
                                        ///< by Gather at the global step, which AssignAdd advances

@@ -169,8 +169,8 @@ TEST_F(CliTest, ModelTooLargeForDeviceMemoryIsRefused) {
 }
 
 TEST_F(CliTest, ResNetOutOfMemorySaysHowMuchAndWhatToDo) {
-  const Result r = run("compare --workload resnet152 --batch-size 4096 --steps-per-epoch 2 --json " +
-                       (m_dir / "r.json").string());
+  const Result r =
+      run("compare --workload resnet152 --batch-size 4096 --steps-per-epoch 2 --json " + (m_dir / "r.json").string());
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("resnet152 at batch 4096 needs"));
   EXPECT_THAT(r.err, HasSubstr("ascend910 has 32.00 GiB"));
@@ -181,6 +181,38 @@ TEST_F(CliTest, ResNetOutOfMemorySaysHowMuchAndWhatToDo) {
   const auto j = nlohmann::json::parse(fits.out);
   EXPECT_LT(j["peak_device_memory_bytes"].get<std::int64_t>(), std::int64_t{32} << 30);
   EXPECT_EQ(j["parameters"], 25557032);
+}
+
+TEST_F(CliTest, OpReportsPipesTilingAndBound) {
+  const Result r =
+      run("op --type conv2d --n 32 --c 64 --h 56 --w 56 --k 64 --r 3 --s 3 --stride 1 --pad 1 "
+          "--dtype fp16 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"time_us", "macs", "gm_bytes", "achieved_tflops", "peak_tflops", "hbm_bandwidth_gbps",
+                          "bound", "pipes", "tiling", "tiles", "blocks"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["macs"], 32.0 * 56 * 56 * 64 * 64 * 9);
+  EXPECT_NEAR(j["peak_tflops"].get<double>(), 262.144, 1e-9);
+  EXPECT_LE(j["achieved_tflops"].get<double>(), j["peak_tflops"].get<double>());
+  // achieved = 2 MACs / time
+  EXPECT_NEAR(j["achieved_tflops"].get<double>(),
+              2 * j["macs"].get<double>() / (j["time_us"].get<double>() * 1e-6) / 1e12, 1e-6);
+  for (const char* pipe : {"scalar", "mte2", "mte1", "cube", "fixpipe", "vector", "mte3"})
+    EXPECT_TRUE(j["pipes"].contains(pipe)) << pipe;
+  const Result mm = run("op --type matmul --m 16 --n 16 --k 16");
+  EXPECT_EQ(mm.code, 0);
+  EXPECT_THAT(mm.out, HasSubstr("overhead"));
+  EXPECT_EQ(run("op --type add --elements 1048576 --dtype fp16").code, 0);
+  EXPECT_EQ(run("op --type batchnorm_grad --n 32 --c 256 --h 14 --w 14 --dtype fp32").code, 0);
+  EXPECT_EQ(run("op --type maxpool --n 32 --c 64 --h 112 --w 112 --r 3 --s 3 --stride 2 --pad 1").code, 0);
+  // Bad op input.
+  const Result bad = run("op --type matmul --m 0 --n 4 --k 4");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--m"));
+  EXPECT_EQ(run("op --type warp").code, 2);
+  EXPECT_EQ(run("op --type matmul --m 64 --n 64 --k 64 --dtype fp32").code, 2);
+  EXPECT_EQ(run("op --type conv2d --n 1 --c 3 --h 4 --w 4 --k 8 --r 7 --s 7").code, 2);
 }
 
 TEST_F(CliTest, ParamsListsEveryParameterWithUnitAndDescription) {

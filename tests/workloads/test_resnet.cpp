@@ -18,9 +18,9 @@ struct Canonical {
 // torchvision.models definitions (parameters: weights, biases, BatchNorm gamma/beta; forward MACs
 // of conv and dense layers for one 224x224 image — the 1.81/3.66/4.09/7.80/11.51 G of its docs).
 const Canonical kCanonical[] = {
-    {"resnet18", 11689512, 1814073344},         {"resnet34", 21797672, 3663761408},
-    {"resnet50", 25557032, 4089184256},         {"resnet101", 44549160, 7801405440},
-    {"resnet152", 60192808, 11513626624},       {"resnet50-cifar10", 23528522, 4087156736},
+    {"resnet18", 11689512, 1814073344},   {"resnet34", 21797672, 3663761408},
+    {"resnet50", 25557032, 4089184256},   {"resnet101", 44549160, 7801405440},
+    {"resnet152", 60192808, 11513626624}, {"resnet50-cifar10", 23528522, 4087156736},
 };
 
 TEST(ResNet, ParameterAndMacCountsMatchTorchvision) {
@@ -54,17 +54,25 @@ Shape expected_shape(const Graph& g, const Op& op) {
     case OpType::Conv2DBackpropFilter:
     case OpType::Reshape:
       return g.tensor(op.outputs[0]).shape;  // given explicitly by the forward op; checked below
-    case OpType::BiasAddGrad: return {in(0)[1]};
-    case OpType::ReduceMean: return in(0).size() == 4 ? Shape{in(0)[0], in(0)[1]} : Shape{1};
-    case OpType::OneHot: return {in(0)[0], g.tensor(op.outputs[0]).shape[1]};
-    case OpType::SoftmaxCrossEntropyWithLogits: return {in(0)[0]};
+    case OpType::BiasAddGrad:
+      return {in(0)[1]};
+    case OpType::ReduceMean:
+      return in(0).size() == 4 ? Shape{in(0)[0], in(0)[1]} : Shape{1};
+    case OpType::OneHot:
+      return {in(0)[0], g.tensor(op.outputs[0]).shape[1]};
+    case OpType::SoftmaxCrossEntropyWithLogits:
+      return {in(0)[0]};
     case OpType::SparseSoftmaxCrossEntropyWithLogits:
-    case OpType::Gather: return {1};
+    case OpType::Gather:
+      return {1};
     case OpType::BatchNormGrad:
     case OpType::SoftmaxCrossEntropyWithLogitsGrad:
-    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad: return in(0);
-    case OpType::ReluGrad: return in(1);
-    default: return in(0);  // elementwise, BatchNorm, Cast, Mul, AddN, ApplyMomentum, AssignAdd
+    case OpType::SparseSoftmaxCrossEntropyWithLogitsGrad:
+      return in(0);
+    case OpType::ReluGrad:
+      return in(1);
+    default:
+      return in(0);  // elementwise, BatchNorm, Cast, Mul, AddN, ApplyMomentum, AssignAdd
   }
 }
 

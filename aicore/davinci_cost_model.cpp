@@ -1,0 +1,198 @@
+// The DaVinci pipe model of an op (see tiling.h and pipe_schedule.h).
+//
+// The busiest block decides the op's time: blocks run in parallel, one per core. Within a block,
+// tiles flow through the pipes as pipe_schedule.h describes. MTE2 and MTE3 reach GM through the
+// HBM and L2 bandwidths, which the active blocks share in proportion to their traffic; the part
+// of a Cube op's operand traffic that re-reads data a concurrent block (or, while the operand
+// fits L2, any block) already fetched is served by L2. A block can never move its HBM bytes
+// faster than its share of HBM allows, reads and writes together.
+#include <algorithm>
+#include <cmath>
+
+#include "aicore/cost_model.h"
+
+namespace ascendsim::aicore {
+
+const char* bound_name(Bound b) {
+  switch (b) {
+    case Bound::Cube:
+      return "cube";
+    case Bound::Vector:
+      return "vector";
+    case Bound::Memory:
+      return "memory";
+    case Bound::Overhead:
+      return "overhead";
+  }
+  return "?";
+}
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+class DaVinciCostModel final : public CostModel {
+ public:
+  DaVinciCostModel(const AicoreConfig& core, const MemoryConfig& mem) : m_core(core), m_mem(mem) {}
+
+  OpCost estimate(const OpDesc& d) const override {
+    OpCost c;
+    c.tiling = tile_op(d, m_core);
+    c.blocks = c.tiling.blocks;
+    c.macs = static_cast<double>(d.macs());
+    PipeSchedule schedule(static_cast<double>(m_core.flag_sync_cycles));
+    double block_hbm_bytes = 0, share = 1;
+    if (c.tiling.cube)
+      cube(d, c, schedule, block_hbm_bytes, share);
+    else
+      vector(d, c, schedule, block_hbm_bytes, share);
+    const double hbm_per_cycle = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz;
+    c.pipe_busy = schedule.busy();
+    c.overhead_cycles = static_cast<double>(m_core.block_start_cycles);
+    const double hbm_floor = block_hbm_bytes / (hbm_per_cycle * share);
+    c.block_cycles = std::max(schedule.makespan(), hbm_floor) + c.overhead_cycles;
+    c.time_s = c.block_cycles / (m_core.freq_ghz * 1e9);
+    c.bound = classify(c, hbm_floor);
+    return c;
+  }
+
+ private:
+  Bound classify(const OpCost& c, double hbm_floor) const {
+    const auto& b = c.pipe_busy;
+    auto at = [&](Pipe p) { return b[static_cast<std::size_t>(p)]; };
+    const double memory = std::max({at(Pipe::Mte2), at(Pipe::Mte1), at(Pipe::Mte3), at(Pipe::FixPipe), hbm_floor});
+    const double busiest = std::max({memory, at(Pipe::Cube), at(Pipe::Vector)});
+    if (c.overhead_cycles + at(Pipe::Scalar) >= busiest) return Bound::Overhead;
+    if (busiest == at(Pipe::Cube)) return Bound::Cube;
+    if (busiest == at(Pipe::Vector)) return Bound::Vector;
+    return Bound::Memory;
+  }
+
+  void cube(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {
+    const CubeTiling& t = c.tiling.c;
+    const double b = static_cast<double>(precision_bytes(d.precision));
+    const double ob = static_cast<double>(precision_bytes(d.out_precision));
+    const double macs_per_cycle = static_cast<double>(d.precision == Precision::INT8 ? m_core.cube_int8_macs_per_cycle
+                                                                                     : m_core.cube_fp16_macs_per_cycle);
+    const auto tiles = static_cast<double>(t.tiles_m * t.tiles_n);
+    const auto steps = static_cast<double>(t.k_steps);
+    share = std::min(1.0, static_cast<double>(t.tiles_per_block * t.k_steps_per_block) / (tiles * steps));
+
+    const double a_item = static_cast<double>(t.m_t * t.k_t) * b * t.a_gm_factor;
+    const double b_item = static_cast<double>(t.k_t * t.n_t) * b * t.b_gm_factor;
+    const double total_read = tiles * steps * (a_item + b_item);
+    const double unique =
+        static_cast<double>(t.M * t.K) * b * t.a_gm_factor + static_cast<double>(t.K * t.N) * b * t.b_gm_factor;
+    // Fraction of operand reads that miss L2: all re-reads hit while the operands fit; otherwise
+    // only re-reads among the output tiles in flight together, which the blocks cover as a
+    // rows x cols patch of the output chosen to share the most.
+    double miss = unique / total_read;
+    if (unique > m_mem.l2_mib * 1024 * 1024) {
+      const std::int64_t active = std::min<std::int64_t>(c.blocks / t.k_split, t.tiles_m * t.tiles_n);
+      double fetched = static_cast<double>(active) * (a_item + b_item);
+      for (std::int64_t rows = 1; rows <= std::min(t.tiles_m, active); ++rows) {
+        const std::int64_t cols = ceil_div(active, rows);
+        if (cols <= t.tiles_n)
+          fetched = std::min(fetched, static_cast<double>(rows) * a_item + static_cast<double>(cols) * b_item);
+      }
+      miss = std::max(miss, fetched / (static_cast<double>(active) * (a_item + b_item)));
+    }
+    miss = std::clamp(miss, 0.0, 1.0);
+    const double out_item = static_cast<double>(t.m_t * t.n_t) * (t.k_split > 1 ? 4.0 : ob);
+    c.mte_bytes = total_read + tiles * static_cast<double>(t.k_split) * out_item;
+    c.gm_bytes = total_read * miss + tiles * static_cast<double>(t.k_split) * out_item;
+    block_hbm_bytes = c.gm_bytes * share;
+
+    const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
+    const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
+    const double in_bytes = a_item + b_item;
+    PipeCycles inner{};
+    inner[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
+    inner[static_cast<std::size_t>(Pipe::Mte2)] = std::max({in_bytes / static_cast<double>(m_core.mte2_bytes_per_cycle),
+                                                            in_bytes * miss / hbm, in_bytes * (1 - miss) / l2});
+    inner[static_cast<std::size_t>(Pipe::Mte1)] =
+        (static_cast<double>(t.m_t * t.k_t) * t.a_mte1_factor + static_cast<double>(t.k_t * t.n_t) * t.b_mte1_factor) *
+        b / static_cast<double>(m_core.mte1_bytes_per_cycle);
+    inner[static_cast<std::size_t>(Pipe::Cube)] = static_cast<double>(t.m_t * t.n_t * t.k_t) / macs_per_cycle;
+    // The last k-step of an output tile also drains L0C, converts and stores the result.
+    PipeCycles last = inner;
+    const double out_elems = static_cast<double>(t.m_t * t.n_t);
+    last[static_cast<std::size_t>(Pipe::FixPipe)] =
+        out_elems * 4.0 / static_cast<double>(m_core.fixpipe_bytes_per_cycle);
+    last[static_cast<std::size_t>(Pipe::Vector)] =
+        out_elems * ob / static_cast<double>(m_core.vector_bytes_per_cycle) +
+        static_cast<double>(m_core.vector_issue_cycles *
+                            ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
+    last[static_cast<std::size_t>(Pipe::Mte3)] =
+        std::max(out_item / static_cast<double>(m_core.mte3_bytes_per_cycle), out_item / hbm);
+
+    run_tiles(schedule, inner, last, t.k_steps_per_block, t.tiles_per_block);
+  }
+
+  void vector(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {
+    const VectorTiling& v = c.tiling.v;
+    const double ib = static_cast<double>(precision_bytes(d.precision));
+    const double ob = static_cast<double>(precision_bytes(d.out_precision));
+    share = std::min(1.0, static_cast<double>(v.tiles_per_block) / static_cast<double>(v.tiles));
+    const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
+    const auto te = static_cast<double>(v.tile_elements);
+    const double read = te * v.read_per_element * ib;
+    const double write = te * v.write_per_element * ob;
+    const std::int64_t repeats = ceil_div(static_cast<std::int64_t>(te * ib), 255 * m_core.vector_bytes_per_cycle);
+    PipeCycles tile{};
+    tile[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
+    tile[static_cast<std::size_t>(Pipe::Mte2)] =
+        std::max(read / static_cast<double>(m_core.mte2_bytes_per_cycle), read / hbm);
+    tile[static_cast<std::size_t>(Pipe::Vector)] =
+        te * v.ops_per_element * ib / static_cast<double>(m_core.vector_bytes_per_cycle) +
+        static_cast<double>(m_core.vector_issue_cycles * v.instructions_per_pass * repeats);
+    tile[static_cast<std::size_t>(Pipe::Mte3)] =
+        std::max(write / static_cast<double>(m_core.mte3_bytes_per_cycle), write / hbm);
+    const auto e = static_cast<double>(v.elements);
+    c.gm_bytes = e * (v.read_per_element * ib + v.write_per_element * ob);
+    c.mte_bytes = c.gm_bytes;
+    block_hbm_bytes = (read + write) * static_cast<double>(v.tiles_per_block);
+    schedule.run(tile, v.tiles_per_block);
+  }
+
+  /// `tiles` output tiles of `steps` k-steps each (the last one drains the result). Once whole
+  /// tiles repeat with a constant shift, the rest is extrapolated.
+  static void run_tiles(PipeSchedule& s, const PipeCycles& inner, const PipeCycles& last, std::int64_t steps,
+                        std::int64_t tiles) {
+    PipeSchedule::State prev_shift{};
+    int stable = 0;
+    for (std::int64_t i = 0; i < tiles; ++i) {
+      const PipeSchedule::State before = s.state();
+      const PipeCycles busy_before = s.busy();
+      s.run(inner, steps - 1);
+      s.run(last, 1);
+      PipeSchedule::State shift{};
+      bool same = i > 0, uniform = true;
+      for (std::size_t r = 0; r < 2; ++r)
+        for (std::size_t p = 0; p < kPipeCount; ++p) {
+          shift[r][p] = s.state()[r][p] - before[r][p];
+          same = same && std::fabs(shift[r][p] - prev_shift[r][p]) < 1e-6;
+          uniform = uniform && std::fabs(shift[r][p] - shift[0][0]) < 1e-6;
+        }
+      stable = same ? stable + 1 : 0;
+      prev_shift = shift;
+      if (stable >= 2 && uniform && i + 1 < tiles) {
+        PipeCycles per_tile{};
+        for (std::size_t p = 0; p < kPipeCount; ++p) per_tile[p] = s.busy()[p] - busy_before[p];
+        s.advance(shift[0][0], per_tile, steps, tiles - i - 1);
+        return;
+      }
+    }
+  }
+
+  AicoreConfig m_core;
+  MemoryConfig m_mem;
+};
+
+}  // namespace
+
+std::unique_ptr<CostModel> make_pipe_cost_model(const AicoreConfig& core, const MemoryConfig& mem) {
+  return std::make_unique<DaVinciCostModel>(core, mem);
+}
+
+}  // namespace ascendsim::aicore

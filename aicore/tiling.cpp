@@ -1,0 +1,259 @@
+#include "aicore/tiling.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ascendsim::aicore {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return ceil_div(v, to) * to; }
+
+// img2col reads each input pixel from GM about once per output row band, not kh*kw times: the
+// expansion happens in MTE1 (load3d). 1.25 allows for the halo rows a band re-reads.
+double img2col_gm_factor(std::int64_t kh, std::int64_t kw, std::int64_t stride) {
+  if (kh * kw == 1) return 1.0;
+  return std::min(1.0, 1.25 * static_cast<double>(stride * stride) / static_cast<double>(kh * kw));
+}
+
+void check(std::int64_t used, std::int64_t kib, const char* buffer, const OpDesc& d) {
+  if (used > kib * 1024)
+    throw std::logic_error("tiler: " + d.to_string() + " needs " + std::to_string(used) + " B of " + buffer +
+                           ", which holds " + std::to_string(kib * 1024) + " B");
+}
+
+CubeTiling gemm_shape(const OpDesc& d) {
+  const std::int64_t c0 = d.precision == Precision::INT8 ? 32 : 16;
+  CubeTiling t;
+  const std::int64_t ho = d.conv_out_h(), wo = d.conv_out_w();
+  switch (d.kind) {
+    case OpKind::MatMul:
+      t.M = d.m;
+      t.N = d.n;
+      t.K = d.k;
+      t.a_mte1_factor = d.transpose_a ? 2.0 : 1.0;
+      t.b_mte1_factor = d.transpose_b ? 2.0 : 1.0;
+      break;
+    case OpKind::Conv2D:
+      t.M = d.batch * ho * wo;
+      t.K = round_up(d.cin, c0) * d.kh * d.kw;
+      t.N = d.cout;
+      t.a_gm_factor = img2col_gm_factor(d.kh, d.kw, d.stride);
+      break;
+    case OpKind::Conv2DBackpropInput:
+      if (d.kh * d.kw > 1) {  // dy dilated by the stride, convolved with the rotated weights
+        t.M = d.batch * d.h * d.w;
+        t.a_gm_factor = img2col_gm_factor(d.kh, d.kw, 1) / static_cast<double>(d.stride * d.stride);
+      } else {  // 1x1: a GEMM on dy, scattered with the stride
+        t.M = d.batch * ho * wo;
+      }
+      t.K = round_up(d.cout, c0) * d.kh * d.kw;
+      t.N = d.cin;
+      t.b_mte1_factor = 2.0;  // weights read transposed
+      break;
+    case OpKind::Conv2DBackpropFilter:
+      t.M = d.cout;
+      t.N = round_up(d.cin, c0) * d.kh * d.kw;
+      t.K = d.batch * ho * wo;
+      t.a_mte1_factor = 2.0;  // dy read transposed
+      t.b_gm_factor = img2col_gm_factor(d.kh, d.kw, d.stride);
+      break;
+    default:
+      throw std::logic_error("gemm_shape: not a Cube op");
+  }
+  t.M = round_up(t.M, 16);
+  t.N = round_up(t.N, 16);
+  t.K = round_up(t.K, c0);
+  return t;
+}
+
+Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
+  Tiling out;
+  out.cube = true;
+  CubeTiling t = gemm_shape(d);
+  const std::int64_t b = precision_bytes(d.precision);
+  const std::int64_t ob = precision_bytes(d.out_precision);
+  const std::int64_t kalign = d.precision == Precision::INT8 ? 32 : 16;
+  const double macs_per_cycle =
+      static_cast<double>(d.precision == Precision::INT8 ? cfg.cube_int8_macs_per_cycle : cfg.cube_fp16_macs_per_cycle);
+
+  // Pick the L0 tile that fits the buffers and costs the fewest cycles per MAC when the busiest
+  // of Cube, MTE1 and MTE2 sets the pace; prefer larger output tiles (less re-reading) on ties.
+  double best = 0;
+  for (std::int64_t m : {16, 32, 64, 128, 256, 512}) {
+    if (m > t.M && m != 16) break;
+    for (std::int64_t n : {16, 32, 64, 128, 256, 512}) {
+      if (n > t.N && n != 16) break;
+      for (std::int64_t k = kalign; k <= 1024; k *= 2) {
+        if (k > t.K && k != kalign) break;
+        BufferUse u;
+        u.l0a = 2 * m * k * b;
+        u.l0b = 2 * k * n * b;
+        u.l0c = 2 * m * n * 4;  // fp32 / int32 accumulators
+        u.l1 = 2 * static_cast<std::int64_t>(static_cast<double>(m * k) * t.a_gm_factor * static_cast<double>(b) +
+                                             static_cast<double>(k * n) * t.b_gm_factor * static_cast<double>(b) + 0.5);
+        u.ub = 2 * m * n * std::max<std::int64_t>(ob, 2);
+        if (u.l0a > cfg.l0a_kib * 1024 || u.l0b > cfg.l0b_kib * 1024 || u.l0c > cfg.l0c_kib * 1024 ||
+            u.l1 > cfg.l1_kib * 1024 || u.ub > cfg.ub_kib * 1024)
+          continue;
+        const double macs = static_cast<double>(m * n * k);
+        const double cube = macs / macs_per_cycle;
+        const double mte1 =
+            (static_cast<double>(m * k) * t.a_mte1_factor + static_cast<double>(k * n) * t.b_mte1_factor) *
+            static_cast<double>(b) / static_cast<double>(cfg.mte1_bytes_per_cycle);
+        const double mte2 = (static_cast<double>(m * k) * t.a_gm_factor + static_cast<double>(k * n) * t.b_gm_factor) *
+                            static_cast<double>(b) / static_cast<double>(cfg.mte2_bytes_per_cycle);
+        // Padding waste at the problem's edges counts against a tile.
+        const double useful = static_cast<double>(t.M * t.N) / static_cast<double>(round_up(t.M, m) * round_up(t.N, n));
+        // Ties on the busiest pipe go to the tile that moves fewer bytes per MAC (less GM pressure).
+        const double score =
+            macs * useful /
+            (std::max({cube, mte1, mte2}) + static_cast<double>(cfg.scalar_tile_cycles) + 0.01 * (mte1 + mte2));
+        if (score > best * (1 + 1e-9)) {
+          best = score;
+          t.m_t = m;
+          t.n_t = n;
+          t.k_t = k;
+          out.use = u;
+        }
+      }
+    }
+  }
+  if (t.m_t == 0)
+    throw std::logic_error("tiler: no 16x16 fractal tile of " + d.to_string() + " fits this core's buffers");
+
+  t.tiles_m = ceil_div(t.M, t.m_t);
+  t.tiles_n = ceil_div(t.N, t.n_t);
+  t.k_steps = ceil_div(t.K, t.k_t);
+  const std::int64_t tiles = t.tiles_m * t.tiles_n;
+  if (tiles >= cfg.cores) {
+    out.blocks = cfg.cores;
+    t.tiles_per_block = ceil_div(tiles, cfg.cores);
+    t.k_split = 1;
+  } else {  // too few output tiles: split K too, partial sums added in a GM workspace
+    t.k_split = std::clamp<std::int64_t>(cfg.cores / tiles, 1, t.k_steps);
+    out.blocks = tiles * t.k_split;
+    t.tiles_per_block = 1;
+  }
+  t.k_steps_per_block = ceil_div(t.k_steps, t.k_split);
+  out.c = t;
+  check(out.use.l0a, cfg.l0a_kib, "L0A", d);
+  check(out.use.l0b, cfg.l0b_kib, "L0B", d);
+  check(out.use.l0c, cfg.l0c_kib, "L0C", d);
+  check(out.use.l1, cfg.l1_kib, "L1", d);
+  check(out.use.ub, cfg.ub_kib, "UB", d);
+  return out;
+}
+
+// Per main element: operand elements read, results written, Vector element-operations, and the
+// distinct instructions an element passes through.
+struct Profile {
+  std::int64_t elements;
+  double read, write, ops;
+  std::int64_t instructions;
+};
+
+Profile vector_profile(const OpDesc& d) {
+  const auto e = static_cast<double>(d.elements);
+  const auto out = static_cast<double>(d.out_elements);
+  switch (d.kind) {
+    case OpKind::Add:
+      return {d.elements, 2, 1, 1, 1};
+    case OpKind::Mul:
+      return {d.elements, 1, 1, 1, 1};
+    case OpKind::AddN: {
+      const auto n = static_cast<double>(std::max<std::int64_t>(2, d.operands));
+      return {d.elements, n, 1, n - 1, std::max<std::int64_t>(1, d.operands - 1)};
+    }
+    case OpKind::Relu:
+      return {d.elements, 1, 1, 1, 1};
+    case OpKind::ReluGrad:
+      return {d.elements, 2, 1, 2, 2};
+    case OpKind::Cast:
+      return {d.elements, 1, 1, 1, 1};
+    case OpKind::BiasAdd:
+      return {d.elements, 1, 1, 1, 1};
+    case OpKind::BiasAddGrad:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMean:
+      return {d.elements, 1, out > 0 ? out / e : 0, 1, 1};
+    case OpKind::ReduceMeanGrad:
+      return {d.elements, out > 0 ? out / e : 0, 1, 1, 1};
+    case OpKind::OneHot:
+      return {d.elements, out > 0 ? out / e : 0, 1, 1, 1};
+    case OpKind::SoftmaxCrossEntropy:
+      return {d.elements, 2, out > 0 ? out / e : 0, 5, 5};
+    case OpKind::SoftmaxCrossEntropyGrad:
+      return {d.elements, 2 + (out > 0 ? out / e : 0), 1, 4, 4};
+    case OpKind::Gather:
+    case OpKind::AssignAdd:
+      return {d.elements, 1, 1, 1, 1};
+    case OpKind::Momentum:
+      return {d.elements, 3, 2, 4, 4};
+    case OpKind::BatchNorm:
+      return {d.nchw_elements(), 2, 1, 6, 6};  // statistics pass, then normalise
+    case OpKind::BatchNormGrad:
+      return {d.nchw_elements(), 4, 1, 8, 8};  // reduce dy and dy*x, then apply
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+    case OpKind::MaxPoolGrad:
+    case OpKind::AvgPoolGrad: {
+      const double in = static_cast<double>(d.nchw_elements());
+      const double o = static_cast<double>(d.batch * d.cin * d.conv_out_h() * d.conv_out_w());
+      const double window = static_cast<double>(d.kh * d.kw);
+      if (d.kind == OpKind::MaxPool || d.kind == OpKind::AvgPool)
+        return {d.nchw_elements(), 1, o / in, o * window / in, d.kh * d.kw};
+      if (d.kind == OpKind::MaxPoolGrad)  // compare x with y per window, select dy
+        return {d.nchw_elements(), 1 + 2 * o / in, 1, 2 * o * window / in, 2 * d.kh * d.kw};
+      return {d.nchw_elements(), o / in, 1, o * window / in, d.kh * d.kw};
+    }
+    default:
+      throw std::logic_error("vector_profile: not a Vector op");
+  }
+}
+
+Tiling tile_vector(const OpDesc& d, const AicoreConfig& cfg) {
+  Tiling out;
+  const Profile p = vector_profile(d);
+  const double ib = static_cast<double>(precision_bytes(d.precision));
+  const double ob = static_cast<double>(precision_bytes(d.out_precision));
+  VectorTiling v;
+  v.elements = p.elements;
+  v.read_per_element = p.read;
+  v.write_per_element = p.write;
+  v.ops_per_element = p.ops;
+  v.instructions_per_pass = p.instructions;
+  // UB bytes per element: operands in, results out, one fp32 working value.
+  const double per_element = p.read * ib + p.write * ob + 4.0;
+  const std::int64_t align = 32 / static_cast<std::int64_t>(ib);  // one 32-byte Vector block
+  std::int64_t tile = static_cast<std::int64_t>(static_cast<double>(cfg.ub_kib * 1024) / 2.0 / per_element);
+  tile = std::max<std::int64_t>(align, tile / align * align);
+  v.tile_elements = std::min(tile, round_up(p.elements, align));
+  v.tiles = ceil_div(p.elements, v.tile_elements);
+  out.blocks = std::min(cfg.vector_core_count(), v.tiles);
+  v.tiles_per_block = ceil_div(v.tiles, out.blocks);
+  out.use.ub = 2 * static_cast<std::int64_t>(static_cast<double>(v.tile_elements) * per_element + 0.5);
+  out.v = v;
+  check(out.use.ub, cfg.ub_kib, "UB", d);
+  return out;
+}
+
+}  // namespace
+
+std::string Tiling::describe() const {
+  if (cube)
+    return "m" + std::to_string(c.m_t) + " n" + std::to_string(c.n_t) + " k" + std::to_string(c.k_t) + ", " +
+           std::to_string(c.tiles_m * c.tiles_n) + " output tiles x " + std::to_string(c.k_steps) + " k-steps" +
+           (c.k_split > 1 ? ", K split " + std::to_string(c.k_split) + " ways" : "");
+  return std::to_string(v.tile_elements) + " elements per tile, " + std::to_string(v.tiles) + " tiles";
+}
+
+std::int64_t Tiling::tile_count() const { return cube ? c.tiles_m * c.tiles_n * c.k_steps : v.tiles; }
+
+Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg) {
+  d.validate();
+  return is_cube(d.kind) ? tile_cube(d, cfg) : tile_vector(d, cfg);
+}
+
+}  // namespace ascendsim::aicore
