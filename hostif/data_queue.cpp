@@ -67,6 +67,8 @@ bool DataQueue::pop(const sc_time& timeout) {
   m_bytes_popped += static_cast<double>(m_items.front());
   m_items.pop_front();
   ++m_pops;
+  if (++m_popped_count % m_sample_every == 0)
+    m_depth_samples.emplace_back(sc_time_stamp().to_seconds(), static_cast<std::int64_t>(m_items.size()));
   m_popped.notify(sc_core::SC_ZERO_TIME);
   return true;
 }

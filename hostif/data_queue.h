@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 
@@ -28,6 +30,9 @@ class DataQueue : public sc_core::sc_module, public aicpu::BatchSource {
 
   std::int64_t capacity() const { return m_capacity; }
   std::int64_t depth() const { return static_cast<std::int64_t>(m_items.size()); }
+  /// Records (time, depth) after every `every`-th pop, for a depth-over-time series.
+  void sample_depth_every(std::int64_t every) { m_sample_every = every > 0 ? every : 1; }
+  const std::vector<std::pair<double, std::int64_t>>& depth_samples() const { return m_depth_samples; }
   /// Closes the depth integral at `end`, the end of the run.
   void finish(const sc_core::sc_time& end);
 
@@ -43,6 +48,9 @@ class DataQueue : public sc_core::sc_module, public aicpu::BatchSource {
   sc_core::sc_event m_popped;
   sc_core::sc_time m_last_change;
   double m_depth_integral = 0;
+  std::int64_t m_sample_every = 1;
+  std::int64_t m_popped_count = 0;
+  std::vector<std::pair<double, std::int64_t>> m_depth_samples;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_pushes;

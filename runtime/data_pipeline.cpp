@@ -1,42 +1,235 @@
+// sc_spawn starts the map workers.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "runtime/data_pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/core/time.h"
 
 namespace ascendsim::runtime {
 
-DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& cfg, std::int64_t batches,
-                           std::int64_t batch_size, std::int64_t sample_bytes)
-    : sc_module(name),
-      m_batches(batches),
-      m_prefetch(cfg.prefetch_batches),
-      m_stats("pipeline"),
-      m_made(m_stats.scalar("batches", "count", "batches produced")),
-      m_consumer_wait_s(m_stats.scalar("consumer_wait_s", "s", "time the consumer waited for a batch")) {
-  const double workers = static_cast<double>(std::min(cfg.data_workers, cfg.cpu_cores));
-  const double per_sample_ns = cfg.data_ns_per_byte * static_cast<double>(sample_bytes);
-  m_batch_time = sim::ns(per_sample_ns * static_cast<double>(batch_size) / workers);
-  m_stats.formula("batch_time_s", "s", "worker-pool time per batch", [this] { return m_batch_time.to_seconds(); });
-  SC_THREAD(produce);
+using workloads::MapOpType;
+
+PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
+                             std::int64_t batch_size, std::int64_t steps_per_epoch)
+    : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
+  m_cache_after = pipe.cache == "map" ? recipe.first_random() : 0;
+  // Bytes a cached sample takes: the raw record, or the mean sample after the cached maps.
+  const auto g = recipe.dataset.sample(0);
+  double h = static_cast<double>(g.height), w = static_cast<double>(g.width), c = static_cast<double>(g.channels);
+  double bytes_per_value = 1;  // uint8 until Rescale/Normalize make it float
+  double cached_bytes = static_cast<double>(recipe.dataset.record_bytes);
+  for (std::size_t i = 0; i < recipe.maps.size(); ++i) {
+    const auto& op = recipe.maps[i];
+    if (op.type == MapOpType::Resize || op.type == MapOpType::CenterCrop ||
+        (op.type == MapOpType::RandomCrop && op.height > 0)) {
+      h = static_cast<double>(op.height);
+      w = static_cast<double>(op.width);
+    } else if (op.type == MapOpType::RandomCrop) {
+      h *= std::sqrt(op.area);
+      w *= std::sqrt(op.area);
+    } else if (op.type == MapOpType::Rescale || op.type == MapOpType::Normalize) {
+      bytes_per_value = 4;
+    }
+    if (i + 1 == m_cache_after) cached_bytes = h * w * c * bytes_per_value;
+  }
+  m_out_bytes = static_cast<std::int64_t>(h * w * c * 4);
+  const double capacity = pipe.cache_gib * 1073741824.0;
+  m_cache_capacity_samples = cached_bytes > 0 ? static_cast<std::int64_t>(capacity / cached_bytes) : 0;
 }
 
-void DataPipeline::produce() {
-  for (std::int64_t i = 0; i < m_batches; ++i) {
-    while (m_ready >= m_prefetch) wait(m_taken);
-    wait(m_batch_time);
-    ++m_ready;
+std::int64_t PipelineCosts::sample_index(std::int64_t batch, std::int64_t j) const {
+  // Position within the shard's epoch, mapped to the dataset; epochs visit samples in a new order.
+  const std::int64_t epoch = batch / m_steps_per_epoch;
+  const std::int64_t pos = (batch % m_steps_per_epoch) * m_batch + j;
+  const std::int64_t shard_samples = m_recipe.dataset.samples;  // already this shard's
+  const std::int64_t in_shard = (pos * 2654435761LL + epoch * 40503LL) % std::max<std::int64_t>(1, shard_samples);
+  return m_pipe.shard_id + in_shard * m_pipe.num_shards;
+}
+
+bool PipelineCosts::cached(std::int64_t dataset_index) const {
+  return m_pipe.cache != "none" && dataset_index / m_pipe.num_shards < m_cache_capacity_samples;
+}
+
+PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_epoch) const {
+  const auto g = m_recipe.dataset.sample(index);
+  const bool hit = !first_epoch && cached(index);
+  const bool write = first_epoch && cached(index);
+  SampleCost cost{0, 0};
+  double h = static_cast<double>(g.height), w = static_cast<double>(g.width), c = static_cast<double>(g.channels);
+  double bytes_per_value = 1;
+  const double file_bytes = static_cast<double>(g.file_bytes);
+  const bool source_cache = m_pipe.cache == "source";
+  // Reader: the file, or the cache.
+  if (hit && source_cache)
+    cost.read = file_bytes * m_host.cache_read_ns_per_byte;
+  else
+    cost.read = file_bytes * (m_host.read_ns_per_byte + (write && source_cache ? m_host.cache_write_ns_per_byte : 0));
+  const std::size_t first = hit ? m_cache_after : 0;  // maps the cache serves
+  double cache_bytes = 0;
+  for (std::size_t i = 0; i < m_recipe.maps.size(); ++i) {
+    const auto& op = m_recipe.maps[i];
+    double ns = 0;
+    switch (op.type) {
+      case MapOpType::Decode:
+        ns = m_host.decode_ns_per_pixel * h * w;
+        bytes_per_value = 1;
+        break;
+      case MapOpType::Resize:
+        h = static_cast<double>(op.height);
+        w = static_cast<double>(op.width);
+        ns = m_host.resize_ns_per_value * h * w * c;
+        break;
+      case MapOpType::RandomCrop:
+      case MapOpType::CenterCrop:
+        if (op.height > 0) {
+          h = static_cast<double>(op.height);
+          w = static_cast<double>(op.width);
+        } else {
+          h *= std::sqrt(op.area);
+          w *= std::sqrt(op.area);
+        }
+        ns = m_host.crop_ns_per_value * h * w * c;
+        break;
+      case MapOpType::RandomHorizontalFlip: ns = 0.5 * m_host.flip_ns_per_value * h * w * c; break;
+      case MapOpType::Rescale:
+        ns = m_host.rescale_ns_per_value * h * w * c;
+        bytes_per_value = 4;
+        break;
+      case MapOpType::Normalize:
+        ns = m_host.normalize_ns_per_value * h * w * c;
+        bytes_per_value = 4;
+        break;
+      case MapOpType::HWC2CHW: ns = m_host.hwc2chw_ns_per_value * h * w * c; break;
+      case MapOpType::TypeCast: ns = m_host.typecast_ns_per_value; break;  // the label
+    }
+    if (i + 1 == m_cache_after) cache_bytes = h * w * c * bytes_per_value;
+    if (i < first) continue;  // served by the cache
+    cost.map += ns + m_host.map_op_overhead_us * 1e3;
+    if (write && i + 1 == m_cache_after) cost.map += m_host.cache_write_ns_per_byte * cache_bytes;
+  }
+  if (hit && m_cache_after > 0) cost.read = m_host.cache_read_ns_per_byte * cache_bytes;  // instead of the file
+  cost.map += m_host.batch_ns_per_byte * h * w * c * 4;
+  cost.read *= 1e-9;
+  cost.map *= 1e-9;
+  return cost;
+}
+
+double PipelineCosts::read_s(std::int64_t b) const {
+  double s = 0;
+  const bool first = b < m_steps_per_epoch;
+  for (std::int64_t j = 0; j < m_batch; ++j) s += sample(sample_index(b, j), first).read;
+  return s;
+}
+
+double PipelineCosts::map_s(std::int64_t b) const {
+  double s = 0;
+  const bool first = b < m_steps_per_epoch;
+  for (std::int64_t j = 0; j < m_batch; ++j) s += sample(sample_index(b, j), first).map;
+  return s;
+}
+
+double PipelineCosts::mean_read_s(bool later) const {
+  const std::int64_t base = later ? m_steps_per_epoch : 0;
+  double s = 0;
+  for (std::int64_t b = 0; b < 8; ++b) s += read_s(base + b);
+  return s / 8;
+}
+
+double PipelineCosts::mean_map_s(bool later) const {
+  const std::int64_t base = later ? m_steps_per_epoch : 0;
+  double s = 0;
+  for (std::int64_t b = 0; b < 8; ++b) s += map_s(base + b);
+  return s / 8;
+}
+
+DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host, const PipelineConfig& pipe,
+                           const workloads::DataRecipe& recipe, std::int64_t batches, std::int64_t batch_size,
+                           std::int64_t steps_per_epoch)
+    : sc_module(name),
+      m_pipe(pipe),
+      m_cpu_cores(host.cpu_cores),
+      m_costs(host, pipe, recipe, batch_size, steps_per_epoch),
+      m_batches(batches),
+      m_shuffle_batches((pipe.shuffle_buffer + batch_size - 1) / batch_size),
+      m_free_cores(host.cpu_cores),
+      m_stats("pipeline"),
+      m_made(m_stats.scalar("batches", "count", "batches produced")),
+      m_reader_busy_s(m_stats.scalar("reader_busy_s", "s", "time the source reader worked")),
+      m_worker_busy_s(m_stats.scalar("worker_busy_s", "thread*s", "time map workers worked, summed")),
+      m_core_wait_s(m_stats.scalar("core_wait_s", "thread*s", "time pipeline threads waited for a free host core")),
+      m_consumer_wait_s(m_stats.scalar("consumer_wait_s", "s", "time the consumer waited for a batch")) {
+  SC_THREAD(reader);
+  for (std::int64_t i = 0; i < pipe.num_parallel_workers; ++i) sc_core::sc_spawn(sc_bind(&DataPipeline::worker, this));
+}
+
+double DataPipeline::capacity_batches_per_s(bool later) const {
+  const double workers = static_cast<double>(std::min(m_pipe.num_parallel_workers, m_cpu_cores));
+  const double map = m_costs.mean_map_s(later), read = m_costs.mean_read_s(later);
+  const double rate_map = map > 0 ? workers / map : 1e300;
+  const double rate_read = read > 0 ? 1.0 / read : 1e300;
+  return std::min(rate_map, rate_read);
+}
+
+void DataPipeline::acquire_core() {
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  while (m_free_cores == 0) wait(m_core_freed);
+  --m_free_cores;
+  m_core_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
+}
+
+void DataPipeline::release_core() {
+  ++m_free_cores;
+  m_core_freed.notify(sc_core::SC_ZERO_TIME);
+}
+
+void DataPipeline::reader() {
+  for (std::int64_t b = 0; b < m_batches; ++b) {
+    // Reads run ahead of the consumer by at most the prefetch depth, the workers' batches and
+    // what the shuffle buffer holds.
+    while (b >= m_consumed + m_pipe.prefetch_batches + m_pipe.num_parallel_workers + m_shuffle_batches)
+      wait(m_consumed_event);
+    acquire_core();
+    const sc_core::sc_time t = sim::seconds(m_costs.read_s(b));
+    wait(t);
+    release_core();
+    m_reader_busy_s += t.to_seconds();
+    ++m_read;
+    m_read_event.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void DataPipeline::worker() {
+  for (;;) {
+    // Claim the next batch once it is within the prefetch window and its samples are read (and,
+    // with a shuffle buffer, the buffer has filled behind it).
+    while (m_claimed >= m_batches || m_claimed >= m_consumed + m_pipe.prefetch_batches) {
+      if (m_claimed >= m_batches) return;
+      wait(m_consumed_event);
+    }
+    const std::int64_t b = m_claimed++;
+    while (m_read < std::min(m_batches, b + 1 + m_shuffle_batches)) wait(m_read_event);
+    acquire_core();
+    const sc_core::sc_time t = sim::seconds(m_costs.map_s(b));
+    wait(t);
+    release_core();
+    m_worker_busy_s += t.to_seconds();
+    const auto slot = static_cast<std::size_t>(b - m_consumed);
+    if (m_ready.size() <= slot) m_ready.resize(slot + 1, false);
+    m_ready[slot] = true;
     ++m_made;
-    m_produced.notify(sc_core::SC_ZERO_TIME);
+    m_ready_event.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
 void DataPipeline::next() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  while (m_ready == 0) wait(m_produced);
-  --m_ready;
+  while (m_ready.empty() || !m_ready.front()) wait(m_ready_event);
+  m_ready.pop_front();
+  ++m_consumed;
   m_consumer_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
-  m_taken.notify(sc_core::SC_ZERO_TIME);
+  m_consumed_event.notify(sc_core::SC_ZERO_TIME);
 }
 
 }  // namespace ascendsim::runtime

@@ -1,44 +1,100 @@
-// The host data pipeline as its consumer sees it: batches produced at the rate the map workers
-// sustain (per-sample cost scales with the sample's output bytes; parallel workers are capped by
-// the host cores), up to `prefetch_batches` ahead of the consumer. One SystemC thread stands for
-// the worker pool.
+// The host data pipeline (MindSpore's dataset engine) as SystemC threads standing for host CPU
+// threads: one source reader, `num_parallel_workers` map workers, and the batch/prefetch
+// connector that hands batches to the consumer in order. The threads share `host.cpu_cores`
+// cores: a thread computes only while it holds one, so adding workers helps until the cores are
+// all busy.
+//
+// Work moves a batch at a time: the reader reads the samples of a batch (or fetches them from
+// the cache), a worker applies the map ops to all of them and assembles the batch. Per-sample
+// costs come from the sample's geometry and the host preset. Repeat traverses the (sharded)
+// dataset continuously, epoch after epoch; a shuffle buffer delays the first batch until it has
+// filled. A data cache after the source, or after the last deterministic map, costs a write in
+// the first epoch and replaces the work before it with a memory read afterwards.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 
 #include <systemc>
 
 #include "runtime/host_config.h"
 #include "sim/core/stats.h"
+#include "workloads/dataset.h"
 
 namespace ascendsim::runtime {
+
+/// Per-sample costs of a recipe, in seconds on one thread.
+class PipelineCosts {
+ public:
+  PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
+                std::int64_t batch_size, std::int64_t steps_per_epoch);
+
+  /// Reader time for batch `b` (file reads, or cache reads in later epochs).
+  double read_s(std::int64_t b) const;
+  /// Worker time for batch `b` (map ops not served by the cache, cache writes, batching).
+  double map_s(std::int64_t b) const;
+  /// Mean over the first epoch's first batches / over a later epoch's, for reports.
+  double mean_read_s(bool later_epoch) const;
+  double mean_map_s(bool later_epoch) const;
+  std::int64_t sample_bytes_out() const { return m_out_bytes; }
+
+ private:
+  struct SampleCost {
+    double read, map;
+  };
+  SampleCost sample(std::int64_t index, bool first_epoch) const;
+  std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
+  bool cached(std::int64_t dataset_index) const;
+
+  const HostConfig& m_host;
+  const PipelineConfig& m_pipe;
+  const workloads::DataRecipe& m_recipe;
+  std::int64_t m_batch, m_steps_per_epoch;
+  std::size_t m_cache_after = 0;  ///< maps served by the cache (0 with a source cache)
+  std::int64_t m_cache_capacity_samples = 0;
+  std::int64_t m_out_bytes = 0;
+};
 
 class DataPipeline : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(DataPipeline);
-  /// Produces `batches` batches of `batch_size` samples of `sample_bytes` each.
-  DataPipeline(sc_core::sc_module_name name, const HostConfig& cfg, std::int64_t batches, std::int64_t batch_size,
-               std::int64_t sample_bytes);
+  /// Produces `batches` batches of `batch_size` samples; an epoch is `steps_per_epoch` batches.
+  DataPipeline(sc_core::sc_module_name name, const HostConfig& host, const PipelineConfig& pipe,
+               const workloads::DataRecipe& recipe, std::int64_t batches, std::int64_t batch_size,
+               std::int64_t steps_per_epoch);
 
-  /// Blocks until the next batch is ready and takes it. Call from an SC_THREAD.
+  /// Blocks until the next batch (in order) is ready and takes it. Call from an SC_THREAD.
   void next();
 
-  /// Time one batch costs the worker pool.
-  sc_core::sc_time batch_time() const { return m_batch_time; }
+  const PipelineCosts& costs() const { return m_costs; }
+  /// Batches per second the pipeline sustains at most, first epoch and later ones.
+  double capacity_batches_per_s(bool later_epoch) const;
   sim::StatsGroup& stats() { return m_stats; }
 
  private:
-  void produce();
+  void reader();
+  void worker();
+  void acquire_core();
+  void release_core();
 
+  const PipelineConfig& m_pipe;
+  std::int64_t m_cpu_cores;
+  PipelineCosts m_costs;
   std::int64_t m_batches;
-  std::int64_t m_prefetch;
-  std::int64_t m_ready = 0;
-  sc_core::sc_time m_batch_time;
-  sc_core::sc_event m_produced;
-  sc_core::sc_event m_taken;
+  std::int64_t m_shuffle_batches;
+
+  std::int64_t m_read = 0;      // batches read
+  std::int64_t m_claimed = 0;   // batches taken by workers
+  std::int64_t m_consumed = 0;  // batches handed to the consumer
+  std::deque<bool> m_ready;     // from m_consumed on
+  std::int64_t m_free_cores;
+  sc_core::sc_event m_core_freed, m_read_event, m_ready_event, m_consumed_event;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_made;
+  sim::Scalar& m_reader_busy_s;
+  sim::Scalar& m_worker_busy_s;
+  sim::Scalar& m_core_wait_s;
   sim::Scalar& m_consumer_wait_s;
 };
 

@@ -12,12 +12,38 @@ void HostConfig::declare(sim::ParamSet& ps) {
   ps.real("host.memcpy_setup_us", memcpy_setup_us, "us", 0, 1e6, "host overhead of one synchronous memcpy call");
   ps.real("host.queue_create_us", queue_create_us, "us", 0, 1e8, "one-time creation of the dataset channel");
   ps.real("host.graph_load_us", graph_load_us, "us", 0, 1e9, "one-time host work to load a graph onto the device");
-  ps.real("host.data_ns_per_byte", data_ns_per_byte, "ns/B", 0, 1e6,
-          "data pipeline cost per output byte of one sample on one worker");
-  ps.integer("host.data_workers", data_workers, "threads", 1, 1024, "data pipeline map workers");
-  ps.integer("host.cpu_cores", cpu_cores, "cores", 1, 4096, "host CPU cores available to the pipeline");
-  ps.integer("host.prefetch_batches", prefetch_batches, "batches", 1, 1 << 16,
-             "batches the host pipeline may prepare ahead of its consumer");
+  ps.integer("host.cpu_cores", cpu_cores, "cores", 1, 4096, "host CPU cores the data pipeline threads share");
+  ps.real("host.read_ns_per_byte", read_ns_per_byte, "ns/B", 0, 1e6, "source reader: file bytes read per sample");
+  ps.real("host.decode_ns_per_pixel", decode_ns_per_pixel, "ns/pixel", 0, 1e6, "JPEG decode");
+  ps.real("host.resize_ns_per_value", resize_ns_per_value, "ns/value", 0, 1e6, "bilinear resize, per output value");
+  ps.real("host.crop_ns_per_value", crop_ns_per_value, "ns/value", 0, 1e6, "crop copy, per output value");
+  ps.real("host.flip_ns_per_value", flip_ns_per_value, "ns/value", 0, 1e6,
+          "horizontal flip per value (random flips touch half the samples)");
+  ps.real("host.rescale_ns_per_value", rescale_ns_per_value, "ns/value", 0, 1e6, "rescale x * a + b");
+  ps.real("host.normalize_ns_per_value", normalize_ns_per_value, "ns/value", 0, 1e6,
+          "normalise (x - mean) / std per channel");
+  ps.real("host.hwc2chw_ns_per_value", hwc2chw_ns_per_value, "ns/value", 0, 1e6, "HWC -> CHW transpose");
+  ps.real("host.typecast_ns_per_value", typecast_ns_per_value, "ns/value", 0, 1e6, "dtype conversion");
+  ps.real("host.map_op_overhead_us", map_op_overhead_us, "us", 0, 1e6, "per map op per sample: dispatch, row handling");
+  ps.real("host.batch_ns_per_byte", batch_ns_per_byte, "ns/B", 0, 1e6, "batch op: copying a sample into the batch");
+  ps.real("host.cache_write_ns_per_byte", cache_write_ns_per_byte, "ns/B", 0, 1e6,
+          "data cache: inserting a sample (first epoch)");
+  ps.real("host.cache_read_ns_per_byte", cache_read_ns_per_byte, "ns/B", 0, 1e6,
+          "data cache: fetching a sample from memory (later epochs)");
+}
+
+void PipelineConfig::declare(sim::ParamSet& ps) {
+  ps.integer("pipeline.num_parallel_workers", num_parallel_workers, "threads", 1, 1024,
+             "map workers (--num-parallel-workers)");
+  ps.integer("pipeline.prefetch_batches", prefetch_batches, "batches", 1, 1 << 16,
+             "batches the pipeline may prepare ahead of its consumer");
+  ps.integer("pipeline.shuffle_buffer", shuffle_buffer, "rows", 0, 1 << 30,
+             "shuffle buffer the reader fills before the first batch; 0 = the sampler shuffles");
+  ps.integer("pipeline.num_shards", num_shards, "shards", 1, 1 << 16, "dataset shards (one per device)");
+  ps.integer("pipeline.shard_id", shard_id, "index", 0, (1 << 16) - 1, "this device's shard");
+  ps.text("pipeline.cache", cache, {"none", "source", "map"},
+          "data cache after the source or after the last deterministic map (--cache)");
+  ps.real("pipeline.cache_gib", cache_gib, "GiB", 0, 1 << 20, "data cache capacity");
 }
 
 }  // namespace ascendsim::runtime

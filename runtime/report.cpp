@@ -46,6 +46,18 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       out += fmt::format(" {:>13.1f}%", r.sim_time_s > 0 ? 100.0 * r.breakdown_s[i] / r.sim_time_s : 0.0);
     out += "\n";
   }
+  out += "\ndata pipeline\n";
+  for (const auto& r : runs) {
+    if (r.data.is_null()) continue;
+    out += fmt::format("{:<11} {}\n", strategy_name(r.session.strategy), r.data["verdict"].get<std::string>());
+    out += fmt::format("{:<11} advice: {}\n", "", r.data["advice"].get<std::string>());
+    const auto epochs = r.epoch_s();
+    if (epochs.size() > 1) {
+      out += fmt::format("{:<11} epoch times:", "");
+      for (std::size_t i = 0; i < epochs.size() && i < 8; ++i) out += fmt::format(" {:.3f}s", epochs[i]);
+      out += epochs.size() > 8 ? " ...\n" : "\n";
+    }
+  }
   return out;
 }
 

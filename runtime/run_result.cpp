@@ -29,6 +29,15 @@ double RunResult::device_busy_fraction() const {
   return sim_time_s > 0 ? breakdown_s[static_cast<std::size_t>(sim::Phase::DeviceCompute)] / sim_time_s : 0.0;
 }
 
+std::vector<double> RunResult::epoch_s() const {
+  std::vector<double> out;
+  const auto d = static_cast<std::size_t>(session.steps_per_epoch);
+  for (std::size_t start = 0; d > 0 && start + d <= step_s.size(); start += d)
+    out.push_back(std::accumulate(step_s.begin() + static_cast<std::ptrdiff_t>(start),
+                                  step_s.begin() + static_cast<std::ptrdiff_t>(start + d), 0.0));
+  return out;
+}
+
 nlohmann::ordered_json RunResult::to_json() const {
   const StepStats st = summarize_steps(step_s);
   nlohmann::ordered_json j;
@@ -52,6 +61,8 @@ nlohmann::ordered_json RunResult::to_json() const {
   for (std::size_t i = 0; i < sim::kPhaseCount; ++i) b[sim::phase_name(static_cast<sim::Phase>(i))] = breakdown_s[i];
   j["breakdown_s"] = b;
   j["losses_returned"] = losses_returned;
+  j["epoch_time_s"] = epoch_s();
+  if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;
   return j;

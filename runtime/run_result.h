@@ -41,6 +41,10 @@ struct RunResult {
   std::int64_t device_loop_iterations = 0;  ///< loop sink: iterations run under on-device loop control
   std::string failure;                      ///< empty if the run completed
   nlohmann::ordered_json stats;             ///< per-module statistics
+  nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
+
+  /// Time of each complete dataset epoch (steps_per_epoch steps).
+  std::vector<double> epoch_s() const;
 
   double samples_per_s() const;
   double device_busy_fraction() const;

@@ -6,7 +6,7 @@ packages=(
   g++ make cmake pkg-config
   libsystemc-dev
   libboost-dev libboost-program-options-dev
-  libyaml-cpp-dev nlohmann-json3-dev libfmt-dev
+  libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

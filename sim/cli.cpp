@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/report.h"
 #include "sim/config.h"
@@ -53,7 +54,15 @@ struct Options {
   std::int64_t batch_size = 32;
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
-  std::string json;  // "" none, "-" stdout
+  std::string json;     // "" none, "-" stdout
+  std::string dataset;  // directory of real files
+  std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
+
+  ConfigRequest request() const {
+    ConfigRequest r = config;
+    r.sets.insert(r.sets.begin(), shortcut_sets.begin(), shortcut_sets.end());
+    return r;
+  }
 };
 
 const std::string& op_types_help() {
@@ -93,7 +102,22 @@ po::options_description run_options(Options& o) {
       "loop sink: steps per graph launch (S); -1 = one epoch")(
       "steps-per-epoch", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.steps_per_epoch = v; }),
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
-      "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)");
+      "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)")(
+      "dataset", po::value(&o.dataset),
+      "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
+      "comes from the files")(
+      "num-parallel-workers", po::value<std::int64_t>()->notifier([&o](std::int64_t v) {
+        o.shortcut_sets.push_back("pipeline.num_parallel_workers=" + std::to_string(v));
+      }),
+      "data pipeline map workers (pipeline.num_parallel_workers)")(
+      "op-timeout", po::value<std::string>()->notifier([&o](const std::string& v) {
+        o.shortcut_sets.push_back("aicpu.op_timeout_s=" + v);
+      }),
+      "seconds a device op (GetNext) may wait before the run fails (aicpu.op_timeout_s)")(
+      "cache", po::value<std::string>()->notifier([&o](const std::string& v) {
+        o.shortcut_sets.push_back("pipeline.cache=" + v);
+      }),
+      "data cache: none | source | map (after the last deterministic map)");
   return d;
 }
 
@@ -152,13 +176,36 @@ runtime::Session make_session(const Options& o, const workloads::Workload& w, ru
   session.epochs = o.epochs;
   session.sink_size = o.sink_size;
   session.steps_per_epoch = o.steps_per_epoch.value_or(w.steps_per_epoch());
+  if (session.steps_per_epoch <= 0)
+    throw InputError(w.name + ": " + std::to_string(w.data.dataset.samples) + " samples make no batch of " +
+                     std::to_string(w.batch_size) + "; reduce --batch-size");
   session.validate();
   return session;
 }
 
+/// The workload with its dataset: the default one, or the files in --dataset; one shard of it.
+workloads::Workload build_workload_with_data(const Options& o, const SystemConfig& cfg) {
+  workloads::Workload w = build_workload(o);
+  if (!o.dataset.empty()) {
+    workloads::DatasetSpec d = runtime::load_dataset_dir(o.dataset);
+    if (d.format != w.data.dataset.format)
+      throw InputError("--dataset " + o.dataset + " holds " + workloads::dataset_format_name(d.format) + " files but " +
+                       w.name + " reads " + workloads::dataset_format_name(w.data.dataset.format) +
+                       (w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg
+                            ? " (ImageNet-like JPEGs are synthesised; run without --dataset)"
+                            : ""));
+    w.data.dataset = d;
+  }
+  if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
+    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) + " is not below pipeline.num_shards " +
+                     std::to_string(cfg.pipeline.num_shards));
+  w.data.dataset.samples /= cfg.pipeline.num_shards;  // this shard's samples fix the epoch
+  return w;
+}
+
 int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strategies) {
-  const SystemConfig cfg = load_config(o.config);
-  const workloads::Workload w = build_workload(o);
+  const SystemConfig cfg = load_config(o.request());
+  const workloads::Workload w = build_workload_with_data(o, cfg);
   Simulation simulation;
   for (auto s : strategies) simulation.add(cfg, w, make_session(o, w, s));
   simulation.run();
@@ -228,7 +275,9 @@ int cmd_info(int argc, char* argv[]) {
                  {"workspace_bytes", g.memory.workspace_bytes},
                  {"queue_buffer_bytes", g.memory.queue_buffer_bytes},
                  {"device_capacity_bytes", static_cast<std::int64_t>(cfg.chip.memory.hbm_gib * 1073741824.0)}};
-  j["dataset_samples"] = w.dataset_samples;
+  j["dataset"] = {{"format", workloads::dataset_format_name(w.data.dataset.format)},
+                  {"source", w.data.dataset.source},
+                  {"samples", w.data.dataset.samples}};
   j["steps_per_epoch"] = w.steps_per_epoch();
   j["batch_bytes"] = w.batch_bytes();
   j["optimizer"] = w.optimizer;
@@ -261,7 +310,7 @@ int cmd_info(int argc, char* argv[]) {
                            format_bytes(static_cast<double>(g.memory.persistent_bytes)),
                            format_bytes(static_cast<double>(g.memory.arena_bytes)),
                            format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
-  std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n\n", w.dataset_samples,
+  std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n\n", w.data.dataset.samples,
                            w.steps_per_epoch());
   std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {

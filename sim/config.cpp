@@ -26,6 +26,7 @@ ParamSet bind_params(SystemConfig& cfg) {
   cfg.chip.queue.declare(ps);
   cfg.link.declare(ps);
   cfg.host.declare(ps);
+  cfg.pipeline.declare(ps);
   return ps;
 }
 

@@ -29,6 +29,7 @@ struct SystemConfig {
   ChipConfig chip;
   hostif::LinkConfig link;
   runtime::HostConfig host;
+  runtime::PipelineConfig pipeline;
 };
 
 /// Declares every parameter of `cfg`, bound to its fields. `cfg` must outlive the set and not move.

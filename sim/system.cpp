@@ -1,8 +1,10 @@
 #include "sim/system.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sim/core/error.h"
+#include "runtime/data_verdict.h"
 #include "sim/core/time.h"
 
 namespace ascendsim::sim {
@@ -46,11 +48,13 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
     : sc_module(name),
       m_cfg(cfg),
       m_session(validated(session)),
+      m_data(workload.data),
       m_graph(compile_checked(m_cfg, workload)),
       m_chip("chip", m_cfg, m_account),
-      m_pipeline("pipeline", m_cfg.host, session.steps(), workload.batch_size,
-                 workload.batch_bytes() / workload.batch_size) {
+      m_pipeline("pipeline", m_cfg.host, m_cfg.pipeline, m_data, m_session.steps(), workload.batch_size,
+                 m_session.steps_per_epoch) {
   // connect
+  m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
   m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size,
                                       {m_chip.scheduler, m_chip.hostif, m_cfg.chip.aicpu}, m_pipeline, m_account);
 }
@@ -67,6 +71,20 @@ runtime::RunResult System::result() {
   s["data_queue"] = m_chip.hostif.queue.stats().to_json();
   s["pipeline"] = m_pipeline.stats().to_json();
   r.stats = std::move(s);
+
+  runtime::DataRates rates;
+  rates.has_later_epochs = m_session.steps() > m_session.steps_per_epoch;
+  rates.first_read_s = m_pipeline.costs().mean_read_s(false);
+  rates.first_map_s = m_pipeline.costs().mean_map_s(false);
+  rates.later_read_s = m_pipeline.costs().mean_read_s(true);
+  rates.later_map_s = m_pipeline.costs().mean_map_s(true);
+  rates.device_s_per_batch = m_graph.device_compute_s;
+  r.data = runtime::judge_data(r, rates, m_cfg.host, m_cfg.pipeline).to_json();
+  nlohmann::ordered_json depth = nlohmann::ordered_json::array();
+  for (const auto& [t, d] : m_chip.hostif.queue.depth_samples()) depth.push_back({t, d});
+  r.data["queue_depth_over_time"] = depth;
+  r.data["cache"] = m_cfg.pipeline.cache;
+  r.data["num_parallel_workers"] = m_cfg.pipeline.num_parallel_workers;
   return r;
 }
 

@@ -32,6 +32,7 @@ class System : public sc_core::sc_module {
  private:
   SystemConfig m_cfg;
   runtime::Session m_session;
+  workloads::DataRecipe m_data;
   BreakdownAccountant m_account;
   runtime::CompiledGraph m_graph;
   Chip m_chip;

@@ -122,7 +122,22 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size) {
   w.name = spec.name;
   w.description = spec.description;
   w.batch_size = batch_size;
-  w.dataset_samples = spec.dataset_samples;
+  if (spec.classes == 10) {  // CIFAR-10: random crop with padding 4, flip, resize to 224, rescale, normalise
+    w.data.dataset.format = DatasetFormat::Cifar10Binary;
+    w.data.dataset.source = "synthetic";
+    w.data.dataset.samples = spec.dataset_samples;
+    w.data.dataset.height = w.data.dataset.width = 32;
+    w.data.dataset.channels = 3;
+    w.data.dataset.classes = 10;
+    w.data.dataset.record_bytes = 3073;
+    w.data.maps = {{MapOpType::RandomCrop, 32, 32, 1.0}, {MapOpType::RandomHorizontalFlip}, {MapOpType::Resize, 224, 224},
+                   {MapOpType::Rescale},  {MapOpType::Normalize}, {MapOpType::HWC2CHW}, {MapOpType::TypeCast}};
+  } else {  // ImageNet: decode, random resized crop (mean 54% of the area kept) to 224, flip, normalise
+    w.data.dataset = synthetic_imagenet(spec.dataset_samples);
+    w.data.maps = {{MapOpType::Decode},     {MapOpType::RandomCrop, 0, 0, 0.54}, {MapOpType::Resize, 224, 224},
+                   {MapOpType::RandomHorizontalFlip}, {MapOpType::Normalize}, {MapOpType::HWC2CHW},
+                   {MapOpType::TypeCast}};
+  }
   w.optimizer = "Momentum(momentum=0.9, weight_decay=1e-4), loss scale 1024, per-step lr schedule";
   Graph& g = w.graph;
   Builder b(g);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/dataset.h"
 #include "workloads/graph.h"
 
 namespace ascendsim::workloads {
@@ -16,11 +17,11 @@ struct Workload {
   Graph graph;
   std::vector<TensorId> batch_inputs;  ///< tensors fed per step (image, label), in feed order
   TensorId loss = -1;
-  std::int64_t dataset_samples = 0;  ///< samples in one epoch of the default dataset
+  DataRecipe data;                     ///< the dataset (its samples fix the epoch length) and its map ops
   std::string optimizer;             ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
 
   std::int64_t batch_bytes() const;
-  std::int64_t steps_per_epoch() const { return dataset_samples / batch_size; }  // drop_remainder
+  std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder
 };
 
 /// Names accepted by make_workload.

@@ -142,7 +142,7 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
 
 TEST_F(CliTest, GetNextTimeoutFailsTheRunWithDiagnosisAndNoReport) {
   const Result r =
-      run("train --strategy loop-sink --steps-per-epoch 10 --set host.data_ns_per_byte=50000 "
+      run("train --strategy loop-sink --steps-per-epoch 10 --set host.normalize_ns_per_value=200000 "
           "--set aicpu.op_timeout_s=0.01 --json " +
           (m_dir / "r.json").string());
   EXPECT_EQ(r.code, 3);

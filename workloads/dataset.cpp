@@ -1,0 +1,145 @@
+#include "workloads/dataset.h"
+
+#include <stdexcept>
+
+namespace ascendsim::workloads {
+
+const char* dataset_format_name(DatasetFormat f) {
+  switch (f) {
+    case DatasetFormat::MnistIdx: return "mnist-idx";
+    case DatasetFormat::Cifar10Binary: return "cifar10-binary";
+    case DatasetFormat::SyntheticJpeg: return "synthetic-jpeg";
+  }
+  return "?";
+}
+
+const char* map_op_name(MapOpType t) {
+  switch (t) {
+    case MapOpType::Decode: return "Decode";
+    case MapOpType::Resize: return "Resize";
+    case MapOpType::RandomCrop: return "RandomCrop";
+    case MapOpType::CenterCrop: return "CenterCrop";
+    case MapOpType::RandomHorizontalFlip: return "RandomHorizontalFlip";
+    case MapOpType::Rescale: return "Rescale";
+    case MapOpType::Normalize: return "Normalize";
+    case MapOpType::HWC2CHW: return "HWC2CHW";
+    case MapOpType::TypeCast: return "TypeCast";
+  }
+  return "?";
+}
+
+std::size_t DataRecipe::first_random() const {
+  for (std::size_t i = 0; i < maps.size(); ++i)
+    if (maps[i].random()) return i;
+  return maps.size();
+}
+
+namespace {
+
+std::uint32_t be32(const std::string& s, std::size_t at) {
+  return static_cast<std::uint32_t>(static_cast<unsigned char>(s[at])) << 24 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 1])) << 16 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 2])) << 8 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 3]));
+}
+
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+  throw std::runtime_error(file + ": " + what);
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+DatasetSpec::Geometry DatasetSpec::sample(std::int64_t index) const {
+  if (!encoded) return {height, width, channels, record_bytes};
+  // ImageNet-like spread: sides uniform within +-25% of the mean, JPEG at ~10:1.
+  const std::uint64_t r = mix(static_cast<std::uint64_t>(index));
+  const double fh = 0.75 + 0.5 * static_cast<double>(r & 0xffff) / 65535.0;
+  const double fw = 0.75 + 0.5 * static_cast<double>((r >> 16) & 0xffff) / 65535.0;
+  const auto h = static_cast<std::int64_t>(static_cast<double>(height) * fh);
+  const auto w = static_cast<std::int64_t>(static_cast<double>(width) * fw);
+  return {h, w, channels, h * w * channels / 10};
+}
+
+DatasetSpec parse_mnist(const std::string& images_name, const std::string& images_header,
+                        std::int64_t images_tail_bytes, const std::string& labels_name, const std::string& labels) {
+  if (images_header.size() < 16) fail(images_name, "truncated: shorter than the 16-byte idx3 header");
+  if (be32(images_header, 0) != 0x00000803)
+    fail(images_name, "not an idx3 image file (magic number " + std::to_string(be32(images_header, 0)) +
+                          ", expected 2051)");
+  const std::int64_t n = be32(images_header, 4), rows = be32(images_header, 8), cols = be32(images_header, 12);
+  if (n == 0 || rows == 0 || cols == 0) fail(images_name, "empty: zero images or zero-sized images");
+  if (images_tail_bytes != n * rows * cols)
+    fail(images_name, "header promises " + std::to_string(n) + " images of " + std::to_string(rows) + "x" +
+                          std::to_string(cols) + " (" + std::to_string(n * rows * cols) + " bytes) but the file has " +
+                          std::to_string(images_tail_bytes) + " (truncated or corrupt)");
+  if (labels.size() < 8) fail(labels_name, "truncated: shorter than the 8-byte idx1 header");
+  if (be32(labels, 0) != 0x00000801)
+    fail(labels_name, "not an idx1 label file (magic number " + std::to_string(be32(labels, 0)) + ", expected 2049)");
+  const std::int64_t nl = be32(labels, 4);
+  if (nl != n)
+    fail(labels_name, std::to_string(nl) + " labels for " + std::to_string(n) + " images in " + images_name +
+                          " (files from different sets?)");
+  if (static_cast<std::int64_t>(labels.size()) != 8 + nl)
+    fail(labels_name, "header promises " + std::to_string(nl) + " labels but the file has " +
+                          std::to_string(labels.size() - 8) + " (truncated or corrupt)");
+  for (std::size_t i = 8; i < labels.size(); ++i)
+    if (static_cast<unsigned char>(labels[i]) >= 10)
+      fail(labels_name, "label " + std::to_string(static_cast<unsigned char>(labels[i])) + " of sample " +
+                            std::to_string(i - 8) + " is not a class 0-9");
+  DatasetSpec d;
+  d.format = DatasetFormat::MnistIdx;
+  d.samples = n;
+  d.height = rows;
+  d.width = cols;
+  d.channels = 1;
+  d.classes = 10;
+  d.record_bytes = rows * cols;
+  return d;
+}
+
+DatasetSpec parse_cifar10(const std::vector<std::pair<std::string, std::string>>& batches) {
+  constexpr std::int64_t kRecord = 1 + 32 * 32 * 3;
+  if (batches.empty()) throw std::runtime_error("no CIFAR-10 batch files");
+  std::int64_t n = 0;
+  for (const auto& [name, bytes] : batches) {
+    const auto size = static_cast<std::int64_t>(bytes.size());
+    if (size == 0 || size % kRecord != 0)
+      fail(name, std::to_string(size) + " bytes is not a whole number of 3073-byte CIFAR-10 records (truncated?)");
+    for (std::int64_t r = 0; r < size / kRecord; ++r) {
+      const auto label = static_cast<unsigned char>(bytes[static_cast<std::size_t>(r * kRecord)]);
+      if (label >= 10) fail(name, "record " + std::to_string(r) + " has label " + std::to_string(label) + ", not 0-9");
+    }
+    n += size / kRecord;
+  }
+  DatasetSpec d;
+  d.format = DatasetFormat::Cifar10Binary;
+  d.samples = n;
+  d.height = d.width = 32;
+  d.channels = 3;
+  d.classes = 10;
+  d.record_bytes = kRecord;
+  return d;
+}
+
+DatasetSpec synthetic_imagenet(std::int64_t samples) {
+  DatasetSpec d;
+  d.format = DatasetFormat::SyntheticJpeg;
+  d.source = "synthetic";
+  d.samples = samples;
+  d.height = 350;
+  d.width = 400;
+  d.channels = 3;
+  d.classes = 1000;
+  d.encoded = true;
+  d.record_bytes = 350 * 400 * 3 / 10;
+  return d;
+}
+
+}  // namespace ascendsim::workloads

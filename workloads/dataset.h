@@ -1,0 +1,74 @@
+// Datasets and the host-side preprocessing recipes of the workloads. Parsers take file contents
+// (already decompressed) so this folder needs nothing but the standard library; the runtime
+// opens the files. A dataset is described by its samples' raw geometry: the pipeline model
+// charges per-sample costs from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ascendsim::workloads {
+
+enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg };
+const char* dataset_format_name(DatasetFormat f);
+
+struct DatasetSpec {
+  DatasetFormat format = DatasetFormat::SyntheticJpeg;
+  std::string source;          ///< directory read, or "synthetic"
+  std::int64_t samples = 0;
+  std::int64_t height = 0, width = 0, channels = 0;  ///< raw sample (mean for synthetic JPEGs)
+  std::int64_t classes = 0;
+  bool encoded = false;        ///< samples are JPEG files to decode
+  std::int64_t record_bytes = 0;  ///< bytes read per sample (mean for JPEGs)
+
+  /// Geometry of sample `index` (JPEG sizes vary deterministically with the index).
+  struct Geometry {
+    std::int64_t height, width, channels, file_bytes;
+  };
+  Geometry sample(std::int64_t index) const;
+};
+
+/// Parses MNIST idx images and labels (any N, rows, cols). Throws std::runtime_error naming the
+/// file for a wrong magic number, a count mismatch, truncation or a label >= 10.
+/// `images_tail_bytes` is the length of the image file after its 16-byte header.
+DatasetSpec parse_mnist(const std::string& images_name, const std::string& images_header,
+                        std::int64_t images_tail_bytes, const std::string& labels_name, const std::string& labels);
+
+/// Parses CIFAR-10 binary batches (records of 1 label byte + 3072 pixel bytes).
+DatasetSpec parse_cifar10(const std::vector<std::pair<std::string, std::string>>& batches);
+
+/// ImageNet-like: `samples` JPEGs with a deterministic spread of sizes around 400x350.
+DatasetSpec synthetic_imagenet(std::int64_t samples = 1281167);
+
+/// One preprocessing op of a map, as the pipeline model charges it.
+enum class MapOpType {
+  Decode,
+  Resize,
+  RandomCrop,
+  CenterCrop,
+  RandomHorizontalFlip,
+  Rescale,
+  Normalize,
+  HWC2CHW,
+  TypeCast,
+};
+const char* map_op_name(MapOpType t);
+
+struct MapOp {
+  MapOpType type;
+  std::int64_t height = 0, width = 0;  ///< output size for Resize and crops
+  double area = 1.0;                   ///< RandomCrop: mean fraction of the area kept before resizing
+  bool random() const { return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip; }
+};
+
+/// The workload's default dataset (its samples count fixes the epoch length) and map recipe.
+struct DataRecipe {
+  DatasetSpec dataset;
+  std::vector<MapOp> maps;
+  /// Index of the first random map op: a cache placed after the deterministic prefix holds
+  /// samples after maps[0 .. first_random).
+  std::size_t first_random() const;
+};
+
+}  // namespace ascendsim::workloads
