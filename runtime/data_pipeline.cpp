@@ -92,7 +92,9 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
         }
         ns = m_host.crop_ns_per_value * h * w * c;
         break;
-      case MapOpType::RandomHorizontalFlip: ns = 0.5 * m_host.flip_ns_per_value * h * w * c; break;
+      case MapOpType::RandomHorizontalFlip:
+        ns = 0.5 * m_host.flip_ns_per_value * h * w * c;
+        break;
       case MapOpType::Rescale:
         ns = m_host.rescale_ns_per_value * h * w * c;
         bytes_per_value = 4;
@@ -101,8 +103,12 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
         ns = m_host.normalize_ns_per_value * h * w * c;
         bytes_per_value = 4;
         break;
-      case MapOpType::HWC2CHW: ns = m_host.hwc2chw_ns_per_value * h * w * c; break;
-      case MapOpType::TypeCast: ns = m_host.typecast_ns_per_value; break;  // the label
+      case MapOpType::HWC2CHW:
+        ns = m_host.hwc2chw_ns_per_value * h * w * c;
+        break;
+      case MapOpType::TypeCast:
+        ns = m_host.typecast_ns_per_value;
+        break;  // the label
     }
     if (i + 1 == m_cache_after) cache_bytes = h * w * c * bytes_per_value;
     if (i < first) continue;  // served by the cache

@@ -31,14 +31,14 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   const double map_s = rates.has_later_epochs ? rates.later_map_s : rates.first_map_s;
   v.pipeline_batches_per_s = rate(read_s, map_s);
   v.device_batches_per_s = rates.device_s_per_batch > 0 ? 1.0 / rates.device_s_per_batch : 0;
-  v.verdict = fmt::format("{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}, the "
-                          "device consumes {:.1f}",
-                          v.data_bound ? "data-bound" : "not data-bound", 100 * v.waiting_fraction,
-                          v.pipeline_batches_per_s,
-                          rates.has_later_epochs && v.first_epoch_batches_per_s != v.pipeline_batches_per_s
-                              ? fmt::format(" ({:.1f} in the first epoch)", v.first_epoch_batches_per_s)
-                              : "",
-                          v.device_batches_per_s);
+  v.verdict = fmt::format(
+      "{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}, the "
+      "device consumes {:.1f}",
+      v.data_bound ? "data-bound" : "not data-bound", 100 * v.waiting_fraction, v.pipeline_batches_per_s,
+      rates.has_later_epochs && v.first_epoch_batches_per_s != v.pipeline_batches_per_s
+          ? fmt::format(" ({:.1f} in the first epoch)", v.first_epoch_batches_per_s)
+          : "",
+      v.device_batches_per_s);
   if (!v.data_bound) {
     v.advice = v.pipeline_batches_per_s < 1.25 * v.device_batches_per_s
                    ? "little headroom: a slower host or heavier augmentation would make this run data-bound"
@@ -47,27 +47,31 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   }
   if (rates.has_later_epochs && v.first_epoch_batches_per_s < v.device_batches_per_s &&
       v.pipeline_batches_per_s >= v.device_batches_per_s) {
-    v.advice = "only the first epoch is data-bound, while the cache fills; later epochs keep up — train longer to "
-               "amortise it";
+    v.advice =
+        "only the first epoch is data-bound, while the cache fills; later epochs keep up — train longer to "
+        "amortise it";
     return v;
   }
   if (read_s > 0 && 1.0 / read_s < v.device_batches_per_s) {
-    v.advice = pipe.cache == "none" ? "the source reader is the bottleneck: cache the dataset (--cache source) so later "
-                                      "epochs read from memory, or read from faster storage"
-                                    : "the source reader is the bottleneck even with the cache: enlarge "
-                                      "pipeline.cache_gib or read from faster storage";
+    v.advice = pipe.cache == "none"
+                   ? "the source reader is the bottleneck: cache the dataset (--cache source) so later "
+                     "epochs read from memory, or read from faster storage"
+                   : "the source reader is the bottleneck even with the cache: enlarge "
+                     "pipeline.cache_gib or read from faster storage";
     return v;
   }
   const auto needed = static_cast<std::int64_t>(std::ceil(map_s * v.device_batches_per_s));
   if (needed > host.cpu_cores)
-    v.advice = fmt::format("{} map workers would be needed but the host has {} cores: cache after the last "
-                           "deterministic map (--cache map), lighten the augmentation, or use a larger host",
-                           needed, host.cpu_cores);
+    v.advice = fmt::format(
+        "{} map workers would be needed but the host has {} cores: cache after the last "
+        "deterministic map (--cache map), lighten the augmentation, or use a larger host",
+        needed, host.cpu_cores);
   else if (needed > pipe.num_parallel_workers)
     v.advice = fmt::format("raise --num-parallel-workers to at least {} (now {})", needed, pipe.num_parallel_workers);
   else
-    v.advice = "the pipeline keeps up on average but its latency shows: raise pipeline.prefetch_batches or "
-               "queue.capacity so bursts are absorbed";
+    v.advice =
+        "the pipeline keeps up on average but its latency shows: raise pipeline.prefetch_batches or "
+        "queue.capacity so bursts are absorbed";
   return v;
 }
 

@@ -20,8 +20,8 @@ struct DataRates {
 
 struct DataVerdict {
   bool data_bound = false;
-  double waiting_fraction = 0;       ///< of simulated time, the device or host loop waiting for data
-  double pipeline_batches_per_s = 0; ///< what reader and workers sustain together (later epochs if any)
+  double waiting_fraction = 0;        ///< of simulated time, the device or host loop waiting for data
+  double pipeline_batches_per_s = 0;  ///< what reader and workers sustain together (later epochs if any)
   double first_epoch_batches_per_s = 0;
   double device_batches_per_s = 0;
   std::string verdict;

@@ -19,19 +19,19 @@ struct HostConfig {
   double graph_load_us = 5000;    ///< one-time: host work to load a graph onto the device
   std::int64_t cpu_cores = 32;    ///< host cores: caps the pipeline threads that really run at once
   // Data pipeline costs, per sample on one thread.
-  double read_ns_per_byte = 0.5;          ///< source reader: file bytes from the page cache
-  double decode_ns_per_pixel = 8;         ///< JPEG decode
-  double resize_ns_per_value = 1.0;       ///< bilinear resize, per output value
-  double crop_ns_per_value = 0.2;         ///< crop copy, per output value
-  double flip_ns_per_value = 0.3;         ///< horizontal flip, per value (applied to half the samples)
-  double rescale_ns_per_value = 0.5;      ///< x * scale + shift, uint8 -> float
-  double normalize_ns_per_value = 1.0;    ///< (x - mean) / std per channel
-  double hwc2chw_ns_per_value = 0.7;      ///< layout transpose
-  double typecast_ns_per_value = 0.4;     ///< dtype conversion
-  double map_op_overhead_us = 1.0;        ///< per op per sample: dispatch and row handling
-  double batch_ns_per_byte = 0.1;         ///< batch op: copying samples into the batch tensor
-  double cache_write_ns_per_byte = 1.0;   ///< first epoch with a cache: insert into the cache server
-  double cache_read_ns_per_byte = 0.25;   ///< later epochs: fetch from the cache in memory
+  double read_ns_per_byte = 0.5;         ///< source reader: file bytes from the page cache
+  double decode_ns_per_pixel = 8;        ///< JPEG decode
+  double resize_ns_per_value = 1.0;      ///< bilinear resize, per output value
+  double crop_ns_per_value = 0.2;        ///< crop copy, per output value
+  double flip_ns_per_value = 0.3;        ///< horizontal flip, per value (applied to half the samples)
+  double rescale_ns_per_value = 0.5;     ///< x * scale + shift, uint8 -> float
+  double normalize_ns_per_value = 1.0;   ///< (x - mean) / std per channel
+  double hwc2chw_ns_per_value = 0.7;     ///< layout transpose
+  double typecast_ns_per_value = 0.4;    ///< dtype conversion
+  double map_op_overhead_us = 1.0;       ///< per op per sample: dispatch and row handling
+  double batch_ns_per_byte = 0.1;        ///< batch op: copying samples into the batch tensor
+  double cache_write_ns_per_byte = 1.0;  ///< first epoch with a cache: insert into the cache server
+  double cache_read_ns_per_byte = 0.25;  ///< later epochs: fetch from the cache in memory
 
   void declare(sim::ParamSet& ps);
 };
@@ -43,8 +43,8 @@ struct PipelineConfig {
   std::int64_t shuffle_buffer = 0;        ///< rows a shuffle buffer fills before the first (0: sampler shuffle)
   std::int64_t num_shards = 1;
   std::int64_t shard_id = 0;
-  std::string cache = "none";             ///< none | source | map (after the last deterministic map)
-  double cache_gib = 64;                  ///< cache capacity; samples beyond it miss every epoch
+  std::string cache = "none";  ///< none | source | map (after the last deterministic map)
+  double cache_gib = 64;       ///< cache capacity; samples beyond it miss every epoch
 
   void declare(sim::ParamSet& ps);
 };

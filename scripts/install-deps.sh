@@ -8,6 +8,7 @@ packages=(
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
 )
 
 missing=()

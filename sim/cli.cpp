@@ -54,8 +54,8 @@ struct Options {
   std::int64_t batch_size = 32;
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
-  std::string json;     // "" none, "-" stdout
-  std::string dataset;  // directory of real files
+  std::string json;                        // "" none, "-" stdout
+  std::string dataset;                     // directory of real files
   std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
 
   ConfigRequest request() const {
@@ -105,11 +105,10 @@ po::options_description run_options(Options& o) {
       "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
-      "comes from the files")(
-      "num-parallel-workers", po::value<std::int64_t>()->notifier([&o](std::int64_t v) {
-        o.shortcut_sets.push_back("pipeline.num_parallel_workers=" + std::to_string(v));
-      }),
-      "data pipeline map workers (pipeline.num_parallel_workers)")(
+      "comes from the files")("num-parallel-workers", po::value<std::int64_t>()->notifier([&o](std::int64_t v) {
+    o.shortcut_sets.push_back("pipeline.num_parallel_workers=" + std::to_string(v));
+  }),
+                              "data pipeline map workers (pipeline.num_parallel_workers)")(
       "op-timeout", po::value<std::string>()->notifier([&o](const std::string& v) {
         o.shortcut_sets.push_back("aicpu.op_timeout_s=" + v);
       }),
@@ -197,8 +196,8 @@ workloads::Workload build_workload_with_data(const Options& o, const SystemConfi
     w.data.dataset = d;
   }
   if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
-    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) + " is not below pipeline.num_shards " +
-                     std::to_string(cfg.pipeline.num_shards));
+    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) +
+                     " is not below pipeline.num_shards " + std::to_string(cfg.pipeline.num_shards));
   w.data.dataset.samples /= cfg.pipeline.num_shards;  // this shard's samples fix the epoch
   return w;
 }

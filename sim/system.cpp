@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sim/core/error.h"
 #include "runtime/data_verdict.h"
+#include "sim/core/error.h"
 #include "sim/core/time.h"
 
 namespace ascendsim::sim {

@@ -6,24 +6,36 @@ namespace ascendsim::workloads {
 
 const char* dataset_format_name(DatasetFormat f) {
   switch (f) {
-    case DatasetFormat::MnistIdx: return "mnist-idx";
-    case DatasetFormat::Cifar10Binary: return "cifar10-binary";
-    case DatasetFormat::SyntheticJpeg: return "synthetic-jpeg";
+    case DatasetFormat::MnistIdx:
+      return "mnist-idx";
+    case DatasetFormat::Cifar10Binary:
+      return "cifar10-binary";
+    case DatasetFormat::SyntheticJpeg:
+      return "synthetic-jpeg";
   }
   return "?";
 }
 
 const char* map_op_name(MapOpType t) {
   switch (t) {
-    case MapOpType::Decode: return "Decode";
-    case MapOpType::Resize: return "Resize";
-    case MapOpType::RandomCrop: return "RandomCrop";
-    case MapOpType::CenterCrop: return "CenterCrop";
-    case MapOpType::RandomHorizontalFlip: return "RandomHorizontalFlip";
-    case MapOpType::Rescale: return "Rescale";
-    case MapOpType::Normalize: return "Normalize";
-    case MapOpType::HWC2CHW: return "HWC2CHW";
-    case MapOpType::TypeCast: return "TypeCast";
+    case MapOpType::Decode:
+      return "Decode";
+    case MapOpType::Resize:
+      return "Resize";
+    case MapOpType::RandomCrop:
+      return "RandomCrop";
+    case MapOpType::CenterCrop:
+      return "CenterCrop";
+    case MapOpType::RandomHorizontalFlip:
+      return "RandomHorizontalFlip";
+    case MapOpType::Rescale:
+      return "Rescale";
+    case MapOpType::Normalize:
+      return "Normalize";
+    case MapOpType::HWC2CHW:
+      return "HWC2CHW";
+    case MapOpType::TypeCast:
+      return "TypeCast";
   }
   return "?";
 }
@@ -71,8 +83,8 @@ DatasetSpec parse_mnist(const std::string& images_name, const std::string& image
                         std::int64_t images_tail_bytes, const std::string& labels_name, const std::string& labels) {
   if (images_header.size() < 16) fail(images_name, "truncated: shorter than the 16-byte idx3 header");
   if (be32(images_header, 0) != 0x00000803)
-    fail(images_name, "not an idx3 image file (magic number " + std::to_string(be32(images_header, 0)) +
-                          ", expected 2051)");
+    fail(images_name,
+         "not an idx3 image file (magic number " + std::to_string(be32(images_header, 0)) + ", expected 2051)");
   const std::int64_t n = be32(images_header, 4), rows = be32(images_header, 8), cols = be32(images_header, 12);
   if (n == 0 || rows == 0 || cols == 0) fail(images_name, "empty: zero images or zero-sized images");
   if (images_tail_bytes != n * rows * cols)

@@ -15,11 +15,11 @@ const char* dataset_format_name(DatasetFormat f);
 
 struct DatasetSpec {
   DatasetFormat format = DatasetFormat::SyntheticJpeg;
-  std::string source;          ///< directory read, or "synthetic"
+  std::string source;  ///< directory read, or "synthetic"
   std::int64_t samples = 0;
   std::int64_t height = 0, width = 0, channels = 0;  ///< raw sample (mean for synthetic JPEGs)
   std::int64_t classes = 0;
-  bool encoded = false;        ///< samples are JPEG files to decode
+  bool encoded = false;           ///< samples are JPEG files to decode
   std::int64_t record_bytes = 0;  ///< bytes read per sample (mean for JPEGs)
 
   /// Geometry of sample `index` (JPEG sizes vary deterministically with the index).

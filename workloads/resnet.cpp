@@ -130,12 +130,18 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size) {
     w.data.dataset.channels = 3;
     w.data.dataset.classes = 10;
     w.data.dataset.record_bytes = 3073;
-    w.data.maps = {{MapOpType::RandomCrop, 32, 32, 1.0}, {MapOpType::RandomHorizontalFlip}, {MapOpType::Resize, 224, 224},
-                   {MapOpType::Rescale},  {MapOpType::Normalize}, {MapOpType::HWC2CHW}, {MapOpType::TypeCast}};
+    w.data.maps = {{MapOpType::RandomCrop, 32, 32, 1.0},
+                   {MapOpType::RandomHorizontalFlip},
+                   {MapOpType::Resize, 224, 224},
+                   {MapOpType::Rescale},
+                   {MapOpType::Normalize},
+                   {MapOpType::HWC2CHW},
+                   {MapOpType::TypeCast}};
   } else {  // ImageNet: decode, random resized crop (mean 54% of the area kept) to 224, flip, normalise
     w.data.dataset = synthetic_imagenet(spec.dataset_samples);
-    w.data.maps = {{MapOpType::Decode},     {MapOpType::RandomCrop, 0, 0, 0.54}, {MapOpType::Resize, 224, 224},
-                   {MapOpType::RandomHorizontalFlip}, {MapOpType::Normalize}, {MapOpType::HWC2CHW},
+    w.data.maps = {{MapOpType::Decode},           {MapOpType::RandomCrop, 0, 0, 0.54},
+                   {MapOpType::Resize, 224, 224}, {MapOpType::RandomHorizontalFlip},
+                   {MapOpType::Normalize},        {MapOpType::HWC2CHW},
                    {MapOpType::TypeCast}};
   }
   w.optimizer = "Momentum(momentum=0.9, weight_decay=1e-4), loss scale 1024, per-step lr schedule";

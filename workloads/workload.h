@@ -17,8 +17,8 @@ struct Workload {
   Graph graph;
   std::vector<TensorId> batch_inputs;  ///< tensors fed per step (image, label), in feed order
   TensorId loss = -1;
-  DataRecipe data;                     ///< the dataset (its samples fix the epoch length) and its map ops
-  std::string optimizer;             ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
+  DataRecipe data;        ///< the dataset (its samples fix the epoch length) and its map ops
+  std::string optimizer;  ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder

@@ -151,6 +151,47 @@ TEST_F(CliTest, GetNextTimeoutFailsTheRunWithDiagnosisAndNoReport) {
   EXPECT_FALSE(fs::exists(m_dir / "r.json"));
 }
 
+TEST_F(CliTest, OneWorkerWithATinyOpTimeoutFailsInGetNext) {
+  const Result r =
+      run("train --workload resnet50 --batch-size 32 --strategy loop-sink --steps-per-epoch 50 "
+          "--num-parallel-workers 1 --op-timeout 0.001 --json " +
+          (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("GetNext timed out"));
+  EXPECT_THAT(r.err, HasSubstr("num_parallel_workers"));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+}
+
+TEST_F(CliTest, LeNetOnFashionMnistRunsTheFilesEpoch) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/install-deps.sh installs it)";
+  const Result r =
+      run("train --workload lenet5 --strategy loop-sink --dataset /usr/share/datasets/fashion-mnist "
+          "--json -");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["runs"][0]["steps"], 1875);
+  EXPECT_EQ(j["runs"][0]["steps_per_epoch"], 1875);
+}
+
+TEST_F(CliTest, DatasetErrorsAreClear) {
+  const Result empty = run("train --strategy loop-sink --dataset " + m_dir.string());
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("no MNIST idx files"));
+  std::ofstream(m_dir / "train-images-idx3-ubyte") << "garbage!";
+  std::ofstream(m_dir / "train-labels-idx1-ubyte") << "garbage!";
+  const Result bad = run("train --strategy loop-sink --dataset " + m_dir.string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("train-images-idx3-ubyte"));
+  if (fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    const Result mismatch =
+        run("train --workload resnet50 --strategy loop-sink --dataset /usr/share/datasets/fashion-mnist");
+    EXPECT_EQ(mismatch.code, 2);
+    EXPECT_THAT(mismatch.err, HasSubstr("mnist-idx"));
+  }
+  EXPECT_EQ(run("train --strategy loop-sink --cache sometimes").code, 2);
+}
+
 TEST_F(CliTest, InfoReportsLeNetFigures) {
   const Result r = run("info --workload lenet5 --batch-size 32 --json");
   ASSERT_EQ(r.code, 0) << r.err;
