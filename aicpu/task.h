@@ -16,10 +16,21 @@ enum class TaskKind {
   GetNext,  ///< AICPU: pop one batch from the device data queue
 };
 
+/// Where a task sits in a training step, for the step trace.
+enum class StepPart : std::uint8_t { Data, Forward, Backward, Optimizer };
+
 struct Task {
   TaskKind kind = TaskKind::AiCore;
   aicore::OpCost cost;  ///< AiCore tasks
   std::string name;
+  StepPart part = StepPart::Forward;
+};
+
+/// Per-step marks on the device (MindSpore's iteration trajectory).
+struct StepMarks {
+  sc_core::sc_time fp_start;  ///< the first forward task starts
+  sc_core::sc_time bp_end;    ///< the last backward task ends
+  sc_core::sc_time end;       ///< the step's last task (optimizer, loop control) ends
 };
 
 /// A loaded graph: the tasks of one training step, in stream order.

@@ -39,24 +39,57 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
   m_arrived.notify(sc_core::SC_ZERO_TIME);
 }
 
-void TaskScheduler::step_done() {
-  if (m_on_step) m_on_step();
+void TaskScheduler::set_trace(sim::TraceRecorder* trace) {
+  m_trace = trace;
+  if (!trace) return;
+  m_stream_track = trace->track("device stream (task scheduler)");
+  m_aicore_track = trace->track("AI cores");
+  m_aicpu_track = trace->track("AICPU");
 }
 
-void TaskScheduler::aicpu_kernel(double us, sim::Scalar& counter) {
+void TaskScheduler::step_done() {
+  m_marks.end = sc_core::sc_time_stamp();
+  if (!m_step_started) m_marks.fp_start = m_marks.bp_end = m_marks.end;
+  if (m_on_step) m_on_step(m_marks);
+  m_step_started = false;
+}
+
+void TaskScheduler::aicpu_kernel(double us, sim::Scalar& counter, const char* name) {
   ++counter;
   ++m_tasks;
+  const sc_time start = sc_core::sc_time_stamp();
   const sc_time t = m_dispatch + sim::us(us);
   m_busy_s += t.to_seconds();
   wait(t);
+  if (m_trace && m_trace->active()) {
+    m_trace->span(m_stream_track, name, start, sc_core::sc_time_stamp());
+    m_trace->span(m_aicpu_track, name, start + m_dispatch, sc_core::sc_time_stamp());
+  }
 }
 
 bool TaskScheduler::execute(const Task& task) {
   if (task.kind == TaskKind::AiCore) {
     ++m_tasks;
+    const sc_time start = sc_core::sc_time_stamp();
+    if (task.part == StepPart::Forward && !m_step_started) {
+      m_marks.fp_start = start;
+      m_step_started = true;
+    }
     m_busy_s += m_dispatch.to_seconds();
     wait(m_dispatch);
+    const sc_time run_start = sc_core::sc_time_stamp();
+    const bool tracing = m_trace && m_trace->active();
+    if (tracing && task.cost.time_s > 0)
+      m_trace->counter("HBM GB/s", run_start, task.cost.gm_bytes / task.cost.time_s / 1e9);
     m_busy_s += m_cores.execute(task.cost).to_seconds();
+    if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
+    if (tracing) {
+      m_trace->span(m_stream_track, task.name, start, sc_core::sc_time_stamp());
+      m_trace->span(m_aicore_track, task.name, run_start, sc_core::sc_time_stamp(),
+                    "{\"blocks\":" + std::to_string(task.cost.blocks) + ",\"bound\":\"" +
+                        aicore::bound_name(task.cost.bound) + "\"}");
+      m_trace->counter("HBM GB/s", sc_core::sc_time_stamp(), 0);
+    }
     return true;
   }
   // GetNext: wait (device idle, charged to wait_data) until the queue has a batch.
@@ -67,6 +100,8 @@ bool TaskScheduler::execute(const Task& task) {
   const bool ok = m_source->pop(sim::seconds(m_cfg.op_timeout_s));
   m_account.set_device_waiting(false);
   m_getnext_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
+  if (m_trace && m_trace->active() && sc_core::sc_time_stamp() > start)
+    m_trace->span(m_stream_track, "GetNext: wait for data", start, sc_core::sc_time_stamp());
   if (!ok) {
     m_failure = "GetNext timed out after " + std::to_string(m_cfg.op_timeout_s) +
                 " s waiting for the device data queue: the data pipeline is too slow or failed. "
@@ -74,7 +109,7 @@ bool TaskScheduler::execute(const Task& task) {
     return false;
   }
   m_account.set_device_busy(true);
-  aicpu_kernel(m_cfg.getnext_us, m_getnext);
+  aicpu_kernel(m_cfg.getnext_us, m_getnext, "GetNext");
   return true;
 }
 
@@ -98,14 +133,14 @@ void TaskScheduler::run() {
           if (!(ok = execute(t))) break;
         if (!ok) break;
         if (s.loop_control) {
-          aicpu_kernel(m_cfg.assign_add_us, m_assign_add);
-          aicpu_kernel(m_cfg.stream_switch_us, m_stream_switch);
-          if (it + 1 < s.iterations) aicpu_kernel(m_cfg.stream_active_us, m_stream_active);
+          aicpu_kernel(m_cfg.assign_add_us, m_assign_add, "AssignAdd (loop counter)");
+          aicpu_kernel(m_cfg.stream_switch_us, m_stream_switch, "StreamSwitch");
+          if (it + 1 < s.iterations) aicpu_kernel(m_cfg.stream_active_us, m_stream_active, "StreamActive");
         }
         step_done();
       }
       if (!ok) break;
-      aicpu_kernel(m_cfg.end_graph_us, m_end_graph);
+      aicpu_kernel(m_cfg.end_graph_us, m_end_graph, "EndGraph");
     }
     m_account.set_device_busy(false);
     ++m_completed;

@@ -18,6 +18,7 @@
 #include "aicpu/task.h"
 #include "sim/core/breakdown.h"
 #include "sim/core/stats.h"
+#include "sim/core/trace.h"
 
 namespace ascendsim::aicpu {
 
@@ -29,7 +30,9 @@ class TaskScheduler : public sc_core::sc_module {
 
   void bind_source(BatchSource& source) { m_source = &source; }
   /// Called on the device each time a training step's last task finishes.
-  void on_step_end(std::function<void()> fn) { m_on_step = std::move(fn); }
+  void on_step_end(std::function<void(const StepMarks&)> fn) { m_on_step = std::move(fn); }
+  /// Records tasks on the recorder's tracks while it is active; nullptr disables.
+  void set_trace(sim::TraceRecorder* trace);
   /// Called on the device when a task fails the run (see failure()); the scheduler stops.
   void on_failure(std::function<void()> fn) { m_on_failure = std::move(fn); }
 
@@ -60,14 +63,18 @@ class TaskScheduler : public sc_core::sc_module {
 
   void run();
   bool execute(const Task& task);  // false: the run failed
-  void aicpu_kernel(double us, sim::Scalar& counter);
+  void aicpu_kernel(double us, sim::Scalar& counter, const char* name);
   void step_done();
 
   const AicpuConfig& m_cfg;
   aicore::AiCoreCluster& m_cores;
   sim::BreakdownAccountant& m_account;
   BatchSource* m_source = nullptr;
-  std::function<void()> m_on_step;
+  std::function<void(const StepMarks&)> m_on_step;
+  StepMarks m_marks;
+  bool m_step_started = false;
+  sim::TraceRecorder* m_trace = nullptr;
+  int m_stream_track = 0, m_aicore_track = 0, m_aicpu_track = 0;
   std::function<void()> m_on_failure;
 
   std::deque<Submission> m_queue;

@@ -48,6 +48,8 @@ void DataQueue::commit(std::uint64_t bytes) {
   ++m_pushes;
   m_bytes_pushed += static_cast<double>(bytes);
   m_max_depth.sample_max(static_cast<double>(m_items.size()));
+  if (m_trace && m_trace->active())
+    m_trace->counter("data queue depth", sc_time_stamp(), static_cast<double>(m_items.size()));
   m_pushed.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -67,6 +69,8 @@ bool DataQueue::pop(const sc_time& timeout) {
   m_bytes_popped += static_cast<double>(m_items.front());
   m_items.pop_front();
   ++m_pops;
+  if (m_trace && m_trace->active())
+    m_trace->counter("data queue depth", sc_time_stamp(), static_cast<double>(m_items.size()));
   if (++m_popped_count % m_sample_every == 0)
     m_depth_samples.emplace_back(sc_time_stamp().to_seconds(), static_cast<std::int64_t>(m_items.size()));
   m_popped.notify(sc_core::SC_ZERO_TIME);

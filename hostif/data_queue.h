@@ -14,6 +14,7 @@
 
 #include "aicpu/task.h"
 #include "sim/core/stats.h"
+#include "sim/core/trace.h"
 
 namespace ascendsim::hostif {
 
@@ -33,6 +34,7 @@ class DataQueue : public sc_core::sc_module, public aicpu::BatchSource {
   /// Records (time, depth) after every `every`-th pop, for a depth-over-time series.
   void sample_depth_every(std::int64_t every) { m_sample_every = every > 0 ? every : 1; }
   const std::vector<std::pair<double, std::int64_t>>& depth_samples() const { return m_depth_samples; }
+  void set_trace(sim::TraceRecorder* trace) { m_trace = trace; }
   /// Closes the depth integral at `end`, the end of the run.
   void finish(const sc_core::sc_time& end);
 
@@ -51,6 +53,7 @@ class DataQueue : public sc_core::sc_module, public aicpu::BatchSource {
   std::int64_t m_sample_every = 1;
   std::int64_t m_popped_count = 0;
   std::vector<std::pair<double, std::int64_t>> m_depth_samples;
+  sim::TraceRecorder* m_trace = nullptr;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_pushes;

@@ -21,7 +21,15 @@ DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, doub
   SC_THREAD(serve);
 }
 
+void DmaChannel::set_trace(sim::TraceRecorder* trace) {
+  m_trace = trace;
+  if (!trace) return;
+  m_track = trace->track(std::string("PCIe DMA ") + basename());
+  m_counter = std::string("PCIe ") + basename() + " GB/s";
+}
+
 void DmaChannel::transfer(std::uint64_t bytes) {
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
   wait(m_setup);
   if (bytes == 0) {
     wait(m_latency);
@@ -33,6 +41,8 @@ void DmaChannel::transfer(std::uint64_t bytes) {
   }
   ++m_transfers;
   m_bytes += static_cast<double>(bytes);
+  if (m_trace && m_trace->active())
+    m_trace->span(m_track, std::to_string(bytes) + " B", start, sc_core::sc_time_stamp());
 }
 
 void DmaChannel::serve() {
@@ -46,6 +56,7 @@ void DmaChannel::serve() {
     const std::uint64_t n = alone ? r->remaining : std::min(r->remaining, m_chunk_bytes);
     const sc_core::sc_time t = sim::transfer_time(static_cast<double>(n), m_bandwidth_gbps);
     const sc_core::sc_time start = sc_core::sc_time_stamp();
+    if (m_trace && m_trace->active()) m_trace->counter(m_counter, start, m_bandwidth_gbps);
     if (alone)
       wait(t, m_kick);
     else
@@ -61,6 +72,7 @@ void DmaChannel::serve() {
       r->done.notify(m_latency);
     else
       m_active.push_back(r);
+    if (m_active.empty() && m_trace && m_trace->active()) m_trace->counter(m_counter, sc_core::sc_time_stamp(), 0);
   }
 }
 

@@ -8,7 +8,10 @@
 
 #include <systemc>
 
+#include <string>
+
 #include "sim/core/stats.h"
+#include "sim/core/trace.h"
 
 namespace ascendsim::hostif {
 
@@ -22,6 +25,8 @@ class DmaChannel : public sc_core::sc_module {
   void transfer(std::uint64_t bytes);
 
   sim::StatsGroup& stats() { return m_stats; }
+  /// Records transfers on a track named after this channel, and its bandwidth as a counter.
+  void set_trace(sim::TraceRecorder* trace);
 
  private:
   struct Request {
@@ -36,6 +41,9 @@ class DmaChannel : public sc_core::sc_module {
   sc_core::sc_time m_setup;
   std::deque<Request*> m_active;
   sc_core::sc_event m_kick;
+  sim::TraceRecorder* m_trace = nullptr;
+  int m_track = 0;
+  std::string m_counter;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_transfers;

@@ -167,7 +167,16 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
       m_core_wait_s(m_stats.scalar("core_wait_s", "thread*s", "time pipeline threads waited for a free host core")),
       m_consumer_wait_s(m_stats.scalar("consumer_wait_s", "s", "time the consumer waited for a batch")) {
   SC_THREAD(reader);
-  for (std::int64_t i = 0; i < pipe.num_parallel_workers; ++i) sc_core::sc_spawn(sc_bind(&DataPipeline::worker, this));
+  for (std::int64_t i = 0; i < pipe.num_parallel_workers; ++i)
+    sc_core::sc_spawn(sc_bind(&DataPipeline::worker, this, i));
+}
+
+void DataPipeline::set_trace(sim::TraceRecorder* trace) {
+  m_trace = trace;
+  if (!trace) return;
+  m_reader_track = trace->track("pipeline reader");
+  for (std::int64_t i = 0; i < m_pipe.num_parallel_workers; ++i)
+    m_worker_tracks.push_back(trace->track("pipeline worker " + std::to_string(i)));
 }
 
 double DataPipeline::capacity_batches_per_s(bool later) const {
@@ -200,13 +209,16 @@ void DataPipeline::reader() {
     const sc_core::sc_time t = sim::seconds(m_costs.read_s(b));
     wait(t);
     release_core();
+    if (m_trace && m_trace->active())
+      m_trace->span(m_reader_track, "read batch " + std::to_string(b), sc_core::sc_time_stamp() - t,
+                    sc_core::sc_time_stamp());
     m_reader_busy_s += t.to_seconds();
     ++m_read;
     m_read_event.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
-void DataPipeline::worker() {
+void DataPipeline::worker(std::int64_t index) {
   for (;;) {
     // Claim the next batch once it is within the prefetch window and its samples are read (and,
     // with a shuffle buffer, the buffer has filled behind it).
@@ -220,6 +232,9 @@ void DataPipeline::worker() {
     const sc_core::sc_time t = sim::seconds(m_costs.map_s(b));
     wait(t);
     release_core();
+    if (m_trace && m_trace->active())
+      m_trace->span(m_worker_tracks[static_cast<std::size_t>(index)], "map batch " + std::to_string(b),
+                    sc_core::sc_time_stamp() - t, sc_core::sc_time_stamp());
     m_worker_busy_s += t.to_seconds();
     const auto slot = static_cast<std::size_t>(b - m_consumed);
     if (m_ready.size() <= slot) m_ready.resize(slot + 1, false);

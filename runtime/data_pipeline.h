@@ -18,7 +18,10 @@
 #include <systemc>
 
 #include "runtime/host_config.h"
+#include <vector>
+
 #include "sim/core/stats.h"
+#include "sim/core/trace.h"
 #include "workloads/dataset.h"
 
 namespace ascendsim::runtime {
@@ -70,10 +73,12 @@ class DataPipeline : public sc_core::sc_module {
   /// Batches per second the pipeline sustains at most, first epoch and later ones.
   double capacity_batches_per_s(bool later_epoch) const;
   sim::StatsGroup& stats() { return m_stats; }
+  /// Records the reader's and each worker's batches on their own tracks.
+  void set_trace(sim::TraceRecorder* trace);
 
  private:
   void reader();
-  void worker();
+  void worker(std::int64_t index);
   void acquire_core();
   void release_core();
 
@@ -89,6 +94,9 @@ class DataPipeline : public sc_core::sc_module {
   std::deque<bool> m_ready;     // from m_consumed on
   std::int64_t m_free_cores;
   sc_core::sc_event m_core_freed, m_read_event, m_ready_event, m_consumed_event;
+  sim::TraceRecorder* m_trace = nullptr;
+  int m_reader_track = 0;
+  std::vector<int> m_worker_tracks;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_made;

@@ -17,12 +17,41 @@ Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const S
       m_batch_size(batch_size),
       m_pipeline(pipeline),
       m_account(account) {
-  m_step_ends.reserve(static_cast<std::size_t>(session.steps()));
-  m_device.scheduler.on_step_end([this] { m_step_ends.push_back(sc_core::sc_time_stamp()); });
+  m_steps.reserve(static_cast<std::size_t>(session.steps()));
+  m_device.scheduler.on_step_end([this](const aicpu::StepMarks& marks) {
+    m_steps.push_back(marks);
+    if (m_trace) m_trace->on_step(static_cast<std::int64_t>(m_steps.size()));
+  });
   m_device.scheduler.on_failure([this] { finish(); });
   SC_THREAD(main_thread);
   if (uses_queue(session.strategy)) SC_THREAD(channel_thread);
 }
+
+void Executor::set_trace(sim::TraceRecorder* trace) {
+  m_trace = trace;
+  if (!trace) return;
+  m_host_track = trace->track("host training thread");
+  if (uses_queue(m_session.strategy)) m_channel_track = trace->track("host channel thread");
+}
+
+/// Records a host action as a span on a track when it ends (if tracing is on and active).
+class Executor::Span {
+ public:
+  Span(Executor& e, int track, std::string name)
+      : m_e(e), m_track(track), m_name(std::move(name)), m_start(sc_core::sc_time_stamp()) {}
+  ~Span() {
+    if (m_e.m_trace && m_e.m_trace->active())
+      m_e.m_trace->span(m_track, std::move(m_name), m_start, sc_core::sc_time_stamp());
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+ private:
+  Executor& m_e;
+  int m_track;
+  std::string m_name;
+  sc_core::sc_time m_start;
+};
 
 void Executor::main_thread() {
   train();
@@ -40,8 +69,15 @@ void Executor::channel_thread() {
   wait(m_channel_start);
   auto& hostif = m_device.hostif;
   for (std::int64_t i = 0; i < m_session.steps(); ++i) {
-    m_pipeline.next();
-    hostif.queue.reserve();
+    {
+      Span s(*this, m_channel_track, "wait for batch");
+      m_pipeline.next();
+    }
+    {
+      Span s(*this, m_channel_track, "wait for queue slot");
+      hostif.queue.reserve();
+    }
+    Span s(*this, m_channel_track, "send batch");
     for (auto bytes : m_graph.input_bytes) {
       hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
       ++m_io.h2d_copies;
@@ -53,12 +89,14 @@ void Executor::channel_thread() {
 
 void Executor::next_batch_from_pipeline() {
   m_account.set_host(Phase::HostData);
+  Span s(*this, m_host_track, "wait for batch");
   m_pipeline.next();
 }
 
 void Executor::memcpy_inputs_h2d() {
   m_account.set_host(Phase::H2D);
   for (auto bytes : m_graph.input_bytes) {
+    Span s(*this, m_host_track, "memcpy H2D");
     wait(sim::us(m_host.memcpy_setup_us));
     m_device.hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
     ++m_io.h2d_copies;
@@ -70,6 +108,7 @@ void Executor::launch_ops(const aicpu::TaskList& tasks) {
   m_account.set_host(Phase::Launch);
   const sc_core::sc_time cost = sim::us(m_host.op_launch_us);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
+    Span s(*this, m_host_track, "launch op " + tasks[i].name);
     wait(cost);
     m_device.scheduler.submit_task(tasks[i], m_device.hostif.ring_doorbell(), i + 1 == tasks.size());
     ++m_io.op_launches;
@@ -78,6 +117,7 @@ void Executor::launch_ops(const aicpu::TaskList& tasks) {
 
 void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
   m_account.set_host(Phase::Launch);
+  Span s(*this, m_host_track, "launch graph");
   wait(sim::us(m_host.graph_launch_us));
   m_device.scheduler.submit_graph(m_graph.sink_tasks, iterations, loop_control, m_device.hostif.ring_doorbell());
   ++m_io.graph_launches;
@@ -86,12 +126,14 @@ void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
 
 void Executor::create_channel() {
   m_account.set_host(Phase::HostLoop);
+  Span s(*this, m_host_track, "create dataset channel");
   wait(sim::us(m_host.queue_create_us));
   m_channel_start.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Executor::load_graph() {
   m_account.set_host(Phase::H2D);
+  Span s(*this, m_host_track, "load graph");
   wait(sim::us(m_host.graph_load_us));
   // Descriptors of the step's tasks plus the loop-control and EndGraph tasks.
   const auto bytes = static_cast<std::int64_t>(m_graph.sink_tasks.size() + 4) * m_device.aicpu.task_descriptor_bytes;
@@ -102,6 +144,7 @@ void Executor::load_graph() {
 
 void Executor::synchronize() {
   m_account.set_host(Phase::Sync);
+  Span s(*this, m_host_track, "sync");
   auto& sched = m_device.scheduler;
   if (sched.completed() < sched.submitted()) {
     while (sched.completed() < sched.submitted()) wait(sched.completion_event());
@@ -113,6 +156,7 @@ void Executor::synchronize() {
 
 void Executor::return_loss() {
   m_account.set_host(Phase::D2H);
+  Span s(*this, m_host_track, "memcpy D2H (loss)");
   constexpr std::int64_t kLossBytes = 4;  // fp32 scalar
   wait(sim::us(m_host.memcpy_setup_us));
   m_device.hostif.d2h.transfer(kLossBytes);
@@ -123,6 +167,7 @@ void Executor::return_loss() {
 
 void Executor::step_overhead() {
   m_account.set_host(Phase::HostLoop);
+  Span s(*this, m_host_track, "step overhead");
   wait(sim::us(m_host.step_overhead_us));
 }
 
@@ -136,14 +181,20 @@ RunResult Executor::result() {
   RunResult r;
   r.session = m_session;
   r.batch_size = m_batch_size;
-  r.steps_completed = static_cast<std::int64_t>(m_step_ends.size());
+  r.steps_completed = static_cast<std::int64_t>(m_steps.size());
   const sc_core::sc_time end = m_finished ? m_end : sc_core::sc_time_stamp();
   r.sim_time_s = end.to_seconds();
-  r.step_s.reserve(m_step_ends.size());
+  r.step_s.reserve(m_steps.size());
   sc_core::sc_time prev = sc_core::SC_ZERO_TIME;
-  for (std::size_t i = 0; i < m_step_ends.size(); ++i) {
-    const sc_core::sc_time t = i + 1 == m_step_ends.size() ? end : m_step_ends[i];
+  for (std::size_t i = 0; i < m_steps.size(); ++i) {
+    const aicpu::StepMarks& m = m_steps[i];
+    const sc_core::sc_time t = i + 1 == m_steps.size() ? end : m.end;
     r.step_s.push_back((t - prev).to_seconds());
+    // Iteration trajectory: host gap before the forward pass, forward+backward, the tail after
+    // backward (optimizer, loop control and, for the last step, the final sync and copy).
+    r.steps_trace.interval_s.push_back((m.fp_start - prev).to_seconds());
+    r.steps_trace.fp_bp_s.push_back((m.bp_end - m.fp_start).to_seconds());
+    r.steps_trace.tail_s.push_back((t - m.bp_end).to_seconds());
     prev = t;
   }
   r.breakdown_s = m_account.close(end);

@@ -26,6 +26,7 @@
 #include "runtime/run_result.h"
 #include "runtime/session.h"
 #include "sim/core/breakdown.h"
+#include "sim/core/trace.h"
 
 namespace ascendsim::runtime {
 
@@ -46,6 +47,9 @@ class Executor : public sc_core::sc_module {
   /// Statistics of other modules are not included (the caller adds them).
   RunResult result();
   bool finished() const { return m_finished; }
+  std::int64_t steps_done() const { return static_cast<std::int64_t>(m_steps.size()); }
+  /// Records host actions on the recorder's tracks while it is active; nullptr disables.
+  void set_trace(sim::TraceRecorder* trace);
 
  protected:
   virtual void train() = 0;
@@ -79,7 +83,10 @@ class Executor : public sc_core::sc_module {
   sc_core::sc_event m_channel_start;
   bool m_finished = false;
   sc_core::sc_time m_end;
-  std::vector<sc_core::sc_time> m_step_ends;
+  std::vector<aicpu::StepMarks> m_steps;
+  sim::TraceRecorder* m_trace = nullptr;
+  int m_host_track = 0, m_channel_track = 0;
+  class Span;
   Interactions m_io;
   std::int64_t m_losses = 0;
   std::int64_t m_loop_iterations = 0;

@@ -149,6 +149,7 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
   aicpu::Task getnext;
   getnext.kind = aicpu::TaskKind::GetNext;
   getnext.name = "GetNext";
+  getnext.part = aicpu::StepPart::Data;
   c.sink_tasks.push_back(getnext);
   for (const auto& op : w.graph.ops()) {
     if (!workloads::is_device_op(op.type)) continue;
@@ -157,6 +158,9 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
     t.name = op.name;
     c.descs.push_back(lower_op(w.graph, op));
     t.cost = model.estimate(c.descs.back());
+    t.part = op.pass == workloads::Pass::Forward    ? aicpu::StepPart::Forward
+             : op.pass == workloads::Pass::Backward ? aicpu::StepPart::Backward
+                                                    : aicpu::StepPart::Optimizer;
     c.device_compute_s += t.cost.time_s;
     c.step_tasks.push_back(t);
     c.sink_tasks.push_back(t);

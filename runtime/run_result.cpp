@@ -62,6 +62,13 @@ nlohmann::ordered_json RunResult::to_json() const {
   j["breakdown_s"] = b;
   j["losses_returned"] = losses_returned;
   j["epoch_time_s"] = epoch_s();
+  auto summary = [](const std::vector<double>& v) {
+    const StepStats s = summarize_steps(v);
+    return nlohmann::ordered_json{{"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};
+  };
+  j["step_trace_ms"] = {{"iteration_interval", summary(steps_trace.interval_s)},
+                        {"fp_bp", summary(steps_trace.fp_bp_s)},
+                        {"tail", summary(steps_trace.tail_s)}};
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;

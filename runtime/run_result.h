@@ -29,12 +29,20 @@ struct StepStats {
 /// Mean and nearest-rank percentiles of step times given in seconds.
 StepStats summarize_steps(std::vector<double> step_s);
 
+/// Per-step iteration trajectory (seconds): interval + fp_bp + tail = the step's time.
+struct StepTrace {
+  std::vector<double> interval_s;  ///< previous step's end to this step's first forward task (host gap)
+  std::vector<double> fp_bp_s;     ///< first forward task start to last backward task end
+  std::vector<double> tail_s;      ///< backward end to step end (optimizer, loop control, final return)
+};
+
 struct RunResult {
   Session session;
   std::int64_t batch_size = 0;
   std::int64_t steps_completed = 0;
   double sim_time_s = 0;
   std::vector<double> step_s;  ///< per step, from the previous step's end on the device (the last includes the tail)
+  StepTrace steps_trace;
   std::array<double, sim::kPhaseCount> breakdown_s{};
   Interactions interactions;
   std::int64_t losses_returned = 0;

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ascendsim needs to build and test, if any are missing.
+# --browser also installs Chromium, which the tests use to render the HTML reports.
 set -euo pipefail
+browser=0
+[ "${1:-}" = "--browser" ] && browser=1
 
 packages=(
   g++ make cmake pkg-config
@@ -11,14 +14,22 @@ packages=(
   dataset-fashion-mnist
 )
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+want_browser=0
+[ $browser -eq 1 ] && ! installed chromium && want_browser=1
+[ ${#missing[@]} -eq 0 ] && [ $want_browser -eq 0 ] && exit 0
 
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "installing: ${missing[*]}" >&2
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+if [ $want_browser -eq 1 ]; then
+  echo "installing: chromium (renders the HTML reports in the tests)" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >&2 ||
+    echo "chromium could not be installed: the HTML rendering tests will report a skip" >&2
+fi

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
+
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 
 #include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
+#include "runtime/html_report.h"
 #include "runtime/report.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
@@ -38,6 +42,7 @@ const char* kUsage =
     "commands:\n"
     "  compare   run the workload under all four strategies and compare them\n"
     "  train     run the workload under one strategy (--strategy)\n"
+    "  sweep     run the strategies over values of sink_size or any parameter (--param, --values)\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
@@ -55,7 +60,9 @@ struct Options {
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
   std::string json;                        // "" none, "-" stdout
-  std::string dataset;                     // directory of real files
+  std::string dataset;  // directory of real files
+  std::string trace, trace_steps, html, csv;
+  bool quiet = false;
   std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
 
   ConfigRequest request() const {
@@ -116,9 +123,33 @@ po::options_description run_options(Options& o) {
       "cache", po::value<std::string>()->notifier([&o](const std::string& v) {
         o.shortcut_sets.push_back("pipeline.cache=" + v);
       }),
-      "data cache: none | source | map (after the last deterministic map)");
+      "data cache: none | source | map (after the last deterministic map)")(
+      "trace", po::value(&o.trace), "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
+      "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
+      "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
+      "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr");
   return d;
 }
+
+std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s) {
+  if (s.empty()) return {0, INT64_MAX};
+  const auto colon = s.find(':');
+  std::int64_t a = -1, b = -1;
+  try {
+    if (colon != std::string::npos) {
+      std::size_t used_a = 0, used_b = 0;
+      a = std::stoll(s.substr(0, colon), &used_a);
+      b = std::stoll(s.substr(colon + 1), &used_b);
+      if (used_a != colon || used_b != s.size() - colon - 1) a = -1;
+    }
+  } catch (const std::exception&) {
+    a = -1;
+  }
+  if (a < 0 || b <= a) throw InputError("--trace-steps '" + s + "': expected A:B with 0 <= A < B, e.g. 100:120");
+  return {a, b};
+}
+
+bool progress_wanted(const Options& o) { return !o.quiet && isatty(2); }
 
 bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command) {
   po::variables_map vm;
@@ -207,6 +238,9 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   const workloads::Workload w = build_workload_with_data(o, cfg);
   Simulation simulation;
   for (auto s : strategies) simulation.add(cfg, w, make_session(o, w, s));
+  const auto window = parse_step_window(o.trace_steps);
+  if (!o.trace.empty()) simulation.enable_trace(window.first, window.second);
+  if (progress_wanted(o)) simulation.show_progress(&std::cerr);
   simulation.run();
 
   std::vector<runtime::RunResult> results;
@@ -229,6 +263,12 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   const ordered_json report = runtime::make_report(header, results, bind_params(resolved).to_json());
   if (o.json != "-") std::cout << runtime::format_table(header, results);
   if (!o.json.empty()) write_output(o.json, report.dump(2) + "\n");
+  if (!o.html.empty()) write_output(o.html, runtime::html_compare(header, results));
+  if (!o.trace.empty()) {
+    std::ostringstream trace;
+    simulation.write_trace(trace);
+    write_output(o.trace, trace.str());
+  }
   return 0;
 }
 
@@ -247,6 +287,193 @@ int cmd_train(int argc, char* argv[]) {
   desc.add_options()("strategy,s", po::value(&o.strategy)->required(), "non-sink | data-sink | graph-sink | loop-sink");
   if (!parse(argc, argv, desc, "train")) return 0;
   return run_strategies(o, {runtime::parse_strategy(o.strategy)});
+}
+
+std::vector<std::string> split_list(const std::string& s, const std::string& option) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw InputError(option + " '" + s + "': empty item; give a comma-separated list");
+    out.push_back(item);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::int64_t parse_whole(const std::string& v, const std::string& what) {
+  std::size_t used = 0;
+  std::int64_t x = 0;
+  try {
+    x = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty()) throw InputError(what + ": '" + v + "' is not a whole number");
+  return x;
+}
+
+int cmd_sweep(int argc, char* argv[]) {
+  Options o;
+  std::string param, values_arg, strategies_arg;
+  po::options_description desc = common_options(o);
+  desc.add(run_options(o));
+  desc.add_options()("param", po::value(&param)->required(),
+                     "what to sweep: sink_size, epochs, steps_per_epoch, batch_size, or any parameter key "
+                     "(e.g. link.h2d_bandwidth_gbps, host.op_launch_us)")(
+      "values", po::value(&values_arg)->required(), "comma-separated values, e.g. 1,10,100,1000")(
+      "strategies", po::value(&strategies_arg), "comma-separated strategies (default: all four)")(
+      "csv", po::value(&o.csv), "write the rows as CSV to FILE");
+  if (!parse(argc, argv, desc, "sweep")) return 0;
+  const auto values = split_list(values_arg, "--values");
+  std::vector<runtime::Strategy> strategies = runtime::all_strategies();
+  if (!strategies_arg.empty()) {
+    strategies.clear();
+    for (const auto& s : split_list(strategies_arg, "--strategies")) strategies.push_back(runtime::parse_strategy(s));
+  }
+  const SystemConfig base = load_config(o.request());
+  const bool session_param = param == "sink_size" || param == "epochs" || param == "steps_per_epoch" ||
+                             param == "batch_size";
+  Simulation simulation;
+  std::vector<std::string> row_values;
+  std::vector<workloads::Workload> workloads_by_value;
+  for (const auto& v : values) {
+    Options ov = o;
+    SystemConfig cfg = base;
+    if (param == "sink_size")  // the same training: epochs x steps per epoch, in sinks of this size
+      ov.sink_size = parse_whole(v, "--values for sink_size");
+    else if (param == "epochs")
+      ov.epochs = parse_whole(v, "--values for epochs");
+    else if (param == "steps_per_epoch")
+      ov.steps_per_epoch = parse_whole(v, "--values for steps_per_epoch");
+    else if (param == "batch_size")
+      ov.batch_size = parse_whole(v, "--values for batch_size");
+    if (!session_param) {
+      ConfigRequest req = o.request();
+      req.sets.push_back(param + "=" + v);
+      cfg = load_config(req);
+    }
+    workloads_by_value.push_back(build_workload_with_data(ov, cfg));
+    for (auto s : strategies) {
+      runtime::Session session = make_session(ov, workloads_by_value.back(), s);
+      if (param == "sink_size" && s == runtime::Strategy::LoopSink && ov.sink_size > 0) {
+        // MindSpore users set epoch = total steps / sink_size: keep the total number of steps.
+        const std::int64_t total = o.epochs * session.steps_per_epoch;
+        session.epochs = (total + ov.sink_size - 1) / ov.sink_size;
+        session.validate();
+      }
+      simulation.add(cfg, workloads_by_value.back(), session);
+      row_values.push_back(v);
+    }
+  }
+  if (progress_wanted(o)) simulation.show_progress(&std::cerr);
+  simulation.run();
+
+  std::vector<runtime::SweepPoint> points;
+  for (std::size_t i = 0; i < simulation.size(); ++i) {
+    points.push_back({row_values[i], simulation.result(i)});
+    const auto& r = points.back().run;
+    if (!r.failure.empty()) {
+      std::cerr << "error: " << param << "=" << row_values[i] << ", " << runtime::strategy_name(r.session.strategy)
+                << ": " << r.failure << "\nno report written\n";
+      return kExitRunFailed;
+    }
+  }
+  // Break-even sink size: from there on, every larger value gains loop sink less than 1%.
+  std::string conclusion;
+  ordered_json break_even = nullptr;
+  if (param == "sink_size") {
+    std::vector<std::pair<std::int64_t, double>> loop;
+    for (const auto& p : points)
+      if (p.run.session.strategy == runtime::Strategy::LoopSink)
+        loop.emplace_back(p.run.session.effective_sink_size(), runtime::summarize_steps(p.run.step_s).mean_ms);
+    std::sort(loop.begin(), loop.end());
+    std::size_t be = loop.size();
+    for (std::size_t i = loop.size(); i-- > 1;) {
+      if ((loop[i - 1].second - loop[i].second) / loop[i - 1].second < 0.01)
+        be = i - 1;
+      else
+        break;
+    }
+    if (loop.size() >= 2) {
+      if (be + 1 < loop.size() || (be < loop.size() && be + 1 == loop.size() && loop.size() == 1)) {
+        break_even = loop[be].first;
+        conclusion = "loop sink gains less than 1% per step beyond sink_size " + std::to_string(loop[be].first);
+      } else {
+        conclusion = "loop sink still gains 1% or more at the largest sink_size given (" +
+                     std::to_string(loop.back().first) + "); try larger values";
+      }
+    }
+  }
+
+  const auto& w0 = workloads_by_value.front();
+  const runtime::ReportHeader header{w0.name, base.chip.name, w0.batch_size, o.devices};
+  ordered_json rows = ordered_json::array();
+  for (const auto& p : points) {
+    ordered_json row;
+    row["param"] = param;
+    try {
+      std::size_t used = 0;
+      const double num = std::stod(p.value, &used);
+      row["value"] = used == p.value.size() ? ordered_json(num) : ordered_json(p.value);
+    } catch (const std::exception&) {
+      row["value"] = p.value;
+    }
+    const ordered_json run = p.run.to_json();
+    for (const auto& [k, v] : run.items()) row[k] = v;
+    row.erase("stats");
+    rows.push_back(row);
+  }
+  ordered_json report;
+  report["workload"] = header.workload;
+  report["chip"] = header.chip;
+  report["batch_size"] = header.batch_size;
+  report["param"] = param;
+  report["values"] = values;
+  report["break_even_sink_size"] = break_even;
+  report["conclusion"] = conclusion;
+  report["rows"] = rows;
+  SystemConfig resolved = base;
+  report["config"] = bind_params(resolved).to_json();
+
+  if (o.json != "-") {
+    std::cout << fmt::format("{} on {}, batch {}: sweep of {}\n\n", header.workload, header.chip, header.batch_size,
+                             param);
+    std::cout << fmt::format("{:>14} {:<11} {:>8} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps",
+                             "step ms", "samples/s", "busy", "launches", "syncs");
+    for (const auto& p : points) {
+      const auto& r = p.run;
+      std::cout << fmt::format("{:>14} {:<11} {:>8} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
+                               runtime::strategy_name(r.session.strategy), r.steps_completed,
+                               runtime::summarize_steps(r.step_s).mean_ms, r.samples_per_s(),
+                               100 * r.device_busy_fraction(),
+                               r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
+    }
+    if (!conclusion.empty()) std::cout << "\n" << conclusion << "\n";
+  }
+  if (!o.json.empty()) write_output(o.json, report.dump(2) + "\n");
+  if (!o.csv.empty()) {
+    std::string csv = "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
+                      "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
+                      "d2h_bytes";
+    for (std::size_t i = 0; i < sim::kPhaseCount; ++i) csv += std::string(",") + sim::phase_name(static_cast<sim::Phase>(i)) + "_s";
+    csv += "\n";
+    for (const auto& p : points) {
+      const auto& r = p.run;
+      const auto st = runtime::summarize_steps(r.step_s);
+      const auto& io = r.interactions;
+      csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{}", param, p.value,
+                         runtime::strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms,
+                         st.p50_ms, st.p99_ms, r.samples_per_s(), r.device_busy_fraction(), io.op_launches,
+                         io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs, io.h2d_bytes, io.d2h_bytes);
+      for (double b : r.breakdown_s) csv += fmt::format(",{:.9g}", b);
+      csv += "\n";
+    }
+    write_output(o.csv, csv);
+  }
+  if (!o.html.empty()) write_output(o.html, runtime::html_sweep(header, param, points, conclusion));
+  return 0;
 }
 
 int cmd_info(int argc, char* argv[]) {
@@ -501,6 +728,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "train") return cmd_train(argc - 1, argv + 1);
     if (command == "info") return cmd_info(argc - 1, argv + 1);
     if (command == "op") return cmd_op(argc - 1, argv + 1);
+    if (command == "sweep") return cmd_sweep(argc - 1, argv + 1);
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;

@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <chrono>
 #include <stdexcept>
 
 namespace ascendsim::sim {
@@ -15,9 +16,53 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
 void Simulation::run() {
   if (m_ran) throw std::logic_error("Simulation::run called twice");
   m_ran = true;
-  sc_core::sc_start();
+  if (!m_progress) {
+    sc_core::sc_start();
+    return;
+  }
+  // Run in slices of simulated time, sized to take about a tenth of a second of wall time each,
+  // and report about once a second after the first second.
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto last = t0;
+  bool printed = false;
+  sc_core::sc_time slice(1, sc_core::SC_MS);
+  std::int64_t total = 0;
+  for (const auto& s : m_systems) total += s->steps_total();
+  while (sc_core::sc_pending_activity()) {
+    const auto before = clock::now();
+    sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
+    const auto now = clock::now();
+    const double took = std::chrono::duration<double>(now - before).count();
+    if (took < 0.05) slice = slice * 2;
+    if (took > 0.2 && slice > sc_core::sc_time(1, sc_core::SC_US)) slice = slice / 2;
+    const double wall = std::chrono::duration<double>(now - t0).count();
+    if (wall < 1.0 || std::chrono::duration<double>(now - last).count() < 1.0) continue;
+    last = now;
+    std::int64_t done = 0;
+    for (const auto& s : m_systems) done += s->steps_done();
+    const double rate = static_cast<double>(done) / wall;
+    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+    *m_progress << "\r" << done << "/" << total << " steps, " << sc_core::sc_time_stamp().to_seconds()
+                << " s simulated, " << static_cast<std::int64_t>(rate) << " steps/s, ETA " << static_cast<int>(eta + 0.5)
+                << " s   " << std::flush;
+    printed = true;
+  }
+  if (printed) *m_progress << "\r" << std::string(72, ' ') << "\r" << std::flush;
 }
 
 runtime::RunResult Simulation::result(std::size_t index) { return m_systems.at(index)->result(); }
+
+void Simulation::enable_trace(std::int64_t first_step, std::int64_t last_step) {
+  for (std::size_t i = 0; i < m_systems.size(); ++i)
+    m_systems[i]->enable_trace(static_cast<int>(i + 1), first_step, last_step);
+}
+
+void Simulation::write_trace(std::ostream& os) const {
+  std::vector<const TraceRecorder*> runs;
+  for (const auto& s : m_systems)
+    if (s->trace()) runs.push_back(s->trace());
+  TraceRecorder::write_file(os, runs);
+}
 
 }  // namespace ascendsim::sim

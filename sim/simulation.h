@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include "sim/system.h"
@@ -17,11 +18,18 @@ class Simulation {
   /// Simulates all runs to completion (or failure).
   void run();
   runtime::RunResult result(std::size_t index);
+  /// Records every run's timeline, for steps in [first, last). Call before run().
+  void enable_trace(std::int64_t first_step, std::int64_t last_step);
+  /// Writes the timelines of all runs as one Chrome trace.
+  void write_trace(std::ostream& os) const;
+  /// Prints progress (steps, simulated time, rate, ETA) to `os` about once a second of wall time.
+  void show_progress(std::ostream* os) { m_progress = os; }
   std::size_t size() const { return m_systems.size(); }
 
  private:
   std::vector<std::unique_ptr<System>> m_systems;
   bool m_ran = false;
+  std::ostream* m_progress = nullptr;
 };
 
 }  // namespace ascendsim::sim

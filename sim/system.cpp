@@ -59,6 +59,17 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
                                       {m_chip.scheduler, m_chip.hostif, m_cfg.chip.aicpu}, m_pipeline, m_account);
 }
 
+void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_step) {
+  m_trace = std::make_unique<TraceRecorder>(pid, std::string(runtime::strategy_name(m_session.strategy)) + " (" + name() + ")");
+  m_trace->set_step_window(first_step, last_step);
+  m_executor->set_trace(m_trace.get());
+  m_pipeline.set_trace(m_trace.get());
+  m_chip.hostif.h2d.set_trace(m_trace.get());
+  m_chip.hostif.d2h.set_trace(m_trace.get());
+  m_chip.scheduler.set_trace(m_trace.get());
+  m_chip.hostif.queue.set_trace(m_trace.get());
+}
+
 runtime::RunResult System::result() {
   runtime::RunResult r = m_executor->result();
   m_chip.hostif.queue.finish(sim::seconds(r.sim_time_s));

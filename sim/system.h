@@ -15,6 +15,7 @@
 #include "runtime/session.h"
 #include "sim/chip.h"
 #include "sim/config.h"
+#include "sim/core/trace.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -27,7 +28,12 @@ class System : public sc_core::sc_module {
 
   /// The run's result with every module's statistics. Call after the simulation.
   runtime::RunResult result();
+  /// Records this run's timeline (process `pid` in the trace) for steps in [first, last).
+  void enable_trace(int pid, std::int64_t first_step, std::int64_t last_step);
+  const TraceRecorder* trace() const { return m_trace.get(); }
   const runtime::CompiledGraph& compiled() const { return m_graph; }
+  std::int64_t steps_done() const { return m_executor->steps_done(); }
+  std::int64_t steps_total() const { return m_session.steps(); }
 
  private:
   SystemConfig m_cfg;
@@ -38,6 +44,7 @@ class System : public sc_core::sc_module {
   Chip m_chip;
   runtime::DataPipeline m_pipeline;
   std::unique_ptr<runtime::Executor> m_executor;
+  std::unique_ptr<TraceRecorder> m_trace;
 };
 
 /// Human-readable byte count ("1.50 GiB").

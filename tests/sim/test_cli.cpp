@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -190,6 +191,89 @@ TEST_F(CliTest, DatasetErrorsAreClear) {
     EXPECT_THAT(mismatch.err, HasSubstr("mnist-idx"));
   }
   EXPECT_EQ(run("train --strategy loop-sink --cache sometimes").code, 2);
+}
+
+// Renders an HTML file in headless Chromium and returns the serialised DOM ("" when no browser).
+std::string render_dom(const fs::path& html, const fs::path& profile) {
+  if (!fs::exists("/usr/bin/chromium")) return "";
+  const fs::path out = html.string() + ".dom";
+  const std::string cmd = "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+                          "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+                          "--user-data-dir=" + profile.string() + " --dump-dom file://" + html.string() + " >" +
+                          out.string() + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) return "";
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(CliTest, CompareWritesTraceAndHtmlThatRenders) {
+  const fs::path trace = m_dir / "t.json", html = m_dir / "r.html";
+  const Result r = run("compare --workload lenet5 --epochs 1 --steps-per-epoch 200 --trace " + trace.string() +
+                       " --html " + html.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto t = nlohmann::json::parse(slurp(trace));
+  EXPECT_GT(t["traceEvents"].size(), 1000u);
+  const std::string page = slurp(html);
+  EXPECT_EQ(page.find("<script"), std::string::npos);  // self-contained, no scripts
+  EXPECT_EQ(page.find("http"), std::string::npos);     // no external resources
+  const std::string dom = render_dom(html, m_dir / "profile");
+  if (dom.empty()) GTEST_SKIP() << "chromium is not installed (scripts/test.sh installs it); HTML not rendered";
+  for (const char* id : {"chart-step-time", "chart-breakdown", "chart-interactions", "chart-queue-depth"})
+    EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_GE(occurrences(dom, "class=\"bar\""), 4u * 3);  // step bars, breakdown segments, interaction bars
+  EXPECT_EQ(occurrences(dom, "class=\"series\""), 3u);   // queue depth of the three sink modes
+}
+
+TEST_F(CliTest, SweepOfSinkSizeNamesTheBreakEven) {
+  const fs::path json = m_dir / "s.json", csv = m_dir / "s.csv", html = m_dir / "s.html";
+  const Result r = run("sweep --workload lenet5 --param sink_size --values 1,10,100,1000,1875 --json " + json.string() +
+                       " --csv " + csv.string() + " --html " + html.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(j["rows"].size(), 5u * 4);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["param"], "sink_size");
+    EXPECT_TRUE(row.contains("value") && row.contains("strategy") && row.contains("step_time_ms"));
+  }
+  // Recompute the break-even from the loop-sink rows: the smallest sink size from which every
+  // larger one improves the mean step time by less than 1%.
+  std::vector<std::pair<double, double>> loop;
+  for (const auto& row : j["rows"])
+    if (row["strategy"] == "loop-sink") loop.emplace_back(row["value"].get<double>(), row["step_time_ms"]["mean"].get<double>());
+  std::size_t be = loop.size();
+  for (std::size_t i = loop.size(); i-- > 1;) {
+    if ((loop[i - 1].second - loop[i].second) / loop[i - 1].second < 0.01) be = i - 1;
+    else break;
+  }
+  ASSERT_LT(be, loop.size() - 1) << "the values given should reach the break-even";
+  EXPECT_EQ(j["break_even_sink_size"].get<double>(), loop[be].first);
+  EXPECT_THAT(r.out, HasSubstr("gains less than 1%"));
+  EXPECT_EQ(occurrences(slurp(csv), "\n"), 1u + 5 * 4);
+  // Any parameter key can be swept; a wrong one is an error naming it.
+  const Result bw = run("sweep --param link.h2d_bandwidth_gbps --values 1,24 --strategies non-sink --steps-per-epoch 20");
+  EXPECT_EQ(bw.code, 0) << bw.err;
+  const Result bad = run("sweep --param link.h2d_bandwith_gbps --values 1,24 --steps-per-epoch 20");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("link.h2d_bandwith_gbps"));
+  EXPECT_EQ(run("sweep --param sink_size --values 1,,3").code, 2);
+  const std::string dom = render_dom(html, m_dir / "profile");
+  if (dom.empty()) GTEST_SKIP() << "chromium is not installed (scripts/test.sh installs it); HTML not rendered";
+  EXPECT_NE(dom.find("id=\"chart-sweep\""), std::string::npos);
+  EXPECT_EQ(occurrences(dom, "class=\"series\""), 4u);
+}
+
+TEST_F(CliTest, TraceStepsMustBeAWindow) {
+  EXPECT_EQ(run("compare --steps-per-epoch 5 --trace " + (m_dir / "t.json").string() + " --trace-steps 5:2").code, 2);
+  EXPECT_EQ(run("compare --steps-per-epoch 5 --trace " + (m_dir / "t.json").string() + " --trace-steps abc").code, 2);
+  EXPECT_FALSE(fs::exists(m_dir / "t.json"));
 }
 
 TEST_F(CliTest, InfoReportsLeNetFigures) {

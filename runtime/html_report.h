@@ -1,0 +1,27 @@
+// Self-contained HTML reports: inline SVG charts generated here, no scripts, no network.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/report.h"
+#include "runtime/run_result.h"
+
+namespace ascendsim::runtime {
+
+/// A strategy comparison: summary, time breakdown as stacked bars, interactions per strategy,
+/// data-queue depth over time, and the data verdicts.
+std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& runs);
+
+struct SweepPoint {
+  std::string value;
+  RunResult run;
+};
+
+/// A sweep: one curve per strategy of mean step time against the swept value, plus the table.
+std::string html_sweep(const ReportHeader& h, const std::string& param, const std::vector<SweepPoint>& points,
+                       const std::string& conclusion);
+
+}  // namespace ascendsim::runtime
