@@ -17,8 +17,8 @@
 
 #include <systemc>
 
-#include "runtime/host_config.h"
 #include <vector>
+#include "runtime/host_config.h"
 
 #include "sim/core/stats.h"
 #include "sim/core/trace.h"

@@ -17,11 +17,16 @@ const char* kStrategyColor[] = {"#d1495b", "#edae49", "#66a182", "#2e86ab"};
 std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
@@ -106,8 +111,10 @@ std::string step_time_chart(const std::vector<RunResult>& runs) {
 
 std::string interactions_chart(const std::vector<RunResult>& runs) {
   const std::vector<std::pair<std::string, std::int64_t Interactions::*>> kinds = {
-      {"op launches", &Interactions::op_launches}, {"graph launches", &Interactions::graph_launches},
-      {"H2D copies", &Interactions::h2d_copies},   {"D2H copies", &Interactions::d2h_copies},
+      {"op launches", &Interactions::op_launches},
+      {"graph launches", &Interactions::graph_launches},
+      {"H2D copies", &Interactions::h2d_copies},
+      {"D2H copies", &Interactions::d2h_copies},
       {"host syncs", &Interactions::host_syncs}};
   double max_v = 1;
   for (const auto& r : runs)
@@ -158,9 +165,9 @@ std::string line_chart(const std::string& id, const std::string& label, const st
   if (max_x <= 0) max_x = 1;
   if (max_y <= 0) max_y = 1;
   const double left = 70, top = 30, w = 720, h = 240;
-  std::string s = fmt::format(
-      "<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" aria-label=\"{}\">", id,
-      left + w + 30, top + h + 50, esc(label));
+  std::string s =
+      fmt::format("<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" aria-label=\"{}\">",
+                  id, left + w + 30, top + h + 50, esc(label));
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& [st, pts] : series) items.emplace_back(strategy_name(st), color_of(st));
   s += legend(items, left, 4);
@@ -177,9 +184,10 @@ std::string line_chart(const std::string& id, const std::string& label, const st
                        top + h + 16, max_x * t / 4.0);
   } else {
     for (std::size_t t = 0; t < x_ticks.size(); ++t)
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
-                       left + w * static_cast<double>(t) / static_cast<double>(std::max<std::size_t>(1, x_ticks.size() - 1)),
-                       top + h + 16, esc(x_ticks[t]));
+      s += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
+          left + w * static_cast<double>(t) / static_cast<double>(std::max<std::size_t>(1, x_ticks.size() - 1)),
+          top + h + 16, esc(x_ticks[t]));
   }
   s += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", left + w / 2, top + h + 36,
                    esc(x_label));
@@ -187,7 +195,8 @@ std::string line_chart(const std::string& id, const std::string& label, const st
                    top + h / 2, top + h / 2, esc(y_label));
   for (const auto& [st, pts] : series) {
     std::string points;
-    for (const auto& [x, y] : pts) points += fmt::format("{:.2f},{:.2f} ", left + x / max_x * w, top + h - y / max_y * h);
+    for (const auto& [x, y] : pts)
+      points += fmt::format("{:.2f},{:.2f} ", left + x / max_x * w, top + h - y / max_y * h);
     s += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
                      color_of(st), points);
     for (const auto& [x, y] : pts)
@@ -209,8 +218,7 @@ std::string summary_table(const std::vector<RunResult>& runs) {
         "<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p99_ms, r.samples_per_s(),
-        100 * r.device_busy_fraction(), io.op_launches, io.graph_launches, io.h2d_copies, io.d2h_copies,
-        io.host_syncs);
+        100 * r.device_busy_fraction(), io.op_launches, io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs);
   }
   return s + "</table>\n";
 }
@@ -239,8 +247,8 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     depth.emplace_back(r.session.strategy, std::move(pts));
   }
   if (!depth.empty())
-    body += "<h2>Data queue depth over time</h2>\n" +
-            line_chart("chart-queue-depth", "data queue depth over time", "simulated time (s)", "batches queued", depth);
+    body += "<h2>Data queue depth over time</h2>\n" + line_chart("chart-queue-depth", "data queue depth over time",
+                                                                 "simulated time (s)", "batches queued", depth);
   body += "<h2>Data pipeline</h2>\n<ul>\n";
   for (const auto& r : runs)
     if (!r.data.is_null())
@@ -261,18 +269,18 @@ std::string html_sweep(const ReportHeader& h, const std::string& param, const st
     by[p.run.session.strategy].emplace_back(idx, summarize_steps(p.run.step_s).mean_ms);
   }
   std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> series(by.begin(), by.end());
-  std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload),
-                                 esc(h.chip), h.batch_size, esc(param));
+  std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload), esc(h.chip),
+                                 h.batch_size, esc(param));
   if (!conclusion.empty()) body += "<p><b>" + esc(conclusion) + "</b></p>\n";
   body += "<h2>Mean step time</h2>\n" +
           line_chart("chart-sweep", "mean step time against " + param, param, "ms per step", series, values);
   body += "<h2>Rows</h2>\n<table><tr><th>" + esc(param) +
           "</th><th>strategy</th><th>steps</th><th>step ms</th><th>samples/s</th><th>device busy</th></tr>\n";
   for (const auto& p : points)
-    body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
-                        esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed,
-                        summarize_steps(p.run.step_s).mean_ms, p.run.samples_per_s(),
-                        100 * p.run.device_busy_fraction());
+    body +=
+        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
+                    esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed,
+                    summarize_steps(p.run.step_s).mean_ms, p.run.samples_per_s(), 100 * p.run.device_busy_fraction());
   body += "</table>\n";
   return page("ascendsim — " + h.workload + " sweep of " + param, body);
 }

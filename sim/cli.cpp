@@ -59,10 +59,11 @@ struct Options {
   std::int64_t batch_size = 32;
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
-  std::string json;                        // "" none, "-" stdout
+  std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv;
   bool quiet = false;
+  bool progress = false;
   std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
 
   ConfigRequest request() const {
@@ -127,7 +128,8 @@ po::options_description run_options(Options& o) {
       "trace", po::value(&o.trace), "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
-      "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr");
+      "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr")(
+      "progress", po::bool_switch(&o.progress), "progress on stderr even when it is not a terminal");
   return d;
 }
 
@@ -149,7 +151,7 @@ std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s) {
   return {a, b};
 }
 
-bool progress_wanted(const Options& o) { return !o.quiet && isatty(2); }
+bool progress_wanted(const Options& o) { return !o.quiet && (o.progress || isatty(2)); }
 
 bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command) {
   po::variables_map vm;
@@ -321,8 +323,8 @@ int cmd_sweep(int argc, char* argv[]) {
   desc.add(run_options(o));
   desc.add_options()("param", po::value(&param)->required(),
                      "what to sweep: sink_size, epochs, steps_per_epoch, batch_size, or any parameter key "
-                     "(e.g. link.h2d_bandwidth_gbps, host.op_launch_us)")(
-      "values", po::value(&values_arg)->required(), "comma-separated values, e.g. 1,10,100,1000")(
+                     "(e.g. link.h2d_bandwidth_gbps, host.op_launch_us)")("values", po::value(&values_arg)->required(),
+                                                                          "comma-separated values, e.g. 1,10,100,1000")(
       "strategies", po::value(&strategies_arg), "comma-separated strategies (default: all four)")(
       "csv", po::value(&o.csv), "write the rows as CSV to FILE");
   if (!parse(argc, argv, desc, "sweep")) return 0;
@@ -333,8 +335,8 @@ int cmd_sweep(int argc, char* argv[]) {
     for (const auto& s : split_list(strategies_arg, "--strategies")) strategies.push_back(runtime::parse_strategy(s));
   }
   const SystemConfig base = load_config(o.request());
-  const bool session_param = param == "sink_size" || param == "epochs" || param == "steps_per_epoch" ||
-                             param == "batch_size";
+  const bool session_param =
+      param == "sink_size" || param == "epochs" || param == "steps_per_epoch" || param == "batch_size";
   Simulation simulation;
   std::vector<std::string> row_values;
   std::vector<workloads::Workload> workloads_by_value;
@@ -454,10 +456,12 @@ int cmd_sweep(int argc, char* argv[]) {
   }
   if (!o.json.empty()) write_output(o.json, report.dump(2) + "\n");
   if (!o.csv.empty()) {
-    std::string csv = "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
-                      "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
-                      "d2h_bytes";
-    for (std::size_t i = 0; i < sim::kPhaseCount; ++i) csv += std::string(",") + sim::phase_name(static_cast<sim::Phase>(i)) + "_s";
+    std::string csv =
+        "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
+        "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
+        "d2h_bytes";
+    for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
+      csv += std::string(",") + sim::phase_name(static_cast<sim::Phase>(i)) + "_s";
     csv += "\n";
     for (const auto& p : points) {
       const auto& r = p.run;

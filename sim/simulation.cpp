@@ -27,6 +27,7 @@ void Simulation::run() {
   auto last = t0;
   bool printed = false;
   sc_core::sc_time slice(1, sc_core::SC_MS);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate and start the processes
   std::int64_t total = 0;
   for (const auto& s : m_systems) total += s->steps_total();
   while (sc_core::sc_pending_activity()) {
@@ -44,8 +45,8 @@ void Simulation::run() {
     const double rate = static_cast<double>(done) / wall;
     const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
     *m_progress << "\r" << done << "/" << total << " steps, " << sc_core::sc_time_stamp().to_seconds()
-                << " s simulated, " << static_cast<std::int64_t>(rate) << " steps/s, ETA " << static_cast<int>(eta + 0.5)
-                << " s   " << std::flush;
+                << " s simulated, " << static_cast<std::int64_t>(rate) << " steps/s, ETA "
+                << static_cast<int>(eta + 0.5) << " s   " << std::flush;
     printed = true;
   }
   if (printed) *m_progress << "\r" << std::string(72, ' ') << "\r" << std::flush;

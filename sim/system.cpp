@@ -60,7 +60,8 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
 }
 
 void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_step) {
-  m_trace = std::make_unique<TraceRecorder>(pid, std::string(runtime::strategy_name(m_session.strategy)) + " (" + name() + ")");
+  m_trace = std::make_unique<TraceRecorder>(
+      pid, std::string(runtime::strategy_name(m_session.strategy)) + " (" + name() + ")");
   m_trace->set_step_window(first_step, last_step);
   m_executor->set_trace(m_trace.get());
   m_pipeline.set_trace(m_trace.get());

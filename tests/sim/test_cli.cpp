@@ -95,6 +95,20 @@ TEST_F(CliTest, TwoIdenticalRunsWriteByteIdenticalJson) {
   EXPECT_EQ(a, slurp(m_dir / "b.json"));
 }
 
+TEST_F(CliTest, ProgressReportingDoesNotChangeResults) {
+  // Progress runs the kernel in slices of simulated time; the report must not move.
+  const std::string args = "compare --epochs 2 --steps-per-epoch 1875 --json ";
+  const Result plain = run(args + (m_dir / "a.json").string());
+  const Result progress = run("--progress " + args + (m_dir / "b.json").string());
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(progress.code, 2);  // options follow the command
+  const Result sliced = run(args + (m_dir / "b.json").string() + " --progress");
+  ASSERT_EQ(sliced.code, 0) << sliced.err;
+  const std::string a = slurp(m_dir / "a.json");
+  EXPECT_EQ(a, slurp(m_dir / "b.json"));
+  EXPECT_EQ(nlohmann::json::parse(a)["runs"][0]["steps"], 3750);
+}
+
 TEST_F(CliTest, MalformedYamlFailsWithoutReport) {
   const std::string cfg = file("bad.yaml", "host:\n  op_launch_us: [3\n");
   const Result r = run("compare --steps-per-epoch 5 --config " + cfg + " --json " + (m_dir / "r.json").string());
@@ -197,10 +211,11 @@ TEST_F(CliTest, DatasetErrorsAreClear) {
 std::string render_dom(const fs::path& html, const fs::path& profile) {
   if (!fs::exists("/usr/bin/chromium")) return "";
   const fs::path out = html.string() + ".dom";
-  const std::string cmd = "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
-                          "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
-                          "--user-data-dir=" + profile.string() + " --dump-dom file://" + html.string() + " >" +
-                          out.string() + " 2>/dev/null";
+  const std::string cmd =
+      "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir=" +
+      profile.string() + " --dump-dom file://" + html.string() + " >" + out.string() + " 2>/dev/null";
   if (std::system(cmd.c_str()) != 0) return "";
   std::ifstream f(out);
   std::stringstream ss;
@@ -247,18 +262,22 @@ TEST_F(CliTest, SweepOfSinkSizeNamesTheBreakEven) {
   // larger one improves the mean step time by less than 1%.
   std::vector<std::pair<double, double>> loop;
   for (const auto& row : j["rows"])
-    if (row["strategy"] == "loop-sink") loop.emplace_back(row["value"].get<double>(), row["step_time_ms"]["mean"].get<double>());
+    if (row["strategy"] == "loop-sink")
+      loop.emplace_back(row["value"].get<double>(), row["step_time_ms"]["mean"].get<double>());
   std::size_t be = loop.size();
   for (std::size_t i = loop.size(); i-- > 1;) {
-    if ((loop[i - 1].second - loop[i].second) / loop[i - 1].second < 0.01) be = i - 1;
-    else break;
+    if ((loop[i - 1].second - loop[i].second) / loop[i - 1].second < 0.01)
+      be = i - 1;
+    else
+      break;
   }
   ASSERT_LT(be, loop.size() - 1) << "the values given should reach the break-even";
   EXPECT_EQ(j["break_even_sink_size"].get<double>(), loop[be].first);
   EXPECT_THAT(r.out, HasSubstr("gains less than 1%"));
   EXPECT_EQ(occurrences(slurp(csv), "\n"), 1u + 5 * 4);
   // Any parameter key can be swept; a wrong one is an error naming it.
-  const Result bw = run("sweep --param link.h2d_bandwidth_gbps --values 1,24 --strategies non-sink --steps-per-epoch 20");
+  const Result bw =
+      run("sweep --param link.h2d_bandwidth_gbps --values 1,24 --strategies non-sink --steps-per-epoch 20");
   EXPECT_EQ(bw.code, 0) << bw.err;
   const Result bad = run("sweep --param link.h2d_bandwith_gbps --values 1,24 --steps-per-epoch 20");
   EXPECT_EQ(bad.code, 2);
