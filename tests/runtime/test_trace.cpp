@@ -84,7 +84,9 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
     EXPECT_EQ(spans_on[pid]["PCIe DMA d2h"], io.d2h_copies);
     EXPECT_EQ(spans_on[pid]["AI cores"], 42 * r[i].steps_completed);
     EXPECT_EQ(aicpu[pid]["GetNext"], runtime::uses_queue(r[i].session.strategy) ? r[i].steps_completed : 0);
-    if (r[i].session.strategy == Strategy::LoopSink) EXPECT_EQ(aicpu[pid]["StreamSwitch"], r[i].steps_completed);
+    if (r[i].session.strategy == Strategy::LoopSink) {
+      EXPECT_EQ(aicpu[pid]["StreamSwitch"], r[i].steps_completed);
+    }
     EXPECT_GT(spans_on[pid]["pipeline worker 0"], 0);
   }
 }
