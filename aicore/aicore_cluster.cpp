@@ -13,14 +13,14 @@ AiCoreCluster::AiCoreCluster(sc_core::sc_module_name name)
       m_macs(m_stats.scalar("macs", "MAC", "multiply-accumulates executed")),
       m_gm_bytes(m_stats.scalar("gm_bytes", "B", "bytes moved between GM and the cores")) {}
 
-sc_core::sc_time AiCoreCluster::execute(const OpCost& cost) {
+sc_core::sc_time AiCoreCluster::execute(const OpCost& cost, const sc_core::sc_time& lead) {
   const sc_core::sc_time t = sim::seconds(cost.time_s);
   ++m_tasks;
   m_busy_s += t.to_seconds();
   m_core_busy_s += t.to_seconds() * static_cast<double>(cost.blocks);
   m_macs += cost.macs;
   m_gm_bytes += cost.gm_bytes;
-  wait(t);
+  wait(lead + t);
   return t;
 }
 

@@ -13,8 +13,9 @@ class AiCoreCluster : public sc_core::sc_module {
  public:
   explicit AiCoreCluster(sc_core::sc_module_name name);
 
-  /// Blocks the calling thread for the op's device time and returns it. Call from an SC_THREAD.
-  sc_core::sc_time execute(const OpCost& cost);
+  /// Blocks the calling thread for `lead` (the dispatch before the op reaches the cores) plus the
+  /// op's device time, in one wait, and returns the op's time. Call from an SC_THREAD.
+  sc_core::sc_time execute(const OpCost& cost, const sc_core::sc_time& lead);
 
   sim::StatsGroup& stats() { return m_stats; }
 

@@ -1,5 +1,7 @@
 // Simulator speed on the main job: `compare --workload lenet5 --epochs 10` (4 x 18,750 steps).
 // Reports simulated steps per wall second and simulated seconds per wall second.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdlib>
 
@@ -36,6 +38,9 @@ void BM_LeNetCompare10Epochs(benchmark::State& state) {
   }
   state.counters["sim_steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
   state.counters["sim_s_per_wall_s"] = benchmark::Counter(simulated_s, benchmark::Counter::kIsRate);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 // The SystemC kernel elaborates once per process: one iteration, real time.
 BENCHMARK(BM_LeNetCompare10Epochs)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -37,6 +37,27 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
   m_out_bytes = static_cast<std::int64_t>(h * w * c * 4);
   const double capacity = pipe.cache_gib * 1073741824.0;
   m_cache_capacity_samples = cached_bytes > 0 ? static_cast<std::int64_t>(capacity / cached_bytes) : 0;
+  if (!recipe.dataset.encoded) {
+    // Every sample has the same geometry: cost the four cases once. Sample 0 is cached whenever
+    // any sample is; the last one is the first to miss.
+    const std::int64_t miss_index = recipe.dataset.samples - 1;
+    for (int first = 0; first < 2; ++first) {
+      m_uniform[first][1] = sample(0, first == 1);
+      m_uniform[first][0] = sample(cached(miss_index) ? 0 : miss_index, first == 1);
+    }
+  }
+}
+
+PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b) const {
+  SampleCost total{0, 0};
+  const bool first = b < m_steps_per_epoch;
+  for (std::int64_t j = 0; j < m_batch; ++j) {
+    const std::int64_t index = sample_index(b, j);
+    const SampleCost c = m_recipe.dataset.encoded ? sample(index, first) : m_uniform[first ? 1 : 0][cached(index) ? 1 : 0];
+    total.read += c.read;
+    total.map += c.map;
+  }
+  return total;
 }
 
 std::int64_t PipelineCosts::sample_index(std::int64_t batch, std::int64_t j) const {
@@ -122,19 +143,9 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   return cost;
 }
 
-double PipelineCosts::read_s(std::int64_t b) const {
-  double s = 0;
-  const bool first = b < m_steps_per_epoch;
-  for (std::int64_t j = 0; j < m_batch; ++j) s += sample(sample_index(b, j), first).read;
-  return s;
-}
+double PipelineCosts::read_s(std::int64_t b) const { return batch(b).read; }
 
-double PipelineCosts::map_s(std::int64_t b) const {
-  double s = 0;
-  const bool first = b < m_steps_per_epoch;
-  for (std::int64_t j = 0; j < m_batch; ++j) s += sample(sample_index(b, j), first).map;
-  return s;
-}
+double PipelineCosts::map_s(std::int64_t b) const { return batch(b).map; }
 
 double PipelineCosts::mean_read_s(bool later) const {
   const std::int64_t base = later ? m_steps_per_epoch : 0;

@@ -46,6 +46,10 @@ class PipelineCosts {
     double read, map;
   };
   SampleCost sample(std::int64_t index, bool first_epoch) const;
+  /// Reader and worker time of batch `b`, in one pass over its samples.
+  SampleCost batch(std::int64_t b) const;
+  /// Samples of equal geometry cost the same: [first epoch][in the cache].
+  SampleCost m_uniform[2][2]{};
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
   bool cached(std::int64_t dataset_index) const;
 
