@@ -1,5 +1,7 @@
 #include "runtime/report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace ascendsim::runtime {
@@ -15,6 +17,16 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   for (const auto& r : runs) j["runs"].push_back(r.to_json());
   j["config"] = config;
   return j;
+}
+
+std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int64_t, double>> points) {
+  std::sort(points.begin(), points.end());
+  std::optional<std::int64_t> be;
+  for (std::size_t i = points.size(); i-- > 1;) {
+    if ((points[i - 1].second - points[i].second) / points[i - 1].second >= 0.01) break;
+    be = points[i - 1].first;
+  }
+  return be;
 }
 
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs) {

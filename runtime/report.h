@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,10 @@ struct ReportHeader {
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}
 nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
                                    const nlohmann::ordered_json& config);
+
+/// The smallest sink size from which every larger one improves loop sink's mean step time by less
+/// than 1%, given (sink size, mean step ms) pairs; none if the largest still gains 1% or more.
+std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int64_t, double>> sink_and_step_ms);
 
 /// Two tables: per-strategy figures and interactions, then where the time goes.
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs);

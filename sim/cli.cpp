@@ -390,22 +390,13 @@ int cmd_sweep(int argc, char* argv[]) {
     for (const auto& p : points)
       if (p.run.session.strategy == runtime::Strategy::LoopSink)
         loop.emplace_back(p.run.session.effective_sink_size(), runtime::summarize_steps(p.run.step_s).mean_ms);
-    std::sort(loop.begin(), loop.end());
-    std::size_t be = loop.size();
-    for (std::size_t i = loop.size(); i-- > 1;) {
-      if ((loop[i - 1].second - loop[i].second) / loop[i - 1].second < 0.01)
-        be = i - 1;
-      else
-        break;
-    }
-    if (loop.size() >= 2) {
-      if (be + 1 < loop.size() || (be < loop.size() && be + 1 == loop.size() && loop.size() == 1)) {
-        break_even = loop[be].first;
-        conclusion = "loop sink gains less than 1% per step beyond sink_size " + std::to_string(loop[be].first);
-      } else {
-        conclusion = "loop sink still gains 1% or more at the largest sink_size given (" +
-                     std::to_string(loop.back().first) + "); try larger values";
-      }
+    const auto be = runtime::break_even_sink_size(loop);
+    if (be) {
+      break_even = *be;
+      conclusion = "loop sink gains less than 1% per step beyond sink_size " + std::to_string(*be);
+    } else if (loop.size() >= 2) {
+      conclusion = "loop sink still gains 1% or more at the largest sink_size given (" +
+                   std::to_string(std::max_element(loop.begin(), loop.end())->first) + "); try larger values";
     }
   }
 
