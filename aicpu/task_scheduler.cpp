@@ -1,5 +1,7 @@
 #include "aicpu/task_scheduler.h"
 
+#include <algorithm>
+
 #include "sim/core/time.h"
 
 namespace ascendsim::aicpu {
@@ -39,12 +41,13 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
   m_arrived.notify(sc_core::SC_ZERO_TIME);
 }
 
-void TaskScheduler::set_trace(sim::TraceRecorder* trace) {
+void TaskScheduler::set_trace(sim::TraceRecorder* trace, std::int64_t cores) {
   m_trace = trace;
   if (!trace) return;
   m_stream_track = trace->track("device stream (task scheduler)");
-  m_aicore_track = trace->track("AI cores");
   m_aicpu_track = trace->track("AICPU");
+  m_core_tracks.clear();
+  for (std::int64_t c = 0; c < cores; ++c) m_core_tracks.push_back(trace->track("AI core " + std::to_string(c)));
 }
 
 void TaskScheduler::step_done() {
@@ -84,9 +87,11 @@ bool TaskScheduler::execute(const Task& task) {
     if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
     if (tracing) {
       m_trace->span(m_stream_track, task.name, start, sc_core::sc_time_stamp());
-      m_trace->span(m_aicore_track, task.name, run_start, sc_core::sc_time_stamp(),
-                    "{\"blocks\":" + std::to_string(task.cost.blocks) + ",\"bound\":\"" +
-                        aicore::bound_name(task.cost.bound) + "\"}");
+      const std::string args = "{\"blocks\":" + std::to_string(task.cost.blocks) + ",\"bound\":\"" +
+                               aicore::bound_name(task.cost.bound) + "\"}";
+      const auto blocks = std::min<std::size_t>(static_cast<std::size_t>(task.cost.blocks), m_core_tracks.size());
+      for (std::size_t c = 0; c < blocks; ++c)  // the op's details once, on its first core
+        m_trace->span(m_core_tracks[c], task.name, run_start, sc_core::sc_time_stamp(), c == 0 ? args : std::string());
       m_trace->counter("HBM GB/s", sc_core::sc_time_stamp(), 0);
     }
     return true;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <systemc>
 
@@ -31,8 +32,9 @@ class TaskScheduler : public sc_core::sc_module {
   void bind_source(BatchSource& source) { m_source = &source; }
   /// Called on the device each time a training step's last task finishes.
   void on_step_end(std::function<void(const StepMarks&)> fn) { m_on_step = std::move(fn); }
-  /// Records tasks on the recorder's tracks while it is active; nullptr disables.
-  void set_trace(sim::TraceRecorder* trace);
+  /// Records tasks on the recorder's tracks while it is active — the stream, each of `cores` AI
+  /// cores (an op's blocks on cores 0..blocks-1) and the AICPU; nullptr disables.
+  void set_trace(sim::TraceRecorder* trace, std::int64_t cores);
   /// Called on the device when a task fails the run (see failure()); the scheduler stops.
   void on_failure(std::function<void()> fn) { m_on_failure = std::move(fn); }
 
@@ -74,7 +76,8 @@ class TaskScheduler : public sc_core::sc_module {
   StepMarks m_marks;
   bool m_step_started = false;
   sim::TraceRecorder* m_trace = nullptr;
-  int m_stream_track = 0, m_aicore_track = 0, m_aicpu_track = 0;
+  int m_stream_track = 0, m_aicpu_track = 0;
+  std::vector<int> m_core_tracks;
   std::function<void()> m_on_failure;
 
   std::deque<Submission> m_queue;

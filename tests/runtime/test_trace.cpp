@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/graph_compiler.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
 #include "workloads/workload.h"
@@ -54,6 +55,12 @@ class TraceTest : public ::testing::Test {
 TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
   nlohmann::json trace;
   const auto r = run(four(30), true, 0, INT64_MAX, &trace);
+  int blocks_per_step = 0;
+  {
+    aicore::CachedCostModel model(aicore::make_pipe_cost_model({}, {}));
+    for (const auto& t : runtime::compile(workloads::make_workload("lenet5", 32), model, 16).step_tasks)
+      blocks_per_step += static_cast<int>(t.cost.blocks);
+  }
   // Track names per (pid, tid) from the metadata, then spans per track and per name.
   std::map<std::pair<int, int>, std::string> tracks;
   std::map<int, std::map<std::string, int>> spans_on, names, aicpu;
@@ -82,7 +89,15 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
     EXPECT_EQ(names[pid]["sync"], io.host_syncs);
     EXPECT_EQ(spans_on[pid]["PCIe DMA h2d"], io.h2d_copies);
     EXPECT_EQ(spans_on[pid]["PCIe DMA d2h"], io.d2h_copies);
-    EXPECT_EQ(spans_on[pid]["AI cores"], 42 * r[i].steps_completed);
+    // Every op's blocks appear on AI cores 0..blocks-1.
+    int core_spans = 0;
+    for (const auto& [track, n] : spans_on[pid])
+      if (track.rfind("AI core ", 0) == 0) core_spans += n;
+    EXPECT_EQ(core_spans, blocks_per_step * r[i].steps_completed);
+    EXPECT_EQ(spans_on[pid]["device stream (task scheduler)"] - names[pid]["GetNext: wait for data"],
+              (42 + (runtime::uses_queue(r[i].session.strategy) ? 1 : 0)) * r[i].steps_completed +
+                  static_cast<int>(3 * r[i].device_loop_iterations) - (r[i].device_loop_iterations > 0 ? 1 : 0) +
+                  static_cast<int>(r[i].interactions.graph_launches));
     EXPECT_EQ(aicpu[pid]["GetNext"], runtime::uses_queue(r[i].session.strategy) ? r[i].steps_completed : 0);
     if (r[i].session.strategy == Strategy::LoopSink) {
       EXPECT_EQ(aicpu[pid]["StreamSwitch"], r[i].steps_completed);
@@ -103,7 +118,7 @@ TEST_F(TraceTest, StepWindowLimitsTheTrace) {
     if (e["ph"] != "X") continue;
     ++all;
     ai_core_spans += e["name"].get<std::string>() == "conv1/Conv2D" &&
-                     tracks.at({e["pid"].get<int>(), e["tid"].get<int>()}) == "AI cores";
+                     tracks.at({e["pid"].get<int>(), e["tid"].get<int>()}) == "AI core 0";
   }
   // conv1 runs once per step: 10 steps in the window, per strategy (the first task of a step may
   // start just before the window opens).
