@@ -164,6 +164,14 @@ bool parse(int argc, char* argv[], const po::options_description& desc, const st
   return true;
 }
 
+/// Fails before any simulation if an output file's directory does not exist.
+void check_writable(const std::string& path, const char* option) {
+  if (path.empty() || path == "-") return;
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(std::string(option) + " " + path + ": directory " + dir.string() + " does not exist");
+}
+
 /// Writes `text` to `path` atomically (a temporary file renamed into place), or to stdout for "-".
 void write_output(const std::string& path, const std::string& text) {
   if (path == "-") {
@@ -228,14 +236,19 @@ workloads::Workload build_workload_with_data(const Options& o, const SystemConfi
                             : ""));
     w.data.dataset = d;
   }
-  if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
-    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) +
-                     " is not below pipeline.num_shards " + std::to_string(cfg.pipeline.num_shards));
   w.data.dataset.samples /= cfg.pipeline.num_shards;  // this shard's samples fix the epoch
   return w;
 }
 
+void check_outputs(const Options& o) {
+  check_writable(o.json, "--json");
+  check_writable(o.html, "--html");
+  check_writable(o.trace, "--trace");
+  check_writable(o.csv, "--csv");
+}
+
 int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strategies) {
+  check_outputs(o);
   const SystemConfig cfg = load_config(o.request());
   const workloads::Workload w = build_workload_with_data(o, cfg);
   Simulation simulation;
@@ -334,6 +347,7 @@ int cmd_sweep(int argc, char* argv[]) {
     strategies.clear();
     for (const auto& s : split_list(strategies_arg, "--strategies")) strategies.push_back(runtime::parse_strategy(s));
   }
+  check_outputs(o);
   const SystemConfig base = load_config(o.request());
   const bool session_param =
       param == "sink_size" || param == "epochs" || param == "steps_per_epoch" || param == "batch_size";

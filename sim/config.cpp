@@ -89,6 +89,27 @@ void apply_yaml_file(ParamSet& ps, const std::string& path) {
   }
 }
 
+void check_combinations(const SystemConfig& cfg) {
+  // The smallest Cube tile is one 16x16 fractal, with a ping-pong half for each buffer.
+  const auto& a = cfg.chip.aicore;
+  struct Need {
+    const char* key;
+    std::int64_t kib, need_bytes;
+    const char* what;
+  };
+  for (const Need& n : {Need{"aicore.l0a_kib", a.l0a_kib, 2 * 16 * 16 * 2, "two 16x16 fp16 operand fractals"},
+                        Need{"aicore.l0b_kib", a.l0b_kib, 2 * 16 * 16 * 2, "two 16x16 fp16 operand fractals"},
+                        Need{"aicore.l0c_kib", a.l0c_kib, 2 * 16 * 16 * 4, "two 16x16 fp32 accumulator fractals"},
+                        Need{"aicore.l1_kib", a.l1_kib, 2 * 2 * 16 * 16 * 2, "both operands of two k-steps"},
+                        Need{"aicore.ub_kib", a.ub_kib, 4 * 1024, "two vector tiles and a drained Cube tile"}})
+    if (n.kib * 1024 < n.need_bytes)
+      throw InputError(std::string(n.key) + " = " + std::to_string(n.kib) + " KiB cannot hold " + n.what + " (" +
+                       std::to_string(n.need_bytes) + " B); raise it");
+  if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
+    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) + " is not below pipeline.num_shards " +
+                     std::to_string(cfg.pipeline.num_shards));
+}
+
 SystemConfig load_config(const ConfigRequest& req) {
   SystemConfig cfg;
   ParamSet ps = bind_params(cfg);
@@ -114,6 +135,7 @@ SystemConfig load_config(const ConfigRequest& req) {
       throw InputError("--set '" + s + "': expected key=value, e.g. --set link.h2d_bandwidth_gbps=48");
     ps.set(s.substr(0, eq), s.substr(eq + 1), "--set " + s);
   }
+  check_combinations(cfg);
   return cfg;
 }
 

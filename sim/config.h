@@ -47,6 +47,8 @@ std::string config_dir();
 std::vector<std::string> chip_presets();
 /// Loads and checks a configuration; throws InputError naming file, key and reason.
 SystemConfig load_config(const ConfigRequest& req);
+/// Rejects combinations no run can use (buffers too small for one tile, a shard id out of range).
+void check_combinations(const SystemConfig& cfg);
 /// Applies one YAML file onto the parameters.
 void apply_yaml_file(ParamSet& ps, const std::string& path);
 

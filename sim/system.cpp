@@ -32,7 +32,12 @@ void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const run
 namespace {
 runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w) {
   aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
-  runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
+  runtime::CompiledGraph g;
+  try {
+    g = runtime::compile(w, model, cfg.chip.queue.capacity);
+  } catch (const std::logic_error& e) {  // the tiler found no tile that fits the configured buffers
+    throw InputError(std::string(e.what()) + " — raise the aicore buffer sizes (aicore.*_kib)");
+  }
   check_fits(cfg, w, g.memory);
   return g;
 }

@@ -153,6 +153,15 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
   EXPECT_EQ(huge.code, 2);
   EXPECT_THAT(huge.err, HasSubstr("reduce --epochs"));
   EXPECT_EQ(run("frobnicate").code, 2);
+  // Impossible combinations are rejected at load time, and unwritable outputs before running.
+  const Result ub = run("compare --set aicore.ub_kib=1");
+  EXPECT_EQ(ub.code, 2);
+  EXPECT_THAT(ub.err, HasSubstr("aicore.ub_kib"));
+  EXPECT_EQ(run("compare --set pipeline.shard_id=3").code, 2);
+  const Result out = run("compare --steps-per-epoch 3 --json " + (m_dir / "nodir" / "r.json").string());
+  EXPECT_EQ(out.code, 2);
+  EXPECT_THAT(out.err, HasSubstr("does not exist"));
+  EXPECT_TRUE(out.out.empty());
 }
 
 TEST_F(CliTest, GetNextTimeoutFailsTheRunWithDiagnosisAndNoReport) {
