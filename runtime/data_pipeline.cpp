@@ -48,10 +48,10 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
   }
 }
 
-PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b) const {
+PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t first_row, std::int64_t last_row) const {
   SampleCost total{0, 0};
   const bool first = b < m_steps_per_epoch;
-  for (std::int64_t j = 0; j < m_batch; ++j) {
+  for (std::int64_t j = first_row; j < last_row; ++j) {
     const std::int64_t index = sample_index(b, j);
     const SampleCost c = m_recipe.dataset.encoded ? sample(index, first) : m_uniform[first ? 1 : 0][cached(index) ? 1 : 0];
     total.read += c.read;
@@ -143,9 +143,13 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   return cost;
 }
 
-double PipelineCosts::read_s(std::int64_t b) const { return batch(b).read; }
+double PipelineCosts::read_s(std::int64_t b) const { return batch(b, 0, m_batch).read; }
 
-double PipelineCosts::map_s(std::int64_t b) const { return batch(b).map; }
+double PipelineCosts::map_s(std::int64_t b) const { return batch(b, 0, m_batch).map; }
+
+double PipelineCosts::map_s(std::int64_t b, std::int64_t first, std::int64_t last) const {
+  return batch(b, first, last).map;
+}
 
 double PipelineCosts::mean_read_s(bool later) const {
   const std::int64_t base = later ? m_steps_per_epoch : 0;
@@ -170,6 +174,9 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
       m_costs(host, pipe, recipe, batch_size, steps_per_epoch),
       m_batches(batches),
       m_shuffle_batches((pipe.shuffle_buffer + batch_size - 1) / batch_size),
+      m_slices(std::min(pipe.num_parallel_workers, batch_size)),
+      m_slice_rows((batch_size + m_slices - 1) / m_slices),
+      m_batch_size(batch_size),
       m_free_cores(host.cpu_cores),
       m_stats("pipeline"),
       m_made(m_stats.scalar("batches", "count", "batches produced")),
@@ -231,34 +238,39 @@ void DataPipeline::reader() {
 
 void DataPipeline::worker(std::int64_t index) {
   for (;;) {
-    // Claim the next batch once it is within the prefetch window and its samples are read (and,
-    // with a shuffle buffer, the buffer has filled behind it).
-    while (m_claimed >= m_batches || m_claimed >= m_consumed + m_pipe.prefetch_batches) {
-      if (m_claimed >= m_batches) return;
+    // Claim the next slice once its batch is within the prefetch window and read (and, with a
+    // shuffle buffer, the buffer has filled behind it).
+    while (m_claimed >= m_batches * m_slices || m_claimed / m_slices >= m_consumed + m_pipe.prefetch_batches) {
+      if (m_claimed >= m_batches * m_slices) return;
       wait(m_consumed_event);
     }
-    const std::int64_t b = m_claimed++;
+    const std::int64_t slice = m_claimed++;
+    const std::int64_t b = slice / m_slices;
+    const std::int64_t first = (slice % m_slices) * m_slice_rows;
+    const std::int64_t last = std::min(m_batch_size, first + m_slice_rows);
     while (m_read < std::min(m_batches, b + 1 + m_shuffle_batches)) wait(m_read_event);
     acquire_core();
-    const sc_core::sc_time t = sim::seconds(m_costs.map_s(b));
+    const sc_core::sc_time t = sim::seconds(first < last ? m_costs.map_s(b, first, last) : 0.0);
     wait(t);
     release_core();
     if (m_trace && m_trace->active())
-      m_trace->span(m_worker_tracks[static_cast<std::size_t>(index)], "map batch " + std::to_string(b),
+      m_trace->span(m_worker_tracks[static_cast<std::size_t>(index)],
+                    "map batch " + std::to_string(b) + " rows " + std::to_string(first) + "-" + std::to_string(last),
                     sc_core::sc_time_stamp() - t, sc_core::sc_time_stamp());
     m_worker_busy_s += t.to_seconds();
-    const auto slot = static_cast<std::size_t>(b - m_consumed);
-    if (m_ready.size() <= slot) m_ready.resize(slot + 1, false);
-    m_ready[slot] = true;
-    ++m_made;
-    m_ready_event.notify(sc_core::SC_ZERO_TIME);
+    const auto at = static_cast<std::size_t>(b - m_consumed);
+    if (m_done.size() <= at) m_done.resize(at + 1, 0);
+    if (++m_done[at] == m_slices) {
+      ++m_made;
+      m_ready_event.notify(sc_core::SC_ZERO_TIME);
+    }
   }
 }
 
 void DataPipeline::next() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  while (m_ready.empty() || !m_ready.front()) wait(m_ready_event);
-  m_ready.pop_front();
+  while (m_done.empty() || m_done.front() < m_slices) wait(m_ready_event);
+  m_done.pop_front();
   ++m_consumed;
   m_consumer_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
   m_consumed_event.notify(sc_core::SC_ZERO_TIME);

@@ -4,8 +4,9 @@
 // cores: a thread computes only while it holds one, so adding workers helps until the cores are
 // all busy.
 //
-// Work moves a batch at a time: the reader reads the samples of a batch (or fetches them from
-// the cache), a worker applies the map ops to all of them and assembles the batch. Per-sample
+// The reader reads the samples of a batch at a time (or fetches them from the cache); the map
+// workers share each batch's rows, one slice of ceil(batch / workers) rows per worker, as the
+// dataset engine deals rows to its workers; a batch is ready when all its slices are. Per-sample
 // costs come from the sample's geometry and the host preset. Repeat traverses the (sharded)
 // dataset continuously, epoch after epoch; a shuffle buffer delays the first batch until it has
 // filled. A data cache after the source, or after the last deterministic map, costs a write in
@@ -34,8 +35,10 @@ class PipelineCosts {
 
   /// Reader time for batch `b` (file reads, or cache reads in later epochs).
   double read_s(std::int64_t b) const;
-  /// Worker time for batch `b` (map ops not served by the cache, cache writes, batching).
+  /// Worker time for batch `b` (map ops not served by the cache, cache writes, batching), or for
+  /// its rows [first, last).
   double map_s(std::int64_t b) const;
+  double map_s(std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// Mean over the first epoch's first batches / over a later epoch's, for reports.
   double mean_read_s(bool later_epoch) const;
   double mean_map_s(bool later_epoch) const;
@@ -46,8 +49,8 @@ class PipelineCosts {
     double read, map;
   };
   SampleCost sample(std::int64_t index, bool first_epoch) const;
-  /// Reader and worker time of batch `b`, in one pass over its samples.
-  SampleCost batch(std::int64_t b) const;
+  /// Reader and worker time of rows [first, last) of batch `b`, in one pass over its samples.
+  SampleCost batch(std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// Samples of equal geometry cost the same: [first epoch][in the cache].
   SampleCost m_uniform[2][2]{};
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
@@ -92,10 +95,13 @@ class DataPipeline : public sc_core::sc_module {
   std::int64_t m_batches;
   std::int64_t m_shuffle_batches;
 
-  std::int64_t m_read = 0;      // batches read
-  std::int64_t m_claimed = 0;   // batches taken by workers
-  std::int64_t m_consumed = 0;  // batches handed to the consumer
-  std::deque<bool> m_ready;     // from m_consumed on
+  std::int64_t m_slices;         // row slices per batch
+  std::int64_t m_slice_rows;
+  std::int64_t m_batch_size;
+  std::int64_t m_read = 0;         // batches read
+  std::int64_t m_claimed = 0;      // slices taken by workers
+  std::int64_t m_consumed = 0;     // batches handed to the consumer
+  std::deque<std::int64_t> m_done;  // slices finished, per batch from m_consumed on
   std::int64_t m_free_cores;
   sc_core::sc_event m_core_freed, m_read_event, m_ready_event, m_consumed_event;
   sim::TraceRecorder* m_trace = nullptr;
