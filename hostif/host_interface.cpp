@@ -15,9 +15,9 @@ HostInterface::HostInterface(sc_core::sc_module_name name, const LinkConfig& lin
       m_doorbells(m_stats.scalar("doorbells", "count", "host submissions (op or graph launches)")),
       m_completions(m_stats.scalar("completions", "count", "completion notifications delivered to the host")) {}
 
-sc_core::sc_time HostInterface::ring_doorbell() {
+sc_core::sc_time HostInterface::ring_doorbell(const sc_core::sc_time& at) {
   ++m_doorbells;
-  return sc_core::sc_time_stamp() + m_doorbell;
+  return at + m_doorbell;
 }
 
 void HostInterface::await_completion_notice() {

@@ -19,8 +19,8 @@ class HostInterface : public sc_core::sc_module {
   DmaChannel d2h;
   DataQueue queue;
 
-  /// Rings a doorbell now; returns when the device sees the submission.
-  sc_core::sc_time ring_doorbell();
+  /// Rings a doorbell at `at` (now or later); returns when the device sees the submission.
+  sc_core::sc_time ring_doorbell(const sc_core::sc_time& at);
   /// Blocks the host thread for the completion notification latency. Call from an SC_THREAD.
   void await_completion_notice();
 

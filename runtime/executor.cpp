@@ -105,21 +105,27 @@ void Executor::memcpy_inputs_h2d() {
 }
 
 void Executor::launch_ops(const aicpu::TaskList& tasks) {
+  // The host launches the ops back to back, each ready after its launch cost; the device sees
+  // each at its own time, so one wait covers the whole sequence.
   m_account.set_host(Phase::Launch);
   const sc_core::sc_time cost = sim::us(m_host.op_launch_us);
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  const bool tracing = m_trace && m_trace->active();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    Span s(*this, m_host_track, "launch op " + tasks[i].name);
-    wait(cost);
-    m_device.scheduler.submit_task(tasks[i], m_device.hostif.ring_doorbell(), i + 1 == tasks.size());
+    const sc_core::sc_time issued = start + cost * static_cast<double>(i + 1);
+    m_device.scheduler.submit_task(tasks[i], m_device.hostif.ring_doorbell(issued), i + 1 == tasks.size());
     ++m_io.op_launches;
+    if (tracing) m_trace->span(m_host_track, "launch op " + tasks[i].name, issued - cost, issued);
   }
+  wait(cost * static_cast<double>(tasks.size()));
 }
 
 void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
   m_account.set_host(Phase::Launch);
   Span s(*this, m_host_track, "launch graph");
   wait(sim::us(m_host.graph_launch_us));
-  m_device.scheduler.submit_graph(m_graph.sink_tasks, iterations, loop_control, m_device.hostif.ring_doorbell());
+  m_device.scheduler.submit_graph(m_graph.sink_tasks, iterations, loop_control,
+                                  m_device.hostif.ring_doorbell(sc_core::sc_time_stamp()));
   ++m_io.graph_launches;
   if (loop_control) m_loop_iterations += iterations;
 }
