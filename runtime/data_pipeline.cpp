@@ -53,7 +53,8 @@ PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t firs
   const bool first = b < m_steps_per_epoch;
   for (std::int64_t j = first_row; j < last_row; ++j) {
     const std::int64_t index = sample_index(b, j);
-    const SampleCost c = m_recipe.dataset.encoded ? sample(index, first) : m_uniform[first ? 1 : 0][cached(index) ? 1 : 0];
+    const SampleCost c =
+        m_recipe.dataset.encoded ? sample(index, first) : m_uniform[first ? 1 : 0][cached(index) ? 1 : 0];
     total.read += c.read;
     total.map += c.map;
   }

@@ -95,12 +95,12 @@ class DataPipeline : public sc_core::sc_module {
   std::int64_t m_batches;
   std::int64_t m_shuffle_batches;
 
-  std::int64_t m_slices;         // row slices per batch
+  std::int64_t m_slices;  // row slices per batch
   std::int64_t m_slice_rows;
   std::int64_t m_batch_size;
-  std::int64_t m_read = 0;         // batches read
-  std::int64_t m_claimed = 0;      // slices taken by workers
-  std::int64_t m_consumed = 0;     // batches handed to the consumer
+  std::int64_t m_read = 0;          // batches read
+  std::int64_t m_claimed = 0;       // slices taken by workers
+  std::int64_t m_consumed = 0;      // batches handed to the consumer
   std::deque<std::int64_t> m_done;  // slices finished, per batch from m_consumed on
   std::int64_t m_free_cores;
   sc_core::sc_event m_core_freed, m_read_event, m_ready_event, m_consumed_event;

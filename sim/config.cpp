@@ -106,8 +106,8 @@ void check_combinations(const SystemConfig& cfg) {
       throw InputError(std::string(n.key) + " = " + std::to_string(n.kib) + " KiB cannot hold " + n.what + " (" +
                        std::to_string(n.need_bytes) + " B); raise it");
   if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
-    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) + " is not below pipeline.num_shards " +
-                     std::to_string(cfg.pipeline.num_shards));
+    throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) +
+                     " is not below pipeline.num_shards " + std::to_string(cfg.pipeline.num_shards));
 }
 
 SystemConfig load_config(const ConfigRequest& req) {

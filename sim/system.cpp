@@ -72,8 +72,7 @@ void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_st
   m_pipeline.set_trace(m_trace.get());
   m_chip.hostif.h2d.set_trace(m_trace.get());
   m_chip.hostif.d2h.set_trace(m_trace.get());
-  m_chip.scheduler.set_trace(m_trace.get(),
-                             std::max(m_cfg.chip.aicore.cores, m_cfg.chip.aicore.vector_core_count()));
+  m_chip.scheduler.set_trace(m_trace.get(), std::max(m_cfg.chip.aicore.cores, m_cfg.chip.aicore.vector_core_count()));
   m_chip.hostif.queue.set_trace(m_trace.get());
 }
 

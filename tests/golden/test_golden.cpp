@@ -41,7 +41,8 @@ ordered_json figures(const ordered_json& report) {
   out["batch_size"] = report["batch_size"];
   for (const auto& r : report["runs"]) {
     ordered_json f;
-    for (const char* k : {"steps", "sim_time_s", "samples_per_s", "device_busy_fraction", "losses_returned"}) f[k] = r[k];
+    for (const char* k : {"steps", "sim_time_s", "samples_per_s", "device_busy_fraction", "losses_returned"})
+      f[k] = r[k];
     f["step_time_ms"] = r["step_time_ms"];
     f["interactions"] = r["interactions"];
     f["breakdown_s"] = r["breakdown_s"];
@@ -52,7 +53,8 @@ ordered_json figures(const ordered_json& report) {
 
 ordered_json op_figures(const ordered_json& op) {
   ordered_json out;
-  for (const char* k : {"op", "time_us", "cycles", "macs", "gm_bytes", "bound", "blocks", "tiling", "tiles"}) out[k] = op[k];
+  for (const char* k : {"op", "time_us", "cycles", "macs", "gm_bytes", "bound", "blocks", "tiling", "tiles"})
+    out[k] = op[k];
   return out;
 }
 
@@ -97,7 +99,9 @@ void check(const std::string& name, const ordered_json& now) {
                                 "build/bin/test_golden and give the reason in the commit message.";
 }
 
-TEST(Golden, LeNet5TwoEpochsAllStrategies) { check("lenet5_2epochs", figures(run_json("compare --workload lenet5 --epochs 2"))); }
+TEST(Golden, LeNet5TwoEpochsAllStrategies) {
+  check("lenet5_2epochs", figures(run_json("compare --workload lenet5 --epochs 2")));
+}
 
 TEST(Golden, ResNet50Batch32TwentyStepsAllStrategies) {
   check("resnet50_b32_20steps",
@@ -109,8 +113,8 @@ TEST(Golden, OpResults) {
   ops["conv2d_3x3"] = op_figures(run_json("op --type conv2d --n 32 --c 64 --h 56 --w 56 --k 64 --r 3 --s 3 --pad 1"));
   ops["conv2d_7x7_stride2"] =
       op_figures(run_json("op --type conv2d --n 32 --c 3 --h 224 --w 224 --k 64 --r 7 --s 7 --stride 2 --pad 3"));
-  ops["conv2d_backprop_filter"] = op_figures(
-      run_json("op --type conv2d_backprop_filter --n 32 --c 256 --h 14 --w 14 --k 256 --r 3 --s 3 --pad 1"));
+  ops["conv2d_backprop_filter"] =
+      op_figures(run_json("op --type conv2d_backprop_filter --n 32 --c 256 --h 14 --w 14 --k 256 --r 3 --s 3 --pad 1"));
   ops["matmul_8192"] = op_figures(run_json("op --type matmul --m 8192 --n 8192 --k 8192"));
   ops["matmul_16"] = op_figures(run_json("op --type matmul --m 16 --n 16 --k 16"));
   ops["batchnorm_fp32"] = op_figures(run_json("op --type batchnorm --n 32 --c 256 --h 56 --w 56 --dtype fp32"));
