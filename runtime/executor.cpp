@@ -68,7 +68,7 @@ void Executor::finish() {
 void Executor::channel_thread() {
   wait(m_channel_start);
   auto& hostif = m_device.hostif;
-  for (std::int64_t i = 0; i < m_session.steps(); ++i) {
+  for (std::int64_t i = 0; i < m_session.steps() && !m_finished; ++i) {  // a failed run stops feeding
     {
       Span s(*this, m_channel_track, "wait for batch");
       m_pipeline.next();
