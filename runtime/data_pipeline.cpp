@@ -34,7 +34,6 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
     }
     if (i + 1 == m_cache_after) cached_bytes = h * w * c * bytes_per_value;
   }
-  m_out_bytes = static_cast<std::int64_t>(h * w * c * 4);
   const double capacity = pipe.cache_gib * 1073741824.0;
   m_cache_capacity_samples = cached_bytes > 0 ? static_cast<std::int64_t>(capacity / cached_bytes) : 0;
   if (!recipe.dataset.encoded) {
@@ -198,13 +197,6 @@ void DataPipeline::set_trace(sim::TraceRecorder* trace) {
     m_worker_tracks.push_back(trace->track("pipeline worker " + std::to_string(i)));
 }
 
-double DataPipeline::capacity_batches_per_s(bool later) const {
-  const double workers = static_cast<double>(std::min(m_pipe.num_parallel_workers, m_cpu_cores));
-  const double map = m_costs.mean_map_s(later), read = m_costs.mean_read_s(later);
-  const double rate_map = map > 0 ? workers / map : 1e300;
-  const double rate_read = read > 0 ? 1.0 / read : 1e300;
-  return std::min(rate_map, rate_read);
-}
 
 void DataPipeline::acquire_core() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();

@@ -42,7 +42,6 @@ class PipelineCosts {
   /// Mean over the first epoch's first batches / over a later epoch's, for reports.
   double mean_read_s(bool later_epoch) const;
   double mean_map_s(bool later_epoch) const;
-  std::int64_t sample_bytes_out() const { return m_out_bytes; }
 
  private:
   struct SampleCost {
@@ -62,7 +61,6 @@ class PipelineCosts {
   std::int64_t m_batch, m_steps_per_epoch;
   std::size_t m_cache_after = 0;  ///< maps served by the cache (0 with a source cache)
   std::int64_t m_cache_capacity_samples = 0;
-  std::int64_t m_out_bytes = 0;
 };
 
 class DataPipeline : public sc_core::sc_module {
@@ -77,8 +75,6 @@ class DataPipeline : public sc_core::sc_module {
   void next();
 
   const PipelineCosts& costs() const { return m_costs; }
-  /// Batches per second the pipeline sustains at most, first epoch and later ones.
-  double capacity_batches_per_s(bool later_epoch) const;
   sim::StatsGroup& stats() { return m_stats; }
   /// Records the reader's and each worker's batches on their own tracks.
   void set_trace(sim::TraceRecorder* trace);

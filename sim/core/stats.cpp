@@ -23,10 +23,5 @@ nlohmann::ordered_json StatsGroup::to_json() const {
   return out;
 }
 
-nlohmann::ordered_json StatsGroup::describe() const {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const auto& e : m_entries) out[e.name] = {{"unit", e.unit}, {"description", e.description}};
-  return out;
-}
 
 }  // namespace ascendsim::sim

@@ -45,8 +45,6 @@ class StatsGroup {
   const std::string& name() const { return m_name; }
   /// {"counter": value, ...} in registration order.
   nlohmann::ordered_json to_json() const;
-  /// {"counter": {"unit": ..., "description": ...}, ...}
-  nlohmann::ordered_json describe() const;
 
  private:
   struct Entry {

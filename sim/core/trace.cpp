@@ -42,19 +42,6 @@ void TraceRecorder::counter(const std::string& name, const sc_core::sc_time& at,
   m_events.push_back({'C', -1, name, static_cast<std::int64_t>(at.value()), 0, value, {}});
 }
 
-std::size_t TraceRecorder::count(const std::string& name, bool prefix) const {
-  std::size_t n = 0;
-  for (const auto& e : m_events)
-    if (e.phase == 'X' && (prefix ? e.name.compare(0, name.size(), name) == 0 : e.name == name)) ++n;
-  return n;
-}
-
-std::size_t TraceRecorder::count_on(int track) const {
-  std::size_t n = 0;
-  for (const auto& e : m_events) n += e.phase == 'X' && e.track == track;
-  return n;
-}
-
 void TraceRecorder::write_events(std::ostream& os, bool& first) const {
   auto sep = [&] {
     if (!first) os << ",\n";

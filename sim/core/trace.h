@@ -35,11 +35,6 @@ class TraceRecorder {
   /// A counter sample.
   void counter(const std::string& name, const sc_core::sc_time& at, double value);
 
-  std::size_t events() const { return m_events.size(); }
-  /// Spans named `name` (or starting with it when `prefix`), for checks against the report.
-  std::size_t count(const std::string& name, bool prefix = false) const;
-  std::size_t count_on(int track) const;
-
   /// Writes this run's events (comma-separated objects, no surrounding array).
   void write_events(std::ostream& os, bool& first) const;
   /// Writes a complete trace file of several runs.
