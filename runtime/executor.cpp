@@ -37,11 +37,10 @@ void Executor::set_trace(sim::TraceRecorder* trace) {
 /// Records a host action as a span on a track when it ends (if tracing is on and active).
 class Executor::Span {
  public:
-  Span(Executor& e, int track, std::string name)
-      : m_e(e), m_track(track), m_name(std::move(name)), m_start(sc_core::sc_time_stamp()) {}
-  ~Span() {
-    if (m_e.m_trace && m_e.m_trace->active())
-      m_e.m_trace->span(m_track, std::move(m_name), m_start, sc_core::sc_time_stamp());
+  Span(Executor& e, int track, const char* name)
+      : m_e(e), m_track(track), m_name(name), m_start(sc_core::sc_time_stamp()) {}
+  ~Span() {  // nothing is built unless the span is recorded
+    if (m_e.m_trace && m_e.m_trace->active()) m_e.m_trace->span(m_track, m_name, m_start, sc_core::sc_time_stamp());
   }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
@@ -49,7 +48,7 @@ class Executor::Span {
  private:
   Executor& m_e;
   int m_track;
-  std::string m_name;
+  const char* m_name;
   sc_core::sc_time m_start;
 };
 
