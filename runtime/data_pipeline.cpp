@@ -11,28 +11,56 @@ namespace ascendsim::runtime {
 
 using workloads::MapOpType;
 
+namespace {
+
+/// A sample's geometry as the map ops change it.
+struct Shape {
+  double h, w, c;
+  double bytes_per_value = 1;  // uint8 until Rescale/Normalize make it float
+
+  explicit Shape(const workloads::DatasetSpec::Geometry& g)
+      : h(static_cast<double>(g.height)), w(static_cast<double>(g.width)), c(static_cast<double>(g.channels)) {}
+  double values() const { return h * w * c; }
+  double bytes() const { return values() * bytes_per_value; }
+
+  void apply(const workloads::MapOp& op) {
+    switch (op.type) {
+      case MapOpType::Resize:
+        h = static_cast<double>(op.height);
+        w = static_cast<double>(op.width);
+        break;
+      case MapOpType::RandomCrop:
+      case MapOpType::CenterCrop:
+        if (op.height > 0) {
+          h = static_cast<double>(op.height);
+          w = static_cast<double>(op.width);
+        } else {
+          h *= std::sqrt(op.area);
+          w *= std::sqrt(op.area);
+        }
+        break;
+      case MapOpType::Rescale:
+      case MapOpType::Normalize:
+        bytes_per_value = 4;
+        break;
+      default:
+        break;
+    }
+  }
+};
+
+}  // namespace
+
 PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                              std::int64_t batch_size, std::int64_t steps_per_epoch)
     : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
   m_cache_after = pipe.cache == "map" ? recipe.first_random() : 0;
   // Bytes a cached sample takes: the raw record, or the mean sample after the cached maps.
-  const auto g = recipe.dataset.sample(0);
-  double h = static_cast<double>(g.height), w = static_cast<double>(g.width), c = static_cast<double>(g.channels);
-  double bytes_per_value = 1;  // uint8 until Rescale/Normalize make it float
+  Shape s(recipe.dataset.sample(0));
   double cached_bytes = static_cast<double>(recipe.dataset.record_bytes);
   for (std::size_t i = 0; i < recipe.maps.size(); ++i) {
-    const auto& op = recipe.maps[i];
-    if (op.type == MapOpType::Resize || op.type == MapOpType::CenterCrop ||
-        (op.type == MapOpType::RandomCrop && op.height > 0)) {
-      h = static_cast<double>(op.height);
-      w = static_cast<double>(op.width);
-    } else if (op.type == MapOpType::RandomCrop) {
-      h *= std::sqrt(op.area);
-      w *= std::sqrt(op.area);
-    } else if (op.type == MapOpType::Rescale || op.type == MapOpType::Normalize) {
-      bytes_per_value = 4;
-    }
-    if (i + 1 == m_cache_after) cached_bytes = h * w * c * bytes_per_value;
+    s.apply(recipe.maps[i]);
+    if (i + 1 == m_cache_after) cached_bytes = s.bytes();
   }
   const double capacity = pipe.cache_gib * 1073741824.0;
   m_cache_capacity_samples = cached_bytes > 0 ? static_cast<std::int64_t>(capacity / cached_bytes) : 0;
@@ -78,8 +106,7 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   const bool hit = !first_epoch && cached(index);
   const bool write = first_epoch && cached(index);
   SampleCost cost{0, 0};
-  double h = static_cast<double>(g.height), w = static_cast<double>(g.width), c = static_cast<double>(g.channels);
-  double bytes_per_value = 1;
+  Shape s(g);
   const double file_bytes = static_cast<double>(g.file_bytes);
   const bool source_cache = m_pipe.cache == "source";
   // Reader: the file, or the cache.
@@ -91,53 +118,42 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   double cache_bytes = 0;
   for (std::size_t i = 0; i < m_recipe.maps.size(); ++i) {
     const auto& op = m_recipe.maps[i];
+    s.apply(op);  // costs are per output value (Decode: per decoded pixel)
     double ns = 0;
     switch (op.type) {
       case MapOpType::Decode:
-        ns = m_host.decode_ns_per_pixel * h * w;
-        bytes_per_value = 1;
+        ns = m_host.decode_ns_per_pixel * s.h * s.w;
         break;
       case MapOpType::Resize:
-        h = static_cast<double>(op.height);
-        w = static_cast<double>(op.width);
-        ns = m_host.resize_ns_per_value * h * w * c;
+        ns = m_host.resize_ns_per_value * s.values();
         break;
       case MapOpType::RandomCrop:
       case MapOpType::CenterCrop:
-        if (op.height > 0) {
-          h = static_cast<double>(op.height);
-          w = static_cast<double>(op.width);
-        } else {
-          h *= std::sqrt(op.area);
-          w *= std::sqrt(op.area);
-        }
-        ns = m_host.crop_ns_per_value * h * w * c;
+        ns = m_host.crop_ns_per_value * s.values();
         break;
       case MapOpType::RandomHorizontalFlip:
-        ns = 0.5 * m_host.flip_ns_per_value * h * w * c;
+        ns = 0.5 * m_host.flip_ns_per_value * s.values();
         break;
       case MapOpType::Rescale:
-        ns = m_host.rescale_ns_per_value * h * w * c;
-        bytes_per_value = 4;
+        ns = m_host.rescale_ns_per_value * s.values();
         break;
       case MapOpType::Normalize:
-        ns = m_host.normalize_ns_per_value * h * w * c;
-        bytes_per_value = 4;
+        ns = m_host.normalize_ns_per_value * s.values();
         break;
       case MapOpType::HWC2CHW:
-        ns = m_host.hwc2chw_ns_per_value * h * w * c;
+        ns = m_host.hwc2chw_ns_per_value * s.values();
         break;
       case MapOpType::TypeCast:
         ns = m_host.typecast_ns_per_value;
         break;  // the label
     }
-    if (i + 1 == m_cache_after) cache_bytes = h * w * c * bytes_per_value;
+    if (i + 1 == m_cache_after) cache_bytes = s.bytes();
     if (i < first) continue;  // served by the cache
     cost.map += ns + m_host.map_op_overhead_us * 1e3;
     if (write && i + 1 == m_cache_after) cost.map += m_host.cache_write_ns_per_byte * cache_bytes;
   }
   if (hit && m_cache_after > 0) cost.read = m_host.cache_read_ns_per_byte * cache_bytes;  // instead of the file
-  cost.map += m_host.batch_ns_per_byte * h * w * c * 4;
+  cost.map += m_host.batch_ns_per_byte * s.values() * 4;                                  // float values into the batch
   cost.read *= 1e-9;
   cost.map *= 1e-9;
   return cost;
@@ -196,7 +212,6 @@ void DataPipeline::set_trace(sim::TraceRecorder* trace) {
   for (std::int64_t i = 0; i < m_pipe.num_parallel_workers; ++i)
     m_worker_tracks.push_back(trace->track("pipeline worker " + std::to_string(i)));
 }
-
 
 void DataPipeline::acquire_core() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
