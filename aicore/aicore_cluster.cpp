@@ -1,27 +1,63 @@
 #include "aicore/aicore_cluster.h"
 
-#include "sim/core/time.h"
+#include <algorithm>
+#include <stdexcept>
 
 namespace ascendsim::aicore {
 
-AiCoreCluster::AiCoreCluster(sc_core::sc_module_name name)
+AiCoreCluster::AiCoreCluster(sc_core::sc_module_name name, std::int64_t cube_cores, std::int64_t vector_cores)
     : sc_module(name),
+      m_split(vector_cores > 0),
       m_stats("aicore"),
       m_tasks(m_stats.scalar("tasks", "count", "ops executed on the AI cores")),
       m_busy_s(m_stats.scalar("busy_s", "s", "time at least one AI core was busy")),
       m_core_busy_s(m_stats.scalar("core_busy_s", "core*s", "sum over cores of busy time")),
+      m_core_wait_s(m_stats.scalar("core_wait_s", "s", "time dispatched ops waited for free cores")),
       m_macs(m_stats.scalar("macs", "MAC", "multiply-accumulates executed")),
-      m_gm_bytes(m_stats.scalar("gm_bytes", "B", "bytes moved between GM and the cores")) {}
+      m_gm_bytes(m_stats.scalar("gm_bytes", "B", "bytes moved between GM and the cores")) {
+  if (cube_cores < 1) throw std::invalid_argument("AiCoreCluster: at least one AI core");
+  m_cube.size = m_cube.free = cube_cores;
+  m_vector.size = m_vector.free = m_split ? vector_cores : 0;
+}
 
-sc_core::sc_time AiCoreCluster::execute(const OpCost& cost, const sc_core::sc_time& lead) {
-  const sc_core::sc_time t = sim::seconds(cost.time_s);
+void AiCoreCluster::account(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time) {
+  // Starts never decrease, so the union of busy intervals grows by what lies past m_busy_until.
+  const sc_core::sc_time end = start + time;
+  if (end > m_busy_until) {
+    m_busy_s += (end - std::max(start, m_busy_until)).to_seconds();
+    m_busy_until = end;
+  }
   ++m_tasks;
-  m_busy_s += t.to_seconds();
-  m_core_busy_s += t.to_seconds() * static_cast<double>(cost.blocks);
+  m_core_busy_s += time.to_seconds() * static_cast<double>(cost.blocks);
   m_macs += cost.macs;
   m_gm_bytes += cost.gm_bytes;
-  wait(lead + t);
-  return t;
+}
+
+sc_core::sc_time AiCoreCluster::execute(const OpCost& cost, const sc_core::sc_time& time,
+                                        const sc_core::sc_time& lead) {
+  Pool& p = pool(cost.tiling.cube);
+  const std::int64_t need = std::clamp<std::int64_t>(cost.blocks, 1, p.size);
+  sc_core::sc_time start;
+  if (p.waiting == 0 && p.free >= need) {  // the usual case: one wait
+    p.free -= need;
+    start = sc_core::sc_time_stamp() + lead;
+    account(cost, start, time);
+    wait(lead + time);
+  } else {
+    wait(lead);
+    const sc_core::sc_time ready = sc_core::sc_time_stamp();
+    ++p.waiting;
+    while (p.free < need) wait(p.released);
+    --p.waiting;
+    p.free -= need;
+    start = sc_core::sc_time_stamp();
+    m_core_wait_s += (start - ready).to_seconds();
+    account(cost, start, time);
+    wait(time);
+  }
+  p.free += need;
+  if (p.waiting > 0) p.released.notify(sc_core::SC_ZERO_TIME);
+  return start;
 }
 
 }  // namespace ascendsim::aicore

@@ -1,6 +1,12 @@
-// The AI cores of one chip as SystemC sees them: one task at a time occupies `blocks` cores for
-// the op's modelled time. One wait per task; no per-cycle or per-block events.
+// The AI cores of one chip as SystemC sees them: a shared resource that tasks on concurrently
+// running streams acquire. A task takes min(blocks, pool size) cores of its pool — the Cube cores
+// for Cube ops, the vector cores for vector-only ops (the same pool when the chip has no separate
+// vector cores) — for the op's modelled time, after the scheduler's dispatch. When enough cores
+// are free the task costs one wait; otherwise it waits, after its dispatch, until cores are
+// released (first come, first served). No per-cycle or per-block events.
 #pragma once
+
+#include <cstdint>
 
 #include <systemc>
 
@@ -11,19 +17,39 @@ namespace ascendsim::aicore {
 
 class AiCoreCluster : public sc_core::sc_module {
  public:
-  explicit AiCoreCluster(sc_core::sc_module_name name);
+  /// `cube_cores` AI cores with a Cube unit; `vector_cores` separate vector cores (0: vector-only
+  /// ops run on the AI cores).
+  AiCoreCluster(sc_core::sc_module_name name, std::int64_t cube_cores, std::int64_t vector_cores);
 
-  /// Blocks the calling thread for `lead` (the dispatch before the op reaches the cores) plus the
-  /// op's device time, in one wait, and returns the op's time. Call from an SC_THREAD.
-  sc_core::sc_time execute(const OpCost& cost, const sc_core::sc_time& lead);
+  /// Blocks the calling thread for `lead` (the dispatch before the op reaches the cores), the wait
+  /// for free cores if any, and the op's device time `time` (`cost.time_s` as simulation time).
+  /// Returns the op's start on the cores. Call from an SC_THREAD.
+  sc_core::sc_time execute(const OpCost& cost, const sc_core::sc_time& time, const sc_core::sc_time& lead);
+
+  std::int64_t free_cores(bool cube) const { return pool(cube).free; }
 
   sim::StatsGroup& stats() { return m_stats; }
 
  private:
+  struct Pool {
+    std::int64_t size = 0;
+    std::int64_t free = 0;
+    std::int64_t waiting = 0;  ///< tasks waiting for cores
+    sc_core::sc_event released;
+  };
+  Pool& pool(bool cube) { return cube || !m_split ? m_cube : m_vector; }
+  const Pool& pool(bool cube) const { return cube || !m_split ? m_cube : m_vector; }
+  void account(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time);
+
+  bool m_split;
+  Pool m_cube, m_vector;
+  sc_core::sc_time m_busy_until;
+
   sim::StatsGroup m_stats;
   sim::Scalar& m_tasks;
   sim::Scalar& m_busy_s;
   sim::Scalar& m_core_busy_s;
+  sim::Scalar& m_core_wait_s;
   sim::Scalar& m_macs;
   sim::Scalar& m_gm_bytes;
 };

@@ -1,3 +1,4 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES  // streams beyond stream 0 get their threads when first used
 #include "aicpu/task_scheduler.h"
 
 #include <algorithm>
@@ -6,17 +7,22 @@
 
 namespace ascendsim::aicpu {
 
+using hostif::StepPart;
+using hostif::TaskKind;
 using sc_core::sc_time;
+using Device = sim::BreakdownAccountant::Device;
 
 TaskScheduler::TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cfg, aicore::AiCoreCluster& cores,
                              sim::BreakdownAccountant& account)
     : sc_module(name),
+      host("host"),
+      batches("batches"),
       m_cfg(cfg),
       m_cores(cores),
       m_account(account),
       m_dispatch(sim::ns(cfg.dispatch_ns)),
       m_stats("scheduler"),
-      m_tasks(m_stats.scalar("tasks", "count", "tasks dispatched (AI core and AICPU)")),
+      m_tasks(m_stats.scalar("tasks", "count", "tasks dispatched (AI core, AICPU, event and communication)")),
       m_getnext(m_stats.scalar("getnext", "count", "GetNext kernels")),
       m_getnext_wait_s(m_stats.scalar("getnext_wait_s", "s", "time GetNext waited for an empty data queue")),
       m_assign_add(m_stats.scalar("assign_add", "count", "loop counter AssignAdd kernels")),
@@ -24,40 +30,107 @@ TaskScheduler::TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cf
       m_stream_active(m_stats.scalar("stream_active", "count", "StreamActive kernels")),
       m_end_graph(m_stats.scalar("end_graph", "count", "EndGraph kernels")),
       m_graph_runs(m_stats.scalar("graph_runs", "count", "graph executions started")),
-      m_busy_s(m_stats.scalar("busy_s", "s", "time the device executed tasks")) {
-  SC_THREAD(run);
+      m_events_recorded(m_stats.scalar("events_recorded", "count", "event record tasks")),
+      m_event_wait_s(m_stats.scalar("event_wait_s", "s", "time streams waited in event wait tasks")),
+      m_comm_tasks(m_stats.scalar("comm_tasks", "count", "communication tasks")),
+      m_busy_s(m_stats.scalar("busy_s", "s", "sum over streams of the time they executed tasks")) {
+  m_streams.emplace(0, std::make_unique<Stream>());
+  SC_THREAD(stream0_thread);
+}
+
+void TaskScheduler::stream0_thread() { stream_thread(0); }
+
+TaskScheduler::Stream& TaskScheduler::stream(std::int32_t id) {
+  auto it = m_streams.find(id);
+  if (it != m_streams.end()) return *it->second;
+  if (id < 0) throw std::invalid_argument("task on stream " + std::to_string(id) + ": stream ids are >= 0");
+  auto& s = *m_streams.emplace(id, std::make_unique<Stream>()).first->second;
+  s.id = id;
+  if (m_trace) s.track = m_trace->track("device stream " + std::to_string(id));
+  sc_core::sc_spawn_options opts;
+  sc_core::sc_spawn(sc_bind(&TaskScheduler::stream_thread, this, id), ("stream" + std::to_string(id)).c_str(), &opts);
+  return s;
+}
+
+void TaskScheduler::push(std::int32_t stream_id, Work w) {
+  Stream& s = stream(stream_id);
+  s.queue.push_back(w);
+  s.arrived.notify(sc_core::SC_ZERO_TIME);
 }
 
 void TaskScheduler::submit_task(const Task& task, const sc_time& arrival, bool ends_step) {
-  m_queue.push_back({&task, nullptr, 1, false, ends_step, arrival});
+  Work w;
+  w.task = &task;
+  w.ends_step = ends_step;
+  w.arrival = arrival;
   ++m_submitted;
-  m_arrived.notify(sc_core::SC_ZERO_TIME);
+  push(task.stream, w);
 }
 
 void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations, bool loop_control,
                                  const sc_time& arrival) {
-  m_queue.push_back({nullptr, &graph, iterations, loop_control, true, arrival});
+  auto it = m_plans.find(&graph);
+  if (it == m_plans.end()) {
+    GraphPlan p;
+    p.streams = hostif::streams_of(graph);
+    p.per_stream.resize(p.streams.size());
+    for (const Task& t : graph) {
+      const auto i = std::lower_bound(p.streams.begin(), p.streams.end(), t.stream) - p.streams.begin();
+      p.per_stream[static_cast<std::size_t>(i)].push_back(&t);
+    }
+    p.single_stream = p.streams.size() <= 1 && (p.streams.empty() || p.streams[0] == 0);
+    for (auto sid : p.streams) stream(sid);  // threads exist before the graph runs
+    it = m_plans.emplace(&graph, std::move(p)).first;
+  }
+  Work w;
+  w.graph = &graph;
+  w.plan = &it->second;
+  w.iterations = iterations;
+  w.loop_control = loop_control;
+  w.ends_step = true;
+  w.arrival = arrival;
   ++m_submitted;
-  m_arrived.notify(sc_core::SC_ZERO_TIME);
+  push(0, w);
+}
+
+std::int64_t TaskScheduler::graph_image_bytes(const TaskList& graph) const {
+  // The step's task descriptors plus the loop-control (AssignAdd, StreamSwitch, StreamActive) and
+  // EndGraph tasks.
+  return static_cast<std::int64_t>(graph.size() + 4) * m_cfg.task_descriptor_bytes;
 }
 
 void TaskScheduler::set_trace(sim::TraceRecorder* trace, std::int64_t cores) {
   m_trace = trace;
   if (!trace) return;
-  m_stream_track = trace->track("device stream (task scheduler)");
+  for (auto& [id, s] : m_streams)
+    s->track =
+        trace->track(id == 0 ? std::string("device stream (task scheduler)") : "device stream " + std::to_string(id));
   m_aicpu_track = trace->track("AICPU");
   m_core_tracks.clear();
   for (std::int64_t c = 0; c < cores; ++c) m_core_tracks.push_back(trace->track("AI core " + std::to_string(c)));
 }
 
+void TaskScheduler::set_active(Stream& s, bool active) {
+  if (s.active == active) return;
+  s.active = active;
+  if (active)
+    m_account.begin(Device::Busy);
+  else
+    m_account.end(Device::Busy);
+}
+
 void TaskScheduler::step_done() {
   m_marks.end = sc_core::sc_time_stamp();
   if (!m_step_started) m_marks.fp_start = m_marks.bp_end = m_marks.end;
-  if (m_on_step) m_on_step(m_marks);
+  host->step_ended(m_marks);
   m_step_started = false;
 }
 
-void TaskScheduler::aicpu_kernel(double us, sim::Scalar& counter, const char* name) {
+void TaskScheduler::fail(const std::string& reason) {
+  if (m_failure.empty()) m_failure = reason;
+}
+
+void TaskScheduler::aicpu_kernel(Stream& s, double us, sim::Scalar& counter, const char* name) {
   ++counter;
   ++m_tasks;
   const sc_time start = sc_core::sc_time_stamp();
@@ -65,93 +138,190 @@ void TaskScheduler::aicpu_kernel(double us, sim::Scalar& counter, const char* na
   m_busy_s += t.to_seconds();
   wait(t);
   if (m_trace && m_trace->active()) {
-    m_trace->span(m_stream_track, name, start, sc_core::sc_time_stamp());
+    m_trace->span(s.track, name, start, sc_core::sc_time_stamp());
     m_trace->span(m_aicpu_track, name, start + m_dispatch, sc_core::sc_time_stamp());
   }
 }
 
-bool TaskScheduler::execute(const Task& task) {
-  if (task.kind == TaskKind::AiCore) {
-    ++m_tasks;
-    const sc_time start = sc_core::sc_time_stamp();
-    if (task.part == StepPart::Forward && !m_step_started) {
-      m_marks.fp_start = start;
-      m_step_started = true;
+bool TaskScheduler::execute(Stream& s, const Task& task) {
+  const bool tracing = m_trace && m_trace->active();
+  switch (task.kind) {
+    case TaskKind::AiCore: {
+      ++m_tasks;
+      const sc_time start = sc_core::sc_time_stamp();
+      if (task.part == StepPart::Forward && !m_step_started) {
+        m_marks.fp_start = start;
+        m_step_started = true;
+      }
+      if (tracing && task.cost.time_s > 0)
+        m_trace->counter("HBM GB/s", start + m_dispatch, task.cost.gm_bytes / task.cost.time_s / 1e9);
+      // Dispatch and execution in one wait when cores are free: the cores run the op right after
+      // the dispatch.
+      const sc_time run_start = m_cores.execute(task.cost, task.time, m_dispatch);
+      m_busy_s += (sc_core::sc_time_stamp() - start).to_seconds();
+      if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
+      if (tracing) {
+        m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
+        const std::string args = "{\"blocks\":" + std::to_string(task.cost.blocks) + ",\"bound\":\"" +
+                                 aicore::bound_name(task.cost.bound) + "\"}";
+        const auto blocks = std::min<std::size_t>(static_cast<std::size_t>(task.cost.blocks), m_core_tracks.size());
+        for (std::size_t c = 0; c < blocks; ++c)  // the op's details once, on its first core
+          m_trace->span(m_core_tracks[c], task.name, run_start, sc_core::sc_time_stamp(),
+                        c == 0 ? args : std::string());
+        m_trace->counter("HBM GB/s", sc_core::sc_time_stamp(), 0);
+      }
+      return true;
     }
-    const sc_time run_start = start + m_dispatch;
-    const bool tracing = m_trace && m_trace->active();
-    if (tracing && task.cost.time_s > 0)
-      m_trace->counter("HBM GB/s", run_start, task.cost.gm_bytes / task.cost.time_s / 1e9);
-    // Dispatch and execution in one wait: the cores run the op right after the dispatch.
-    m_busy_s += (m_dispatch + m_cores.execute(task.cost, m_dispatch)).to_seconds();
-    if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
-    if (tracing) {
-      m_trace->span(m_stream_track, task.name, start, sc_core::sc_time_stamp());
-      const std::string args = "{\"blocks\":" + std::to_string(task.cost.blocks) + ",\"bound\":\"" +
-                               aicore::bound_name(task.cost.bound) + "\"}";
-      const auto blocks = std::min<std::size_t>(static_cast<std::size_t>(task.cost.blocks), m_core_tracks.size());
-      for (std::size_t c = 0; c < blocks; ++c)  // the op's details once, on its first core
-        m_trace->span(m_core_tracks[c], task.name, run_start, sc_core::sc_time_stamp(), c == 0 ? args : std::string());
-      m_trace->counter("HBM GB/s", sc_core::sc_time_stamp(), 0);
+    case TaskKind::GetNext: {
+      // Wait (the stream idle, charged to wait_data) until the queue has a batch.
+      const sc_time start = sc_core::sc_time_stamp();
+      set_active(s, false);
+      m_account.begin(Device::Waiting);
+      const bool ok = batches->pop(sim::seconds(m_cfg.op_timeout_s));
+      m_account.end(Device::Waiting);
+      m_getnext_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
+      if (tracing && sc_core::sc_time_stamp() > start)
+        m_trace->span(s.track, "GetNext: wait for data", start, sc_core::sc_time_stamp());
+      if (!ok) {
+        fail("GetNext timed out after " + std::to_string(m_cfg.op_timeout_s) +
+             " s waiting for the device data queue: the data pipeline is too slow or failed. "
+             "Raise num_parallel_workers, simplify the map operations, or raise op_timeout.");
+        return false;
+      }
+      set_active(s, true);
+      aicpu_kernel(s, m_cfg.getnext_us, m_getnext, "GetNext");
+      return true;
     }
+    case TaskKind::EventRecord: {
+      ++m_tasks;
+      ++m_events_recorded;
+      const sc_time start = sc_core::sc_time_stamp();
+      m_busy_s += m_dispatch.to_seconds();
+      wait(m_dispatch);
+      const auto e = static_cast<std::size_t>(task.event);
+      if (m_recorded.size() <= e) m_recorded.resize(e + 1, 0);
+      ++m_recorded[e];
+      m_event_recorded.notify(sc_core::SC_ZERO_TIME);
+      if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
+      return true;
+    }
+    case TaskKind::EventWait: {
+      ++m_tasks;
+      const sc_time start = sc_core::sc_time_stamp();
+      const auto e = static_cast<std::size_t>(task.event);
+      if (m_recorded.size() <= e) m_recorded.resize(e + 1, 0);
+      if (m_waited.size() <= e) m_waited.resize(e + 1, 0);
+      if (m_recorded[e] <= m_waited[e]) {  // not recorded yet: the stream idles
+        set_active(s, false);
+        while (m_recorded[e] <= m_waited[e]) wait(m_event_recorded);
+        set_active(s, true);
+      }
+      ++m_waited[e];
+      m_event_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
+      m_busy_s += m_dispatch.to_seconds();
+      wait(m_dispatch);
+      if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
+      return true;
+    }
+    case TaskKind::Comm: {
+      ++m_tasks;
+      ++m_comm_tasks;
+      const sc_time start = sc_core::sc_time_stamp();
+      set_active(s, false);
+      m_account.begin(Device::Comm);
+      wait(m_dispatch + task.time);
+      m_account.end(Device::Comm);
+      set_active(s, true);
+      if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
+      return true;
+    }
+  }
+  return false;
+}
+
+bool TaskScheduler::run_iteration(Stream& s, const Work& w) {
+  const GraphPlan& p = *w.plan;
+  if (p.single_stream) {
+    if (!p.per_stream.empty())
+      for (const Task* t : p.per_stream[0])
+        if (!execute(s, *t)) return false;
     return true;
   }
-  // GetNext: wait (device idle, charged to wait_data) until the queue has a batch.
-  if (!m_source) throw std::logic_error("GetNext without a bound data queue");
-  const sc_time start = sc_core::sc_time_stamp();
-  m_account.set_device_busy(false);
-  m_account.set_device_waiting(true);
-  const bool ok = m_source->pop(sim::seconds(m_cfg.op_timeout_s));
-  m_account.set_device_waiting(false);
-  m_getnext_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
-  if (m_trace && m_trace->active() && sc_core::sc_time_stamp() > start)
-    m_trace->span(m_stream_track, "GetNext: wait for data", start, sc_core::sc_time_stamp());
-  if (!ok) {
-    m_failure = "GetNext timed out after " + std::to_string(m_cfg.op_timeout_s) +
-                " s waiting for the device data queue: the data pipeline is too slow or failed. "
-                "Raise num_parallel_workers, simplify the map operations, or raise op_timeout.";
-    return false;
+  const std::vector<const Task*>* own = nullptr;
+  for (std::size_t i = 0; i < p.streams.size(); ++i) {
+    if (p.streams[i] == s.id) {
+      own = &p.per_stream[i];
+      continue;
+    }
+    Work slice;
+    slice.slice = &p.per_stream[i];
+    ++m_slices_pending;
+    push(p.streams[i], slice);
   }
-  m_account.set_device_busy(true);
-  aicpu_kernel(m_cfg.getnext_us, m_getnext, "GetNext");
+  bool ok = true;
+  if (own)
+    for (const Task* t : *own)
+      if (!(ok = execute(s, *t))) break;
+  if (!ok) return false;
+  if (m_slices_pending > 0) {
+    set_active(s, false);
+    while (m_slices_pending > 0 && m_failure.empty()) wait(m_slice_done);
+    set_active(s, true);
+  }
+  return m_failure.empty();
+}
+
+bool TaskScheduler::run_submission(Stream& s, const Work& w) {
+  if (w.task) {
+    if (!execute(s, *w.task)) return false;
+    if (w.ends_step) step_done();
+    return true;
+  }
+  ++m_graph_runs;
+  for (std::int64_t it = 0; it < w.iterations; ++it) {
+    if (!run_iteration(s, w)) return false;
+    if (w.loop_control) {
+      aicpu_kernel(s, m_cfg.assign_add_us, m_assign_add, "AssignAdd (loop counter)");
+      aicpu_kernel(s, m_cfg.stream_switch_us, m_stream_switch, "StreamSwitch");
+      if (it + 1 < w.iterations) aicpu_kernel(s, m_cfg.stream_active_us, m_stream_active, "StreamActive");
+    }
+    step_done();
+  }
+  aicpu_kernel(s, m_cfg.end_graph_us, m_end_graph, "EndGraph");
   return true;
 }
 
-void TaskScheduler::run() {
+void TaskScheduler::stream_thread(std::int32_t id) {
+  Stream& s = *m_streams.at(id);
   for (;;) {
-    while (m_queue.empty()) wait(m_arrived);
-    const Submission s = m_queue.front();
-    m_queue.pop_front();
-    const sc_time now = sc_core::sc_time_stamp();
-    if (s.arrival > now) wait(s.arrival - now);
-
-    m_account.set_device_busy(true);
-    if (s.task) {
-      if (!execute(*s.task)) break;
-      if (s.ends_step) step_done();
-    } else {
-      ++m_graph_runs;
+    while (s.queue.empty()) wait(s.arrived);
+    const Work w = s.queue.front();
+    s.queue.pop_front();
+    if (!m_failure.empty()) break;
+    if (w.slice) {
+      set_active(s, true);
       bool ok = true;
-      for (std::int64_t it = 0; ok && it < s.iterations; ++it) {
-        for (const Task& t : *s.graph)
-          if (!(ok = execute(t))) break;
-        if (!ok) break;
-        if (s.loop_control) {
-          aicpu_kernel(m_cfg.assign_add_us, m_assign_add, "AssignAdd (loop counter)");
-          aicpu_kernel(m_cfg.stream_switch_us, m_stream_switch, "StreamSwitch");
-          if (it + 1 < s.iterations) aicpu_kernel(m_cfg.stream_active_us, m_stream_active, "StreamActive");
-        }
-        step_done();
-      }
+      for (const Task* t : *w.slice)
+        if (!(ok = execute(s, *t))) break;
+      set_active(s, false);
+      --m_slices_pending;
+      m_slice_done.notify(sc_core::SC_ZERO_TIME);
       if (!ok) break;
-      aicpu_kernel(m_cfg.end_graph_us, m_end_graph, "EndGraph");
+      continue;
     }
-    m_account.set_device_busy(false);
-    ++m_completed;
-    m_completion.notify(sc_core::SC_ZERO_TIME);
+    const sc_time now = sc_core::sc_time_stamp();
+    if (w.arrival > now) wait(w.arrival - now);
+    set_active(s, true);
+    const bool ok = run_submission(s, w);
+    set_active(s, false);
+    if (!ok) break;
+    if (++m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
   }
-  m_account.set_device_busy(false);
-  if (m_on_failure) m_on_failure();
+  set_active(s, false);
+  if (!m_failure.empty()) {
+    m_slice_done.notify(sc_core::SC_ZERO_TIME);  // a launch stream waiting for this slice gives up
+    host->device_failed(m_failure);
+  }
 }
 
 }  // namespace ascendsim::aicpu

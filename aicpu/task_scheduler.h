@@ -1,14 +1,21 @@
-// The device task scheduler. It takes submissions from the host in arrival order — single tasks
-// (op-by-op launch) or a loaded graph to run for N iterations — and executes their tasks in stream
-// order: AI core tasks on the AI cores, GetNext and loop control as AICPU kernels, each after a
-// per-task dispatch cost. With loop control, every iteration ends with AssignAdd on the loop
-// counter, StreamSwitch comparing it with the iteration count and StreamActive re-entering the
-// body; the graph ends with EndGraph. One stream: tasks never overlap each other.
+// The device task scheduler. It implements the host interface's DeviceIf: it takes submissions —
+// single tasks (op-by-op launch) or a loaded graph run for N iterations — and executes them on
+// device streams. Each stream runs its tasks in order; streams run concurrently, ordered only by
+// event record/wait tasks, and share the AI cores (a task waits for free cores). AI core tasks run
+// on the AI cores, GetNext, loop control and events as AICPU work, each after a per-task dispatch
+// cost. With loop control, every iteration ends with AssignAdd on the loop counter, StreamSwitch
+// comparing it with the iteration count and StreamActive re-entering the body; the graph ends with
+// EndGraph.
+//
+// A submission runs on its launch stream (the task's stream; stream 0 for a graph). A graph whose
+// tasks all sit on one stream runs inline there, one wait per task; a multi-stream graph hands
+// each other stream its tasks of the iteration and the iteration ends when every stream is done.
 #pragma once
 
 #include <cstdint>
 #include <deque>
-#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,37 +23,38 @@
 
 #include "aicore/aicore_cluster.h"
 #include "aicpu/aicpu_config.h"
-#include "aicpu/task.h"
+#include "hostif/device_if.h"
 #include "sim/core/breakdown.h"
 #include "sim/core/stats.h"
 #include "sim/core/trace.h"
 
 namespace ascendsim::aicpu {
 
-class TaskScheduler : public sc_core::sc_module {
+using hostif::StepMarks;
+using hostif::Task;
+using hostif::TaskList;
+
+class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
  public:
   SC_HAS_PROCESS(TaskScheduler);
   TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cfg, aicore::AiCoreCluster& cores,
                 sim::BreakdownAccountant& account);
 
-  void bind_source(BatchSource& source) { m_source = &source; }
-  /// Called on the device each time a training step's last task finishes.
-  void on_step_end(std::function<void(const StepMarks&)> fn) { m_on_step = std::move(fn); }
-  /// Records tasks on the recorder's tracks while it is active — the stream, each of `cores` AI
-  /// cores (an op's blocks on cores 0..blocks-1) and the AICPU; nullptr disables.
+  sc_core::sc_port<hostif::DeviceEventsIf> host;    ///< step ends and failures go here
+  sc_core::sc_port<hostif::BatchSourceIf> batches;  ///< GetNext pops here
+
+  /// Records tasks on the recorder's tracks while it is active — one track per stream, each of
+  /// `cores` AI cores (an op's blocks on cores 0..blocks-1) and the AICPU; nullptr disables.
   void set_trace(sim::TraceRecorder* trace, std::int64_t cores);
-  /// Called on the device when a task fails the run (see failure()); the scheduler stops.
-  void on_failure(std::function<void()> fn) { m_on_failure = std::move(fn); }
 
-  /// Host submissions; each reaches the device at `arrival` (>= now, non-decreasing).
-  /// `task` must outlive its execution.
-  void submit_task(const Task& task, const sc_core::sc_time& arrival, bool ends_step);
-  void submit_graph(const TaskList& graph, std::int64_t iterations, bool loop_control, const sc_core::sc_time& arrival);
-
-  std::uint64_t submitted() const { return m_submitted; }
-  std::uint64_t completed() const { return m_completed; }
-  /// Notified whenever a submission completes.
-  const sc_core::sc_event& completion_event() const { return m_completion; }
+  // DeviceIf
+  void submit_task(const Task& task, const sc_core::sc_time& arrival, bool ends_step) override;
+  void submit_graph(const TaskList& graph, std::int64_t iterations, bool loop_control,
+                    const sc_core::sc_time& arrival) override;
+  std::uint64_t submitted() const override { return m_submitted; }
+  std::uint64_t completed() const override { return m_completed; }
+  const sc_core::sc_event& drained_event() const override { return m_drained; }
+  std::int64_t graph_image_bytes(const TaskList& graph) const override;
 
   bool failed() const { return !m_failure.empty(); }
   const std::string& failure() const { return m_failure; }
@@ -54,35 +62,60 @@ class TaskScheduler : public sc_core::sc_module {
   sim::StatsGroup& stats() { return m_stats; }
 
  private:
-  struct Submission {
+  /// The tasks of one graph iteration, split by stream.
+  struct GraphPlan {
+    std::vector<std::int32_t> streams;                 ///< streams used, ascending
+    std::vector<std::vector<const Task*>> per_stream;  ///< tasks of streams[i], in order
+    bool single_stream = true;
+  };
+  struct Work {
+    // A submission (task or graph) ...
     const Task* task = nullptr;
     const TaskList* graph = nullptr;
+    const GraphPlan* plan = nullptr;
     std::int64_t iterations = 1;
     bool loop_control = false;
     bool ends_step = false;
     sc_core::sc_time arrival;
+    // ... or a slice of a multi-stream graph iteration run for its launch stream.
+    const std::vector<const Task*>* slice = nullptr;
+  };
+  struct Stream {
+    std::int32_t id = 0;
+    std::deque<Work> queue;
+    sc_core::sc_event arrived;
+    int track = 0;
+    bool active = false;  ///< counted as busy in the time breakdown
   };
 
-  void run();
-  bool execute(const Task& task);  // false: the run failed
-  void aicpu_kernel(double us, sim::Scalar& counter, const char* name);
+  Stream& stream(std::int32_t id);
+  void stream_thread(std::int32_t id);
+  void stream0_thread();
+  void push(std::int32_t stream_id, Work w);
+  bool run_submission(Stream& s, const Work& w);  // false: the run failed
+  bool run_iteration(Stream& s, const Work& w);
+  bool execute(Stream& s, const Task& task);
+  void set_active(Stream& s, bool active);
+  void aicpu_kernel(Stream& s, double us, sim::Scalar& counter, const char* name);
   void step_done();
+  void fail(const std::string& reason);
 
   const AicpuConfig& m_cfg;
   aicore::AiCoreCluster& m_cores;
   sim::BreakdownAccountant& m_account;
-  BatchSource* m_source = nullptr;
-  std::function<void(const StepMarks&)> m_on_step;
   StepMarks m_marks;
   bool m_step_started = false;
   sim::TraceRecorder* m_trace = nullptr;
-  int m_stream_track = 0, m_aicpu_track = 0;
+  int m_aicpu_track = 0;
   std::vector<int> m_core_tracks;
-  std::function<void()> m_on_failure;
 
-  std::deque<Submission> m_queue;
-  sc_core::sc_event m_arrived;
-  sc_core::sc_event m_completion;
+  std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;
+  std::map<const TaskList*, GraphPlan> m_plans;
+  std::vector<std::int64_t> m_recorded, m_waited;  ///< per event: records, consumed waits
+  sc_core::sc_event m_event_recorded;
+  std::int64_t m_slices_pending = 0;
+  sc_core::sc_event m_slice_done;
+  sc_core::sc_event m_drained;
   std::uint64_t m_submitted = 0;
   std::uint64_t m_completed = 0;
   std::string m_failure;
@@ -97,6 +130,9 @@ class TaskScheduler : public sc_core::sc_module {
   sim::Scalar& m_stream_active;
   sim::Scalar& m_end_graph;
   sim::Scalar& m_graph_runs;
+  sim::Scalar& m_events_recorded;
+  sim::Scalar& m_event_wait_s;
+  sim::Scalar& m_comm_tasks;
   sim::Scalar& m_busy_s;
 };
 

@@ -12,13 +12,13 @@
 
 #include <systemc>
 
-#include "aicpu/task.h"
+#include "hostif/device_if.h"
 #include "sim/core/stats.h"
 #include "sim/core/trace.h"
 
 namespace ascendsim::hostif {
 
-class DataQueue : public sc_core::sc_module, public aicpu::BatchSource {
+class DataQueue : public sc_core::sc_module, public BatchSourceIf {
  public:
   DataQueue(sc_core::sc_module_name name, std::int64_t capacity);
 

@@ -7,8 +7,8 @@ namespace ascendsim::runtime {
 using sim::Phase;
 
 Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,
-                   const CompiledGraph& graph, std::int64_t batch_size, DeviceHandles device, DataPipeline& pipeline,
-                   sim::BreakdownAccountant& account)
+                   const CompiledGraph& graph, std::int64_t batch_size, hostif::HostInterface& device,
+                   DataPipeline& pipeline, sim::BreakdownAccountant& account)
     : sc_module(name),
       m_host(host),
       m_session(session),
@@ -18,11 +18,11 @@ Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const S
       m_pipeline(pipeline),
       m_account(account) {
   m_steps.reserve(static_cast<std::size_t>(session.steps()));
-  m_device.scheduler.on_step_end([this](const aicpu::StepMarks& marks) {
+  m_device.on_step_end([this](const hostif::StepMarks& marks) {
     m_steps.push_back(marks);
     if (m_trace) m_trace->on_step(static_cast<std::int64_t>(m_steps.size()));
   });
-  m_device.scheduler.on_failure([this] { finish(); });
+  m_device.on_failure([this](const std::string&) { finish(); });
   SC_THREAD(main_thread);
   if (uses_queue(session.strategy)) SC_THREAD(channel_thread);
 }
@@ -66,7 +66,7 @@ void Executor::finish() {
 
 void Executor::channel_thread() {
   wait(m_channel_start);
-  auto& hostif = m_device.hostif;
+  auto& hostif = m_device;
   for (std::int64_t i = 0; i < m_session.steps() && !m_finished; ++i) {  // a failed run stops feeding
     {
       Span s(*this, m_channel_track, "wait for batch");
@@ -97,13 +97,13 @@ void Executor::memcpy_inputs_h2d() {
   for (auto bytes : m_graph.input_bytes) {
     Span s(*this, m_host_track, "memcpy H2D");
     wait(sim::us(m_host.memcpy_setup_us));
-    m_device.hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
+    m_device.h2d.transfer(static_cast<std::uint64_t>(bytes));
     ++m_io.h2d_copies;
     m_io.h2d_bytes += bytes;
   }
 }
 
-void Executor::launch_ops(const aicpu::TaskList& tasks) {
+void Executor::launch_ops(const hostif::TaskList& tasks) {
   // The host launches the ops back to back, each ready after its launch cost; the device sees
   // each at its own time, so one wait covers the whole sequence.
   m_account.set_host(Phase::Launch);
@@ -112,7 +112,7 @@ void Executor::launch_ops(const aicpu::TaskList& tasks) {
   const bool tracing = m_trace && m_trace->active();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const sc_core::sc_time issued = start + cost * static_cast<double>(i + 1);
-    m_device.scheduler.submit_task(tasks[i], m_device.hostif.ring_doorbell(issued), i + 1 == tasks.size());
+    m_device.submit_task(tasks[i], issued, i + 1 == tasks.size());
     ++m_io.op_launches;
     if (tracing) m_trace->span(m_host_track, "launch op " + tasks[i].name, issued - cost, issued);
   }
@@ -123,8 +123,7 @@ void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
   m_account.set_host(Phase::Launch);
   Span s(*this, m_host_track, "launch graph");
   wait(sim::us(m_host.graph_launch_us));
-  m_device.scheduler.submit_graph(m_graph.sink_tasks, iterations, loop_control,
-                                  m_device.hostif.ring_doorbell(sc_core::sc_time_stamp()));
+  m_device.submit_graph(m_graph.sink_tasks, iterations, loop_control);
   ++m_io.graph_launches;
   if (loop_control) m_loop_iterations += iterations;
 }
@@ -140,9 +139,8 @@ void Executor::load_graph() {
   m_account.set_host(Phase::H2D);
   Span s(*this, m_host_track, "load graph");
   wait(sim::us(m_host.graph_load_us));
-  // Descriptors of the step's tasks plus the loop-control and EndGraph tasks.
-  const auto bytes = static_cast<std::int64_t>(m_graph.sink_tasks.size() + 4) * m_device.aicpu.task_descriptor_bytes;
-  m_device.hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
+  const std::int64_t bytes = m_device.graph_image_bytes(m_graph.sink_tasks);
+  m_device.h2d.transfer(static_cast<std::uint64_t>(bytes));
   ++m_io.h2d_copies;
   m_io.h2d_bytes += bytes;
 }
@@ -150,10 +148,8 @@ void Executor::load_graph() {
 void Executor::synchronize() {
   m_account.set_host(Phase::Sync);
   Span s(*this, m_host_track, "sync");
-  auto& sched = m_device.scheduler;
-  if (sched.completed() < sched.submitted()) {
-    while (sched.completed() < sched.submitted()) wait(sched.completion_event());
-    m_device.hostif.await_completion_notice();
+  if (m_device.busy()) {
+    m_device.wait_all_completed();
     wait(sim::us(m_host.sync_wakeup_us));
   }
   ++m_io.host_syncs;
@@ -164,7 +160,7 @@ void Executor::return_loss() {
   Span s(*this, m_host_track, "memcpy D2H (loss)");
   constexpr std::int64_t kLossBytes = 4;  // fp32 scalar
   wait(sim::us(m_host.memcpy_setup_us));
-  m_device.hostif.d2h.transfer(kLossBytes);
+  m_device.d2h.transfer(kLossBytes);
   ++m_io.d2h_copies;
   m_io.d2h_bytes += kLossBytes;
   ++m_losses;
@@ -192,7 +188,7 @@ RunResult Executor::result() {
   r.step_s.reserve(m_steps.size());
   sc_core::sc_time prev = sc_core::SC_ZERO_TIME;
   for (std::size_t i = 0; i < m_steps.size(); ++i) {
-    const aicpu::StepMarks& m = m_steps[i];
+    const hostif::StepMarks& m = m_steps[i];
     const sc_core::sc_time t = i + 1 == m_steps.size() ? end : m.end;
     r.step_s.push_back((t - prev).to_seconds());
     // Iteration trajectory: host gap before the forward pass, forward+backward, the tail after
@@ -206,7 +202,7 @@ RunResult Executor::result() {
   r.interactions = m_io;
   r.losses_returned = m_losses;
   r.device_loop_iterations = m_loop_iterations;
-  r.failure = m_device.scheduler.failure();
+  r.failure = m_device.failure();
   return r;
 }
 
@@ -274,8 +270,9 @@ class LoopSinkExecutor final : public Executor {
 }  // namespace
 
 std::unique_ptr<Executor> make_executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,
-                                        const CompiledGraph& graph, std::int64_t batch_size, DeviceHandles device,
-                                        DataPipeline& pipeline, sim::BreakdownAccountant& account) {
+                                        const CompiledGraph& graph, std::int64_t batch_size,
+                                        hostif::HostInterface& device, DataPipeline& pipeline,
+                                        sim::BreakdownAccountant& account) {
   switch (session.strategy) {
     case Strategy::NonSink:
       return std::make_unique<NonSinkExecutor>(name, host, session, graph, batch_size, device, pipeline, account);

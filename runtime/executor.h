@@ -1,4 +1,4 @@
-// The host's training thread under one of the four execution strategies (DESIGN.md §4), plus the
+// The host's training thread under one of the four execution strategies (docs/design.md), plus the
 // dataset channel thread of the sink modes. Host actions cost configured durations; device work
 // runs concurrently on the device modules, so overlap comes out of the simulation.
 //
@@ -17,8 +17,6 @@
 
 #include <systemc>
 
-#include "aicpu/aicpu_config.h"
-#include "aicpu/task_scheduler.h"
 #include "hostif/host_interface.h"
 #include "runtime/data_pipeline.h"
 #include "runtime/graph_compiler.h"
@@ -30,18 +28,12 @@
 
 namespace ascendsim::runtime {
 
-/// The device as the host runtime reaches it.
-struct DeviceHandles {
-  aicpu::TaskScheduler& scheduler;
-  hostif::HostInterface& hostif;
-  const aicpu::AicpuConfig& aicpu;
-};
-
 class Executor : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Executor);
   Executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session, const CompiledGraph& graph,
-           std::int64_t batch_size, DeviceHandles device, DataPipeline& pipeline, sim::BreakdownAccountant& account);
+           std::int64_t batch_size, hostif::HostInterface& device, DataPipeline& pipeline,
+           sim::BreakdownAccountant& account);
 
   /// The run's result; call once the simulation has ended (it closes the time accounting).
   /// Statistics of other modules are not included (the caller adds them).
@@ -57,7 +49,7 @@ class Executor : public sc_core::sc_module {
   // Host actions, each charging its phase and counting its interactions.
   void next_batch_from_pipeline();
   void memcpy_inputs_h2d();
-  void launch_ops(const aicpu::TaskList& tasks);
+  void launch_ops(const hostif::TaskList& tasks);
   void launch_graph(std::int64_t iterations, bool loop_control);
   void create_channel();
   void load_graph();
@@ -70,7 +62,7 @@ class Executor : public sc_core::sc_module {
   const HostConfig& m_host;
   const Session& m_session;
   const CompiledGraph& m_graph;
-  DeviceHandles m_device;
+  hostif::HostInterface& m_device;  ///< the one door to the device
 
  private:
   void main_thread();
@@ -83,7 +75,7 @@ class Executor : public sc_core::sc_module {
   sc_core::sc_event m_channel_start;
   bool m_finished = false;
   sc_core::sc_time m_end;
-  std::vector<aicpu::StepMarks> m_steps;
+  std::vector<hostif::StepMarks> m_steps;
   sim::TraceRecorder* m_trace = nullptr;
   int m_host_track = 0, m_channel_track = 0;
   class Span;
@@ -93,7 +85,8 @@ class Executor : public sc_core::sc_module {
 };
 
 std::unique_ptr<Executor> make_executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,
-                                        const CompiledGraph& graph, std::int64_t batch_size, DeviceHandles device,
-                                        DataPipeline& pipeline, sim::BreakdownAccountant& account);
+                                        const CompiledGraph& graph, std::int64_t batch_size,
+                                        hostif::HostInterface& device, DataPipeline& pipeline,
+                                        sim::BreakdownAccountant& account);
 
 }  // namespace ascendsim::runtime

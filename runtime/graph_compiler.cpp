@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/core/time.h"
+
 namespace ascendsim::runtime {
 
 using aicore::OpDesc;
@@ -146,21 +148,22 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
   CompiledGraph c;
   for (auto t : w.batch_inputs) c.input_bytes.push_back(w.graph.tensor(t).bytes());
   c.batch_bytes = w.batch_bytes();
-  aicpu::Task getnext;
-  getnext.kind = aicpu::TaskKind::GetNext;
+  hostif::Task getnext;
+  getnext.kind = hostif::TaskKind::GetNext;
   getnext.name = "GetNext";
-  getnext.part = aicpu::StepPart::Data;
+  getnext.part = hostif::StepPart::Data;
   c.sink_tasks.push_back(getnext);
   for (const auto& op : w.graph.ops()) {
     if (!workloads::is_device_op(op.type)) continue;
-    aicpu::Task t;
-    t.kind = aicpu::TaskKind::AiCore;
+    hostif::Task t;
+    t.kind = hostif::TaskKind::AiCore;
     t.name = op.name;
     c.descs.push_back(lower_op(w.graph, op));
     t.cost = model.estimate(c.descs.back());
-    t.part = op.pass == workloads::Pass::Forward    ? aicpu::StepPart::Forward
-             : op.pass == workloads::Pass::Backward ? aicpu::StepPart::Backward
-                                                    : aicpu::StepPart::Optimizer;
+    t.time = sim::seconds(t.cost.time_s);
+    t.part = op.pass == workloads::Pass::Forward    ? hostif::StepPart::Forward
+             : op.pass == workloads::Pass::Backward ? hostif::StepPart::Backward
+                                                    : hostif::StepPart::Optimizer;
     c.device_compute_s += t.cost.time_s;
     c.step_tasks.push_back(t);
     c.sink_tasks.push_back(t);

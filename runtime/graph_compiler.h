@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "aicore/cost_model.h"
-#include "aicpu/task.h"
+#include "hostif/task.h"
 #include "runtime/memory_plan.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::runtime {
 
 struct CompiledGraph {
-  aicpu::TaskList step_tasks;             ///< one step launched op by op (non-sink): device ops in order
-  aicpu::TaskList sink_tasks;             ///< one step fed from the data queue: GetNext, then the device ops
+  hostif::TaskList step_tasks;             ///< one step launched op by op (non-sink): device ops in order
+  hostif::TaskList sink_tasks;             ///< one step fed from the data queue: GetNext, then the device ops
   std::vector<aicore::OpDesc> descs;      ///< per step_tasks entry
   std::vector<std::int64_t> input_bytes;  ///< per batch input tensor, feed order
   std::int64_t batch_bytes = 0;

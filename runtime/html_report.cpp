@@ -11,7 +11,8 @@ namespace ascendsim::runtime {
 namespace {
 
 const char* kPhaseColor[sim::kPhaseCount] = {"#8e6c8a", "#e7a33e", "#d1495b", "#2e86ab",
-                                             "#66a182", "#9c9c9c", "#17becf", "#5c4d7d"};
+                                             "#66a182", "#9c9c9c", "#17becf", "#5c4d7d",
+                                             "#e15759"};
 const char* kStrategyColor[] = {"#d1495b", "#edae49", "#66a182", "#2e86ab"};
 
 std::string esc(const std::string& s) {

@@ -48,13 +48,18 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
                        io.h2d_copies, io.d2h_copies, io.host_syncs);
   }
   out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";
-  out += fmt::format("{:<11}", "strategy");
+  // A phase no run has (communication on one device) gets no column.
+  std::vector<std::size_t> shown;
   for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
-    out += fmt::format(" {:>14}", sim::phase_name(static_cast<sim::Phase>(i)));
+    if (static_cast<sim::Phase>(i) != sim::Phase::Comm ||
+        std::any_of(runs.begin(), runs.end(), [i](const RunResult& r) { return r.breakdown_s[i] > 0; }))
+      shown.push_back(i);
+  out += fmt::format("{:<11}", "strategy");
+  for (std::size_t i : shown) out += fmt::format(" {:>14}", sim::phase_name(static_cast<sim::Phase>(i)));
   out += "\n";
   for (const auto& r : runs) {
     out += fmt::format("{:<11}", strategy_name(r.session.strategy));
-    for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
+    for (std::size_t i : shown)
       out += fmt::format(" {:>13.1f}%", r.sim_time_s > 0 ? 100.0 * r.breakdown_s[i] / r.sim_time_s : 0.0);
     out += "\n";
   }

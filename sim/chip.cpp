@@ -4,11 +4,14 @@ namespace ascendsim::sim {
 
 Chip::Chip(sc_core::sc_module_name name, const SystemConfig& cfg, BreakdownAccountant& account)
     : sc_module(name),
-      cores("aicore"),
+      cores("aicore", cfg.chip.aicore.cores, cfg.chip.aicore.vector_cores),
       scheduler("scheduler", cfg.chip.aicpu, cores, account),
       hostif("hostif", cfg.link, cfg.chip.queue) {
-  // connect
-  scheduler.bind_source(hostif.queue);
+  // connect: the host interface drives the device; the device notifies the host interface and pops
+  // batches from its data queue.
+  hostif.device(scheduler);
+  scheduler.host(hostif);
+  scheduler.batches(hostif.queue);
 }
 
 }  // namespace ascendsim::sim

@@ -1,5 +1,6 @@
 // One chip: AI cores, the task scheduler with its AICPU kernels, and the host interface
-// (PCIe DMA, doorbells, completions, device data queue).
+// (PCIe DMA, doorbells, completions, device data queue). The constructor's connect section makes
+// every binding; SystemC refuses to start if a port is left unbound.
 #pragma once
 
 #include <systemc>

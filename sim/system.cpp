@@ -60,8 +60,8 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
                  m_session.steps_per_epoch) {
   // connect
   m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
-  m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size,
-                                      {m_chip.scheduler, m_chip.hostif, m_cfg.chip.aicpu}, m_pipeline, m_account);
+  m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size, m_chip.hostif,
+                                      m_pipeline, m_account);
 }
 
 void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_step) {

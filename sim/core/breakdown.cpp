@@ -20,6 +20,8 @@ const char* phase_name(Phase p) {
       return "wait_data";
     case Phase::Sync:
       return "sync";
+    case Phase::Comm:
+      return "comm";
     case Phase::Count:
       break;
   }
@@ -27,8 +29,9 @@ const char* phase_name(Phase p) {
 }
 
 Phase BreakdownAccountant::current() const {
-  if (m_device_busy) return Phase::DeviceCompute;
-  if (m_device_waiting) return Phase::WaitData;
+  if (m_device[static_cast<std::size_t>(Device::Busy)] > 0) return Phase::DeviceCompute;
+  if (m_device[static_cast<std::size_t>(Device::Comm)] > 0) return Phase::Comm;
+  if (m_device[static_cast<std::size_t>(Device::Waiting)] > 0) return Phase::WaitData;
   return m_host;
 }
 

@@ -1,8 +1,9 @@
 // Where the time goes. Every instant of a run is charged to exactly one phase, so the phases
 // add up to the run's simulated time:
-//   - while the device executes a task (AI core op, AICPU kernel, dispatch)  -> device_compute
-//   - while the device is blocked in GetNext on an empty data queue          -> wait_data
-//   - while the device is idle, whatever the host's training thread is doing -> that phase
+//   - while any device stream executes a task (AI core op, AICPU kernel, dispatch) -> device_compute
+//   - else while a stream runs communication the computation does not hide        -> comm
+//   - else while a stream is blocked in GetNext on an empty data queue            -> wait_data
+//   - else (the device idle), whatever the host's training thread is doing        -> that phase
 // This charges host work only where it is exposed, i.e. where the device has nothing to do: the
 // interaction cost a strategy removes is exactly what disappears from the host phases.
 #pragma once
@@ -23,6 +24,7 @@ enum class Phase : std::size_t {
   HostLoop,       ///< framework work per step (training loop, callbacks), one-time setup
   WaitData,       ///< device waits in GetNext for the data queue
   Sync,           ///< completion notification and host wake-up after the device finished
+  Comm,           ///< device communication (collectives) that no computation hides
   Count
 };
 
@@ -34,11 +36,13 @@ class BreakdownAccountant {
   void set_host(Phase p) {
     change([&] { m_host = p; });
   }
-  void set_device_busy(bool busy) {
-    change([&] { m_device_busy = busy; });
+  /// Device activity is counted per stream: each call pair brackets one stream's activity.
+  enum class Device : std::size_t { Busy, Comm, Waiting, Count };
+  void begin(Device d) {
+    change([&] { ++m_device[static_cast<std::size_t>(d)]; });
   }
-  void set_device_waiting(bool waiting) {
-    change([&] { m_device_waiting = waiting; });
+  void end(Device d) {
+    change([&] { --m_device[static_cast<std::size_t>(d)]; });
   }
 
   /// Charges the time up to `at` and stops accounting; later changes are ignored. Returns the
@@ -57,8 +61,7 @@ class BreakdownAccountant {
   Phase current() const;
 
   Phase m_host = Phase::HostLoop;
-  bool m_device_busy = false;
-  bool m_device_waiting = false;
+  std::array<int, static_cast<std::size_t>(Device::Count)> m_device{};
   bool m_closed = false;
   sc_core::sc_time m_last = sc_core::SC_ZERO_TIME;
   std::array<sc_core::sc_time, kPhaseCount> m_time{};

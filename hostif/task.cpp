@@ -1,0 +1,31 @@
+#include "hostif/task.h"
+
+#include <algorithm>
+
+namespace ascendsim::hostif {
+
+const char* task_kind_name(TaskKind k) {
+  switch (k) {
+    case TaskKind::AiCore:
+      return "aicore";
+    case TaskKind::GetNext:
+      return "getnext";
+    case TaskKind::EventRecord:
+      return "event_record";
+    case TaskKind::EventWait:
+      return "event_wait";
+    case TaskKind::Comm:
+      return "comm";
+  }
+  return "?";
+}
+
+std::vector<std::int32_t> streams_of(const TaskList& tasks) {
+  std::vector<std::int32_t> s;
+  for (const auto& t : tasks)
+    if (std::find(s.begin(), s.end(), t.stream) == s.end()) s.push_back(t.stream);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+}  // namespace ascendsim::hostif

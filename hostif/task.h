@@ -1,0 +1,51 @@
+// Device tasks: what the host submits through the host interface and the device executes. This
+// is the contract between the host runtime and the device; the device side (aicpu/) implements
+// DeviceIf, the host side (runtime/) sees only HostInterface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "aicore/cost_model.h"
+
+namespace ascendsim::hostif {
+
+enum class TaskKind : std::uint8_t {
+  AiCore,       ///< an op on the AI cores
+  GetNext,      ///< AICPU: pop one batch from the device data queue
+  EventRecord,  ///< marks `event` recorded on this task's stream
+  EventWait,    ///< blocks this task's stream until `event` has been recorded (one record per wait)
+  Comm,         ///< communication (collective, P2P): occupies its stream for cost.time_s, no AI core
+};
+const char* task_kind_name(TaskKind k);
+
+/// Where a task sits in a training step, for the step trace.
+enum class StepPart : std::uint8_t { Data, Forward, Backward, Optimizer };
+
+struct Task {
+  TaskKind kind = TaskKind::AiCore;
+  aicore::OpCost cost;  ///< AiCore tasks: the op's modelled cost; Comm tasks: time_s
+  std::string name;
+  StepPart part = StepPart::Forward;
+  std::int32_t stream = 0;  ///< device stream; tasks of one stream run in order, streams concurrently
+  std::int32_t event = -1;  ///< EventRecord / EventWait: the event id
+  sc_core::sc_time time;    ///< cost.time_s as simulation time, set once when the graph is compiled
+};
+
+/// Per-step marks on the device (MindSpore's iteration trajectory).
+struct StepMarks {
+  sc_core::sc_time fp_start;  ///< the first forward task starts
+  sc_core::sc_time bp_end;    ///< the last backward task ends
+  sc_core::sc_time end;       ///< the step's last task (optimizer, loop control) ends
+};
+
+/// A loaded graph: the tasks of one training step, in stream order per stream.
+using TaskList = std::vector<Task>;
+
+/// The streams a task list uses, ascending.
+std::vector<std::int32_t> streams_of(const TaskList& tasks);
+
+}  // namespace ascendsim::hostif
