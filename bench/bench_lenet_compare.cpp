@@ -9,6 +9,7 @@
 
 #include "sim/config.h"
 #include "sim/simulation.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -16,11 +17,10 @@ namespace {
 using namespace ascendsim;
 
 void BM_LeNetCompare10Epochs(benchmark::State& state) {
-  setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 0);
   double steps = 0, simulated_s = 0;
   for (auto _ : state) {
     const auto w = workloads::make_workload("lenet5", 32);
-    const auto cfg = sim::load_config({});
+    const auto cfg = sim::load_config(test::config_request());
     sim::Simulation simulation;
     for (auto s : runtime::all_strategies()) {
       runtime::Session session;

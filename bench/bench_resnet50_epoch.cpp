@@ -9,6 +9,7 @@
 
 #include "sim/config.h"
 #include "sim/simulation.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -16,7 +17,6 @@ namespace {
 using namespace ascendsim;
 
 void BM_ResNet50Batch256EpochLoopSink(benchmark::State& state) {
-  setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 0);
   double steps = 0, simulated_s = 0;
   for (auto _ : state) {
     const auto w = workloads::make_workload("resnet50", 256);
@@ -24,7 +24,7 @@ void BM_ResNet50Batch256EpochLoopSink(benchmark::State& state) {
     runtime::Session session;
     session.strategy = runtime::Strategy::LoopSink;
     session.steps_per_epoch = w.steps_per_epoch();
-    simulation.add(sim::load_config({}), w, session);
+    simulation.add(sim::load_config(test::config_request()), w, session);
     simulation.run();
     const auto r = simulation.result(0);
     steps += static_cast<double>(r.steps_completed);

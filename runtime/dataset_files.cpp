@@ -80,7 +80,7 @@ fs::path find_one(const fs::path& dir, const std::string& stem) {
 
 workloads::DatasetSpec load_dataset_dir(const std::string& dir_name) {
   const fs::path dir(dir_name);
-  if (!fs::is_directory(dir)) throw sim::InputError("--dataset " + dir_name + ": not a directory");
+  if (!fs::is_directory(dir)) throw sim::InputError("dataset", "dataset", dir_name + ": not a directory");
   try {
     const fs::path images = find_one(dir, "train-images-idx3-ubyte");
     const fs::path labels = find_one(dir, "train-labels-idx1-ubyte");
@@ -119,9 +119,10 @@ workloads::DatasetSpec load_dataset_dir(const std::string& dir_name) {
     if (dynamic_cast<const sim::InputError*>(&e)) throw;
     throw sim::InputError(e.what());
   }
-  throw sim::InputError("--dataset " + dir_name +
-                        ": no MNIST idx files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]) or "
-                        "CIFAR-10 binary batches (data_batch_*.bin) found");
+  throw sim::InputError("dataset", "dataset",
+                        dir_name +
+                            ": no MNIST idx files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]) or "
+                            "CIFAR-10 binary batches (data_batch_*.bin) found");
 }
 
 }  // namespace ascendsim::runtime

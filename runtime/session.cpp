@@ -25,21 +25,26 @@ std::vector<Strategy> all_strategies() {
 Strategy parse_strategy(const std::string& name) {
   for (auto s : all_strategies())
     if (name == strategy_name(s)) return s;
-  throw sim::InputError("unknown strategy '" + name + "' (choose non-sink, data-sink, graph-sink or loop-sink)");
+  throw sim::InputError("strategy", "strategy",
+                        "unknown strategy '" + name + "' (choose non-sink, data-sink, graph-sink or loop-sink)");
 }
 
 void Session::validate() const {
-  if (epochs <= 0) throw sim::InputError("--epochs must be a positive whole number, got " + std::to_string(epochs));
+  if (epochs <= 0)
+    throw sim::InputError("epochs", "epochs", "must be a positive whole number, got " + std::to_string(epochs));
   if (steps_per_epoch <= 0)
-    throw sim::InputError("steps per epoch must be positive, got " + std::to_string(steps_per_epoch) +
-                          " (is the dataset smaller than one batch?)");
+    throw sim::InputError(
+        "steps_per_epoch", "steps_per_epoch",
+        "must be positive, got " + std::to_string(steps_per_epoch) + " (is the dataset smaller than one batch?)");
   if (sink_size == 0 || sink_size < -1)
-    throw sim::InputError("--sink-size must be -1 (the whole dataset) or a positive whole number, got " +
-                          std::to_string(sink_size));
+    throw sim::InputError(
+        "sink_size", "sink_size",
+        "must be -1 (the whole dataset) or a positive whole number, got " + std::to_string(sink_size));
   const std::int64_t per_epoch = strategy == Strategy::LoopSink ? effective_sink_size() : steps_per_epoch;
   if (per_epoch > kMaxSteps || epochs > kMaxSteps / per_epoch)
-    throw sim::InputError("the run would simulate more than " + std::to_string(kMaxSteps) +
-                          " steps — reduce --epochs, --steps-per-epoch or --sink-size");
+    throw sim::InputError("epochs", "epochs",
+                          "the run would simulate more than " + std::to_string(kMaxSteps) +
+                              " steps — reduce epochs, steps_per_epoch or sink_size");
 }
 
 }  // namespace ascendsim::runtime

@@ -1,12 +1,15 @@
 #include "sim/cli.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include <unistd.h>
 #include <string>
@@ -20,9 +23,10 @@
 #include "runtime/graph_compiler.h"
 #include "runtime/html_report.h"
 #include "runtime/report.h"
+#include "sim/api.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
-#include "sim/simulation.h"
+#include "sim/system.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -66,12 +70,26 @@ struct Options {
   bool progress = false;
   std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
 
-  ConfigRequest request() const {
-    ConfigRequest r = config;
-    r.sets.insert(r.sets.begin(), shortcut_sets.begin(), shortcut_sets.end());
-    return r;
-  }
+  ConfigRequest request() const;
 };
+
+std::map<std::string, std::string>& typed();
+
+/// A flag that stands for one parameter override: applied before the --set overrides, and an
+/// error about it names the flag.
+void shortcut(Options& o, const std::string& key, const std::string& flag, const std::string& value) {
+  const std::string set = key + "=" + value;
+  o.shortcut_sets.push_back(set);
+  typed()[override_origin(set)] = flag + " " + value;
+}
+
+ConfigRequest Options::request() const {
+  ConfigRequest r = config;
+  r.dir = default_config_dir();
+  r.sets.insert(r.sets.begin(), shortcut_sets.begin(), shortcut_sets.end());
+  for (const auto& s : config.sets) typed().emplace(override_origin(s), "--set " + s);
+  return r;
+}
 
 const std::string& op_types_help() {
   static const std::string text = [] {
@@ -113,17 +131,16 @@ po::options_description run_options(Options& o) {
       "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
-      "comes from the files")("num-parallel-workers", po::value<std::int64_t>()->notifier([&o](std::int64_t v) {
-    o.shortcut_sets.push_back("pipeline.num_parallel_workers=" + std::to_string(v));
+      "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
+    shortcut(o, "pipeline.num_parallel_workers", "--num-parallel-workers", v);
   }),
                               "data pipeline map workers (pipeline.num_parallel_workers)")(
       "op-timeout", po::value<std::string>()->notifier([&o](const std::string& v) {
-        o.shortcut_sets.push_back("aicpu.op_timeout_s=" + v);
+        shortcut(o, "aicpu.op_timeout_s", "--op-timeout", v);
       }),
       "seconds a device op (GetNext) may wait before the run fails (aicpu.op_timeout_s)")(
-      "cache", po::value<std::string>()->notifier([&o](const std::string& v) {
-        o.shortcut_sets.push_back("pipeline.cache=" + v);
-      }),
+      "cache",
+      po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
       "data cache: none | source | map (after the last deterministic map)")(
       "trace", po::value(&o.trace), "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
@@ -193,51 +210,54 @@ void write_output(const std::string& path, const std::string& text) {
   }
 }
 
-workloads::Workload build_workload(const Options& o) {
-  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
-  if (o.batch_size <= 0 || o.batch_size > kMaxBatch)
-    throw InputError("--batch-size must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " +
-                     std::to_string(o.batch_size));
-  try {
-    return workloads::make_workload(o.workload, o.batch_size);
-  } catch (const std::invalid_argument& e) {
-    throw InputError(std::string("--workload: ") + e.what());
-  }
+/// What the user typed for each request key and parameter override, so that an error about one
+/// names the flag (`--num-parallel-workers 0`) rather than the library's key. Filled while the
+/// command line is parsed; one invocation per process.
+std::map<std::string, std::string>& typed() {
+  static std::map<std::string, std::string> m;
+  return m;
 }
 
-runtime::Session make_session(const Options& o, const workloads::Workload& w, runtime::Strategy s) {
-  if (o.devices != 1)
-    throw InputError("--devices " + std::to_string(o.devices) +
-                     ": only single-device runs are modelled; use --devices 1");
-  if (o.steps_per_epoch && *o.steps_per_epoch <= 0)
-    throw InputError("--steps-per-epoch must be a positive whole number, got " + std::to_string(*o.steps_per_epoch));
-  runtime::Session session;
-  session.strategy = s;
-  session.epochs = o.epochs;
-  session.sink_size = o.sink_size;
-  session.steps_per_epoch = o.steps_per_epoch.value_or(w.steps_per_epoch());
-  if (session.steps_per_epoch <= 0)
-    throw InputError(w.name + ": " + std::to_string(w.data.dataset.samples) + " samples make no batch of " +
-                     std::to_string(w.batch_size) + "; reduce --batch-size");
-  session.validate();
-  return session;
+/// The flag of each request key.
+const std::map<std::string, std::string>& request_flags() {
+  static const std::map<std::string, std::string> m = {{"workload", "--workload"},
+                                                       {"batch_size", "--batch-size"},
+                                                       {"epochs", "--epochs"},
+                                                       {"sink_size", "--sink-size"},
+                                                       {"steps_per_epoch", "--steps-per-epoch"},
+                                                       {"dataset", "--dataset"},
+                                                       {"devices", "--devices"},
+                                                       {"strategy", "--strategy"},
+                                                       {"param", "--param"},
+                                                       {"values", "--values"},
+                                                       {"trace_steps", "--trace-steps"}};
+  return m;
 }
 
-/// The workload with its dataset: the default one, or the files in --dataset; one shard of it.
-workloads::Workload build_workload_with_data(const Options& o, const SystemConfig& cfg) {
-  workloads::Workload w = build_workload(o);
-  if (!o.dataset.empty()) {
-    workloads::DatasetSpec d = runtime::load_dataset_dir(o.dataset);
-    if (d.format != w.data.dataset.format)
-      throw InputError("--dataset " + o.dataset + " holds " + workloads::dataset_format_name(d.format) + " files but " +
-                       w.name + " reads " + workloads::dataset_format_name(w.data.dataset.format) +
-                       (w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg
-                            ? " (ImageNet-like JPEGs are synthesised; run without --dataset)"
-                            : ""));
-    w.data.dataset = d;
+/// The message of `e` in the words of the command line.
+std::string cli_message(const InputError& e) {
+  std::string origin = e.origin(), detail = e.detail();
+  if (origin.empty()) return e.what();
+  if (auto it = typed().find(origin); it != typed().end())
+    origin = it->second;  // an override: what the user typed
+  else if (auto f = request_flags().find(origin); f != request_flags().end())
+    origin = f->second;
+  // Request keys named in the advice ("reduce batch_size") become their flags; not the keys that
+  // are also plain words in prose ("the dataset").
+  for (const auto& [key, flag] : request_flags()) {
+    if (key == "dataset" || key == "workload" || key == "devices" || key == "strategy" || key == "values" ||
+        key == "param")
+      continue;
+    for (std::size_t at = detail.find(key); at != std::string::npos; at = detail.find(key, at + flag.size())) {
+      const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(detail[at - 1])) ||
+                                           detail[at - 1] == '_' || detail[at - 1] == '.');
+      const std::size_t end = at + key.size();
+      const bool word_end =
+          end == detail.size() || !(std::isalnum(static_cast<unsigned char>(detail[end])) || detail[end] == '_');
+      if (word_start && word_end) detail.replace(at, key.size(), flag);
+    }
   }
-  w.data.dataset.samples /= cfg.pipeline.num_shards;  // this shard's samples fix the epoch
-  return w;
+  return origin + ": " + detail;
 }
 
 void check_outputs(const Options& o) {
@@ -247,43 +267,39 @@ void check_outputs(const Options& o) {
   check_writable(o.csv, "--csv");
 }
 
+RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& strategies) {
+  RunRequest r;
+  r.config = o.request();
+  r.workload = o.workload;
+  r.batch_size = o.batch_size;
+  r.strategies = strategies;
+  r.epochs = o.epochs;
+  r.sink_size = o.sink_size;
+  r.steps_per_epoch = o.steps_per_epoch;
+  r.dataset = o.dataset;
+  r.devices = o.devices;
+  if (!o.trace.empty()) {
+    r.trace = true;
+    std::tie(r.trace_first_step, r.trace_last_step) = parse_step_window(o.trace_steps);
+  }
+  if (progress_wanted(o)) r.progress = &std::cerr;
+  return r;
+}
+
 int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strategies) {
   check_outputs(o);
-  const SystemConfig cfg = load_config(o.request());
-  const workloads::Workload w = build_workload_with_data(o, cfg);
-  Simulation simulation;
-  for (auto s : strategies) simulation.add(cfg, w, make_session(o, w, s));
-  const auto window = parse_step_window(o.trace_steps);
-  if (!o.trace.empty()) simulation.enable_trace(window.first, window.second);
-  if (progress_wanted(o)) simulation.show_progress(&std::cerr);
-  simulation.run();
-
-  std::vector<runtime::RunResult> results;
-  for (std::size_t i = 0; i < simulation.size(); ++i) results.push_back(simulation.result(i));
-  const runtime::ReportHeader header{w.name, cfg.chip.name, w.batch_size, o.devices};
-  bool failed = false;
-  for (const auto& r : results) {
-    if (r.failure.empty()) continue;
-    failed = true;
-    std::cerr << "error: " << runtime::strategy_name(r.session.strategy) << " failed after " << r.steps_completed
-              << " of " << r.session.steps() << " steps at " << fmt::format("{:.6f}", r.sim_time_s)
-              << " s simulated: " << r.failure << "\n";
-  }
-  if (failed) {
-    std::cerr << "\nwhere the time went up to that point:\n" << runtime::format_table(header, results);
+  const RunOutcome out = run(make_request(o, strategies));
+  if (out.failed()) {
+    std::istringstream lines(out.failure_message());
+    for (std::string line; std::getline(lines, line);) std::cerr << "error: " << line << "\n";
+    std::cerr << "\nwhere the time went up to that point:\n" << runtime::format_table(out.header, out.runs);
     std::cerr << "no report written\n";
     return kExitRunFailed;
   }
-  SystemConfig resolved = cfg;
-  const ordered_json report = runtime::make_report(header, results, bind_params(resolved).to_json());
-  if (o.json != "-") std::cout << runtime::format_table(header, results);
-  if (!o.json.empty()) write_output(o.json, report.dump(2) + "\n");
-  if (!o.html.empty()) write_output(o.html, runtime::html_compare(header, results));
-  if (!o.trace.empty()) {
-    std::ostringstream trace;
-    simulation.write_trace(trace);
-    write_output(o.trace, trace.str());
-  }
+  if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs);
+  if (!o.json.empty()) write_output(o.json, out.report().dump(2) + "\n");
+  if (!o.html.empty()) write_output(o.html, runtime::html_compare(out.header, out.runs));
+  if (!o.trace.empty()) write_output(o.trace, out.trace);
   return 0;
 }
 
@@ -317,171 +333,40 @@ std::vector<std::string> split_list(const std::string& s, const std::string& opt
   }
 }
 
-std::int64_t parse_whole(const std::string& v, const std::string& what) {
-  std::size_t used = 0;
-  std::int64_t x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty()) throw InputError(what + ": '" + v + "' is not a whole number");
-  return x;
-}
-
 int cmd_sweep(int argc, char* argv[]) {
   Options o;
-  std::string param, values_arg, strategies_arg;
+  std::string strategies_arg;
+  SweepRequest req;
+  std::string values_arg;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
-  desc.add_options()("param", po::value(&param)->required(),
+  desc.add_options()("param", po::value(&req.param)->required(),
                      "what to sweep: sink_size, epochs, steps_per_epoch, batch_size, or any parameter key "
                      "(e.g. link.h2d_bandwidth_gbps, host.op_launch_us)")("values", po::value(&values_arg)->required(),
                                                                           "comma-separated values, e.g. 1,10,100,1000")(
       "strategies", po::value(&strategies_arg), "comma-separated strategies (default: all four)")(
       "csv", po::value(&o.csv), "write the rows as CSV to FILE");
   if (!parse(argc, argv, desc, "sweep")) return 0;
-  const auto values = split_list(values_arg, "--values");
+  req.values = split_list(values_arg, "--values");
   std::vector<runtime::Strategy> strategies = runtime::all_strategies();
   if (!strategies_arg.empty()) {
     strategies.clear();
     for (const auto& s : split_list(strategies_arg, "--strategies")) strategies.push_back(runtime::parse_strategy(s));
   }
   check_outputs(o);
-  const SystemConfig base = load_config(o.request());
-  const bool session_param =
-      param == "sink_size" || param == "epochs" || param == "steps_per_epoch" || param == "batch_size";
-  Simulation simulation;
-  std::vector<std::string> row_values;
-  std::vector<workloads::Workload> workloads_by_value;
-  for (const auto& v : values) {
-    Options ov = o;
-    SystemConfig cfg = base;
-    if (param == "sink_size")  // the same training: epochs x steps per epoch, in sinks of this size
-      ov.sink_size = parse_whole(v, "--values for sink_size");
-    else if (param == "epochs")
-      ov.epochs = parse_whole(v, "--values for epochs");
-    else if (param == "steps_per_epoch")
-      ov.steps_per_epoch = parse_whole(v, "--values for steps_per_epoch");
-    else if (param == "batch_size")
-      ov.batch_size = parse_whole(v, "--values for batch_size");
-    if (!session_param) {
-      ConfigRequest req = o.request();
-      req.sets.push_back(param + "=" + v);
-      cfg = load_config(req);
-    }
-    workloads_by_value.push_back(build_workload_with_data(ov, cfg));
-    for (auto s : strategies) {
-      runtime::Session session = make_session(ov, workloads_by_value.back(), s);
-      if (param == "sink_size" && s == runtime::Strategy::LoopSink && ov.sink_size > 0) {
-        // MindSpore users set epoch = total steps / sink_size: keep the total number of steps.
-        const std::int64_t total = o.epochs * session.steps_per_epoch;
-        session.epochs = (total + ov.sink_size - 1) / ov.sink_size;
-        session.validate();
-      }
-      simulation.add(cfg, workloads_by_value.back(), session);
-      row_values.push_back(v);
-    }
+  req.base = make_request(o, strategies);
+  req.base.trace = false;
+  const SweepOutcome out = sweep(req);
+  if (out.failed()) {
+    std::istringstream lines(out.failure_message());
+    for (std::string line; std::getline(lines, line);) std::cerr << "error: " << line << "\n";
+    std::cerr << "no report written\n";
+    return kExitRunFailed;
   }
-  if (progress_wanted(o)) simulation.show_progress(&std::cerr);
-  simulation.run();
-
-  std::vector<runtime::SweepPoint> points;
-  for (std::size_t i = 0; i < simulation.size(); ++i) {
-    points.push_back({row_values[i], simulation.result(i)});
-    const auto& r = points.back().run;
-    if (!r.failure.empty()) {
-      std::cerr << "error: " << param << "=" << row_values[i] << ", " << runtime::strategy_name(r.session.strategy)
-                << ": " << r.failure << "\nno report written\n";
-      return kExitRunFailed;
-    }
-  }
-  // Break-even sink size: from there on, every larger value gains loop sink less than 1%.
-  std::string conclusion;
-  ordered_json break_even = nullptr;
-  if (param == "sink_size") {
-    std::vector<std::pair<std::int64_t, double>> loop;
-    for (const auto& p : points)
-      if (p.run.session.strategy == runtime::Strategy::LoopSink)
-        loop.emplace_back(p.run.session.effective_sink_size(), runtime::summarize_steps(p.run.step_s).mean_ms);
-    const auto be = runtime::break_even_sink_size(loop);
-    if (be) {
-      break_even = *be;
-      conclusion = "loop sink gains less than 1% per step beyond sink_size " + std::to_string(*be);
-    } else if (loop.size() >= 2) {
-      conclusion = "loop sink still gains 1% or more at the largest sink_size given (" +
-                   std::to_string(std::max_element(loop.begin(), loop.end())->first) + "); try larger values";
-    }
-  }
-
-  const auto& w0 = workloads_by_value.front();
-  const runtime::ReportHeader header{w0.name, base.chip.name, w0.batch_size, o.devices};
-  ordered_json rows = ordered_json::array();
-  for (const auto& p : points) {
-    ordered_json row;
-    row["param"] = param;
-    try {
-      std::size_t used = 0;
-      const double num = std::stod(p.value, &used);
-      row["value"] = used == p.value.size() ? ordered_json(num) : ordered_json(p.value);
-    } catch (const std::exception&) {
-      row["value"] = p.value;
-    }
-    const ordered_json run = p.run.to_json();
-    for (const auto& [k, v] : run.items()) row[k] = v;
-    row.erase("stats");
-    rows.push_back(row);
-  }
-  ordered_json report;
-  report["workload"] = header.workload;
-  report["chip"] = header.chip;
-  report["batch_size"] = header.batch_size;
-  report["param"] = param;
-  report["values"] = values;
-  report["break_even_sink_size"] = break_even;
-  report["conclusion"] = conclusion;
-  report["rows"] = rows;
-  SystemConfig resolved = base;
-  report["config"] = bind_params(resolved).to_json();
-
-  if (o.json != "-") {
-    std::cout << fmt::format("{} on {}, batch {}: sweep of {}\n\n", header.workload, header.chip, header.batch_size,
-                             param);
-    std::cout << fmt::format("{:>14} {:<11} {:>8} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps",
-                             "step ms", "samples/s", "busy", "launches", "syncs");
-    for (const auto& p : points) {
-      const auto& r = p.run;
-      std::cout << fmt::format("{:>14} {:<11} {:>8} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
-                               runtime::strategy_name(r.session.strategy), r.steps_completed,
-                               runtime::summarize_steps(r.step_s).mean_ms, r.samples_per_s(),
-                               100 * r.device_busy_fraction(),
-                               r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
-    }
-    if (!conclusion.empty()) std::cout << "\n" << conclusion << "\n";
-  }
-  if (!o.json.empty()) write_output(o.json, report.dump(2) + "\n");
-  if (!o.csv.empty()) {
-    std::string csv =
-        "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
-        "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
-        "d2h_bytes";
-    for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
-      csv += std::string(",") + sim::phase_name(static_cast<sim::Phase>(i)) + "_s";
-    csv += "\n";
-    for (const auto& p : points) {
-      const auto& r = p.run;
-      const auto st = runtime::summarize_steps(r.step_s);
-      const auto& io = r.interactions;
-      csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{}", param, p.value,
-                         runtime::strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms,
-                         st.p50_ms, st.p99_ms, r.samples_per_s(), r.device_busy_fraction(), io.op_launches,
-                         io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs, io.h2d_bytes, io.d2h_bytes);
-      for (double b : r.breakdown_s) csv += fmt::format(",{:.9g}", b);
-      csv += "\n";
-    }
-    write_output(o.csv, csv);
-  }
-  if (!o.html.empty()) write_output(o.html, runtime::html_sweep(header, param, points, conclusion));
+  if (o.json != "-") std::cout << out.table();
+  if (!o.json.empty()) write_output(o.json, out.report().dump(2) + "\n");
+  if (!o.csv.empty()) write_output(o.csv, out.csv());
+  if (!o.html.empty()) write_output(o.html, runtime::html_sweep(out.header, out.param, out.points, out.conclusion));
   return 0;
 }
 
@@ -489,8 +374,8 @@ int cmd_info(int argc, char* argv[]) {
   Options o;
   po::options_description desc = common_options(o);
   if (!parse(argc, argv, desc, "info")) return 0;
-  const SystemConfig cfg = load_config(o.config);
-  const workloads::Workload w = build_workload(o);
+  const SystemConfig cfg = load_config(o.request());
+  const workloads::Workload w = request_workload(make_request(o, {}));
   aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
   const runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
 
@@ -618,7 +503,7 @@ int cmd_op(int argc, char* argv[]) {
   if (d.out_elements < 0) throw InputError("--out-elements must not be negative");
   if (d.operands < 2) throw InputError("--operands must be at least 2");
 
-  const SystemConfig cfg = load_config(o.config);
+  const SystemConfig cfg = load_config(o.request());
   aicore::OpCost c;
   try {
     c = aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory)->estimate(d);
@@ -692,7 +577,7 @@ int cmd_params(int argc, char* argv[]) {
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)");
   if (!parse(argc, argv, desc, "params")) return 0;
-  SystemConfig cfg = load_config(o.config);
+  SystemConfig cfg = load_config(o.request());
   SystemConfig defaults;
   const ParamSet ps = bind_params(cfg);
   const ParamSet ds = bind_params(defaults);
@@ -711,10 +596,12 @@ int cmd_chips(int argc, char* argv[]) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help");
   if (!parse(argc, argv, desc, "chips")) return 0;
-  const auto names = chip_presets();
-  if (names.empty()) throw InputError("no chip presets in " + config_dir() + "/chips; set ASCENDSIM_CONFIG_DIR");
+  const std::string dir = default_config_dir();
+  const auto names = chip_presets(dir);
+  if (names.empty()) throw InputError("no chip presets in " + dir + "/chips; set ASCENDSIM_CONFIG_DIR");
   for (const auto& n : names) {
     ConfigRequest req;
+    req.dir = dir;
     req.chip = n;
     const SystemConfig cfg = load_config(req);
     std::cout << fmt::format("{:<12} {}\n", n, cfg.chip.description);
@@ -743,7 +630,7 @@ int run_cli(int argc, char* argv[]) {
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return kExitInput;
   } catch (const InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << cli_message(e) << "\n";
     return kExitInput;
   } catch (const po::error& e) {
     std::cerr << "error: " << e.what() << " (see `ascendsim " << command << " --help`)\n";

@@ -30,14 +30,16 @@ ParamSet bind_params(SystemConfig& cfg) {
   return ps;
 }
 
-std::string config_dir() {
+std::string default_config_dir() {
   if (const char* env = std::getenv("ASCENDSIM_CONFIG_DIR"); env && *env) return env;
   return ASCENDSIM_DEFAULT_CONFIG_DIR;
 }
 
-std::vector<std::string> chip_presets() {
+std::string override_origin(const std::string& set) { return "override " + set; }
+
+std::vector<std::string> chip_presets(const std::string& dir_name) {
   std::vector<std::string> names;
-  const fs::path dir = fs::path(config_dir()) / "chips";
+  const fs::path dir = fs::path(dir_name) / "chips";
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
@@ -113,14 +115,17 @@ void check_combinations(const SystemConfig& cfg) {
 SystemConfig load_config(const ConfigRequest& req) {
   SystemConfig cfg;
   ParamSet ps = bind_params(cfg);
-  const fs::path dir(config_dir());
+  if (req.dir.empty()) throw InputError("no configuration directory given (it holds host.yaml and chips/)");
+  if (!fs::is_directory(req.dir))
+    throw InputError("configuration directory " + req.dir + " does not exist (it holds host.yaml and chips/)");
+  const fs::path dir(req.dir);
   const fs::path host = dir / "host.yaml";
   if (fs::exists(host)) apply_yaml_file(ps, host.string());
 
   const fs::path chip = dir / "chips" / (req.chip + ".yaml");
   if (!fs::is_regular_file(chip)) {
     std::string known;
-    for (const auto& n : chip_presets()) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : chip_presets(req.dir)) known += (known.empty() ? "" : ", ") + n;
     throw InputError("unknown chip '" + req.chip + "' (presets in " + (dir / "chips").string() + ": " +
                      (known.empty() ? "none found; set ASCENDSIM_CONFIG_DIR" : known) + ")");
   }
@@ -132,8 +137,8 @@ SystemConfig load_config(const ConfigRequest& req) {
   for (const auto& s : req.sets) {
     const auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw InputError("--set '" + s + "': expected key=value, e.g. --set link.h2d_bandwidth_gbps=48");
-    ps.set(s.substr(0, eq), s.substr(eq + 1), "--set " + s);
+      throw InputError(override_origin(s), "", "expected key=value, e.g. link.h2d_bandwidth_gbps=48");
+    ps.set(s.substr(0, eq), s.substr(eq + 1), override_origin(s));
   }
   check_combinations(cfg);
   return cfg;

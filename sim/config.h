@@ -36,15 +36,19 @@ struct SystemConfig {
 ParamSet bind_params(SystemConfig& cfg);
 
 struct ConfigRequest {
+  std::string dir;  ///< holds host.yaml and chips/ (see default_config_dir())
   std::string chip = "ascend910";
   std::string config_file;        ///< optional user YAML
-  std::vector<std::string> sets;  ///< "key=value"
+  std::vector<std::string> sets;  ///< "key=value"; an error names it as "override key=value"
 };
+/// The origin an error about the override `set` ("key=value") names.
+std::string override_origin(const std::string& set);
 
-/// Directory holding host.yaml and chips/ (ASCENDSIM_CONFIG_DIR overrides the built-in path).
-std::string config_dir();
-/// Preset names found in config_dir()/chips.
-std::vector<std::string> chip_presets();
+/// The presets installed with the build, or the ASCENDSIM_CONFIG_DIR environment variable: what
+/// front ends put in ConfigRequest::dir. The library itself never reads the environment.
+std::string default_config_dir();
+/// Preset names found in dir/chips.
+std::vector<std::string> chip_presets(const std::string& dir);
 /// Loads and checks a configuration; throws InputError naming file, key and reason.
 SystemConfig load_config(const ConfigRequest& req);
 /// Rejects combinations no run can use (buffers too small for one tile, a shard id out of range).

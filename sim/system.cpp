@@ -24,9 +24,10 @@ std::string format_bytes(double bytes) {
 void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan) {
   const double capacity = cfg.chip.memory.hbm_gib * 1024.0 * 1024.0 * 1024.0;
   if (static_cast<double>(plan.peak_bytes()) > capacity)
-    throw InputError(w.name + " at batch " + std::to_string(w.batch_size) + " needs " +
-                     format_bytes(static_cast<double>(plan.peak_bytes())) + " of device memory; " + cfg.chip.name +
-                     " has " + format_bytes(capacity) + " — reduce --batch-size");
+    throw InputError("batch_size", "batch_size",
+                     w.name + " at batch " + std::to_string(w.batch_size) + " needs " +
+                         format_bytes(static_cast<double>(plan.peak_bytes())) + " of device memory; " + cfg.chip.name +
+                         " has " + format_bytes(capacity) + " — reduce batch_size");
 }
 
 namespace {

@@ -115,12 +115,14 @@ void ParamSet::set(const std::string& key, const std::string& value, const std::
     std::sort(near.begin(), near.end());
     std::string hint;
     for (std::size_t i = 0; i < near.size() && i < 3; ++i) hint += (i ? ", " : "") + near[i].second;
-    throw InputError(origin + ": unknown parameter '" + key + "' (closest known: " + hint +
-                     "; `ascendsim params` lists them all)");
+    throw InputError(
+        origin, key,
+        "unknown parameter '" + key + "' (closest known: " + hint + "; `ascendsim params` lists them all)");
   }
   auto bad = [&](const std::string& what) {
-    return InputError(origin + ": parameter '" + key + "' " + what + ", got '" + value + "'" +
-                      (spec->unit.empty() ? "" : " (unit: " + spec->unit + ")"));
+    return InputError(origin, key,
+                      "parameter '" + key + "' " + what + ", got '" + value + "'" +
+                          (spec->unit.empty() ? "" : " (unit: " + spec->unit + ")"));
   };
   switch (spec->type) {
     case ParamType::Real: {

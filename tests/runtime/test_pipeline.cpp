@@ -5,6 +5,7 @@
 
 #include "sim/config.h"
 #include "sim/simulation.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace ascendsim {
@@ -22,12 +23,10 @@ struct Spec {
 
 class PipelineTest : public ::testing::Test {
  protected:
-  void SetUp() override { setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1); }
-
   std::vector<RunResult> run(const std::vector<Spec>& specs) {
     sim::Simulation simulation;
     for (const auto& s : specs) {
-      sim::ConfigRequest req;
+      sim::ConfigRequest req = test::config_request();
       req.sets = s.sets;
       runtime::Session session;
       session.strategy = s.strategy;

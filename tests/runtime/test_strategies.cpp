@@ -9,6 +9,7 @@
 #include "runtime/graph_compiler.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace ascendsim {
@@ -30,13 +31,11 @@ struct Spec {
 
 class StrategiesTest : public ::testing::Test {
  protected:
-  void SetUp() override { setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1); }
-
   std::vector<RunResult> run(const std::vector<Spec>& specs) {
     sim::Simulation simulation;
     for (const auto& s : specs) {
       const auto w = workloads::make_workload(s.workload, s.batch);
-      sim::ConfigRequest req;
+      sim::ConfigRequest req = test::config_request();
       req.sets = s.sets;
       Session session;
       session.strategy = s.strategy;

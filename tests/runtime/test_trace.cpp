@@ -9,6 +9,7 @@
 #include "runtime/graph_compiler.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace ascendsim {
@@ -19,14 +20,12 @@ using runtime::Strategy;
 
 class TraceTest : public ::testing::Test {
  protected:
-  void SetUp() override { setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1); }
-
   /// Runs the four strategies (or loop sink at several sink sizes) and returns results and trace.
   std::vector<RunResult> run(const std::vector<runtime::Session>& sessions, bool trace, std::int64_t first,
                              std::int64_t last, nlohmann::json* trace_json) {
     sim::Simulation simulation;
     const auto w = workloads::make_workload("lenet5", 32);
-    const auto cfg = sim::load_config({});
+    const auto cfg = sim::load_config(test::config_request());
     for (const auto& s : sessions) simulation.add(cfg, w, s);
     if (trace) simulation.enable_trace(first, last);
     simulation.run();

@@ -8,6 +8,7 @@
 
 #include "sim/config.h"
 #include "sim/core/error.h"
+#include "tests/test_support.h"
 
 namespace ascendsim::sim {
 namespace {
@@ -18,7 +19,6 @@ using ::testing::HasSubstr;
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1);
     m_dir = std::filesystem::temp_directory_path() /
             ("ascendsim_cfg_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -45,18 +45,18 @@ class ConfigTest : public ::testing::Test {
 };
 
 TEST_F(ConfigTest, EveryPresetLoadsAndNamesItself) {
-  const auto names = chip_presets();
+  const auto names = chip_presets(test::config_request().dir);
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
             (std::set<std::string>{"ascend310", "ascend910", "ascend910b"}));
   for (const auto& n : names) {
-    ConfigRequest req;
+    ConfigRequest req = test::config_request();
     req.chip = n;
     EXPECT_EQ(load_config(req).chip.name, n);
   }
 }
 
 TEST_F(ConfigTest, Ascend910PresetCarriesThePublicFigures) {
-  const SystemConfig c = load_config({});
+  const SystemConfig c = load_config(test::config_request());
   EXPECT_EQ(c.chip.aicore.cores, 32);
   EXPECT_EQ(c.chip.aicore.cube_fp16_macs_per_cycle, 4096);
   EXPECT_EQ(c.chip.aicore.vector_bytes_per_cycle, 256);
@@ -71,7 +71,7 @@ TEST_F(ConfigTest, Ascend910PresetCarriesThePublicFigures) {
 }
 
 TEST_F(ConfigTest, SetOverridesPresetAndConfigFile) {
-  ConfigRequest req;
+  ConfigRequest req = test::config_request();
   req.config_file = write("user.yaml", "link:\n  h2d_bandwidth_gbps: 12\nhost:\n  op_launch_us: 4\n");
   req.sets = {"host.op_launch_us=7.5"};
   const SystemConfig c = load_config(req);
@@ -80,13 +80,13 @@ TEST_F(ConfigTest, SetOverridesPresetAndConfigFile) {
 }
 
 TEST_F(ConfigTest, MalformedYamlNamesFileAndLine) {
-  ConfigRequest req;
+  ConfigRequest req = test::config_request();
   req.config_file = write("bad.yaml", "link:\n  h2d_bandwidth_gbps: [1, 2\nhost: {\n");
   EXPECT_THAT(error_of(req), AllOf(HasSubstr("bad.yaml"), HasSubstr("malformed YAML")));
 }
 
 TEST_F(ConfigTest, UnknownKeyNamesKeyAndSuggests) {
-  ConfigRequest req;
+  ConfigRequest req = test::config_request();
   req.config_file = write("typo.yaml", "link:\n  h2d_bandwith_gbps: 12\n");
   EXPECT_THAT(error_of(req), AllOf(HasSubstr("typo.yaml:2"), HasSubstr("link.h2d_bandwith_gbps"),
                                    HasSubstr("link.h2d_bandwidth_gbps")));
@@ -95,7 +95,7 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyAndSuggests) {
 }
 
 TEST_F(ConfigTest, WrongTypeAndOutOfRangeAreRejected) {
-  ConfigRequest req;
+  ConfigRequest req = test::config_request();
   req.sets = {"link.h2d_bandwidth_gbps=fast"};
   EXPECT_THAT(error_of(req), AllOf(HasSubstr("link.h2d_bandwidth_gbps"), HasSubstr("number"), HasSubstr("fast")));
   req.sets = {"aicore.cores=-3"};
@@ -112,7 +112,7 @@ TEST_F(ConfigTest, WrongTypeAndOutOfRangeAreRejected) {
 }
 
 TEST_F(ConfigTest, UnknownChipListsPresets) {
-  ConfigRequest req;
+  ConfigRequest req = test::config_request();
   req.chip = "ascend920";
   EXPECT_THAT(error_of(req), AllOf(HasSubstr("ascend920"), HasSubstr("ascend910b")));
 }
@@ -140,7 +140,7 @@ TEST_F(ConfigTest, EveryParameterIsDocumented) {
 
 TEST_F(ConfigTest, BuiltInDefaultsEqualTheAscend910Preset) {
   SystemConfig defaults;
-  SystemConfig loaded = load_config({});
+  SystemConfig loaded = load_config(test::config_request());
   EXPECT_EQ(bind_params(defaults).to_json(), bind_params(loaded).to_json());
 }
 

@@ -51,7 +51,8 @@ TEST(MnistIdx, RejectsBadFilesNamingThem) {
               HasSubstr("label 12 of sample 7"));
   EXPECT_THAT(message_of([&] { parse_mnist("img", header, 100 * 784, "lbl", labels(100).substr(0, 50)); }),
               HasSubstr("lbl: header promises 100 labels"));
-  EXPECT_THAT(message_of([&] { parse_mnist("img", std::string(2, '\0'), 0, "lbl", labels(1)); }), HasSubstr("img: truncated"));
+  EXPECT_THAT(message_of([&] { parse_mnist("img", std::string(2, '\0'), 0, "lbl", labels(1)); }),
+              HasSubstr("img: truncated"));
 }
 
 TEST(Cifar10Binary, ParsesRecordsAndRejectsBadOnes) {

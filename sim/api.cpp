@@ -1,0 +1,308 @@
+#include "sim/api.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "runtime/dataset_files.h"
+#include "sim/core/error.h"
+#include "sim/kernel.h"
+#include "sim/simulation.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::sim {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+workloads::Workload build_workload(const RunRequest& r);
+}  // namespace
+
+workloads::Workload request_workload(const RunRequest& req) { return build_workload(req); }
+
+namespace {
+workloads::Workload build_workload(const RunRequest& r) {
+  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
+  if (r.batch_size <= 0 || r.batch_size > kMaxBatch)
+    throw InputError(
+        "batch_size", "batch_size",
+        "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
+  try {
+    return workloads::make_workload(r.workload, r.batch_size);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("workload", "workload", e.what());
+  }
+}
+
+/// The workload with its dataset: the default one, or the files in `dataset`; one shard of it.
+workloads::Workload build_workload_with_data(const RunRequest& r, const SystemConfig& cfg) {
+  workloads::Workload w = build_workload(r);
+  if (!r.dataset.empty()) {
+    workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset);
+    if (d.format != w.data.dataset.format)
+      throw InputError("dataset", "dataset",
+                       r.dataset + " holds " + workloads::dataset_format_name(d.format) + " files but " + w.name +
+                           " reads " + workloads::dataset_format_name(w.data.dataset.format) +
+                           (w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg
+                                ? " (ImageNet-like JPEGs are synthesised; give no dataset)"
+                                : ""));
+    w.data.dataset = d;
+  }
+  w.data.dataset.samples /= cfg.pipeline.num_shards;  // this shard's samples fix the epoch
+  return w;
+}
+
+runtime::Session make_session(const RunRequest& r, const workloads::Workload& w, runtime::Strategy s) {
+  if (r.devices != 1)
+    throw InputError("devices", "devices",
+                     std::to_string(r.devices) + ": only single-device runs are modelled; use 1 device");
+  if (r.steps_per_epoch && *r.steps_per_epoch <= 0)
+    throw InputError("steps_per_epoch", "steps_per_epoch",
+                     "must be a positive whole number, got " + std::to_string(*r.steps_per_epoch));
+  runtime::Session session;
+  session.strategy = s;
+  session.epochs = r.epochs;
+  session.sink_size = r.sink_size;
+  session.steps_per_epoch = r.steps_per_epoch.value_or(w.steps_per_epoch());
+  if (session.steps_per_epoch <= 0)
+    throw InputError("batch_size", "batch_size",
+                     w.name + ": " + std::to_string(w.data.dataset.samples) + " samples make no batch of " +
+                         std::to_string(w.batch_size) + "; reduce batch_size");
+  session.validate();
+  return session;
+}
+
+void check_trace_window(const RunRequest& r) {
+  if (r.trace_first_step < 0 || r.trace_last_step <= r.trace_first_step)
+    throw InputError("trace_steps", "trace_steps",
+                     "the traced steps [" + std::to_string(r.trace_first_step) + ", " +
+                         std::to_string(r.trace_last_step) + ") are empty; give 0 <= first < last");
+}
+
+std::string failures(const std::vector<runtime::RunResult>& runs) {
+  std::string out;
+  for (const auto& r : runs)
+    if (!r.failure.empty())
+      out += fmt::format("{} failed after {} of {} steps at {:.6f} s simulated: {}\n",
+                         runtime::strategy_name(r.session.strategy), r.steps_completed, r.session.steps(), r.sim_time_s,
+                         r.failure);
+  return out;
+}
+
+ordered_json resolved_params(const SystemConfig& cfg) {
+  SystemConfig copy = cfg;
+  return bind_params(copy).to_json();
+}
+
+}  // namespace
+
+bool RunOutcome::failed() const {
+  return std::any_of(runs.begin(), runs.end(), [](const runtime::RunResult& r) { return !r.failure.empty(); });
+}
+std::string RunOutcome::failure_message() const { return failures(runs); }
+ordered_json RunOutcome::report() const { return runtime::make_report(header, runs, config); }
+
+RunOutcome run(const RunRequest& req) {
+  const SystemConfig cfg = load_config(req.config);
+  const workloads::Workload w = build_workload_with_data(req, cfg);
+  if (req.trace) check_trace_window(req);
+  std::vector<runtime::Session> sessions;
+  for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
+
+  RunOutcome out;
+  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices};
+  out.config = resolved_params(cfg);
+  KernelScope kernel;
+  Simulation simulation;
+  for (const auto& s : sessions) simulation.add(cfg, w, s);
+  if (req.trace) simulation.enable_trace(req.trace_first_step, req.trace_last_step);
+  simulation.show_progress(req.progress);
+  simulation.run();
+  for (std::size_t i = 0; i < simulation.size(); ++i) out.runs.push_back(simulation.result(i));
+  if (req.trace && !out.failed()) {
+    std::ostringstream trace;
+    simulation.write_trace(trace);
+    out.trace = trace.str();
+  }
+  return out;
+}
+
+namespace {
+
+std::int64_t parse_whole(const std::string& v, const std::string& key) {
+  std::size_t used = 0;
+  std::int64_t x = 0;
+  try {
+    x = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty()) throw InputError("values", key, "'" + v + "' is not a whole number");
+  return x;
+}
+
+}  // namespace
+
+SweepOutcome sweep(const SweepRequest& req) {
+  if (req.values.empty()) throw InputError("values", "values", "give at least one value to sweep");
+  const RunRequest& o = req.base;
+  const std::string& param = req.param;
+  const SystemConfig base = load_config(o.config);
+  const bool session_param =
+      param == "sink_size" || param == "epochs" || param == "steps_per_epoch" || param == "batch_size";
+  SweepOutcome out;
+  out.param = param;
+  out.values = req.values;
+  out.config = resolved_params(base);
+
+  // Everything is checked before anything is simulated.
+  struct Point {
+    std::string value;
+    SystemConfig cfg;
+    std::size_t workload;
+    runtime::Session session;
+  };
+  std::vector<Point> plan;
+  std::vector<workloads::Workload> workloads_by_value;
+  workloads_by_value.reserve(req.values.size());
+  for (const auto& v : req.values) {
+    RunRequest ov = o;
+    SystemConfig cfg = base;
+    if (param == "sink_size")  // the same training: epochs x steps per epoch, in sinks of this size
+      ov.sink_size = parse_whole(v, "sink_size");
+    else if (param == "epochs")
+      ov.epochs = parse_whole(v, "epochs");
+    else if (param == "steps_per_epoch")
+      ov.steps_per_epoch = parse_whole(v, "steps_per_epoch");
+    else if (param == "batch_size")
+      ov.batch_size = parse_whole(v, "batch_size");
+    if (!session_param) {
+      ConfigRequest c = o.config;
+      c.sets.push_back(param + "=" + v);
+      cfg = load_config(c);
+    }
+    workloads_by_value.push_back(build_workload_with_data(ov, cfg));
+    for (auto s : o.strategies) {
+      runtime::Session session = make_session(ov, workloads_by_value.back(), s);
+      if (param == "sink_size" && s == runtime::Strategy::LoopSink && ov.sink_size > 0) {
+        // MindSpore users set epoch = total steps / sink_size: keep the total number of steps.
+        const std::int64_t total = o.epochs * session.steps_per_epoch;
+        session.epochs = (total + ov.sink_size - 1) / ov.sink_size;
+        session.validate();
+      }
+      plan.push_back({v, cfg, workloads_by_value.size() - 1, session});
+    }
+  }
+  const auto& w0 = workloads_by_value.front();
+  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices};
+
+  {
+    KernelScope kernel;
+    Simulation simulation;
+    for (const auto& p : plan) simulation.add(p.cfg, workloads_by_value[p.workload], p.session);
+    simulation.show_progress(o.progress);
+    simulation.run();
+    for (std::size_t i = 0; i < simulation.size(); ++i) out.points.push_back({plan[i].value, simulation.result(i)});
+  }
+  if (out.failed()) return out;
+
+  // Break-even sink size: from there on, every larger value gains loop sink less than 1%.
+  if (param == "sink_size") {
+    std::vector<std::pair<std::int64_t, double>> loop;
+    for (const auto& p : out.points)
+      if (p.run.session.strategy == runtime::Strategy::LoopSink)
+        loop.emplace_back(p.run.session.effective_sink_size(), runtime::summarize_steps(p.run.step_s).mean_ms);
+    out.break_even_sink_size = runtime::break_even_sink_size(loop);
+    if (out.break_even_sink_size)
+      out.conclusion =
+          "loop sink gains less than 1% per step beyond sink_size " + std::to_string(*out.break_even_sink_size);
+    else if (loop.size() >= 2)
+      out.conclusion = "loop sink still gains 1% or more at the largest sink_size given (" +
+                       std::to_string(std::max_element(loop.begin(), loop.end())->first) + "); try larger values";
+  }
+  return out;
+}
+
+bool SweepOutcome::failed() const {
+  return std::any_of(points.begin(), points.end(), [](const runtime::SweepPoint& p) { return !p.run.failure.empty(); });
+}
+
+std::string SweepOutcome::failure_message() const {
+  std::string out;
+  for (const auto& p : points)
+    if (!p.run.failure.empty())
+      out +=
+          param + "=" + p.value + ", " + runtime::strategy_name(p.run.session.strategy) + ": " + p.run.failure + "\n";
+  return out;
+}
+
+ordered_json SweepOutcome::report() const {
+  ordered_json rows = ordered_json::array();
+  for (const auto& p : points) {
+    ordered_json row;
+    row["param"] = param;
+    try {
+      std::size_t used = 0;
+      const double num = std::stod(p.value, &used);
+      row["value"] = used == p.value.size() ? ordered_json(num) : ordered_json(p.value);
+    } catch (const std::exception&) {
+      row["value"] = p.value;
+    }
+    const ordered_json run = p.run.to_json();
+    for (const auto& [k, v] : run.items()) row[k] = v;
+    row.erase("stats");
+    rows.push_back(row);
+  }
+  ordered_json report;
+  report["workload"] = header.workload;
+  report["chip"] = header.chip;
+  report["batch_size"] = header.batch_size;
+  report["param"] = param;
+  report["values"] = values;
+  report["break_even_sink_size"] = break_even_sink_size ? ordered_json(*break_even_sink_size) : ordered_json(nullptr);
+  report["conclusion"] = conclusion;
+  report["rows"] = rows;
+  report["config"] = config;
+  return report;
+}
+
+std::string SweepOutcome::table() const {
+  std::string out =
+      fmt::format("{} on {}, batch {}: sweep of {}\n\n", header.workload, header.chip, header.batch_size, param);
+  out += fmt::format("{:>14} {:<11} {:>8} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps", "step ms",
+                     "samples/s", "busy", "launches", "syncs");
+  for (const auto& p : points) {
+    const auto& r = p.run;
+    out += fmt::format("{:>14} {:<11} {:>8} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
+                       runtime::strategy_name(r.session.strategy), r.steps_completed,
+                       runtime::summarize_steps(r.step_s).mean_ms, r.samples_per_s(), 100 * r.device_busy_fraction(),
+                       r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
+  }
+  if (!conclusion.empty()) out += "\n" + conclusion + "\n";
+  return out;
+}
+
+std::string SweepOutcome::csv() const {
+  std::string csv =
+      "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
+      "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
+      "d2h_bytes";
+  for (std::size_t i = 0; i < kPhaseCount; ++i) csv += std::string(",") + phase_name(static_cast<Phase>(i)) + "_s";
+  csv += "\n";
+  for (const auto& p : points) {
+    const auto& r = p.run;
+    const auto st = runtime::summarize_steps(r.step_s);
+    const auto& io = r.interactions;
+    csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{}", param, p.value,
+                       runtime::strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms,
+                       st.p50_ms, st.p99_ms, r.samples_per_s(), r.device_busy_fraction(), io.op_launches,
+                       io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs, io.h2d_bytes, io.d2h_bytes);
+    for (double b : r.breakdown_s) csv += fmt::format(",{:.9g}", b);
+    csv += "\n";
+  }
+  return csv;
+}
+
+}  // namespace ascendsim::sim

@@ -1,0 +1,90 @@
+// The library entry point: a request in, a result out. The command line, the tests and the
+// Python module all run simulations through these calls.
+//
+// Every call simulates in a SystemC kernel context of its own, created for the call and deleted
+// after it, so calls in one process give the same results as calls in separate processes, even
+// after a call whose run failed mid-way (docs/design.md, "Runs in one process"). Calls must not
+// overlap: one call at a time per process.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/html_report.h"
+#include "runtime/report.h"
+#include "runtime/run_result.h"
+#include "runtime/session.h"
+#include "sim/config.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::sim {
+
+/// What to simulate. Errors about a field name it by the key in brackets (InputError::key()).
+struct RunRequest {
+  ConfigRequest config;             ///< chip preset, YAML file, overrides, config dir
+  std::string workload = "lenet5";  ///< [workload]
+  std::int64_t batch_size = 32;     ///< [batch_size]
+  std::vector<runtime::Strategy> strategies = runtime::all_strategies();  ///< one run each
+  std::int64_t epochs = 1;                                                ///< [epochs]
+  std::int64_t sink_size = -1;                                            ///< [sink_size] loop sink's S; -1: one epoch
+  std::optional<std::int64_t> steps_per_epoch;                            ///< [steps_per_epoch] unset: from the dataset
+  std::string dataset;                ///< [dataset] directory of real files; "" synthetic
+  std::int64_t devices = 1;           ///< [devices]
+  bool trace = false;                 ///< record a Chrome trace
+  std::int64_t trace_first_step = 0;  ///< traced steps: [first, last)
+  std::int64_t trace_last_step = INT64_MAX;
+  std::ostream* progress = nullptr;  ///< progress lines, about once a second
+};
+
+struct RunOutcome {
+  runtime::ReportHeader header;
+  std::vector<runtime::RunResult> runs;  ///< in the order of the request's strategies
+  nlohmann::ordered_json config;         ///< every parameter as resolved
+  std::string trace;                     ///< the Chrome trace, if asked for
+
+  /// Runs that failed (e.g. a GetNext timeout), and their combined diagnosis.
+  bool failed() const;
+  std::string failure_message() const;
+  /// The JSON report (docs/reports.md).
+  nlohmann::ordered_json report() const;
+};
+
+/// Simulates the request's strategies together. Throws InputError for a request no run can
+/// start; a run that fails in the simulation is reported in its RunResult::failure.
+RunOutcome run(const RunRequest& req);
+
+/// The request's workload at its batch size, with its default dataset (InputError if unknown).
+workloads::Workload request_workload(const RunRequest& req);
+
+/// A sweep: the request's strategies at each value of one parameter — sink_size, epochs,
+/// steps_per_epoch, batch_size or any configuration key.
+struct SweepRequest {
+  RunRequest base;
+  std::string param;                ///< [param]
+  std::vector<std::string> values;  ///< [values]
+};
+
+struct SweepOutcome {
+  runtime::ReportHeader header;
+  std::string param;
+  std::vector<std::string> values;
+  std::vector<runtime::SweepPoint> points;  ///< value-major, then strategy
+  std::optional<std::int64_t> break_even_sink_size;
+  std::string conclusion;
+  nlohmann::ordered_json config;  ///< the base configuration
+
+  bool failed() const;
+  std::string failure_message() const;
+  nlohmann::ordered_json report() const;
+  std::string table() const;
+  std::string csv() const;
+};
+
+SweepOutcome sweep(const SweepRequest& req);
+
+}  // namespace ascendsim::sim

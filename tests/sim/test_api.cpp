@@ -1,0 +1,115 @@
+// The library entry point: runs in one process give what separate processes give, byte for byte,
+// also after a run that failed in the middle.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "sim/api.h"
+#include "sim/core/error.h"
+#include "tests/test_support.h"
+
+namespace ascendsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+sim::RunRequest lenet(std::int64_t steps) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.steps_per_epoch = steps;
+  r.epochs = 2;
+  return r;
+}
+
+/// ResNet-50 loop sink with one pipeline worker (about 19 batches/s for a device that takes 33):
+/// a 2 s graph load lets the queue fill, the device drains it, and once GetNext has to wait its
+/// 10 ms op timeout fails the run in the middle.
+sim::RunRequest starving() {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.config.sets = {"pipeline.num_parallel_workers=1", "aicpu.op_timeout_s=0.01", "host.graph_load_us=2000000"};
+  r.workload = "resnet50";
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.steps_per_epoch = 100;
+  return r;
+}
+
+std::string cli_json(const std::string& args) {
+  const fs::path out = fs::temp_directory_path() / ("ascendsim_api_" + std::to_string(::getpid()) + ".json");
+  const std::string cmd = std::string("ASCENDSIM_CONFIG_DIR=") + ASCENDSIM_SOURCE_DIR "/configs " + ASCENDSIM_BIN +
+                          " " + args + " -q --json " + out.string() + " >/dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  fs::remove(out);
+  return ss.str();
+}
+
+TEST(Api, TwoRunsInOneProcessEqualTwoProcesses) {
+  const std::string first = sim::run(lenet(40)).report().dump(2) + "\n";
+  const std::string other = sim::run(lenet(7)).report().dump(2) + "\n";
+  const std::string again = sim::run(lenet(40)).report().dump(2) + "\n";
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, other);
+  EXPECT_EQ(first, cli_json("compare --epochs 2 --steps-per-epoch 40"));
+  EXPECT_EQ(other, cli_json("compare --epochs 2 --steps-per-epoch 7"));
+}
+
+TEST(Api, ARunThatFailsMidwayLeavesTheNextRunUntouched) {
+  const std::string before = sim::run(lenet(40)).report().dump(2);
+  const sim::RunOutcome failed = sim::run(starving());
+  ASSERT_TRUE(failed.failed());
+  EXPECT_NE(failed.failure_message().find("GetNext timed out"), std::string::npos);
+  EXPECT_GT(failed.runs[0].steps_completed, 0);  // it failed in the middle, not at the start
+  EXPECT_LT(failed.runs[0].steps_completed, 100);
+  const std::string after = sim::run(lenet(40)).report().dump(2);
+  EXPECT_EQ(before, after);
+  // The failure itself is deterministic too.
+  const sim::RunOutcome again = sim::run(starving());
+  EXPECT_EQ(again.runs[0].steps_completed, failed.runs[0].steps_completed);
+  EXPECT_EQ(again.runs[0].sim_time_s, failed.runs[0].sim_time_s);
+  EXPECT_EQ(again.runs[0].to_json().dump(), failed.runs[0].to_json().dump());
+}
+
+TEST(Api, SweepsInProcessEqualTheCommandLine) {
+  sim::SweepRequest s;
+  s.base = lenet(30);
+  s.param = "sink_size";
+  s.values = {"1", "10", "60"};
+  const std::string in_process = sim::sweep(s).report().dump(2) + "\n";
+  EXPECT_EQ(in_process, cli_json("sweep --epochs 2 --steps-per-epoch 30 --param sink_size --values 1,10,60"));
+  EXPECT_EQ(in_process, sim::sweep(s).report().dump(2) + "\n");
+}
+
+TEST(Api, ErrorsNameTheRequestKey) {
+  sim::RunRequest r = lenet(10);
+  r.batch_size = 0;
+  try {
+    sim::run(r);
+    FAIL() << "batch_size 0 accepted";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "batch_size");
+  }
+  r = lenet(10);
+  r.config.sets = {"pipeline.num_parallel_workers=0"};
+  try {
+    sim::run(r);
+    FAIL() << "no workers accepted";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "pipeline.num_parallel_workers");
+    EXPECT_EQ(e.origin(), sim::override_origin("pipeline.num_parallel_workers=0"));
+  }
+  r = lenet(10);
+  r.config.dir.clear();  // the library never falls back to the environment
+  EXPECT_THROW(sim::run(r), sim::InputError);
+}
+
+}  // namespace
+}  // namespace ascendsim
