@@ -8,7 +8,7 @@ namespace ascendsim::aicore {
 AiCoreCluster::AiCoreCluster(sc_core::sc_module_name name, std::int64_t cube_cores, std::int64_t vector_cores)
     : sc_module(name),
       m_split(vector_cores > 0),
-      m_stats("aicore"),
+      m_stats(*this),
       m_tasks(m_stats.scalar("tasks", "count", "ops executed on the AI cores")),
       m_busy_s(m_stats.scalar("busy_s", "s", "time at least one AI core was busy")),
       m_core_busy_s(m_stats.scalar("core_busy_s", "core*s", "sum over cores of busy time")),

@@ -21,7 +21,7 @@ TaskScheduler::TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cf
       m_cores(cores),
       m_account(account),
       m_dispatch(sim::ns(cfg.dispatch_ns)),
-      m_stats("scheduler"),
+      m_stats(*this),
       m_tasks(m_stats.scalar("tasks", "count", "tasks dispatched (AI core, AICPU, event and communication)")),
       m_getnext(m_stats.scalar("getnext", "count", "GetNext kernels")),
       m_getnext_wait_s(m_stats.scalar("getnext_wait_s", "s", "time GetNext waited for an empty data queue")),

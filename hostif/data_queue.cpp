@@ -10,7 +10,7 @@ using sc_core::sc_time_stamp;
 DataQueue::DataQueue(sc_core::sc_module_name name, std::int64_t capacity)
     : sc_module(name),
       m_capacity(capacity),
-      m_stats("data_queue"),
+      m_stats(*this),
       m_pushes(m_stats.scalar("pushes", "count", "batches committed by the host channel")),
       m_pops(m_stats.scalar("pops", "count", "batches popped by GetNext")),
       m_bytes_pushed(m_stats.scalar("bytes_pushed", "B", "bytes committed")),

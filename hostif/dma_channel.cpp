@@ -13,7 +13,7 @@ DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, doub
       m_latency(sim::ns(latency_ns)),
       m_chunk_bytes(static_cast<std::uint64_t>(chunk_bytes)),
       m_setup(sim::ns(setup_ns)),
-      m_stats(std::string(basename())),
+      m_stats(*this),
       m_transfers(m_stats.scalar("transfers", "count", "DMA transfers completed")),
       m_bytes(m_stats.scalar("bytes", "B", "bytes moved")),
       m_chunks(m_stats.scalar("chunks", "count", "chunks moved")),

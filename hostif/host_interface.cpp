@@ -12,7 +12,7 @@ HostInterface::HostInterface(sc_core::sc_module_name name, const LinkConfig& lin
       queue("queue", queue_cfg.capacity),
       m_doorbell(sim::ns(link.doorbell_ns)),
       m_completion(sim::ns(link.completion_ns)),
-      m_stats("hostif"),
+      m_stats(*this),
       m_doorbells(m_stats.scalar("doorbells", "count", "host submissions (op or graph launches)")),
       m_completions(m_stats.scalar("completions", "count", "completion notices delivered to the host")) {}
 

@@ -129,6 +129,17 @@ RunOutcome run(const RunRequest& req) {
   return out;
 }
 
+std::vector<StatInfo> describe_statistics(const RunRequest& req) {
+  const SystemConfig cfg = load_config(req.config);
+  const workloads::Workload w = build_workload_with_data(req, cfg);
+  const runtime::Session session =
+      make_session(req, w, req.strategies.empty() ? runtime::Strategy::LoopSink : req.strategies.front());
+  KernelScope kernel;
+  Simulation simulation;
+  simulation.add(cfg, w, session);
+  return describe_stats(simulation.system(0));
+}
+
 namespace {
 
 std::int64_t parse_whole(const std::string& v, const std::string& key) {

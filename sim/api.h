@@ -20,6 +20,7 @@
 #include "runtime/run_result.h"
 #include "runtime/session.h"
 #include "sim/config.h"
+#include "sim/core/stats.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -60,6 +61,10 @@ RunOutcome run(const RunRequest& req);
 
 /// The request's workload at its batch size, with its default dataset (InputError if unknown).
 workloads::Workload request_workload(const RunRequest& req);
+
+/// Every statistic a run of the request reports, with its path below the run, unit and
+/// description (nothing is simulated).
+std::vector<StatInfo> describe_statistics(const RunRequest& req);
 
 /// A sweep: the request's strategies at each value of one parameter — sink_size, epochs,
 /// steps_per_epoch, batch_size or any configuration key.

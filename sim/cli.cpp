@@ -50,6 +50,7 @@ const char* kUsage =
     "  info      parameters, MACs, ops and device memory of a workload\n"
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
+    "  stats     every statistic a run reports, with unit and description\n"
     "  chips     the chip presets\n"
     "\n"
     "`ascendsim <command> --help` lists the command's options.\n";
@@ -592,6 +593,29 @@ int cmd_params(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_stats(int argc, char* argv[]) {
+  Options o;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("workload,w", po::value(&o.workload)->default_value(o.workload),
+                                                 workload_help().c_str())(
+      "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset")(
+      "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
+      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
+      "json", po::value(&o.json)->implicit_value("-"), "write the list as JSON to FILE ('-' or no value: stdout)");
+  if (!parse(argc, argv, desc, "stats")) return 0;
+  const auto stats = describe_statistics(make_request(o, runtime::all_strategies()));
+  if (!o.json.empty()) {
+    ordered_json j = ordered_json::array();
+    for (const auto& s : stats) j.push_back({{"path", s.path}, {"unit", s.unit}, {"description", s.description}});
+    write_output(o.json, j.dump(2) + "\n");
+    if (o.json == "-") return 0;
+  }
+  std::cout << "statistics of each run, under runs[].stats in the JSON report (paths below the run)\n\n";
+  std::cout << fmt::format("{:<36} {:<9} {}\n", "statistic", "unit", "description");
+  for (const auto& s : stats) std::cout << fmt::format("{:<36} {:<9} {}\n", s.path, s.unit, s.description);
+  return 0;
+}
+
 int cmd_chips(int argc, char* argv[]) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help");
@@ -627,6 +651,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "sweep") return cmd_sweep(argc - 1, argv + 1);
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
+    if (command == "stats") return cmd_stats(argc - 1, argv + 1);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return kExitInput;
   } catch (const InputError& e) {

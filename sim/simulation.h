@@ -25,6 +25,7 @@ class Simulation {
   /// Prints progress (steps, simulated time, rate, ETA) to `os` about once a second of wall time.
   void show_progress(std::ostream* os) { m_progress = os; }
   std::size_t size() const { return m_systems.size(); }
+  const System& system(std::size_t index) const { return *m_systems.at(index); }
 
  private:
   std::vector<std::unique_ptr<System>> m_systems;

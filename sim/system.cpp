@@ -80,15 +80,7 @@ void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_st
 runtime::RunResult System::result() {
   runtime::RunResult r = m_executor->result();
   m_chip.hostif.queue.finish(sim::seconds(r.sim_time_s));
-  nlohmann::ordered_json s;
-  s["scheduler"] = m_chip.scheduler.stats().to_json();
-  s["aicore"] = m_chip.cores.stats().to_json();
-  s["hostif"] = m_chip.hostif.stats().to_json();
-  s["pcie_h2d"] = m_chip.hostif.h2d.stats().to_json();
-  s["pcie_d2h"] = m_chip.hostif.d2h.stats().to_json();
-  s["data_queue"] = m_chip.hostif.queue.stats().to_json();
-  s["pipeline"] = m_pipeline.stats().to_json();
-  r.stats = std::move(s);
+  r.stats = stats_tree(*this);
 
   runtime::DataRates rates;
   rates.has_later_epochs = m_session.steps() > m_session.steps_per_epoch;

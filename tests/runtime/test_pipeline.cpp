@@ -112,7 +112,7 @@ TEST_F(PipelineTest, ResNet50DataBoundWithOneWorkerNotWithTwelve) {
 
 TEST_F(PipelineTest, SmallQueueStaysWithinCapacityAndConservesBytes) {
   const auto r = run({{Strategy::DataSink, 1, 80, {"queue.capacity=2"}}});
-  const auto& q = r[0].stats["data_queue"];
+  const auto& q = r[0].stats["chip"]["hostif"]["queue"];
   EXPECT_LE(q["max_depth"].get<double>(), 2);
   EXPECT_EQ(q["bytes_pushed"].get<double>(), q["bytes_popped"].get<double>());
   EXPECT_GT(q["full_wait_s"].get<double>(), 0);  // a fast pipeline waits for the small queue

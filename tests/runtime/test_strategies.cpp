@@ -80,8 +80,8 @@ TEST_F(StrategiesTest, InteractionCountsFollowTheFormulas) {
     SCOPED_TRACE(std::string(runtime::strategy_name(r.session.strategy)) + " E=" + std::to_string(E) +
                  " D=" + std::to_string(D) + " S=" + std::to_string(c.S));
     ASSERT_TRUE(r.failure.empty()) << r.failure;
-    const auto sched = r.stats["scheduler"];
-    const auto queue = r.stats["data_queue"];
+    const auto sched = r.stats["chip"]["scheduler"];
+    const auto queue = r.stats["chip"]["hostif"]["queue"];
     switch (r.session.strategy) {
       case Strategy::NonSink:
         EXPECT_EQ(r.steps_completed, E * D);
@@ -166,7 +166,8 @@ TEST_F(StrategiesTest, BreakdownAndStepTimesAddUpToSimulatedTime) {
     EXPECT_NEAR(steps, r.sim_time_s, 1e-9 * r.sim_time_s);
     for (double s : r.step_s) EXPECT_GT(s, 0);
     // Device compute equals the AI core and AICPU busy time the scheduler recorded.
-    EXPECT_NEAR(phase(r, sim::Phase::DeviceCompute), r.stats["scheduler"]["busy_s"].get<double>(), 1e-9 * r.sim_time_s);
+    EXPECT_NEAR(phase(r, sim::Phase::DeviceCompute), r.stats["chip"]["scheduler"]["busy_s"].get<double>(),
+                1e-9 * r.sim_time_s);
   }
 }
 

@@ -88,6 +88,36 @@ TEST(Api, SweepsInProcessEqualTheCommandLine) {
   EXPECT_EQ(in_process, sim::sweep(s).report().dump(2) + "\n");
 }
 
+TEST(Api, EveryStatisticIsDocumentedAndInTheReport) {
+  std::ifstream f(ASCENDSIM_SOURCE_DIR "/docs/reports.md");
+  std::stringstream doc;
+  doc << f.rdbuf();
+  const auto stats = sim::describe_statistics(lenet(5));
+  ASSERT_GT(stats.size(), 30u);
+  const auto report = sim::run(lenet(5)).report();
+  std::string missing, unreported;
+  for (const auto& s : stats) {
+    EXPECT_FALSE(s.unit.empty()) << s.path;
+    EXPECT_FALSE(s.description.empty()) << s.path;
+    if (doc.str().find("`" + s.path + "`") == std::string::npos) missing += " " + s.path;
+    // The path leads to a number in every run's stats tree.
+    for (const auto& run : report["runs"]) {
+      const auto* node = &run["stats"];
+      std::stringstream parts(s.path);
+      for (std::string part; std::getline(parts, part, '.');) {
+        if (!node->contains(part)) {
+          node = nullptr;
+          break;
+        }
+        node = &(*node)[part];
+      }
+      if (!node || !node->is_number()) unreported += " " + s.path;
+    }
+  }
+  EXPECT_TRUE(missing.empty()) << "docs/reports.md does not list:" << missing;
+  EXPECT_TRUE(unreported.empty()) << "not in the report:" << unreported;
+}
+
 TEST(Api, ErrorsNameTheRequestKey) {
   sim::RunRequest r = lenet(10);
   r.batch_size = 0;
