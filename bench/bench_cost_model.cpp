@@ -7,6 +7,7 @@
 
 #include "aicore/cost_model.h"
 #include "runtime/graph_compiler.h"
+#include "workloads/op_registry.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -17,7 +18,7 @@ std::vector<aicore::OpDesc> step_ops(const std::string& name, std::int64_t batch
   const auto w = workloads::make_workload(name, batch);
   std::vector<aicore::OpDesc> ops;
   for (const auto& op : w.graph.ops())
-    if (workloads::is_device_op(op.type)) ops.push_back(runtime::lower_op(w.graph, op));
+    if (!op.def->view) ops.push_back(runtime::lower_op(w.graph, op));
   return ops;
 }
 

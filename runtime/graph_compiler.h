@@ -1,8 +1,18 @@
 // Graph compiler: turns a workload's training-step graph into device tasks with their modelled
-// cost, and plans the step's device memory.
+// cost, and plans the step's device memory. Compilation is a pipeline of named passes over a
+// shared state, in this order by default:
+//
+//   lower        every device op to the AI core's description (its registration's lowering)
+//   precision    the chip's precision mode: fp32 Cube operands compute in fp16 (Ascend's default
+//                allow_fp32_to_fp16)
+//   cost         each lowered op's device time from the cost model; the tasks of a step
+//   memory_plan  the device memory of a step, workspaces included
+//
+// Further passes (operator fusion, graph rewrites) are inserted by name with insert_pass().
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,8 +24,8 @@
 namespace ascendsim::runtime {
 
 struct CompiledGraph {
-  hostif::TaskList step_tasks;             ///< one step launched op by op (non-sink): device ops in order
-  hostif::TaskList sink_tasks;             ///< one step fed from the data queue: GetNext, then the device ops
+  hostif::TaskList step_tasks;            ///< one step launched op by op (non-sink): device ops in order
+  hostif::TaskList sink_tasks;            ///< one step fed from the data queue: GetNext, then the device ops
   std::vector<aicore::OpDesc> descs;      ///< per step_tasks entry
   std::vector<std::int64_t> input_bytes;  ///< per batch input tensor, feed order
   std::int64_t batch_bytes = 0;
@@ -23,11 +33,36 @@ struct CompiledGraph {
   double device_compute_s = 0;  ///< sum of AI core task times of one step
 };
 
-/// Lowers one graph op to the AI core's description (fp32 Cube ops compute as fp16, Ascend's
-/// default precision mode). Throws std::invalid_argument for ops that do not run on AI cores.
+/// What the passes share: the input, the device ops as they are lowered, and the output.
+struct CompileState {
+  const workloads::Workload& workload;
+  const aicore::CostModel& model;
+  std::int64_t queue_capacity;
+  std::vector<const workloads::Op*> ops;  ///< the device ops, in order (after `lower`)
+  CompiledGraph out;
+};
+
+struct CompilePass {
+  std::string name;
+  std::function<void(CompileState&)> run;
+};
+
+/// lower, precision, cost, memory_plan.
+std::vector<CompilePass> default_passes();
+/// Inserts `pass` after the pass named `after`; throws std::invalid_argument if there is none.
+void insert_pass(std::vector<CompilePass>& passes, const std::string& after, CompilePass pass);
+
+/// The chip's precision mode on a lowered op: fp32 Cube operands compute in fp16.
+void apply_precision_mode(aicore::OpDesc& d);
+/// Lowers one graph op to the AI core's description as the default passes give it (lowering and
+/// precision mode). Throws std::invalid_argument for ops that do not run on AI cores.
 aicore::OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op);
 
-/// Compiles a workload. `queue_capacity` sizes the data queue buffers in the memory plan.
+/// Compiles a workload with the default passes. `queue_capacity` sizes the data queue buffers in
+/// the memory plan.
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity);
+/// Compiles with the given passes, in order.
+CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity,
+                      const std::vector<CompilePass>& passes);
 
 }  // namespace ascendsim::runtime

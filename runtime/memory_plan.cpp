@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "workloads/op_registry.h"
+
 namespace ascendsim::runtime {
 
-using workloads::OpType;
 using workloads::TensorId;
 
 namespace {
@@ -19,9 +20,7 @@ bool overlap_in_time(const Allocation& a, const Allocation& b) { return a.first 
 }  // namespace
 
 std::int64_t op_workspace_bytes(const workloads::Graph& g, const workloads::Op& op) {
-  if (op.type == OpType::Conv2DBackpropFilter && g.tensor(op.outputs[0]).dtype == workloads::DType::F16)
-    return g.tensor(op.outputs[0]).elements() * 4;
-  return 0;
+  return op.def && op.def->workspace ? op.def->workspace(g, op) : 0;
 }
 
 MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity) {
@@ -33,8 +32,7 @@ MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity
   std::vector<TensorId> root(nt);
   std::iota(root.begin(), root.end(), 0);
   for (const auto& op : ops)
-    if (op.type == OpType::Reshape)
-      root[static_cast<std::size_t>(op.outputs[0])] = root[static_cast<std::size_t>(op.inputs[0])];
+    if (op.def->view) root[static_cast<std::size_t>(op.outputs[0])] = root[static_cast<std::size_t>(op.inputs[0])];
 
   std::vector<std::int64_t> first(nt, -1), last(nt, -1);
   for (auto t : w.batch_inputs) first[static_cast<std::size_t>(t)] = 0;

@@ -36,8 +36,8 @@ struct MemoryPlan {
 /// Plans a workload's step. `queue_capacity` batches of the data queue are added (sink modes).
 MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity);
 
-/// Op workspace in device memory (0 for most ops): Conv2DBackpropFilter in fp16 accumulates the
-/// weight gradient in fp32 across its blocks.
+/// Op workspace in device memory, from the op's registration (0 for most ops; an fp16
+/// Conv2DBackpropFilter accumulates the weight gradient in fp32).
 std::int64_t op_workspace_bytes(const workloads::Graph& g, const workloads::Op& op);
 
 }  // namespace ascendsim::runtime

@@ -38,40 +38,6 @@ struct Tensor {
   std::int64_t bytes() const { return elements() * dtype_bytes(dtype); }
 };
 
-enum class OpType {
-  Conv2D,
-  Conv2DBackpropInput,
-  Conv2DBackpropFilter,
-  MatMul,
-  BiasAdd,
-  BiasAddGrad,
-  ReLU,
-  ReluGrad,
-  MaxPool,
-  MaxPoolGrad,
-  Reshape,
-  SparseSoftmaxCrossEntropyWithLogits,
-  SparseSoftmaxCrossEntropyWithLogitsGrad,
-  AddN,
-  ApplyMomentum,
-  // ResNet and mixed precision
-  BatchNorm,      ///< training mode: y, batch mean, batch variance; updates the moving statistics
-  BatchNormGrad,  ///< dx, dgamma, dbeta
-  Add,            ///< residual sum
-  Mul,            ///< by a scalar: loss-scale unscale, weight decay
-  Cast,
-  ReduceMean,                         ///< over H and W: [N,C,H,W] -> [N,C]; or over all elements of a vector -> [1]
-  ReduceMeanGrad,                     ///< broadcast back to the input shape, divided by the reduced count
-  OneHot,                             ///< labels [N] -> smoothed one-hot [N,C]
-  SoftmaxCrossEntropyWithLogits,      ///< dense labels: per-sample loss [N]
-  SoftmaxCrossEntropyWithLogitsGrad,  ///< dlogits from logits, labels and dloss [N]
-  Gather,                             ///< one element of the on-device learning-rate schedule
-  AssignAdd,                          ///< global step += 1
-};
-const char* op_type_name(OpType t);
-/// Reshape is a view: it changes metadata only and is never launched on the device.
-bool is_device_op(OpType t);
-
 enum class Pass { Forward, Backward, Optimizer };
 
 struct ConvAttr {
@@ -86,15 +52,26 @@ struct MatMulAttr {
 
 using TensorId = std::int32_t;
 
-struct Op {
-  OpType type;
+/// An op's attributes; each op type reads the ones it needs.
+struct OpAttrs {
+  ConvAttr conv;
+  PoolAttr pool;
+  MatMulAttr matmul;
+  Shape shape;                               ///< a target shape (Reshape, gradients of shaped ops)
+  DType dtype = DType::F32;                  ///< a target dtype (Cast, OneHot)
+  std::int64_t count = 0;                    ///< a count (OneHot classes)
+  TensorRole role = TensorRole::Activation;  ///< the role of output 0 where the caller decides it
+};
+
+struct OpDef;
+
+struct Op : OpAttrs {
+  const OpDef* def = nullptr;  ///< the op's registration (op_registry.h)
+  std::string type;            ///< the registered name, e.g. "Conv2D"
   std::string name;
   Pass pass = Pass::Forward;
   std::vector<TensorId> inputs;
   std::vector<TensorId> outputs;
-  ConvAttr conv;
-  PoolAttr pool;
-  MatMulAttr matmul;
 };
 
 class Graph {
@@ -105,8 +82,12 @@ class Graph {
   const std::vector<Tensor>& tensors() const { return m_tensors; }
   const std::vector<Op>& ops() const { return m_ops; }
 
-  /// Appends an op after checking operand shapes; returns its first output.
-  /// Throws std::invalid_argument on inconsistent shapes.
+  /// Appends an op of a registered type after its shape rule checked the operands; returns its
+  /// outputs. Throws std::invalid_argument for an unknown type or inconsistent operands.
+  std::vector<TensorId> apply(const std::string& type, const std::string& name, std::vector<TensorId> inputs,
+                              const OpAttrs& attrs = {});
+
+  // The built-in ops, by their builders; each returns the op's first output.
   TensorId conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr attr);
   TensorId conv2d_backprop_input(const std::string& name, TensorId dy, TensorId w, const Shape& x_shape, ConvAttr attr);
   TensorId conv2d_backprop_filter(const std::string& name, TensorId dy, TensorId x, const Shape& w_shape,
@@ -149,8 +130,6 @@ class Graph {
   void set_pass(Pass p) { m_pass = p; }
 
  private:
-  TensorId emit(OpType type, const std::string& name, std::vector<TensorId> inputs, Tensor out);
-  Op& last() { return m_ops.back(); }
   std::vector<Tensor> m_tensors;
   std::vector<Op> m_ops;
   Pass m_pass = Pass::Forward;

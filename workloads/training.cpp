@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "workloads/op_registry.h"
+
 namespace ascendsim::workloads {
 
 std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId sens) {
@@ -21,10 +23,6 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId s
   }
 
   std::vector<std::vector<TensorId>> contrib(n_tensors);
-  auto give = [&](TensorId t, TensorId grad) {
-    if (needs[static_cast<std::size_t>(t)]) contrib[static_cast<std::size_t>(t)].push_back(grad);
-  };
-  auto wants = [&](TensorId t) { return needs[static_cast<std::size_t>(t)]; };
   auto grad_of = [&](TensorId t, const std::string& name) -> TensorId {
     auto& c = contrib[static_cast<std::size_t>(t)];
     if (c.empty()) return -1;
@@ -34,6 +32,23 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId s
     return sum;
   };
 
+  // Each op's registered backward rule emits its inputs' gradients.
+  class Context final : public BackwardContext {
+   public:
+    Context(Graph& g, std::vector<bool>& needs, std::vector<std::vector<TensorId>>& contrib)
+        : m_g(g), m_needs(needs), m_contrib(contrib) {}
+    Graph& graph() override { return m_g; }
+    bool wants(TensorId t) const override { return m_needs[static_cast<std::size_t>(t)]; }
+    void give(TensorId t, TensorId grad) override {
+      if (wants(t)) m_contrib[static_cast<std::size_t>(t)].push_back(grad);
+    }
+
+   private:
+    Graph& m_g;
+    std::vector<bool>& m_needs;
+    std::vector<std::vector<TensorId>>& m_contrib;
+  } ctx(g, needs, contrib);
+
   g.set_pass(Pass::Backward);
   contrib[static_cast<std::size_t>(loss)].push_back(sens);
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
@@ -41,71 +56,8 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId s
     const std::string gname = "Gradients/" + op.name;
     TensorId dy = grad_of(op.outputs[0], gname);
     if (dy < 0) continue;
-    switch (op.type) {
-      case OpType::SparseSoftmaxCrossEntropyWithLogits:
-        // The fused op yields the mean gradient directly (its sensitivity is 1).
-        give(op.inputs[0], g.sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
-        break;
-      case OpType::SoftmaxCrossEntropyWithLogits:
-        give(op.inputs[0], g.softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1], dy));
-        break;
-      case OpType::ReduceMean:
-        give(op.inputs[0], g.reduce_mean_grad(gname + "/ReduceMeanGrad", dy, g.tensor(op.inputs[0]).shape));
-        break;
-      case OpType::BatchNorm: {
-        TensorId dx =
-            g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1], op.outputs[1], op.outputs[2]);
-        const Op& bng = g.ops().back();
-        give(op.inputs[1], bng.outputs[1]);
-        give(op.inputs[2], bng.outputs[2]);
-        give(op.inputs[0], dx);
-        break;
-      }
-      case OpType::Add:
-        give(op.inputs[0], dy);
-        give(op.inputs[1], dy);
-        break;
-      case OpType::Cast:
-        give(op.inputs[0], g.cast(gname + "/Cast", dy, g.tensor(op.inputs[0]).dtype));
-        break;
-      case OpType::Conv2D: {
-        TensorId x = op.inputs[0], w = op.inputs[1];
-        if (wants(x)) give(x, g.conv2d_backprop_input(gname + "/BackpropInput", dy, w, g.tensor(x).shape, op.conv));
-        if (wants(w)) give(w, g.conv2d_backprop_filter(gname + "/BackpropFilter", dy, x, g.tensor(w).shape, op.conv));
-        break;
-      }
-      case OpType::MatMul: {
-        if (op.matmul.transpose_a) throw std::logic_error(op.name + ": backward of transpose_a MatMul not supported");
-        TensorId a = op.inputs[0], b = op.inputs[1];
-        TensorRole brole = g.tensor(b).role == TensorRole::Parameter ? TensorRole::Gradient : TensorRole::Activation;
-        if (op.matmul.transpose_b) {  // y = a b^T: da = dy b, db = dy^T a
-          if (wants(a)) give(a, g.matmul(gname + "/MatMul_dx", dy, b, {false, false}, TensorRole::Activation));
-          if (wants(b)) give(b, g.matmul(gname + "/MatMul_dw", dy, a, {true, false}, brole));
-        } else {  // y = a b: da = dy b^T, db = a^T dy
-          if (wants(a)) give(a, g.matmul(gname + "/MatMul_dx", dy, b, {false, true}, TensorRole::Activation));
-          if (wants(b)) give(b, g.matmul(gname + "/MatMul_dw", a, dy, {true, false}, brole));
-        }
-        break;
-      }
-      case OpType::BiasAdd:
-        if (wants(op.inputs[1])) give(op.inputs[1], g.bias_add_grad(gname + "/BiasAddGrad", dy));
-        give(op.inputs[0], dy);
-        break;
-      case OpType::ReLU:
-        give(op.inputs[0], g.relu_grad(gname + "/ReluGrad", dy, op.outputs[0]));
-        break;
-      case OpType::MaxPool:
-        give(op.inputs[0], g.max_pool_grad(gname + "/MaxPoolGrad", op.inputs[0], op.outputs[0], dy, op.pool));
-        break;
-      case OpType::Reshape:
-        give(op.inputs[0], g.reshape(gname + "/Reshape", dy, g.tensor(op.inputs[0]).shape));
-        break;
-      case OpType::AddN:
-        for (auto in : op.inputs) give(in, dy);
-        break;
-      default:
-        throw std::logic_error(std::string("no backward rule for ") + op_type_name(op.type));
-    }
+    if (!op.def->backward) throw std::logic_error("no backward rule for " + op.type + " (op " + op.name + ")");
+    op.def->backward(ctx, op, dy, gname);
   }
 
   std::map<TensorId, TensorId> grads;

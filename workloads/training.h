@@ -1,6 +1,6 @@
 // Training-step construction: reverse-mode differentiation of a forward graph and the optimizer.
-// Every forward op type has one backward rule emitting the ops a framework would run on the
-// device; a tensor read by several ops gets its gradient contributions summed by AddN.
+// Every op's registration carries its backward rule, emitting the ops a framework would run on
+// the device; a tensor read by several ops gets its gradient contributions summed by AddN.
 #pragma once
 
 #include <map>

@@ -6,6 +6,7 @@
 #include "aicore/pipe_schedule.h"
 #include "aicore/tiling.h"
 #include "runtime/graph_compiler.h"
+#include "workloads/op_registry.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::aicore {
@@ -47,7 +48,7 @@ std::vector<OpDesc> training_ops(const std::string& workload, std::int64_t batch
   const auto w = workloads::make_workload(workload, batch);
   std::vector<OpDesc> ops;
   for (const auto& op : w.graph.ops())
-    if (workloads::is_device_op(op.type)) ops.push_back(runtime::lower_op(w.graph, op));
+    if (!op.def->view) ops.push_back(runtime::lower_op(w.graph, op));
   return ops;
 }
 

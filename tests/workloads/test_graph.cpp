@@ -40,7 +40,7 @@ TEST(Training, SharedTensorGradientsAreSummed) {
   ASSERT_EQ(grads.size(), 1u);
   int addn_in_backward = 0;
   for (const auto& op : g.ops())
-    if (op.pass == Pass::Backward && op.type == OpType::AddN) ++addn_in_backward;
+    if (op.pass == Pass::Backward && op.type == "AddN") ++addn_in_backward;
   EXPECT_EQ(addn_in_backward, 1);
   EXPECT_EQ(g.tensor(grads.at(w)).shape, g.tensor(w).shape);
 }

@@ -1,0 +1,548 @@
+// The built-in graph ops, each registered once: shape rule, backward rule, lowering to the AI
+// core cost model, workspace and MACs (see op_registry.h).
+#include <stdexcept>
+
+#include "workloads/op_registry.h"
+
+namespace ascendsim::workloads {
+
+using aicore::OpDesc;
+using aicore::OpKind;
+
+// ---- the registry ---------------------------------------------------------------------------
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry* r = [] {
+    auto* reg = new OpRegistry;  // never destroyed: ops may be looked up during static destruction
+    register_builtin_ops(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+const OpDef& OpRegistry::add(OpDef def) {
+  if (def.name.empty()) throw std::logic_error("an op registration needs a name");
+  if (!def.infer) throw std::logic_error("op " + def.name + " has no shape rule");
+  if (!def.view && !def.lower) throw std::logic_error("op " + def.name + " runs on the device but has no lowering");
+  if (m_ops.count(def.name)) throw std::logic_error("op " + def.name + " is registered twice");
+  const std::string name = def.name;
+  return *m_ops.emplace(name, std::make_unique<OpDef>(std::move(def))).first->second;
+}
+
+const OpDef* OpRegistry::find(const std::string& name) const {
+  const auto it = m_ops.find(name);
+  return it == m_ops.end() ? nullptr : it->second.get();
+}
+
+const OpDef& OpRegistry::at(const std::string& name) const {
+  if (const OpDef* d = find(name)) return *d;
+  std::string known;
+  for (const auto& [n, d] : m_ops) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown op '" + name + "' (registered: " + known + ")");
+}
+
+std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, d] : m_ops) out.push_back(n);
+  return out;
+}
+
+aicore::Precision storage_precision(DType t) {
+  switch (t) {
+    case DType::F16:
+      return aicore::Precision::FP16;
+    case DType::I8:
+      return aicore::Precision::INT8;
+    default:
+      return aicore::Precision::FP32;  // fp32 and int32 are 4 bytes
+  }
+}
+
+// ---- helpers shared by the rules -------------------------------------------------------------
+
+namespace {
+
+using Inputs = std::vector<TensorId>;
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+std::int64_t conv_out(std::int64_t in, std::int64_t k, const ConvAttr& a) {
+  return (in + 2 * a.pad - k) / a.stride + 1;
+}
+
+OutputSpec out(Shape shape, DType dtype, TensorRole role) { return {Tensor{"", std::move(shape), dtype, role}, -1}; }
+
+const Tensor& in(const Graph& g, const Op& op, std::size_t i) { return g.tensor(op.inputs.at(i)); }
+const Tensor& res(const Graph& g, const Op& op, std::size_t i) { return g.tensor(op.outputs.at(i)); }
+
+void set_nchw(OpDesc& d, const Shape& x) {
+  d.batch = x[0];
+  d.cin = x[1];
+  d.h = x[2];
+  d.w = x[3];
+}
+
+/// A vector op over `main`'s elements, in its storage precision.
+OpDesc vector_op(OpKind kind, const Tensor& main, std::int64_t out_elements = 0) {
+  OpDesc d;
+  d.kind = kind;
+  d.precision = storage_precision(main.dtype);
+  d.out_precision = d.precision;
+  d.elements = main.elements();
+  d.out_elements = out_elements;
+  return d;
+}
+
+/// A convolution family op lowered with the forward geometry: input x and weight w.
+OpDesc conv_op(OpKind kind, const Tensor& operand, const Tensor& result, const Shape& x, const Shape& w,
+               const ConvAttr& c) {
+  OpDesc d;
+  d.kind = kind;
+  d.precision = storage_precision(operand.dtype);
+  d.out_precision = storage_precision(result.dtype);
+  set_nchw(d, x);
+  d.cout = w[0];
+  d.kh = w[2];
+  d.kw = w[3];
+  d.stride = c.stride;
+  d.pad = c.pad;
+  return d;
+}
+
+/// Output pixels x Cout x (Cin x kh x kw): the contraction of all three convolution ops.
+std::int64_t conv_macs(const Shape& y, const Shape& w) { return y[0] * y[2] * y[3] * w[0] * w[1] * w[2] * w[3]; }
+
+}  // namespace
+
+// ---- the ops ---------------------------------------------------------------------------------
+
+void register_builtin_ops(OpRegistry& r) {
+  // Cube ops ------------------------------------------------------------------------------------
+  r.add({"Conv2D",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Shape& xs = g.tensor(i.at(0)).shape;  // NCHW
+           const Shape& ws = g.tensor(i.at(1)).shape;  // Cout, Cin, kh, kw
+           require(xs.size() == 4 && ws.size() == 4, "conv2d needs NCHW input and OIHW weight");
+           require(xs[1] == ws[1], "input channels " + std::to_string(xs[1]) + " != weight " + std::to_string(ws[1]));
+           require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
+           a.conv.kernel_h = ws[2];
+           a.conv.kernel_w = ws[3];
+           const std::int64_t ho = conv_out(xs[2], ws[2], a.conv), wo = conv_out(xs[3], ws[3], a.conv);
+           require(ho > 0 && wo > 0, "kernel larger than padded input");
+           return std::vector<OutputSpec>{out({xs[0], ws[0], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           Graph& g = b.graph();
+           const TensorId x = op.inputs[0], w = op.inputs[1];
+           if (b.wants(x))
+             b.give(x, g.conv2d_backprop_input(gname + "/BackpropInput", dy, w, g.tensor(x).shape, op.conv));
+           if (b.wants(w))
+             b.give(w, g.conv2d_backprop_filter(gname + "/BackpropFilter", dy, x, g.tensor(w).shape, op.conv));
+         },
+         [](const Graph& g, const Op& op) {
+           return conv_op(OpKind::Conv2D, in(g, op, 0), res(g, op, 0), in(g, op, 0).shape, in(g, op, 1).shape, op.conv);
+         },
+         {},
+         [](const Graph& g, const Op& op) { return conv_macs(res(g, op, 0).shape, in(g, op, 1).shape); }});
+
+  r.add({"Conv2DBackpropInput",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Shape& dys = g.tensor(i.at(0)).shape;
+           const Shape& ws = g.tensor(i.at(1)).shape;
+           const Shape& xs = a.shape;
+           require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
+           require(dys[1] == ws[0] && xs[1] == ws[1], "channel mismatch");
+           require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
+                   "dy spatial shape does not match the forward convolution");
+           return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           return conv_op(OpKind::Conv2DBackpropInput, in(g, op, 0), res(g, op, 0), res(g, op, 0).shape,
+                          in(g, op, 1).shape, op.conv);
+         },
+         {},
+         [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, in(g, op, 1).shape); }});
+
+  r.add({"Conv2DBackpropFilter",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Shape& dys = g.tensor(i.at(0)).shape;
+           const Shape& xs = g.tensor(i.at(1)).shape;
+           const Shape& ws = a.shape;
+           require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
+           require(dys[1] == ws[0] && xs[1] == ws[1] && dys[0] == xs[0], "shape mismatch");
+           require(conv_out(xs[2], ws[2], a.conv) == dys[2], "dy spatial shape does not match the forward convolution");
+           return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           return conv_op(OpKind::Conv2DBackpropFilter, in(g, op, 0), res(g, op, 0), in(g, op, 1).shape,
+                          res(g, op, 0).shape, op.conv);
+         },
+         // An fp16 weight gradient accumulates in an fp32 workspace of its size.
+         [](const Graph& g, const Op& op) -> std::int64_t {
+           return res(g, op, 0).dtype == DType::F16 ? res(g, op, 0).elements() * 4 : 0;
+         },
+         [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, res(g, op, 0).shape); }});
+
+  r.add({"MatMul",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Shape& as = g.tensor(i.at(0)).shape;
+           const Shape& bs = g.tensor(i.at(1)).shape;
+           require(as.size() == 2 && bs.size() == 2, "matmul needs rank-2 operands");
+           const std::int64_t m = a.matmul.transpose_a ? as[1] : as[0], ka = a.matmul.transpose_a ? as[0] : as[1];
+           const std::int64_t kb = a.matmul.transpose_b ? bs[1] : bs[0], n = a.matmul.transpose_b ? bs[0] : bs[1];
+           require(ka == kb, "inner dimensions differ: " + shape_string(as) + " x " + shape_string(bs));
+           require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "operand dtypes differ (missing Cast?)");
+           return std::vector<OutputSpec>{out({m, n}, g.tensor(i[0]).dtype, a.role)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           Graph& g = b.graph();
+           if (op.matmul.transpose_a)
+             throw std::logic_error(op.name + ": backward of transpose_a MatMul not supported");
+           const TensorId a = op.inputs[0], w = op.inputs[1];
+           const TensorRole wrole =
+               g.tensor(w).role == TensorRole::Parameter ? TensorRole::Gradient : TensorRole::Activation;
+           if (op.matmul.transpose_b) {  // y = a w^T: da = dy w, dw = dy^T a
+             if (b.wants(a)) b.give(a, g.matmul(gname + "/MatMul_dx", dy, w, {false, false}, TensorRole::Activation));
+             if (b.wants(w)) b.give(w, g.matmul(gname + "/MatMul_dw", dy, a, {true, false}, wrole));
+           } else {  // y = a w: da = dy w^T, dw = a^T dy
+             if (b.wants(a)) b.give(a, g.matmul(gname + "/MatMul_dx", dy, w, {false, true}, TensorRole::Activation));
+             if (b.wants(w)) b.give(w, g.matmul(gname + "/MatMul_dw", a, dy, {true, false}, wrole));
+           }
+         },
+         [](const Graph& g, const Op& op) {
+           OpDesc d;
+           d.kind = OpKind::MatMul;
+           d.precision = storage_precision(in(g, op, 0).dtype);
+           d.out_precision = storage_precision(res(g, op, 0).dtype);
+           d.m = res(g, op, 0).shape[0];
+           d.n = res(g, op, 0).shape[1];
+           d.k = op.matmul.transpose_a ? in(g, op, 0).shape[0] : in(g, op, 0).shape[1];
+           d.transpose_a = op.matmul.transpose_a;
+           d.transpose_b = op.matmul.transpose_b;
+           return d;
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           const Shape& a = in(g, op, 0).shape;
+           const Shape& y = res(g, op, 0).shape;
+           return y[0] * y[1] * (op.matmul.transpose_a ? a[0] : a[1]);
+         }});
+
+  // Vector ops ----------------------------------------------------------------------------------
+  r.add(
+      {"BiasAdd", false,
+       [](const Graph& g, const Inputs& i, OpAttrs&) {
+         const Shape& xs = g.tensor(i.at(0)).shape;
+         const Shape& bs = g.tensor(i.at(1)).shape;
+         require(bs.size() == 1 && xs.size() >= 2 && bs[0] == xs[1], "bias length != channels");
+         return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
+       },
+       [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+         if (b.wants(op.inputs[1])) b.give(op.inputs[1], b.graph().bias_add_grad(gname + "/BiasAddGrad", dy));
+         b.give(op.inputs[0], dy);
+       },
+       [](const Graph& g, const Op& op) { return vector_op(OpKind::BiasAdd, res(g, op, 0), res(g, op, 0).shape[1]); }});
+
+  r.add({"BiasAddGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Shape& s = g.tensor(i.at(0)).shape;
+           require(s.size() >= 2, "rank >= 2 expected");
+           return std::vector<OutputSpec>{out({s[1]}, g.tensor(i[0]).dtype, TensorRole::Gradient)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           return vector_op(OpKind::BiasAddGrad, in(g, op, 0), res(g, op, 0).elements());
+         }});
+
+  r.add({"ReLU", false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& x = g.tensor(i.at(0));
+           return std::vector<OutputSpec>{out(x.shape, x.dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           b.give(op.inputs[0], b.graph().relu_grad(gname + "/ReluGrad", dy, op.outputs[0]));
+         },
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu, res(g, op, 0)); }});
+
+  r.add({"ReluGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and y shapes differ");
+           return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::ReluGrad, res(g, op, 0)); }});
+
+  auto pool_lower = [](OpKind kind) {
+    return [kind](const Graph& g, const Op& op) {
+      OpDesc d = vector_op(kind, in(g, op, 0));
+      set_nchw(d, in(g, op, 0).shape);
+      d.kh = d.kw = op.pool.kernel;
+      d.stride = op.pool.stride;
+      d.pad = op.pool.pad;
+      return d;
+    };
+  };
+  r.add({"MaxPool", false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Shape& xs = g.tensor(i.at(0)).shape;
+           require(xs.size() == 4, "NCHW input expected");
+           const std::int64_t ho = (xs[2] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
+           const std::int64_t wo = (xs[3] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
+           require(ho > 0 && wo > 0, "window larger than input");
+           return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           b.give(op.inputs[0],
+                  b.graph().max_pool_grad(gname + "/MaxPoolGrad", op.inputs[0], op.outputs[0], dy, op.pool));
+         },
+         pool_lower(OpKind::MaxPool)});
+
+  r.add({"MaxPoolGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(g.tensor(i.at(1)).shape == g.tensor(i.at(2)).shape, "y and dy shapes differ");
+           return std::vector<OutputSpec>{out(g.tensor(i[0]).shape, g.tensor(i[2]).dtype, TensorRole::Activation)};
+         },
+         {},
+         pool_lower(OpKind::MaxPoolGrad)});
+
+  r.add({"Reshape", true,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Tensor& x = g.tensor(i.at(0));
+           OutputSpec o = out(a.shape, x.dtype, TensorRole::Activation);
+           require(o.tensor.elements() == x.elements(), "reshape changes the element count");
+           return std::vector<OutputSpec>{o};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           Graph& g = b.graph();
+           b.give(op.inputs[0], g.reshape(gname + "/Reshape", dy, g.tensor(op.inputs[0]).shape));
+         }});
+
+  auto logits_labels = [](const Graph& g, const Inputs& i) {
+    const Shape& ls = g.tensor(i.at(0)).shape;
+    require(ls.size() == 2 && g.tensor(i.at(1)).shape == Shape{ls[0]}, "logits [N,C] and labels [N] expected");
+    return ls;
+  };
+  auto softmax_lower = [](OpKind kind) {
+    return [kind](const Graph& g, const Op& op) { return vector_op(kind, in(g, op, 0), in(g, op, 0).shape[0]); };
+  };
+  r.add({"SparseSoftmaxCrossEntropyWithLogits", false,
+         [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
+           logits_labels(g, i);
+           return std::vector<OutputSpec>{out({1}, DType::F32, TensorRole::Loss)};
+         },
+         // The fused op yields the mean gradient directly (its sensitivity is 1).
+         [](BackwardContext& b, const Op& op, TensorId, const std::string& gname) {
+           b.give(op.inputs[0], b.graph().sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
+         },
+         softmax_lower(OpKind::SoftmaxCrossEntropy)});
+
+  r.add({"SparseSoftmaxCrossEntropyWithLogitsGrad",
+         false,
+         [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
+           return std::vector<OutputSpec>{out(logits_labels(g, i), g.tensor(i[0]).dtype, TensorRole::Activation)};
+         },
+         {},
+         softmax_lower(OpKind::SoftmaxCrossEntropyGrad)});
+
+  r.add({"SoftmaxCrossEntropyWithLogits", false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& l = g.tensor(i.at(0));
+           require(l.shape == g.tensor(i.at(1)).shape && l.shape.size() == 2,
+                   "logits and one-hot labels [N,C] expected");
+           return std::vector<OutputSpec>{out({l.shape[0]}, l.dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           b.give(op.inputs[0], b.graph().softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1], dy));
+         },
+         softmax_lower(OpKind::SoftmaxCrossEntropy)});
+
+  r.add({"SoftmaxCrossEntropyWithLogitsGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& l = g.tensor(i.at(0));
+           require(g.tensor(i.at(2)).shape == Shape{l.shape.at(0)}, "dloss [N] expected");
+           return std::vector<OutputSpec>{out(l.shape, l.dtype, TensorRole::Activation)};
+         },
+         {},
+         softmax_lower(OpKind::SoftmaxCrossEntropyGrad)});
+
+  r.add({"AddN", false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() >= 2, "AddN needs two or more inputs");
+           for (auto x : i) require(g.tensor(x).shape == g.tensor(i[0]).shape, "AddN operand shapes differ");
+           const Tensor& x0 = g.tensor(i[0]);
+           return std::vector<OutputSpec>{out(x0.shape, x0.dtype, x0.role)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
+           for (auto x : op.inputs) b.give(x, dy);
+         },
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_op(OpKind::AddN, res(g, op, 0));
+           d.operands = static_cast<std::int64_t>(op.inputs.size());
+           return d;
+         }});
+
+  r.add({"ApplyMomentum",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {  // param, accum, lr, grad, momentum
+           require(i.size() == 5, "param, accum, lr, grad and momentum expected");
+           require(g.tensor(i[0]).shape == g.tensor(i[3]).shape && g.tensor(i[0]).shape == g.tensor(i[1]).shape,
+                   "param, accum and grad shapes differ");
+           require(g.tensor(i[2]).elements() == 1 && g.tensor(i[4]).elements() == 1, "lr and momentum must be scalars");
+           return std::vector<OutputSpec>{OutputSpec::alias(0), OutputSpec::alias(1)};  // updated in place
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::Momentum, in(g, op, 0)); }});
+
+  r.add({"BatchNorm", false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {  // x, gamma, beta, moving mean, moving variance
+           const Shape& xs = g.tensor(i.at(0)).shape;
+           require(xs.size() == 4, "NCHW input expected");
+           require(i.size() == 5, "x, gamma, beta, moving_mean and moving_var expected");
+           for (std::size_t p = 1; p < 5; ++p)
+             require(g.tensor(i[p]).shape == Shape{xs[1]}, "per-channel operand of the wrong length");
+           // y, then the batch mean and variance in fp32; the moving statistics update in place.
+           return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation),
+                                          out({xs[1]}, DType::F32, TensorRole::Activation),
+                                          out({xs[1]}, DType::F32, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           Graph& g = b.graph();
+           const TensorId dx = g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1],
+                                                 op.outputs[1], op.outputs[2]);
+           const Op& bng = g.ops().back();
+           b.give(op.inputs[1], bng.outputs[1]);
+           b.give(op.inputs[2], bng.outputs[2]);
+           b.give(op.inputs[0], dx);
+         },
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_op(OpKind::BatchNorm, in(g, op, 0));
+           set_nchw(d, in(g, op, 0).shape);
+           return d;
+         }});
+
+  r.add({"BatchNormGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {  // dy, x, gamma, batch mean, batch variance
+           require(i.size() == 5, "dy, x, gamma, mean and var expected");
+           require(g.tensor(i[0]).shape == g.tensor(i[1]).shape, "dy and x shapes differ");
+           const Tensor& gamma = g.tensor(i[2]);
+           return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation),
+                                          out(gamma.shape, gamma.dtype, TensorRole::Gradient),
+                                          out(gamma.shape, gamma.dtype, TensorRole::Gradient)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_op(OpKind::BatchNormGrad, in(g, op, 1));
+           set_nchw(d, in(g, op, 1).shape);
+           return d;
+         }});
+
+  r.add({"Add", false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& a = g.tensor(i.at(0));
+           const Tensor& b = g.tensor(i.at(1));
+           require(a.shape == b.shape && a.dtype == b.dtype, "operands differ");
+           return std::vector<OutputSpec>{out(a.shape, a.dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
+           b.give(op.inputs[0], dy);
+           b.give(op.inputs[1], dy);
+         },
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::Add, res(g, op, 0)); }});
+
+  r.add({"Mul",
+         false,  // by a scalar: loss-scale unscale, weight decay
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           require(g.tensor(i.at(1)).elements() == 1, "second operand must be a scalar");
+           const Tensor& x = g.tensor(i[0]);
+           return std::vector<OutputSpec>{out(x.shape, x.dtype, a.role)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::Mul, res(g, op, 0)); }});
+
+  r.add({"Cast", false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Tensor& x = g.tensor(i.at(0));
+           const TensorRole role = x.role == TensorRole::Gradient ? TensorRole::Gradient : TensorRole::Activation;
+           return std::vector<OutputSpec>{out(x.shape, a.dtype, role)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           Graph& g = b.graph();
+           b.give(op.inputs[0], g.cast(gname + "/Cast", dy, g.tensor(op.inputs[0]).dtype));
+         },
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_op(OpKind::Cast, in(g, op, 0));
+           d.out_precision = storage_precision(res(g, op, 0).dtype);
+           return d;
+         }});
+
+  r.add({"ReduceMean", false,  // over H and W: [N,C,H,W] -> [N,C]; or a vector -> [1]
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& x = g.tensor(i.at(0));
+           require(x.shape.size() == 4 || x.shape.size() == 1, "NCHW (spatial mean) or a vector (full mean) expected");
+           return std::vector<OutputSpec>{
+               out(x.shape.size() == 4 ? Shape{x.shape[0], x.shape[1]} : Shape{1}, x.dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           Graph& g = b.graph();
+           b.give(op.inputs[0], g.reduce_mean_grad(gname + "/ReduceMeanGrad", dy, g.tensor(op.inputs[0]).shape));
+         },
+         [](const Graph& g, const Op& op) {
+           return vector_op(OpKind::ReduceMean, in(g, op, 0), res(g, op, 0).elements());
+         }});
+
+  r.add({"ReduceMeanGrad",
+         false,  // broadcast back to the input shape, divided by the count
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           return std::vector<OutputSpec>{out(a.shape, g.tensor(i.at(0)).dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           return vector_op(OpKind::ReduceMeanGrad, res(g, op, 0), in(g, op, 0).elements());
+         }});
+
+  r.add(
+      {"OneHot",
+       false,  // labels [N] -> smoothed one-hot [N, classes]
+       [](const Graph& g, const Inputs& i, OpAttrs& a) {
+         const Tensor& l = g.tensor(i.at(0));
+         require(l.shape.size() == 1 && a.count > 1, "labels [N] and at least two classes expected");
+         return std::vector<OutputSpec>{out({l.shape[0], a.count}, a.dtype, TensorRole::Activation)};
+       },
+       {},
+       [](const Graph& g, const Op& op) { return vector_op(OpKind::OneHot, res(g, op, 0), in(g, op, 0).elements()); }});
+
+  r.add({"Gather",
+         false,  // one element of the on-device learning-rate schedule
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(g.tensor(i.at(0)).shape.size() == 1 && g.tensor(i.at(1)).elements() == 1,
+                   "1-D table and scalar index");
+           return std::vector<OutputSpec>{out({1}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::Gather, res(g, op, 0)); }});
+
+  r.add({"AssignAdd",
+         false,  // global step += 1, in place
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 2 && g.tensor(i[0]).elements() == 1 && g.tensor(i[1]).elements() == 1,
+                   "scalar operands expected");
+           return std::vector<OutputSpec>{OutputSpec::alias(0)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::AssignAdd, res(g, op, 0)); }});
+}
+
+}  // namespace ascendsim::workloads
