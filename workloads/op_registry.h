@@ -50,17 +50,17 @@ struct OpDef {
   /// Output tensors from the inputs and attributes (which it may complete, e.g. a convolution's
   /// kernel size from its weight); throws std::invalid_argument saying what is wrong (the graph
   /// prefixes the op's name).
-  std::function<std::vector<OutputSpec>(const Graph&, const std::vector<TensorId>& inputs, OpAttrs& attrs)> infer;
+  std::function<std::vector<OutputSpec>(const Graph&, const std::vector<TensorId>& inputs, OpAttrs& attrs)> infer{};
   /// Emits the ops computing the inputs' gradients from `dy`, the gradient of output 0, under the
   /// name prefix `gname`. Unset: the op has no gradient (differentiating through it is an error).
-  std::function<void(BackwardContext&, const Op& op, TensorId dy, const std::string& gname)> backward;
+  std::function<void(BackwardContext&, const Op& op, TensorId dy, const std::string& gname)> backward{};
   /// The AI core kernel class and geometry, with operands in their storage precision (the
   /// compiler's precision pass applies the chip's precision mode). Unset for views.
-  std::function<aicore::OpDesc(const Graph&, const Op&)> lower;
+  std::function<aicore::OpDesc(const Graph&, const Op&)> lower{};
   /// Device workspace bytes the op needs while it runs (unset: none).
-  std::function<std::int64_t(const Graph&, const Op&)> workspace;
+  std::function<std::int64_t(const Graph&, const Op&)> workspace{};
   /// Exact multiply-accumulates (unset: none).
-  std::function<std::int64_t(const Graph&, const Op&)> macs;
+  std::function<std::int64_t(const Graph&, const Op&)> macs{};
 };
 
 class OpRegistry {
