@@ -27,10 +27,25 @@ void AiCoreCluster::account(const OpCost& cost, const sc_core::sc_time& start, c
     m_busy_s += (end - std::max(start, m_busy_until)).to_seconds();
     m_busy_until = end;
   }
+  count(cost, time.to_seconds());
+}
+
+void AiCoreCluster::count(const OpCost& cost, double seconds) {
   ++m_tasks;
-  m_core_busy_s += time.to_seconds() * static_cast<double>(cost.blocks);
+  m_core_busy_s += seconds * static_cast<double>(cost.blocks);
   m_macs += cost.macs;
   m_gm_bytes += cost.gm_bytes;
+}
+
+void AiCoreCluster::account_free_run(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time,
+                                     double seconds) {
+  if (start < m_busy_until) {  // overlaps what is already counted busy
+    account(cost, start, time);
+    return;
+  }
+  m_busy_s += seconds;  // (end - start).to_seconds(), start past every earlier busy span
+  m_busy_until = start + time;
+  count(cost, seconds);
 }
 
 sc_core::sc_time AiCoreCluster::execute(const OpCost& cost, const sc_core::sc_time& time,

@@ -21,6 +21,11 @@ TaskScheduler::TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cf
       m_cores(cores),
       m_account(account),
       m_dispatch(sim::ns(cfg.dispatch_ns)),
+      m_getnext_t(m_dispatch + sim::us(cfg.getnext_us)),
+      m_assign_add_t(m_dispatch + sim::us(cfg.assign_add_us)),
+      m_stream_switch_t(m_dispatch + sim::us(cfg.stream_switch_us)),
+      m_stream_active_t(m_dispatch + sim::us(cfg.stream_active_us)),
+      m_end_graph_t(m_dispatch + sim::us(cfg.end_graph_us)),
       m_stats(*this),
       m_tasks(m_stats.scalar("tasks", "count", "tasks dispatched (AI core, AICPU, event and communication)")),
       m_getnext(m_stats.scalar("getnext", "count", "GetNext kernels")),
@@ -79,6 +84,33 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
       p.per_stream[static_cast<std::size_t>(i)].push_back(&t);
     }
     p.single_stream = p.streams.size() <= 1 && (p.streams.empty() || p.streams[0] == 0);
+    if (p.single_stream && !p.per_stream.empty()) {
+      const auto& tasks = p.per_stream[0];
+      for (std::size_t i = 0; i < tasks.size();) {
+        if (tasks[i]->kind != TaskKind::AiCore) {
+          ++i;
+          continue;
+        }
+        Run r;
+        r.begin = i;
+        for (; i < tasks.size() && tasks[i]->kind == TaskKind::AiCore; ++i) {
+          const Task& t = *tasks[i];
+          if (t.part == StepPart::Forward && !r.has_forward) {
+            r.has_forward = true;
+            r.first_forward = r.total;
+          }
+          r.total += m_dispatch + t.time;
+          r.busy_s.push_back((m_dispatch + t.time).to_seconds());
+          r.time_s.push_back(t.time.to_seconds());
+          if (t.part == StepPart::Backward) {
+            r.has_backward = true;
+            r.last_backward = r.total;
+          }
+        }
+        r.end = i;
+        if (r.end - r.begin >= 2) p.runs.push_back(std::move(r));
+      }
+    }
     for (auto sid : p.streams) stream(sid);  // threads exist before the graph runs
     it = m_plans.emplace(&graph, std::move(p)).first;
   }
@@ -130,11 +162,10 @@ void TaskScheduler::fail(const std::string& reason) {
   if (m_failure.empty()) m_failure = reason;
 }
 
-void TaskScheduler::aicpu_kernel(Stream& s, double us, sim::Scalar& counter, const char* name) {
+void TaskScheduler::aicpu_kernel(Stream& s, const sc_time& t, sim::Scalar& counter, const char* name) {
   ++counter;
   ++m_tasks;
   const sc_time start = sc_core::sc_time_stamp();
-  const sc_time t = m_dispatch + sim::us(us);
   m_busy_s += t.to_seconds();
   wait(t);
   if (m_trace && m_trace->active()) {
@@ -189,7 +220,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
         return false;
       }
       set_active(s, true);
-      aicpu_kernel(s, m_cfg.getnext_us, m_getnext, "GetNext");
+      aicpu_kernel(s, m_getnext_t, m_getnext, "GetNext");
       return true;
     }
     case TaskKind::EventRecord: {
@@ -239,12 +270,79 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
   return false;
 }
 
+bool TaskScheduler::unobserved() const {
+  return !(m_trace && m_trace->active()) && m_streams.size() == 1 && m_cores.idle();
+}
+
+void TaskScheduler::run_ops(Stream& s, const Work& first) {
+  const sc_time now = sc_core::sc_time_stamp();
+  sc_time end = now;
+  std::size_t n = 0;
+  bool ends_step = false;
+  for (Work w = first;; w = s.queue.front(), s.queue.pop_front()) {
+    const Task& t = *w.task;
+    const sc_time start = std::max(end, w.arrival);
+    if (n == 0 || start > end) m_account.begin_at(Device::Busy, start);  // the device was idle
+    if (t.part == StepPart::Forward && !m_step_started) {
+      m_marks.fp_start = start;
+      m_step_started = true;
+    }
+    ++m_tasks;
+    m_cores.account_free_run(t.cost, start + m_dispatch, t.time, t.time.to_seconds());
+    m_busy_s += (m_dispatch + t.time).to_seconds();
+    end = start + m_dispatch + t.time;
+    if (t.part == StepPart::Backward) m_marks.bp_end = end;
+    ++n;
+    ends_step = w.ends_step;
+    const bool more = !ends_step && !s.queue.empty() && s.queue.front().task &&
+                      s.queue.front().task->kind == TaskKind::AiCore;
+    if (!more || s.queue.front().arrival > end) m_account.end_at(Device::Busy, end);  // idle next
+    if (!more) break;
+  }
+  wait(end - now);
+  if (ends_step) step_done();
+  m_completed += n;
+  if (m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
+}
+
+bool TaskScheduler::execute_run(const Run& run, const std::vector<const Task*>& tasks) {
+  if (!unobserved()) return false;
+  const sc_time start = sc_core::sc_time_stamp();
+  if (run.has_forward && !m_step_started) {
+    m_marks.fp_start = start + run.first_forward;
+    m_step_started = true;
+  }
+  if (run.has_backward) m_marks.bp_end = start + run.last_backward;
+  // The statistics each task would have added, in the same order.
+  sc_time at = start;
+  for (std::size_t i = run.begin; i < run.end; ++i) {
+    const Task& t = *tasks[i];
+    ++m_tasks;
+    m_cores.account_free_run(t.cost, at + m_dispatch, t.time, run.time_s[i - run.begin]);
+    at += m_dispatch + t.time;
+    m_busy_s += run.busy_s[i - run.begin];
+  }
+  wait(run.total);
+  return true;
+}
+
 bool TaskScheduler::run_iteration(Stream& s, const Work& w) {
   const GraphPlan& p = *w.plan;
   if (p.single_stream) {
-    if (!p.per_stream.empty())
-      for (const Task* t : p.per_stream[0])
-        if (!execute(s, *t)) return false;
+    if (p.per_stream.empty()) return true;
+    const auto& tasks = p.per_stream[0];
+    auto run = p.runs.begin();
+    for (std::size_t i = 0; i < tasks.size();) {
+      if (run != p.runs.end() && run->begin == i) {
+        const Run& r = *run++;
+        if (execute_run(r, tasks)) {
+          i = r.end;
+          continue;
+        }
+      }
+      if (!execute(s, *tasks[i])) return false;
+      ++i;
+    }
     return true;
   }
   const std::vector<const Task*>* own = nullptr;
@@ -281,13 +379,13 @@ bool TaskScheduler::run_submission(Stream& s, const Work& w) {
   for (std::int64_t it = 0; it < w.iterations; ++it) {
     if (!run_iteration(s, w)) return false;
     if (w.loop_control) {
-      aicpu_kernel(s, m_cfg.assign_add_us, m_assign_add, "AssignAdd (loop counter)");
-      aicpu_kernel(s, m_cfg.stream_switch_us, m_stream_switch, "StreamSwitch");
-      if (it + 1 < w.iterations) aicpu_kernel(s, m_cfg.stream_active_us, m_stream_active, "StreamActive");
+      aicpu_kernel(s, m_assign_add_t, m_assign_add, "AssignAdd (loop counter)");
+      aicpu_kernel(s, m_stream_switch_t, m_stream_switch, "StreamSwitch");
+      if (it + 1 < w.iterations) aicpu_kernel(s, m_stream_active_t, m_stream_active, "StreamActive");
     }
     step_done();
   }
-  aicpu_kernel(s, m_cfg.end_graph_us, m_end_graph, "EndGraph");
+  aicpu_kernel(s, m_end_graph_t, m_end_graph, "EndGraph");
   return true;
 }
 
@@ -307,6 +405,10 @@ void TaskScheduler::stream_thread(std::int32_t id) {
       --m_slices_pending;
       m_slice_done.notify(sc_core::SC_ZERO_TIME);
       if (!ok) break;
+      continue;
+    }
+    if (w.task && w.task->kind == TaskKind::AiCore && unobserved()) {
+      run_ops(s, w);
       continue;
     }
     const sc_time now = sc_core::sc_time_stamp();

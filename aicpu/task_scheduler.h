@@ -62,11 +62,23 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::StatsGroup& stats() { return m_stats; }
 
  private:
+  /// Consecutive AI core tasks of a single-stream graph, run with one wait when nothing can
+  /// observe the device in between (no trace, no other stream, the cores all free).
+  struct Run {
+    std::size_t begin = 0, end = 0;  ///< task indices [begin, end) in the stream's list
+    sc_core::sc_time total;          ///< dispatch + time of every task
+    bool has_forward = false, has_backward = false;
+    sc_core::sc_time first_forward;  ///< offset of the first forward task's start
+    sc_core::sc_time last_backward;  ///< offset of the last backward task's end
+    std::vector<double> busy_s;      ///< per task: dispatch + time, in seconds
+    std::vector<double> time_s;      ///< per task: time on the cores, in seconds
+  };
   /// The tasks of one graph iteration, split by stream.
   struct GraphPlan {
     std::vector<std::int32_t> streams;                 ///< streams used, ascending
     std::vector<std::vector<const Task*>> per_stream;  ///< tasks of streams[i], in order
     bool single_stream = true;
+    std::vector<Run> runs;  ///< single-stream graphs: AI core runs of two tasks or more, in order
   };
   struct Work {
     // A submission (task or graph) ...
@@ -95,8 +107,18 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   bool run_submission(Stream& s, const Work& w);  // false: the run failed
   bool run_iteration(Stream& s, const Work& w);
   bool execute(Stream& s, const Task& task);
+  /// Executes a run of AI core tasks with one wait; false if the device could be observed in
+  /// between (the caller then executes them one by one).
+  bool execute_run(const Run& run, const std::vector<const Task*>& tasks);
+  /// True if nothing can observe the device between tasks: no active trace, one stream, every
+  /// core free.
+  bool unobserved() const;
+  /// Runs op-by-op submissions of AI core tasks — `first` and those queued behind it, up to the
+  /// step's last — with one wait, announcing the device's busy and idle spans to the time
+  /// accounting. Call only when unobserved().
+  void run_ops(Stream& s, const Work& first);
   void set_active(Stream& s, bool active);
-  void aicpu_kernel(Stream& s, double us, sim::Scalar& counter, const char* name);
+  void aicpu_kernel(Stream& s, const sc_core::sc_time& t, sim::Scalar& counter, const char* name);
   void step_done();
   void fail(const std::string& reason);
 
@@ -120,6 +142,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   std::uint64_t m_completed = 0;
   std::string m_failure;
   sc_core::sc_time m_dispatch;
+  sc_core::sc_time m_getnext_t, m_assign_add_t, m_stream_switch_t, m_stream_active_t, m_end_graph_t;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_tasks;

@@ -54,6 +54,8 @@ struct Shape {
 PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                              std::int64_t batch_size, std::int64_t steps_per_epoch)
     : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
+  m_cache_on = pipe.cache != "none";
+  m_source_cache = pipe.cache == "source";
   m_cache_after = pipe.cache == "map" ? recipe.first_random() : 0;
   // Bytes a cached sample takes: the raw record, or the mean sample after the cached maps.
   Shape s(recipe.dataset.sample(0));
@@ -75,13 +77,30 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
   }
 }
 
+const std::vector<PipelineCosts::SampleCost>& PipelineCosts::rows(std::int64_t b) const {
+  auto it = m_rows.find(b);
+  if (it != m_rows.end()) return it->second;
+  constexpr std::int64_t kKeep = 256;  // batches in flight stay well within this window
+  while (!m_rows.empty() && m_rows.begin()->first + kKeep < b) m_rows.erase(m_rows.begin());
+  std::vector<SampleCost> costs(static_cast<std::size_t>(m_batch));
+  const bool first = b < m_steps_per_epoch;
+  for (std::int64_t j = 0; j < m_batch; ++j) costs[static_cast<std::size_t>(j)] = sample(sample_index(b, j), first);
+  return m_rows.emplace(b, std::move(costs)).first->second;
+}
+
 PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t first_row, std::int64_t last_row) const {
   SampleCost total{0, 0};
   const bool first = b < m_steps_per_epoch;
+  if (m_recipe.dataset.encoded) {
+    const auto& costs = rows(b);
+    for (std::int64_t j = first_row; j < last_row; ++j) {
+      total.read += costs[static_cast<std::size_t>(j)].read;
+      total.map += costs[static_cast<std::size_t>(j)].map;
+    }
+    return total;
+  }
   for (std::int64_t j = first_row; j < last_row; ++j) {
-    const std::int64_t index = sample_index(b, j);
-    const SampleCost c =
-        m_recipe.dataset.encoded ? sample(index, first) : m_uniform[first ? 1 : 0][cached(index) ? 1 : 0];
+    const SampleCost& c = m_uniform[first ? 1 : 0][m_cache_on && cached(sample_index(b, j)) ? 1 : 0];
     total.read += c.read;
     total.map += c.map;
   }
@@ -98,7 +117,7 @@ std::int64_t PipelineCosts::sample_index(std::int64_t batch, std::int64_t j) con
 }
 
 bool PipelineCosts::cached(std::int64_t dataset_index) const {
-  return m_pipe.cache != "none" && dataset_index / m_pipe.num_shards < m_cache_capacity_samples;
+  return m_cache_on && dataset_index / m_pipe.num_shards < m_cache_capacity_samples;
 }
 
 PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_epoch) const {
@@ -108,7 +127,7 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   SampleCost cost{0, 0};
   Shape s(g);
   const double file_bytes = static_cast<double>(g.file_bytes);
-  const bool source_cache = m_pipe.cache == "source";
+  const bool source_cache = m_source_cache;
   // Reader: the file, or the cache.
   if (hit && source_cache)
     cost.read = file_bytes * m_host.cache_read_ns_per_byte;

@@ -18,6 +18,7 @@
 
 #include <systemc>
 
+#include <map>
 #include <vector>
 #include "runtime/host_config.h"
 
@@ -52,6 +53,12 @@ class PipelineCosts {
   SampleCost batch(std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// Samples of equal geometry cost the same: [first epoch][in the cache].
   SampleCost m_uniform[2][2]{};
+  /// Samples of varying geometry (encoded files): each batch's per-row costs, computed once for
+  /// the reader and the workers that share its rows; recent batches only.
+  const std::vector<SampleCost>& rows(std::int64_t b) const;
+  mutable std::map<std::int64_t, std::vector<SampleCost>> m_rows;
+  bool m_cache_on = false;      ///< a cache of any kind
+  bool m_source_cache = false;  ///< the cache holds the source records
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
   bool cached(std::int64_t dataset_index) const;
 

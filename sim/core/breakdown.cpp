@@ -1,5 +1,7 @@
 #include "sim/core/breakdown.h"
 
+#include <iterator>
+
 namespace ascendsim::sim {
 
 const char* phase_name(Phase p) {
@@ -35,7 +37,28 @@ Phase BreakdownAccountant::current() const {
   return m_host;
 }
 
+void BreakdownAccountant::schedule(const sc_core::sc_time& at, Device d, int delta) {
+  if (m_closed) return;
+  if (at <= sc_core::sc_time_stamp()) {
+    change([&] { m_device[static_cast<std::size_t>(d)] += delta; });
+    return;
+  }
+  auto pos = m_pending.end();  // after every transition at or before `at`: announcement order
+  while (pos != m_pending.begin() && std::prev(pos)->at > at) --pos;
+  m_pending.insert(pos, {at, d, delta});
+}
+
 void BreakdownAccountant::charge(const sc_core::sc_time& now) {
+  while (!m_pending.empty() && m_pending.front().at <= now) {
+    const Transition t = m_pending.front();
+    m_pending.pop_front();
+    charge_until(t.at);
+    m_device[static_cast<std::size_t>(t.device)] += t.delta;
+  }
+  charge_until(now);
+}
+
+void BreakdownAccountant::charge_until(const sc_core::sc_time& now) {
   if (now <= m_last) return;
   m_time[static_cast<std::size_t>(current())] += now - m_last;
   m_last = now;

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <deque>
 
 #include <systemc>
 
@@ -44,6 +45,10 @@ class BreakdownAccountant {
   void end(Device d) {
     change([&] { --m_device[static_cast<std::size_t>(d)]; });
   }
+  /// The same at a later simulated time `at` (now or later): a device model that runs several
+  /// tasks with one wait announces their activity in advance. Transitions apply in time order.
+  void begin_at(Device d, const sc_core::sc_time& at) { schedule(at, d, +1); }
+  void end_at(Device d, const sc_core::sc_time& at) { schedule(at, d, -1); }
 
   /// Charges the time up to `at` and stops accounting; later changes are ignored. Returns the
   /// per-phase totals in seconds.
@@ -58,7 +63,16 @@ class BreakdownAccountant {
     f();
   }
   void charge(const sc_core::sc_time& now);
+  void charge_until(const sc_core::sc_time& now);
+  void schedule(const sc_core::sc_time& at, Device d, int delta);
   Phase current() const;
+
+  struct Transition {
+    sc_core::sc_time at;
+    Device device;
+    int delta;
+  };
+  std::deque<Transition> m_pending;  ///< announced transitions, in time order
 
   Phase m_host = Phase::HostLoop;
   std::array<int, static_cast<std::size_t>(Device::Count)> m_device{};

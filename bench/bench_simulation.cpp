@@ -1,0 +1,66 @@
+// Simulator speed through the library entry point (each sim::run in a fresh kernel context, so a
+// benchmark may repeat): the main job, a long compute-bound loop-sink epoch, and op-by-op
+// launches. Counters: simulated steps and seconds per wall second, wall time per simulated step,
+// and the process's peak resident memory.
+#include <sys/resource.h>
+
+#include <benchmark/benchmark.h>
+
+#include "sim/api.h"
+#include "tests/test_support.h"
+
+namespace {
+
+using namespace ascendsim;
+
+void run_and_count(benchmark::State& state, const sim::RunRequest& req) {
+  double steps = 0, simulated_s = 0;
+  for (auto _ : state) {
+    const sim::RunOutcome out = sim::run(req);
+    for (const auto& r : out.runs) {
+      steps += static_cast<double>(r.steps_completed);
+      simulated_s += r.sim_time_s;
+    }
+  }
+  state.counters["sim_steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
+  state.counters["wall_s_per_step"] =
+      benchmark::Counter(steps, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["sim_s_per_wall_s"] = benchmark::Counter(simulated_s, benchmark::Counter::kIsRate);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+/// `compare --workload lenet5 --epochs 10`: 4 x 18,750 steps.
+void BM_LeNetCompare10Epochs(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.epochs = 10;
+  run_and_count(state, req);
+}
+BENCHMARK(BM_LeNetCompare10Epochs)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// ResNet-50 at batch 256, one ImageNet epoch (5,004 steps) under loop sink.
+void BM_ResNet50Batch256EpochLoopSink(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.batch_size = 256;
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50Batch256EpochLoopSink)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// ResNet-50 at batch 256 launched op by op (non-sink), 500 steps: 1,165 launches per step.
+void BM_ResNet50Batch256NonSink(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.batch_size = 256;
+  req.steps_per_epoch = 500;
+  req.strategies = {runtime::Strategy::NonSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50Batch256NonSink)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
