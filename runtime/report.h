@@ -1,4 +1,4 @@
-// Report assembly: the JSON report (DESIGN.md §5) and the table printed on stdout.
+// Report assembly: the JSON report (docs/design.md, "The report contract") and the table printed on stdout.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The outcome of one simulated training run, in the units of DESIGN.md §5.
+// The outcome of one simulated training run, in the units of docs/design.md ("The report contract").
 #pragma once
 
 #include <array>

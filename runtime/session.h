@@ -1,5 +1,5 @@
 // A training session: which execution strategy, how many epochs, the sink size, the dataset's
-// steps per epoch — and what that implies for the number of steps run (DESIGN.md §4).
+// steps per epoch — and what that implies for the number of steps run (docs/design.md, "The four strategies").
 #pragma once
 
 #include <cstdint>
