@@ -1,3 +1,4 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES  // the process that ends the others is spawned at the end
 #include "sim/simulation.h"
 
 #include <chrono>
@@ -53,6 +54,32 @@ void Simulation::run() {
 }
 
 runtime::RunResult Simulation::result(std::size_t index) { return m_systems.at(index)->result(); }
+
+namespace {
+void collect_processes(sc_core::sc_object* o, std::vector<sc_core::sc_process_handle>& out) {
+  sc_core::sc_process_handle h(o);
+  if (h.valid()) out.push_back(h);
+  for (auto* c : o->get_child_objects()) collect_processes(c, out);
+}
+}  // namespace
+
+Simulation::~Simulation() {
+  if (!m_ran || m_systems.empty()) return;
+  try {
+    // A process that kills the others: each unwinds (its destructors run) the moment it is killed.
+    sc_core::sc_spawn(
+        [] {
+          std::vector<sc_core::sc_process_handle> processes;
+          for (auto* o : sc_core::sc_get_top_level_objects()) collect_processes(o, processes);
+          const sc_core::sc_process_handle self = sc_core::sc_get_current_process_handle();
+          for (auto& h : processes)
+            if (h != self && !h.terminated()) h.kill();
+        },
+        "teardown");
+    sc_core::sc_start();
+  } catch (...) {  // a destructor must not throw; the context is deleted by its owner anyway
+  }
+}
 
 void Simulation::enable_trace(std::int64_t first_step, std::int64_t last_step) {
   for (std::size_t i = 0; i < m_systems.size(); ++i)

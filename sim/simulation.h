@@ -12,6 +12,12 @@ namespace ascendsim::sim {
 
 class Simulation {
  public:
+  Simulation() = default;
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+  /// Ends every process still suspended (threads waiting for work that will never come) by
+  /// unwinding its stack, so nothing of the run outlives it.
+  ~Simulation();
   /// Adds a run; returns its index. Throws InputError for a run that cannot start (bad session,
   /// out of device memory). Must be called before run().
   std::size_t add(const SystemConfig& cfg, const workloads::Workload& workload, const runtime::Session& session);
