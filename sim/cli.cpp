@@ -595,13 +595,7 @@ int cmd_params(int argc, char* argv[]) {
 
 int cmd_stats(int argc, char* argv[]) {
   Options o;
-  po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")("workload,w", po::value(&o.workload)->default_value(o.workload),
-                                                 workload_help().c_str())(
-      "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset")(
-      "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
-      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
-      "json", po::value(&o.json)->implicit_value("-"), "write the list as JSON to FILE ('-' or no value: stdout)");
+  po::options_description desc = common_options(o);
   if (!parse(argc, argv, desc, "stats")) return 0;
   const auto stats = describe_statistics(make_request(o, runtime::all_strategies()));
   if (!o.json.empty()) {

@@ -15,6 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int code;
@@ -376,6 +377,26 @@ TEST_F(CliTest, ParamsListsEveryParameterWithUnitAndDescription) {
   EXPECT_THAT(r.out, HasSubstr("host.op_launch_us"));
   const Result c = run("chips");
   EXPECT_THAT(c.out, HasSubstr("ascend310"));
+}
+
+TEST_F(CliTest, StatsListsEveryStatisticWithUnitAndDescription) {
+  const Result r = run("stats");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("chip.hostif.h2d.bytes"));
+  EXPECT_THAT(r.out, HasSubstr("bytes moved"));
+  EXPECT_THAT(r.out, HasSubstr("chip.scheduler.event_wait_s"));
+  const Result bad = run("stats --set link.h2d_bandwidth_gbps=0");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--set link.h2d_bandwidth_gbps=0"));
+}
+
+TEST_F(CliTest, AShortcutFlagsErrorNamesTheFlag) {
+  const Result r = run("compare --num-parallel-workers 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--num-parallel-workers 0"));
+  EXPECT_THAT(r.err, Not(HasSubstr("--set")));
+  const Result b = run("compare --workload resnet152 --batch-size 4096");
+  EXPECT_THAT(b.err, HasSubstr("reduce --batch-size"));
 }
 
 }  // namespace
