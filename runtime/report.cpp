@@ -33,8 +33,16 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   std::string out;
   if (!runs.empty()) {
     const Session& s = runs.front().session;
-    out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps\n\n", h.workload, h.chip, h.batch_size, s.epochs,
+    out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
                        s.steps_per_epoch);
+    // Say what runs where a strategy runs something else: loop sink's sinks of S steps.
+    for (const auto& r : runs)
+      if (r.session.strategy == Strategy::LoopSink && r.session.effective_sink_size() != r.session.steps_per_epoch) {
+        out += fmt::format("; loop-sink: {} sink(s) of {} steps = {} steps", r.session.epochs,
+                           r.session.effective_sink_size(), r.session.steps());
+        break;
+      }
+    out += "\n\n";
   }
   out +=
       fmt::format("{:<11} {:>7} {:>10} {:>8} {:>8} {:>10} {:>6} | {:>9} {:>7} {:>7} {:>7} {:>7}\n", "strategy", "steps",

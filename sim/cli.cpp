@@ -53,7 +53,7 @@ const char* kUsage =
     "  stats     every statistic a run reports, with unit and description\n"
     "  chips     the chip presets\n"
     "\n"
-    "`ascendsim <command> --help` lists the command's options.\n";
+    "`ascendsim <command> --help` lists the command's options; `ascendsim --version` the version.\n";
 
 struct Options {
   std::string workload = "lenet5";
@@ -122,7 +122,31 @@ po::options_description common_options(Options& o) {
   return d;
 }
 
+/// The preset values the shortcut flags stand for, for --help (the built-in ones if the presets
+/// cannot be read).
+const SystemConfig& help_defaults() {
+  static const SystemConfig cfg = [] {
+    ConfigRequest r;
+    r.dir = default_config_dir();
+    try {
+      return load_config(r);
+    } catch (const std::exception&) {
+      return SystemConfig{};
+    }
+  }();
+  return cfg;
+}
+
 po::options_description run_options(Options& o) {
+  static const std::string workers_help =
+      fmt::format("data pipeline map workers (pipeline.num_parallel_workers; default {})",
+                  help_defaults().pipeline.num_parallel_workers);
+  static const std::string timeout_help =
+      fmt::format("seconds a device op (GetNext) may wait before the run fails (aicpu.op_timeout_s; default {} s)",
+                  help_defaults().chip.aicpu.op_timeout_s);
+  static const std::string cache_help =
+      fmt::format("data cache: none | source | map (after the last deterministic map) (pipeline.cache; default {})",
+                  help_defaults().pipeline.cache);
   po::options_description d("run options");
   d.add_options()("epochs", po::value(&o.epochs)->default_value(o.epochs), "epochs (E)")(
       "sink-size", po::value(&o.sink_size)->default_value(o.sink_size),
@@ -135,15 +159,15 @@ po::options_description run_options(Options& o) {
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
     shortcut(o, "pipeline.num_parallel_workers", "--num-parallel-workers", v);
   }),
-                              "data pipeline map workers (pipeline.num_parallel_workers)")(
-      "op-timeout", po::value<std::string>()->notifier([&o](const std::string& v) {
-        shortcut(o, "aicpu.op_timeout_s", "--op-timeout", v);
-      }),
-      "seconds a device op (GetNext) may wait before the run fails (aicpu.op_timeout_s)")(
+                              workers_help.c_str())("op-timeout",
+                                                    po::value<std::string>()->notifier([&o](const std::string& v) {
+                                                      shortcut(o, "aicpu.op_timeout_s", "--op-timeout", v);
+                                                    }),
+                                                    timeout_help.c_str())(
       "cache",
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
-      "data cache: none | source | map (after the last deterministic map)")(
-      "trace", po::value(&o.trace), "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
+      cache_help.c_str())("trace", po::value(&o.trace),
+                          "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
       "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr")(
@@ -171,9 +195,23 @@ std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s) {
 
 bool progress_wanted(const Options& o) { return !o.quiet && (o.progress || isatty(2)); }
 
-bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command) {
+/// Parses the options; a word that is not an option's value is an error, not silently ignored.
+po::variables_map parse_options(int argc, char* argv[], const po::options_description& desc,
+                                const std::string& command) {
+  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+  for (const auto& opt : parsed.options)
+    if (opt.position_key >= 0) {
+      const std::string word = opt.value.empty() ? std::string() : opt.value.front();
+      throw InputError("unexpected argument '" + word + "': options take the form --name value (see `ascendsim " +
+                       command + " --help`)");
+    }
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  po::store(parsed, vm);
+  return vm;
+}
+
+bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command) {
+  po::variables_map vm = parse_options(argc, argv, desc, command);
   if (vm.count("help")) {
     std::cout << "usage: ascendsim " << command << " [options]\n\n" << desc << "\n";
     return false;
@@ -288,6 +326,8 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
 }
 
 int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strategies) {
+  if (o.trace.empty() && !o.trace_steps.empty())
+    throw InputError("--trace-steps " + o.trace_steps + ": it selects the steps of a trace; add --trace FILE");
   check_outputs(o);
   const RunOutcome out = run(make_request(o, strategies));
   if (out.failed()) {
@@ -349,6 +389,12 @@ int cmd_sweep(int argc, char* argv[]) {
       "csv", po::value(&o.csv), "write the rows as CSV to FILE");
   if (!parse(argc, argv, desc, "sweep")) return 0;
   req.values = split_list(values_arg, "--values");
+  for (const auto& v : req.values)
+    typed()[override_origin(req.param + "=" + v)] = "--param " + req.param + " value " + v;
+  if (!o.trace.empty() || !o.trace_steps.empty())
+    throw InputError(
+        "--trace: a sweep writes no timeline; trace the point you want with `ascendsim train` or "
+        "`ascendsim compare` and its value");
   std::vector<runtime::Strategy> strategies = runtime::all_strategies();
   if (!strategies_arg.empty()) {
     strategies.clear();
@@ -467,8 +513,7 @@ int cmd_op(int argc, char* argv[]) {
       "reductions, bias, softmax, one-hot: elements of the reduced side (default 1 for a full reduction)")(
       "operands", po::value(&d.operands)->default_value(2), "addn: number of operands")(
       "json", po::value(&o.json)->implicit_value("-"), "write JSON to FILE ('-' or no value: stdout)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  po::variables_map vm = parse_options(argc, argv, desc, "op");
   if (vm.count("help")) {
     std::cout << "usage: ascendsim op --type TYPE [options]\n\n" << desc << "\n";
     return 0;
@@ -634,6 +679,11 @@ int run_cli(int argc, char* argv[]) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
     return argc < 2 ? kExitInput : 0;
+  }
+  if (std::string(argv[1]) == "--version") {
+    std::cout << "ascendsim " << ASCENDSIM_VERSION << " (SystemC " << SC_VERSION_MAJOR << "." << SC_VERSION_MINOR << "."
+              << SC_VERSION_PATCH << ")\n";
+    return 0;
   }
   const std::string command = argv[1];
   try {

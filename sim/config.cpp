@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -37,6 +38,15 @@ std::string default_config_dir() {
 
 std::string override_origin(const std::string& set) { return "override " + set; }
 
+namespace {
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  const auto b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+}  // namespace
+
 std::vector<std::string> chip_presets(const std::string& dir_name) {
   std::vector<std::string> names;
   const fs::path dir = fs::path(dir_name) / "chips";
@@ -50,10 +60,18 @@ std::vector<std::string> chip_presets(const std::string& dir_name) {
 namespace {
 
 void walk(ParamSet& ps, const YAML::Node& node, const std::string& prefix, const std::string& path) {
+  std::set<std::string> seen;
   for (const auto& kv : node) {
-    const std::string key = prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>();
-    const YAML::Node& v = kv.second;
     const std::string where = path + ":" + std::to_string(kv.first.Mark().line + 1);
+    if (!kv.first.IsScalar())
+      throw InputError(where + ": a key must be a plain name (a section or parameter), not a " +
+                       (kv.first.IsMap()        ? "mapping"
+                        : kv.first.IsSequence() ? "list"
+                                                : "null"));
+    const std::string name = kv.first.Scalar();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    if (!seen.insert(name).second) throw InputError(where + ": '" + key + "' is given twice; keep one");
+    const YAML::Node& v = kv.second;
     if (v.IsMap()) {
       if (!ps.is_section(key)) {
         if (ps.find(key)) throw InputError(where + ": parameter '" + key + "' expects a single value, not a mapping");
@@ -73,10 +91,15 @@ void walk(ParamSet& ps, const YAML::Node& node, const std::string& prefix, const
 }  // namespace
 
 void apply_yaml_file(ParamSet& ps, const std::string& path) {
-  if (!fs::is_regular_file(path)) throw InputError(path + ": no such configuration file");
+  if (fs::is_directory(path)) throw InputError(path + ": is a directory; give a YAML configuration file");
+  if (!fs::exists(path)) throw InputError(path + ": no such configuration file");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    const std::vector<YAML::Node> docs = YAML::LoadAllFromFile(path);
+    if (docs.size() > 1)
+      throw InputError(path + ":" + std::to_string(docs[1].Mark().line + 1) + ": a second YAML document ('---'); " +
+                       "a configuration file holds one");
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::Exception& e) {
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                      ": malformed YAML: " + e.msg);
@@ -133,12 +156,28 @@ SystemConfig load_config(const ConfigRequest& req) {
   if (cfg.chip.name != req.chip)
     throw InputError(chip.string() + ": chip.name is '" + cfg.chip.name + "' but the file is the '" + req.chip +
                      "' preset");
-  if (!req.config_file.empty()) apply_yaml_file(ps, req.config_file);
+  // The chip's name is the preset's: a configuration file or an override changes parameters, it
+  // does not relabel the hardware.
+  const auto renamed = [&](const std::string& origin, const std::string& key) {
+    return InputError(origin, key,
+                      "chip.name is the preset's name and cannot be set; choose the chip with its preset (" + req.chip +
+                          " is in use; `ascendsim chips` lists them)");
+  };
+  if (!req.config_file.empty()) {
+    apply_yaml_file(ps, req.config_file);
+    if (cfg.chip.name != req.chip) throw renamed(req.config_file, "chip.name");
+  }
   for (const auto& s : req.sets) {
     const auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError(override_origin(s), "", "expected key=value, e.g. link.h2d_bandwidth_gbps=48");
-    ps.set(s.substr(0, eq), s.substr(eq + 1), override_origin(s));
+    const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    if (key != trim(key) || value != trim(value))
+      throw InputError(
+          override_origin(s), trim(key),
+          "spaces around the key or value; write key=value without them, e.g. " + trim(key) + "=" + trim(value));
+    if (key == "chip.name") throw renamed(override_origin(s), key);
+    ps.set(key, value, override_origin(s));
   }
   check_combinations(cfg);
   return cfg;

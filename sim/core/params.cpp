@@ -127,7 +127,17 @@ void ParamSet::set(const std::string& key, const std::string& value, const std::
   switch (spec->type) {
     case ParamType::Real: {
       double v;
-      if (!parse_real(value, v)) throw bad("expects a number");
+      if (!parse_real(value, v)) {
+        double near = 0;
+        char* end = nullptr;
+        errno = 0;
+        near = std::strtod(value.c_str(), &end);
+        if (!value.empty() && end == value.c_str() + value.size() && errno == ERANGE)
+          throw bad(std::string(near == 0 || std::fabs(near) < 1
+                                    ? "is too close to zero to hold (below about 2.2e-308); use 0 or a larger magnitude"
+                                    : "is too large to hold"));
+        throw bad("expects a number");
+      }
       if (v < spec->min || v > spec->max) throw bad("must lie in " + range_string(*spec));
       *std::get<double*>(spec->target) = v;
       break;

@@ -399,4 +399,32 @@ TEST_F(CliTest, AShortcutFlagsErrorNamesTheFlag) {
   EXPECT_THAT(b.err, HasSubstr("reduce --batch-size"));
 }
 
+TEST_F(CliTest, StrayWordsAndUnusedOptionsAreRejected) {
+  for (const char* args : {"compare resnet50", "params ascend310", "train loop-sink -s non-sink"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_THAT(r.err, HasSubstr("unexpected argument")) << args;
+  }
+  const Result sweep = run("sweep --param sink_size --values 1,2 --trace " + (m_dir / "t.json").string());
+  EXPECT_EQ(sweep.code, 2);
+  EXPECT_FALSE(fs::exists(m_dir / "t.json"));
+  EXPECT_EQ(run("compare --trace-steps 1:2").code, 2);
+  const Result sweep_name = run("sweep --param chip.name --values a,b");
+  EXPECT_EQ(sweep_name.code, 2);
+  EXPECT_THAT(sweep_name.err, HasSubstr("--param chip.name value a"));
+}
+
+TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
+  const Result r = run("compare --epochs 2 --sink-size 500 --steps-per-epoch 1875");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("loop-sink: 2 sink(s) of 500 steps = 1000 steps"));
+  const Result help = run("compare --help");
+  EXPECT_THAT(help.out, HasSubstr("default 8)"));
+  EXPECT_THAT(help.out, HasSubstr("1900 s)"));
+  EXPECT_THAT(help.out, HasSubstr("none)"));
+  const Result v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_THAT(v.out, HasSubstr("ascendsim 0."));
+}
+
 }  // namespace

@@ -146,3 +146,63 @@ TEST_F(ConfigTest, BuiltInDefaultsEqualTheAscend910Preset) {
 
 }  // namespace
 }  // namespace ascendsim::sim
+
+namespace ascendsim::sim {
+namespace {
+
+class ConfigInputTest : public ::testing::Test {
+ protected:
+  std::string error_of_file(const std::string& text) {
+    const auto p = std::filesystem::temp_directory_path() / ("ascendsim_yaml_" + std::to_string(::getpid()) + ".yaml");
+    std::ofstream(p) << text;
+    ConfigRequest req = test::config_request();
+    req.config_file = p.string();
+    std::string msg;
+    try {
+      load_config(req);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    std::filesystem::remove(p);
+    return msg;
+  }
+  static std::string error_of_set(const std::string& set) {
+    ConfigRequest req = test::config_request();
+    req.sets = {set};
+    try {
+      load_config(req);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(ConfigInputTest, YamlThatWouldBeMisreadIsRejectedPrecisely) {
+  EXPECT_THAT(error_of_file("host:\n  op_launch_us: 5\n  op_launch_us: 6\n"),
+              HasSubstr(":3: 'host.op_launch_us' is given twice"));
+  EXPECT_THAT(error_of_file("host:\n  op_launch_us: 5\n---\nhost:\n  op_launch_us: 6\n"),
+              HasSubstr("a second YAML document"));
+  EXPECT_THAT(error_of_file("? [a, b]\n: 1\n"), HasSubstr("a key must be a plain name"));
+  EXPECT_THAT(error_of_file("chip:\n  name: ascend310\n"), HasSubstr("chip.name is the preset's name"));
+  ConfigRequest dir = test::config_request();
+  dir.config_file = std::filesystem::temp_directory_path().string();
+  try {
+    load_config(dir);
+    FAIL() << "a directory was read as a configuration file";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is a directory"));
+  }
+}
+
+TEST_F(ConfigInputTest, OverridesAreTakenLiterally) {
+  EXPECT_THAT(error_of_set("aicore.cores= 16"), HasSubstr("spaces around the key or value"));
+  EXPECT_THAT(error_of_set("aicore.cores=16 "), HasSubstr("spaces around the key or value"));
+  EXPECT_THAT(error_of_set("host.op_launch_us=1e-310"), HasSubstr("too close to zero"));
+  EXPECT_THAT(error_of_set("host.op_launch_us=1e400"), HasSubstr("too large"));
+  EXPECT_THAT(error_of_set("chip.name=foo"), HasSubstr("chip.name is the preset's name"));
+  EXPECT_EQ(error_of_set("aicore.cores=16"), "");
+}
+
+}  // namespace
+}  // namespace ascendsim::sim
