@@ -26,6 +26,7 @@
 #include "sim/api.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
+#include "sim/outputs.h"
 #include "sim/system.h"
 #include "workloads/workload.h"
 
@@ -220,33 +221,12 @@ bool parse(int argc, char* argv[], const po::options_description& desc, const st
   return true;
 }
 
-/// Fails before any simulation if an output file's directory does not exist.
-void check_writable(const std::string& path, const char* option) {
-  if (path.empty() || path == "-") return;
-  const auto dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir))
-    throw InputError(std::string(option) + " " + path + ": directory " + dir.string() + " does not exist");
-}
-
-/// Writes `text` to `path` atomically (a temporary file renamed into place), or to stdout for "-".
-void write_output(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    return;
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw InputError(path + ": cannot write (check the directory exists and is writable)");
-    f << text;
-    if (!f.flush()) throw InputError(path + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(path + ": cannot write: " + ec.message());
-  }
+/// Writes one output (checked, staged, put in place).
+void write_output(const std::string& path, const std::string& text, const std::string& option = "--json") {
+  Outputs out;
+  out.add(path, option);
+  out.stage(path, text);
+  out.commit();
 }
 
 /// What the user typed for each request key and parameter override, so that an error about one
@@ -299,11 +279,12 @@ std::string cli_message(const InputError& e) {
   return origin + ": " + detail;
 }
 
-void check_outputs(const Options& o) {
-  check_writable(o.json, "--json");
-  check_writable(o.html, "--html");
-  check_writable(o.trace, "--trace");
-  check_writable(o.csv, "--csv");
+/// Every output of the command, checked before anything is simulated.
+void add_outputs(Outputs& out, const Options& o) {
+  out.add(o.json, "--json");
+  out.add(o.html, "--html");
+  out.add(o.trace, "--trace");
+  out.add(o.csv, "--csv");
 }
 
 RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& strategies) {
@@ -328,7 +309,8 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
 int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strategies) {
   if (o.trace.empty() && !o.trace_steps.empty())
     throw InputError("--trace-steps " + o.trace_steps + ": it selects the steps of a trace; add --trace FILE");
-  check_outputs(o);
+  Outputs files;
+  add_outputs(files, o);
   const RunOutcome out = run(make_request(o, strategies));
   if (out.failed()) {
     std::istringstream lines(out.failure_message());
@@ -337,10 +319,11 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     std::cerr << "no report written\n";
     return kExitRunFailed;
   }
+  if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
+  if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
+  if (!o.trace.empty()) files.stage(o.trace, out.trace);
   if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs);
-  if (!o.json.empty()) write_output(o.json, out.report().dump(2) + "\n");
-  if (!o.html.empty()) write_output(o.html, runtime::html_compare(out.header, out.runs));
-  if (!o.trace.empty()) write_output(o.trace, out.trace);
+  files.commit();
   return 0;
 }
 
@@ -400,7 +383,8 @@ int cmd_sweep(int argc, char* argv[]) {
     strategies.clear();
     for (const auto& s : split_list(strategies_arg, "--strategies")) strategies.push_back(runtime::parse_strategy(s));
   }
-  check_outputs(o);
+  Outputs files;
+  add_outputs(files, o);
   req.base = make_request(o, strategies);
   req.base.trace = false;
   const SweepOutcome out = sweep(req);
@@ -410,10 +394,11 @@ int cmd_sweep(int argc, char* argv[]) {
     std::cerr << "no report written\n";
     return kExitRunFailed;
   }
+  if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
+  if (!o.csv.empty()) files.stage(o.csv, out.csv());
+  if (!o.html.empty()) files.stage(o.html, runtime::html_sweep(out.header, out.param, out.points, out.conclusion));
   if (o.json != "-") std::cout << out.table();
-  if (!o.json.empty()) write_output(o.json, out.report().dump(2) + "\n");
-  if (!o.csv.empty()) write_output(o.csv, out.csv());
-  if (!o.html.empty()) write_output(o.html, runtime::html_sweep(out.header, out.param, out.points, out.conclusion));
+  files.commit();
   return 0;
 }
 

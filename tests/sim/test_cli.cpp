@@ -1,7 +1,10 @@
 // The ascendsim binary as a user runs it: exit codes, error messages, files written or not.
 #include <sys/wait.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -425,6 +428,45 @@ TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
   const Result v = run("--version");
   EXPECT_EQ(v.code, 0);
   EXPECT_THAT(v.out, HasSubstr("ascendsim 0."));
+}
+
+TEST_F(CliTest, OutputsGoWhereTheyPointAndAFailedCommandLeavesNone) {
+  const std::string args = "compare --steps-per-epoch 3 ";
+  // A device stays a device.
+  EXPECT_EQ(run(args + "--json /dev/null").code, 0);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // A symlink keeps its link; its target gets the report.
+  const fs::path target = m_dir / "target.json", link = m_dir / "link.json";
+  file("target.json", "old");
+  fs::create_symlink(target, link);
+  EXPECT_EQ(run(args + "--json " + link.string()).code, 0);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_THAT(slurp(target), HasSubstr("\"workload\""));
+  // A file that happens to be named like a temporary is left alone.
+  file("r.json.tmp", "keep");
+  EXPECT_EQ(run(args + "--json " + (m_dir / "r.json").string()).code, 0);
+  EXPECT_EQ(slurp(m_dir / "r.json.tmp"), "keep");
+  // One bad destination: nothing is written, and the message says why.
+  fs::create_directory(m_dir / "some_dir");
+  const Result bad = run(args + "--json " + (m_dir / "ok.json").string() + " --html " + (m_dir / "some_dir").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("some_dir: is a directory"));
+  EXPECT_FALSE(fs::exists(m_dir / "ok.json"));
+  // A FIFO's reader gets the report.
+  const fs::path fifo = m_dir / "report.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string reader = "cat " + fifo.string() + " > " + (m_dir / "from_fifo").string() + " &";
+  ASSERT_EQ(std::system(reader.c_str()), 0);
+  EXPECT_EQ(run(args + "--json " + fifo.string()).code, 0);
+  for (int i = 0; i < 50 && slurp(m_dir / "from_fifo").find("\"runs\"") == std::string::npos; ++i) ::usleep(20000);
+  EXPECT_THAT(slurp(m_dir / "from_fifo"), HasSubstr("\"runs\""));
+  // A run that fails writes nothing either.
+  const Result failed =
+      run("train --workload resnet50 --strategy loop-sink --steps-per-epoch 50 --num-parallel-workers 1 "
+          "--op-timeout 0.001 --json " +
+          (m_dir / "never.json").string());
+  EXPECT_EQ(failed.code, 3);
+  EXPECT_FALSE(fs::exists(m_dir / "never.json"));
 }
 
 }  // namespace
