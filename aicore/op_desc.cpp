@@ -162,6 +162,55 @@ void OpDesc::validate() const {
   if (is_cube(kind) && precision == Precision::FP32)
     throw std::invalid_argument(std::string(op_kind_name(kind)) +
                                 ": the Cube has no fp32 mode; use fp16 (Ascend casts fp32 Cube operands to fp16)");
+  const std::string name = op_kind_name(kind);
+  if (takes_nchw(kind) && kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad && (pad >= kh || pad >= kw))
+    throw std::invalid_argument(name + ": --pad " + std::to_string(pad) + " must be smaller than the window (" +
+                                std::to_string(kh) + "x" + std::to_string(kw) + ")");
+  // Sizes the model's integer arithmetic holds exactly: every operand at most 2^40 elements (far
+  // beyond any device memory), at most 2^60 multiply-accumulates.
+  constexpr std::int64_t kMaxElements = std::int64_t{1} << 40, kMaxMacs = std::int64_t{1} << 60;
+  auto product = [&](std::initializer_list<std::int64_t> factors, std::int64_t limit, const char* what) {
+    std::int64_t p = 1;
+    for (std::int64_t f : factors)
+      if (f > 0 && (__builtin_mul_overflow(p, f, &p) || p > limit))
+        throw std::invalid_argument(name + ": " + what + " exceeds the 2^" +
+                                    std::to_string(63 - __builtin_clzll(limit)) +
+                                    " the model holds; use smaller dimensions");
+    return p;
+  };
+  if (kind == OpKind::MatMul) {
+    product({m, k}, kMaxElements, "A's element count");
+    product({k, n}, kMaxElements, "B's element count");
+    product({m, n}, kMaxElements, "the result's element count");
+    product({m, n, k}, kMaxMacs, "the multiply-accumulate count");
+  } else if (takes_nchw(kind)) {
+    product({batch, cin, h, w}, kMaxElements, "the input's element count");
+    if (is_cube(kind)) {
+      product({cout, cin, kh, kw}, kMaxElements, "the weight's element count");
+      product({batch, cout, conv_out_h(), conv_out_w()}, kMaxElements, "the output's element count");
+      product({batch, conv_out_h(), conv_out_w(), cout, cin, kh, kw}, kMaxMacs, "the multiply-accumulate count");
+    }
+  } else {
+    product({elements}, kMaxElements, "--elements");
+    if (operands > 64) throw std::invalid_argument(name + ": --operands " + std::to_string(operands) + " exceeds 64");
+    switch (kind) {  // ops whose second size is a part of the first: channels, rows, reduced groups
+      case OpKind::BiasAdd:
+      case OpKind::BiasAddGrad:
+      case OpKind::ReduceSum:
+      case OpKind::ReduceMean:
+      case OpKind::ReduceMeanGrad:
+      case OpKind::SoftmaxCrossEntropy:
+      case OpKind::SoftmaxCrossEntropyGrad:
+      case OpKind::OneHot:
+        if (out_elements <= 0 || out_elements > elements || elements % out_elements != 0)
+          throw std::invalid_argument(name + ": --out-elements " + std::to_string(out_elements) +
+                                      " must divide --elements " + std::to_string(elements) +
+                                      " (the reduced side is a part of the main operand)");
+        break;
+      default:
+        break;
+    }
+  }
 }
 
 std::string OpDesc::to_string() const {

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "sim/core/time.h"
+
 namespace ascendsim::sim {
 
 std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& workload,
@@ -17,8 +19,9 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
 void Simulation::run() {
   if (m_ran) throw std::logic_error("Simulation::run called twice");
   m_ran = true;
+  // Every run ends before the time limit or is reported as having run out of time (System::result).
   if (!m_progress) {
-    sc_core::sc_start();
+    sc_core::sc_start(time_limit(), sc_core::SC_EXIT_ON_STARVATION);
     return;
   }
   // Run in slices of simulated time, sized to take about a tenth of a second of wall time each,
@@ -31,9 +34,11 @@ void Simulation::run() {
   sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate and start the processes
   std::int64_t total = 0;
   for (const auto& s : m_systems) total += s->steps_total();
-  while (sc_core::sc_pending_activity()) {
+  while (sc_core::sc_pending_activity() && sc_core::sc_time_stamp() < time_limit()) {
     const auto before = clock::now();
-    sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
+    const sc_core::sc_time left = time_limit() - sc_core::sc_time_stamp();
+    if (sc_core::sc_time_to_pending_activity() >= left) break;  // the next event lies beyond the limit
+    sc_core::sc_start(slice < left ? slice : left, sc_core::SC_EXIT_ON_STARVATION);
     const auto now = clock::now();
     const double took = std::chrono::duration<double>(now - before).count();
     if (took < 0.05) slice = slice * 2;

@@ -79,6 +79,17 @@ void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_st
 
 runtime::RunResult System::result() {
   runtime::RunResult r = m_executor->result();
+  if (!m_executor->finished() && r.failure.empty()) {
+    if (sc_core::sc_pending_activity())  // the next event lies beyond the limit
+      r.failure =
+          "the run needs more simulated time than the simulator's range of 2^63 ps (about 106.75 days); "
+          "it stopped there after " +
+          std::to_string(r.steps_completed) + " of " + std::to_string(m_session.steps()) +
+          " steps — simulate fewer steps (epochs, steps_per_epoch, "
+          "sink_size) or check for parameters that make a step take days";
+    else
+      r.failure = "the simulation stopped with the host still waiting (nothing left to happen on the device)";
+  }
   m_chip.hostif.queue.finish(sim::seconds(r.sim_time_s));
   r.stats = stats_tree(*this);
 

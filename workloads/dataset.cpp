@@ -87,10 +87,14 @@ DatasetSpec parse_mnist(const std::string& images_name, const std::string& image
          "not an idx3 image file (magic number " + std::to_string(be32(images_header, 0)) + ", expected 2051)");
   const std::int64_t n = be32(images_header, 4), rows = be32(images_header, 8), cols = be32(images_header, 12);
   if (n == 0 || rows == 0 || cols == 0) fail(images_name, "empty: zero images or zero-sized images");
-  if (images_tail_bytes != n * rows * cols)
+  // The header's counts are 32-bit each: their product can exceed 64 bits.
+  std::int64_t pixels = 0, promised = 0;
+  const bool too_big = __builtin_mul_overflow(rows, cols, &pixels) || __builtin_mul_overflow(n, pixels, &promised);
+  if (too_big || images_tail_bytes != promised)
     fail(images_name, "header promises " + std::to_string(n) + " images of " + std::to_string(rows) + "x" +
-                          std::to_string(cols) + " (" + std::to_string(n * rows * cols) + " bytes) but the file has " +
-                          std::to_string(images_tail_bytes) + " (truncated or corrupt)");
+                          std::to_string(cols) + " (" +
+                          (too_big ? std::string("more than 2^63") : std::to_string(promised)) +
+                          " bytes) but the file has " + std::to_string(images_tail_bytes) + " (truncated or corrupt)");
   if (labels.size() < 8) fail(labels_name, "truncated: shorter than the 8-byte idx1 header");
   if (be32(labels, 0) != 0x00000801)
     fail(labels_name, "not an idx1 label file (magic number " + std::to_string(be32(labels, 0)) + ", expected 2049)");

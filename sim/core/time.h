@@ -9,7 +9,17 @@
 
 namespace ascendsim::sim {
 
-inline sc_core::sc_time ps(double v) { return sc_core::sc_time(std::llround(v), sc_core::SC_PS); }
+/// The simulated time a run may reach: 2^63 ps, about 106.75 days. A run stops there (and is
+/// reported as failed) instead of letting the kernel's 64-bit picosecond clock overflow.
+inline constexpr double kTimeLimitPs = 9223372036854775808.0;
+inline sc_core::sc_time time_limit() { return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(1) << 63); }
+
+/// A duration in picoseconds; anything at or beyond the limit becomes the limit, which lies past
+/// the end of every run, so an overlong wait ends the run instead of wrapping the clock.
+inline sc_core::sc_time ps(double v) {
+  if (!(v < kTimeLimitPs)) return time_limit();
+  return sc_core::sc_time(static_cast<double>(std::llround(v)), sc_core::SC_PS);
+}
 inline sc_core::sc_time ns(double v) { return ps(v * 1e3); }
 inline sc_core::sc_time us(double v) { return ps(v * 1e6); }
 inline sc_core::sc_time seconds(double v) { return ps(v * 1e12); }

@@ -469,4 +469,30 @@ TEST_F(CliTest, OutputsGoWhereTheyPointAndAFailedCommandLeavesNone) {
   EXPECT_FALSE(fs::exists(m_dir / "never.json"));
 }
 
+TEST_F(CliTest, OpSizesBeyondTheModelsArithmeticAreRejected) {
+  const Result mm = run("op --type matmul --m 4000000000 --n 4000000000 --k 4000000000");
+  EXPECT_EQ(mm.code, 2);
+  EXPECT_THAT(mm.err, HasSubstr("exceeds the 2^40"));
+  EXPECT_EQ(mm.out, "");
+  const Result pad = run("op --type conv2d --n 1 --c 16 --h 8 --w 8 --k 16 --r 3 --s 3 --pad 1000000000");
+  EXPECT_EQ(pad.code, 2);
+  EXPECT_THAT(pad.err, HasSubstr("--pad 1000000000 must be smaller than the window"));
+  const Result red = run("op --type reduce_sum --out-elements 1000 --elements 100");
+  EXPECT_EQ(red.code, 2);
+  EXPECT_THAT(red.err, HasSubstr("must divide --elements 100"));
+}
+
+TEST_F(CliTest, ARunBeyondTheSimulatorsTimeRangeFailsSayingSo) {
+  // A map op of 1 s per sample on one worker: 4096-sample batches take hours each, and 1000 of
+  // them need more than the 2^63 ps the kernel's clock holds. A 10^7 s op timeout must not wrap.
+  const Result r =
+      run("train -s loop-sink --batch-size 4096 --steps-per-epoch 1000 --num-parallel-workers 1 "
+          "--op-timeout 10000000 --set host.map_op_overhead_us=1000000 --json " +
+          (m_dir / "r.json").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("more simulated time than the simulator's range"));
+  EXPECT_THAT(r.err, Not(HasSubstr("GetNext timed out")));
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+}
+
 }  // namespace

@@ -45,6 +45,9 @@ TEST(MnistIdx, RejectsBadFilesNamingThem) {
               HasSubstr("img: not an idx3"));
   EXPECT_THAT(message_of([&] { parse_mnist("img", header, 100 * 784 - 5, "lbl", labels(100)); }),
               HasSubstr("truncated"));
+  // 4 images of 2^31 x 2^31 pixels: 2^64 bytes, which a 64-bit product wraps to 0.
+  const std::string huge = be32(0x803) + be32(4) + be32(0x80000000u) + be32(0x80000000u);
+  EXPECT_THAT(message_of([&] { parse_mnist("img", huge, 0, "lbl", labels(4)); }), HasSubstr("more than 2^63"));
   EXPECT_THAT(message_of([&] { parse_mnist("img", header, 100 * 784, "lbl", labels(99)); }),
               HasSubstr("99 labels for 100 images"));
   EXPECT_THAT(message_of([&] { parse_mnist("img", header, 100 * 784, "lbl", labels(100, 7)); }),
