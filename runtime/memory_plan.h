@@ -31,6 +31,10 @@ struct MemoryPlan {
   std::vector<Allocation> allocations;
 
   std::int64_t peak_bytes() const { return persistent_bytes + arena_bytes + queue_buffer_bytes; }
+  /// What a strategy allocates: the data queue's buffers only in the sink modes.
+  std::int64_t peak_bytes(bool with_queue) const {
+    return persistent_bytes + arena_bytes + (with_queue ? queue_buffer_bytes : 0);
+  }
 };
 
 /// Plans a workload's step. `queue_capacity` batches of the data queue are added (sink modes).

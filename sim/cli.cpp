@@ -257,10 +257,15 @@ const std::map<std::string, std::string>& request_flags() {
 std::string cli_message(const InputError& e) {
   std::string origin = e.origin(), detail = e.detail();
   if (origin.empty()) return e.what();
-  if (auto it = typed().find(origin); it != typed().end())
+  if (auto it = typed().find(origin); it != typed().end()) {
     origin = it->second;  // an override: what the user typed
-  else if (auto f = request_flags().find(origin); f != request_flags().end())
-    origin = f->second;
+  } else if (auto f = request_flags().find(origin); f != request_flags().end()) {
+    origin = f->second;            // a request field: its flag
+  } else if (origin == e.key()) {  // a parameter, named by its key: the override that set it, if any
+    const std::string prefix = override_origin(e.key() + "=");
+    for (const auto& [o, words] : typed())
+      if (o.rfind(prefix, 0) == 0) origin = words;
+  }
   // Request keys named in the advice ("reduce batch_size") become their flags; not the keys that
   // are also plain words in prose ("the dataset").
   for (const auto& [key, flag] : request_flags()) {
@@ -421,6 +426,10 @@ int cmd_info(int argc, char* argv[]) {
   j["ops_per_step"] = static_cast<std::int64_t>(g.step_tasks.size());
   j["ops_per_step_sink"] = static_cast<std::int64_t>(g.sink_tasks.size());
   j["peak_device_memory_bytes"] = g.memory.peak_bytes();
+  // The data queue's buffers count only in the sink modes.
+  const std::string short_op_by_op = memory_shortfall(cfg, w, g.memory, false);
+  const std::string short_sink = memory_shortfall(cfg, w, g.memory, true);
+  j["fits_device_memory"] = {{"non-sink", short_op_by_op.empty()}, {"sink modes", short_sink.empty()}};
   j["memory"] = {{"persistent_bytes", g.memory.persistent_bytes},
                  {"arena_bytes", g.memory.arena_bytes},
                  {"live_peak_bytes", g.memory.live_peak_bytes},
@@ -448,7 +457,10 @@ int cmd_info(int argc, char* argv[]) {
 
   if (!o.json.empty()) {
     write_output(o.json, j.dump(2) + "\n");
-    if (o.json == "-") return 0;
+    if (o.json == "-") {
+      check_fits(cfg, w, g.memory, false);  // described, and refused if nothing fits: exit 2
+      return 0;
+    }
   }
   std::cout << fmt::format("{} — {}\n", w.name, w.description);
   std::cout << fmt::format("  chip                      {}\n", cfg.chip.name);
@@ -462,6 +474,8 @@ int cmd_info(int argc, char* argv[]) {
                            format_bytes(static_cast<double>(g.memory.persistent_bytes)),
                            format_bytes(static_cast<double>(g.memory.arena_bytes)),
                            format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
+  std::cout << fmt::format("  fits device memory        non-sink {}, sink modes {}\n",
+                           short_op_by_op.empty() ? "yes" : "no", short_sink.empty() ? "yes" : "no");
   std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n\n", w.data.dataset.samples,
                            w.steps_per_epoch());
   std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
@@ -470,6 +484,7 @@ int cmd_info(int argc, char* argv[]) {
     std::cout << fmt::format("  {:<52} {:>10.2f} {:>7} {:>9}\n", g.step_tasks[i].name, c.time_s * 1e6, c.blocks,
                              aicore::bound_name(c.bound));
   }
+  check_fits(cfg, w, g.memory, false);  // described, and refused if nothing fits: exit 2
   return 0;
 }
 

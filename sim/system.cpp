@@ -21,17 +21,53 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
-void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan) {
+namespace {
+struct Shortfall {
+  std::string key, message;
+};
+
+Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
+                    bool with_queue) {
   const double capacity = cfg.chip.memory.hbm_gib * 1024.0 * 1024.0 * 1024.0;
-  if (static_cast<double>(plan.peak_bytes()) > capacity)
-    throw InputError("batch_size", "batch_size",
-                     w.name + " at batch " + std::to_string(w.batch_size) + " needs " +
-                         format_bytes(static_cast<double>(plan.peak_bytes())) + " of device memory; " + cfg.chip.name +
-                         " has " + format_bytes(capacity) + " — reduce batch_size");
+  const auto need = static_cast<double>(plan.peak_bytes(with_queue));
+  if (need <= capacity) return {};
+  const auto persistent = static_cast<double>(plan.persistent_bytes), step = static_cast<double>(plan.arena_bytes),
+             queue = with_queue ? static_cast<double>(plan.queue_buffer_bytes) : 0.0;
+  std::string key, advice;
+  if (queue >= step && queue >= persistent) {
+    key = "queue.capacity";
+    advice = "the data queue's " + std::to_string(cfg.chip.queue.capacity) + " batch buffers (" + format_bytes(queue) +
+             ") are the largest part — reduce queue.capacity";
+  } else if (step >= persistent) {
+    key = "batch_size";
+    advice =
+        "the step's activations and workspaces (" + format_bytes(step) + ") are the largest part — reduce batch_size";
+  } else {
+    key = "chip";
+    advice = "the weights and optimizer state alone take " + format_bytes(persistent) +
+             " — choose a chip with more device memory";
+  }
+  return {key, w.name + " at batch " + std::to_string(w.batch_size) + " needs " + format_bytes(need) +
+                   " of device memory (weights and optimizer " + format_bytes(persistent) + ", step " +
+                   format_bytes(step) + (with_queue ? ", data queue " + format_bytes(queue) : std::string()) + "); " +
+                   cfg.chip.name + " has " + format_bytes(capacity) + ": " + advice};
+}
+}  // namespace
+
+std::string memory_shortfall(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
+                             bool with_queue) {
+  return shortfall(cfg, w, plan, with_queue).message;
+}
+
+void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
+                bool with_queue) {
+  const Shortfall s = shortfall(cfg, w, plan, with_queue);
+  if (!s.message.empty()) throw InputError(s.key, s.key, s.message);
 }
 
 namespace {
-runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w) {
+runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w,
+                                       const runtime::Session& session) {
   aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
   runtime::CompiledGraph g;
   try {
@@ -39,7 +75,7 @@ runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads:
   } catch (const std::logic_error& e) {  // the tiler found no tile that fits the configured buffers
     throw InputError(std::string(e.what()) + " — raise the aicore buffer sizes (aicore.*_kib)");
   }
-  check_fits(cfg, w, g.memory);
+  check_fits(cfg, w, g.memory, runtime::uses_queue(session.strategy));
   return g;
 }
 
@@ -55,7 +91,7 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
       m_cfg(cfg),
       m_session(validated(session)),
       m_data(workload.data),
-      m_graph(compile_checked(m_cfg, workload)),
+      m_graph(compile_checked(m_cfg, workload, m_session)),
       m_chip("chip", m_cfg, m_account),
       m_pipeline("pipeline", m_cfg.host, m_cfg.pipeline, m_data, m_session.steps(), workload.batch_size,
                  m_session.steps_per_epoch) {

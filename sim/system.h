@@ -50,7 +50,12 @@ class System : public sc_core::sc_module {
 /// Human-readable byte count ("1.50 GiB").
 std::string format_bytes(double bytes);
 
-/// Throws InputError if the workload's memory plan exceeds the chip's device memory.
-void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan);
+/// Why the workload's memory plan does not fit the chip's device memory, naming the largest part
+/// and what to change; empty if it fits. `with_queue`: the data queue's buffers count (sink modes).
+std::string memory_shortfall(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
+                             bool with_queue);
+/// Throws InputError (keyed by what to change) if the plan does not fit.
+void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
+                bool with_queue);
 
 }  // namespace ascendsim::sim

@@ -495,4 +495,24 @@ TEST_F(CliTest, ARunBeyondTheSimulatorsTimeRangeFailsSayingSo) {
   EXPECT_FALSE(fs::exists(m_dir / "r.json"));
 }
 
+TEST_F(CliTest, OutOfMemoryNamesTheLargestPartAndInfoSaysItDoesNotFit) {
+  // 8192 queued batches of ResNet-50 at batch 256 are 1.15 TiB: the queue is to blame, not the batch.
+  const Result q = run("compare --workload resnet50 --batch-size 256 --set queue.capacity=8192 --steps-per-epoch 2");
+  EXPECT_EQ(q.code, 2);
+  EXPECT_THAT(q.err, HasSubstr("--set queue.capacity=8192"));
+  EXPECT_THAT(q.err, HasSubstr("reduce queue.capacity"));
+  EXPECT_THAT(q.err, Not(HasSubstr("reduce --batch-size")));
+  // Non-sink has no data queue: the same configuration runs.
+  EXPECT_EQ(
+      run("train -s non-sink --workload resnet50 --batch-size 256 --set queue.capacity=8192 --steps-per-epoch 2").code,
+      0);
+  const Result info = run("info --workload resnet152 --batch-size 4096");
+  EXPECT_EQ(info.code, 2);
+  EXPECT_THAT(info.out, HasSubstr("fits device memory        non-sink no, sink modes no"));
+  EXPECT_THAT(info.err, HasSubstr("reduce --batch-size"));
+  const Result fits = run("info --workload resnet50 --batch-size 256 --set queue.capacity=8192");
+  EXPECT_EQ(fits.code, 0);
+  EXPECT_THAT(fits.out, HasSubstr("non-sink yes, sink modes no"));
+}
+
 }  // namespace
