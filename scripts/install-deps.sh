@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ascendsim needs to build and test, if any are missing.
-# --browser also installs Chromium, which the tests use to render the HTML reports.
+# --browser also installs Chromium, which the tests use to render the HTML reports; --fuzz installs
+# clang and libFuzzer for scripts/fuzz.sh.
 set -euo pipefail
 browser=0
-[ "${1:-}" = "--browser" ] && browser=1
+fuzz=0
+for arg in "$@"; do
+  case "$arg" in
+    --browser) browser=1 ;;
+    --fuzz) fuzz=1 ;;
+    *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   g++ make cmake pkg-config
@@ -13,6 +21,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )
+[ $fuzz -eq 1 ] && packages+=(clang libfuzzer-14-dev)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()

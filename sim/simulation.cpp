@@ -94,7 +94,7 @@ void Simulation::enable_trace(std::int64_t first_step, std::int64_t last_step) {
 void Simulation::write_trace(std::ostream& os) const {
   std::vector<const TraceRecorder*> runs;
   for (const auto& s : m_systems)
-    if (s->trace()) runs.push_back(s->trace());
+    if (s->recorder()) runs.push_back(s->recorder());
   TraceRecorder::write_file(os, runs);
 }
 

@@ -30,7 +30,7 @@ class System : public sc_core::sc_module {
   runtime::RunResult result();
   /// Records this run's timeline (process `pid` in the trace) for steps in [first, last).
   void enable_trace(int pid, std::int64_t first_step, std::int64_t last_step);
-  const TraceRecorder* trace() const { return m_trace.get(); }
+  const TraceRecorder* recorder() const { return m_trace.get(); }
   const runtime::CompiledGraph& compiled() const { return m_graph; }
   std::int64_t steps_done() const { return m_executor->steps_done(); }
   std::int64_t steps_total() const { return m_session.steps(); }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Fuzzes every input parser with libFuzzer (clang, AddressSanitizer, UndefinedBehaviorSanitizer):
+# MNIST idx (in memory, and dataset directories with gzip), CIFAR-10, YAML configuration files and
+# --set overrides. Usage: scripts/fuzz.sh [seconds per target, default 60]
+# Seeds come from tests/fuzz/corpus (left unchanged); the growing corpus and any crash inputs go
+# to build-fuzz/. Exits non-zero if a target crashed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+scripts/install-deps.sh --fuzz
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASCENDSIM_FUZZ=ON \
+  -DASCENDSIM_BUILD_TESTS=OFF -DASCENDSIM_BUILD_BENCH=OFF >/dev/null
+targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config)
+cmake --build build-fuzz -j2 --target "${targets[@]}" >/dev/null
+status=0
+for t in "${targets[@]}"; do
+  seeds="tests/fuzz/corpus/${t#fuzz_}"
+  work="build-fuzz/corpus/${t#fuzz_}"
+  artifacts="build-fuzz/artifacts/$t/"
+  mkdir -p "$work" "$artifacts"
+  echo "== $t: ${seconds} s" >&2
+  if ! ASAN_OPTIONS=detect_leaks=0 "build-fuzz/bin/$t" "$work" "$seeds" -max_total_time="$seconds" \
+      -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" -print_final_stats=1 2>"build-fuzz/$t.log"; then
+    echo "$t: crashed; input in $artifacts (log build-fuzz/$t.log)" >&2
+    status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/$t.log" | sed "s/^/$t /" >&2 || true
+done
+exit $status
