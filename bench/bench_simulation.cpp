@@ -63,4 +63,21 @@ void BM_ResNet50Batch256NonSink(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50Batch256NonSink)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// LeNet-5 under loop sink for N steps (one sink): memory must not grow with N. Run each size in
+/// its own process (peak RSS is the process's): --benchmark_filter=BM_LeNetLoopSinkSteps/100000$
+void BM_LeNetLoopSinkSteps(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.steps_per_epoch = state.range(0);
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_LeNetLoopSinkSteps)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Arg(10000000)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace

@@ -17,10 +17,12 @@ Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const S
       m_batch_size(batch_size),
       m_pipeline(pipeline),
       m_account(account) {
-  m_steps.reserve(static_cast<std::size_t>(session.steps()));
   m_device.on_step_end([this](const hostif::StepMarks& marks) {
-    m_steps.push_back(marks);
-    if (m_trace) m_trace->on_step(static_cast<std::int64_t>(m_steps.size()));
+    // A step's values are known when the next one ends (the last one's when the run ends).
+    if (m_steps_done > 0) record_step(m_pending.end);
+    m_pending = marks;
+    ++m_steps_done;
+    if (m_trace) m_trace->on_step(m_steps_done);
   });
   m_device.on_failure([this](const std::string&) { finish(); });
   SC_THREAD(main_thread);
@@ -178,26 +180,25 @@ void Executor::return_to_host() {
   step_overhead();
 }
 
+void Executor::record_step(const sc_core::sc_time& t) {
+  // Iteration trajectory: host gap before the forward pass, forward+backward, the tail after
+  // backward (optimizer, loop control and, for the last step, the final sync and copy).
+  const hostif::StepMarks& m = m_pending;
+  m_record.add((t - m_prev_end).to_seconds(), (m.fp_start - m_prev_end).to_seconds(),
+               (m.bp_end - m.fp_start).to_seconds(), (t - m.bp_end).to_seconds(), m_session.steps_per_epoch);
+  m_prev_end = t;
+}
+
 RunResult Executor::result() {
   RunResult r;
   r.session = m_session;
   r.batch_size = m_batch_size;
-  r.steps_completed = static_cast<std::int64_t>(m_steps.size());
+  r.steps_completed = m_steps_done;
   const sc_core::sc_time end = m_finished ? m_end : sc_core::sc_time_stamp();
   r.sim_time_s = end.to_seconds();
-  r.step_s.reserve(m_steps.size());
-  sc_core::sc_time prev = sc_core::SC_ZERO_TIME;
-  for (std::size_t i = 0; i < m_steps.size(); ++i) {
-    const hostif::StepMarks& m = m_steps[i];
-    const sc_core::sc_time t = i + 1 == m_steps.size() ? end : m.end;
-    r.step_s.push_back((t - prev).to_seconds());
-    // Iteration trajectory: host gap before the forward pass, forward+backward, the tail after
-    // backward (optimizer, loop control and, for the last step, the final sync and copy).
-    r.steps_trace.interval_s.push_back((m.fp_start - prev).to_seconds());
-    r.steps_trace.fp_bp_s.push_back((m.bp_end - m.fp_start).to_seconds());
-    r.steps_trace.tail_s.push_back((t - m.bp_end).to_seconds());
-    prev = t;
-  }
+  if (!m_last_recorded && m_steps_done > 0) record_step(end);  // the last step runs to the end
+  m_last_recorded = true;
+  r.steps = m_record;
   r.breakdown_s = m_account.close(end);
   r.interactions = m_io;
   r.losses_returned = m_losses;

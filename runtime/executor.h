@@ -39,7 +39,9 @@ class Executor : public sc_core::sc_module {
   /// Statistics of other modules are not included (the caller adds them).
   RunResult result();
   bool finished() const { return m_finished; }
-  std::int64_t steps_done() const { return static_cast<std::int64_t>(m_steps.size()); }
+  std::int64_t steps_done() const { return m_steps_done; }
+  /// Keep every step's values in the result, not only their summary.
+  void keep_each_step(bool keep) { m_record.keep_each = keep; }
   /// Records host actions on the recorder's tracks while it is active; nullptr disables.
   void set_trace(sim::TraceRecorder* trace);
 
@@ -75,7 +77,12 @@ class Executor : public sc_core::sc_module {
   sc_core::sc_event m_channel_start;
   bool m_finished = false;
   sc_core::sc_time m_end;
-  std::vector<hostif::StepMarks> m_steps;
+  void record_step(const sc_core::sc_time& end);
+  std::int64_t m_steps_done = 0;
+  hostif::StepMarks m_pending;  ///< the last step that ended, not yet recorded
+  sc_core::sc_time m_prev_end;
+  bool m_last_recorded = false;
+  StepRecord m_record;
   sim::TraceRecorder* m_trace = nullptr;
   int m_host_track = 0, m_channel_track = 0;
   class Span;

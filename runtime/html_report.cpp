@@ -10,9 +10,8 @@ namespace ascendsim::runtime {
 
 namespace {
 
-const char* kPhaseColor[sim::kPhaseCount] = {"#8e6c8a", "#e7a33e", "#d1495b", "#2e86ab",
-                                             "#66a182", "#9c9c9c", "#17becf", "#5c4d7d",
-                                             "#e15759"};
+const char* kPhaseColor[sim::kPhaseCount] = {"#8e6c8a", "#e7a33e", "#d1495b", "#2e86ab", "#66a182",
+                                             "#9c9c9c", "#17becf", "#5c4d7d", "#e15759"};
 const char* kStrategyColor[] = {"#d1495b", "#edae49", "#66a182", "#2e86ab"};
 
 std::string esc(const std::string& s) {
@@ -89,7 +88,7 @@ std::string breakdown_chart(const std::vector<RunResult>& runs) {
 
 std::string step_time_chart(const std::vector<RunResult>& runs) {
   double max_ms = 0;
-  for (const auto& r : runs) max_ms = std::max(max_ms, summarize_steps(r.step_s).mean_ms);
+  for (const auto& r : runs) max_ms = std::max(max_ms, r.steps.step.stats().mean_ms);
   const double left = 110, width = 700, bar = 22, gap = 10;
   const double height = static_cast<double>(runs.size()) * (bar + gap) + 20;
   std::string s = fmt::format(
@@ -98,7 +97,7 @@ std::string step_time_chart(const std::vector<RunResult>& runs) {
       left + width + 120, height);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    const double ms = summarize_steps(r.step_s).mean_ms;
+    const double ms = r.steps.step.stats().mean_ms;
     const double y = 10 + static_cast<double>(i) * (bar + gap);
     const double w = max_ms > 0 ? ms / max_ms * width : 0;
     s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 8, y + bar * 0.7,
@@ -213,7 +212,7 @@ std::string summary_table(const std::vector<RunResult>& runs) {
       "<th>samples/s</th><th>device busy</th><th>op launches</th><th>graph launches</th><th>H2D</th><th>D2H</th>"
       "<th>syncs</th></tr>\n";
   for (const auto& r : runs) {
-    const auto st = summarize_steps(r.step_s);
+    const auto st = r.steps.step.stats();
     const auto& io = r.interactions;
     s += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td>"
@@ -267,7 +266,7 @@ std::string html_sweep(const ReportHeader& h, const std::string& param, const st
   std::map<Strategy, std::vector<std::pair<double, double>>> by;
   for (const auto& p : points) {
     const auto idx = static_cast<double>(std::find(values.begin(), values.end(), p.value) - values.begin());
-    by[p.run.session.strategy].emplace_back(idx, summarize_steps(p.run.step_s).mean_ms);
+    by[p.run.session.strategy].emplace_back(idx, p.run.steps.step.stats().mean_ms);
   }
   std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> series(by.begin(), by.end());
   std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload), esc(h.chip),
@@ -278,10 +277,9 @@ std::string html_sweep(const ReportHeader& h, const std::string& param, const st
   body += "<h2>Rows</h2>\n<table><tr><th>" + esc(param) +
           "</th><th>strategy</th><th>steps</th><th>step ms</th><th>samples/s</th><th>device busy</th></tr>\n";
   for (const auto& p : points)
-    body +=
-        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
-                    esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed,
-                    summarize_steps(p.run.step_s).mean_ms, p.run.samples_per_s(), 100 * p.run.device_busy_fraction());
+    body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
+                        esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed,
+                        p.run.steps.step.stats().mean_ms, p.run.samples_per_s(), 100 * p.run.device_busy_fraction());
   body += "</table>\n";
   return page("ascendsim — " + h.workload + " sweep of " + param, body);
 }

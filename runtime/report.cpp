@@ -48,7 +48,7 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       fmt::format("{:<11} {:>7} {:>10} {:>8} {:>8} {:>10} {:>6} | {:>9} {:>7} {:>7} {:>7} {:>7}\n", "strategy", "steps",
                   "sim s", "step ms", "p99 ms", "samples/s", "busy", "op launch", "graph", "H2D", "D2H", "syncs");
   for (const auto& r : runs) {
-    const StepStats st = summarize_steps(r.step_s);
+    const StepStats st = r.steps.step.stats();
     const Interactions& io = r.interactions;
     out += fmt::format("{:<11} {:>7} {:>10.3f} {:>8.4f} {:>8.4f} {:>10.0f} {:>5.1f}% | {:>9} {:>7} {:>7} {:>7} {:>7}\n",
                        strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p99_ms,

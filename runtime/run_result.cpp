@@ -6,19 +6,22 @@
 
 namespace ascendsim::runtime {
 
-StepStats summarize_steps(std::vector<double> s) {
-  StepStats st;
-  if (s.empty()) return st;
-  st.mean_ms = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size()) * 1e3;
-  auto rank = [&](double p) {
-    auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(s.size())));
-    k = std::clamp<std::size_t>(k, 1, s.size()) - 1;
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
-    return s[k] * 1e3;
-  };
-  st.p50_ms = rank(0.50);
-  st.p99_ms = rank(0.99);
-  return st;
+void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail_s, std::int64_t steps_per_epoch) {
+  this->step.add(step);
+  interval.add(interval_s);
+  fp_bp.add(fp_bp_s);
+  tail.add(tail_s);
+  m_epoch_sum += step;
+  if (++m_in_epoch == steps_per_epoch) {
+    epoch_s.push_back(m_epoch_sum);
+    m_epoch_sum = 0;
+    m_in_epoch = 0;
+  }
+  if (!keep_each) return;
+  step_s.push_back(step);
+  trace.interval_s.push_back(interval_s);
+  trace.fp_bp_s.push_back(fp_bp_s);
+  trace.tail_s.push_back(tail_s);
 }
 
 double RunResult::samples_per_s() const {
@@ -29,17 +32,8 @@ double RunResult::device_busy_fraction() const {
   return sim_time_s > 0 ? breakdown_s[static_cast<std::size_t>(sim::Phase::DeviceCompute)] / sim_time_s : 0.0;
 }
 
-std::vector<double> RunResult::epoch_s() const {
-  std::vector<double> out;
-  const auto d = static_cast<std::size_t>(session.steps_per_epoch);
-  for (std::size_t start = 0; d > 0 && start + d <= step_s.size(); start += d)
-    out.push_back(std::accumulate(step_s.begin() + static_cast<std::ptrdiff_t>(start),
-                                  step_s.begin() + static_cast<std::ptrdiff_t>(start + d), 0.0));
-  return out;
-}
-
 nlohmann::ordered_json RunResult::to_json() const {
-  const StepStats st = summarize_steps(step_s);
+  const StepStats st = steps.step.stats();
   nlohmann::ordered_json j;
   j["strategy"] = strategy_name(session.strategy);
   j["epochs"] = session.epochs;
@@ -62,13 +56,12 @@ nlohmann::ordered_json RunResult::to_json() const {
   j["breakdown_s"] = b;
   j["losses_returned"] = losses_returned;
   j["epoch_time_s"] = epoch_s();
-  auto summary = [](const std::vector<double>& v) {
-    const StepStats s = summarize_steps(v);
+  auto summary = [](const StepSummary& v) {
+    const StepStats s = v.stats();
     return nlohmann::ordered_json{{"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};
   };
-  j["step_trace_ms"] = {{"iteration_interval", summary(steps_trace.interval_s)},
-                        {"fp_bp", summary(steps_trace.fp_bp_s)},
-                        {"tail", summary(steps_trace.tail_s)}};
+  j["step_trace_ms"] = {
+      {"iteration_interval", summary(steps.interval)}, {"fp_bp", summary(steps.fp_bp)}, {"tail", summary(steps.tail)}};
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/session.h"
+#include "runtime/step_summary.h"
 #include "sim/core/breakdown.h"
 
 namespace ascendsim::runtime {
@@ -23,12 +24,6 @@ struct Interactions {
   std::int64_t d2h_bytes = 0;
 };
 
-struct StepStats {
-  double mean_ms = 0, p50_ms = 0, p99_ms = 0;
-};
-/// Mean and nearest-rank percentiles of step times given in seconds.
-StepStats summarize_steps(std::vector<double> step_s);
-
 /// Per-step iteration trajectory (seconds): interval + fp_bp + tail = the step's time.
 struct StepTrace {
   std::vector<double> interval_s;  ///< previous step's end to this step's first forward task (host gap)
@@ -36,13 +31,31 @@ struct StepTrace {
   std::vector<double> tail_s;      ///< backward end to step end (optimizer, loop control, final return)
 };
 
+/// The steps of a run summarised as they complete (bounded memory), and, if asked for, every
+/// step's values.
+struct StepRecord {
+  StepSummary step, interval, fp_bp, tail;
+  std::vector<double> epoch_s;  ///< each complete epoch (steps_per_epoch steps)
+  bool keep_each = false;       ///< fill the per-step vectors below
+  std::vector<double> step_s;   ///< per step (keep_each only)
+  StepTrace trace;              ///< per step (keep_each only)
+
+  /// Adds one step's values, in step order.
+  void add(double step, double interval, double fp_bp, double tail, std::int64_t steps_per_epoch);
+
+ private:
+  double m_epoch_sum = 0;
+  std::int64_t m_in_epoch = 0;
+};
+
 struct RunResult {
   Session session;
   std::int64_t batch_size = 0;
   std::int64_t steps_completed = 0;
   double sim_time_s = 0;
-  std::vector<double> step_s;  ///< per step, from the previous step's end on the device (the last includes the tail)
-  StepTrace steps_trace;
+  /// Step times, from the previous step's end on the device (the last includes the tail), and
+  /// the iteration trajectory.
+  StepRecord steps;
   std::array<double, sim::kPhaseCount> breakdown_s{};
   Interactions interactions;
   std::int64_t losses_returned = 0;
@@ -52,7 +65,7 @@ struct RunResult {
   nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
 
   /// Time of each complete dataset epoch (steps_per_epoch steps).
-  std::vector<double> epoch_s() const;
+  const std::vector<double>& epoch_s() const { return steps.epoch_s; }
 
   double samples_per_s() const;
   double device_busy_fraction() const;

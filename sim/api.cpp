@@ -104,6 +104,17 @@ bool RunOutcome::failed() const {
 std::string RunOutcome::failure_message() const { return failures(runs); }
 ordered_json RunOutcome::report() const { return runtime::make_report(header, runs, config); }
 
+std::string RunOutcome::per_step_csv() const {
+  std::string out = "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s\n";
+  for (const auto& r : runs) {
+    const auto& s = r.steps;
+    for (std::size_t i = 0; i < s.step_s.size(); ++i)
+      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", runtime::strategy_name(r.session.strategy), i + 1,
+                         s.step_s[i], s.trace.interval_s[i], s.trace.fp_bp_s[i], s.trace.tail_s[i]);
+  }
+  return out;
+}
+
 RunOutcome run(const RunRequest& req) {
   const SystemConfig cfg = load_config(req.config);
   const workloads::Workload w = build_workload_with_data(req, cfg);
@@ -118,6 +129,7 @@ RunOutcome run(const RunRequest& req) {
   Simulation simulation;
   for (const auto& s : sessions) simulation.add(cfg, w, s);
   if (req.trace) simulation.enable_trace(req.trace_first_step, req.trace_last_step);
+  simulation.keep_each_step(req.per_step);
   simulation.show_progress(req.progress);
   simulation.run();
   for (std::size_t i = 0; i < simulation.size(); ++i) out.runs.push_back(simulation.result(i));
@@ -224,7 +236,7 @@ SweepOutcome sweep(const SweepRequest& req) {
     std::vector<std::pair<std::int64_t, double>> loop;
     for (const auto& p : out.points)
       if (p.run.session.strategy == runtime::Strategy::LoopSink)
-        loop.emplace_back(p.run.session.effective_sink_size(), runtime::summarize_steps(p.run.step_s).mean_ms);
+        loop.emplace_back(p.run.session.effective_sink_size(), p.run.steps.step.stats().mean_ms);
     out.break_even_sink_size = runtime::break_even_sink_size(loop);
     if (out.break_even_sink_size)
       out.conclusion =
@@ -287,8 +299,8 @@ std::string SweepOutcome::table() const {
   for (const auto& p : points) {
     const auto& r = p.run;
     out += fmt::format("{:>14} {:<11} {:>8} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
-                       runtime::strategy_name(r.session.strategy), r.steps_completed,
-                       runtime::summarize_steps(r.step_s).mean_ms, r.samples_per_s(), 100 * r.device_busy_fraction(),
+                       runtime::strategy_name(r.session.strategy), r.steps_completed, r.steps.step.stats().mean_ms,
+                       r.samples_per_s(), 100 * r.device_busy_fraction(),
                        r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
   }
   if (!conclusion.empty()) out += "\n" + conclusion + "\n";
@@ -304,7 +316,7 @@ std::string SweepOutcome::csv() const {
   csv += "\n";
   for (const auto& p : points) {
     const auto& r = p.run;
-    const auto st = runtime::summarize_steps(r.step_s);
+    const auto st = r.steps.step.stats();
     const auto& io = r.interactions;
     csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{}", param, p.value,
                        runtime::strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms,

@@ -40,6 +40,7 @@ struct RunRequest {
   std::int64_t trace_first_step = 0;  ///< traced steps: [first, last)
   std::int64_t trace_last_step = INT64_MAX;
   std::ostream* progress = nullptr;  ///< progress lines, about once a second
+  bool per_step = false;             ///< keep every step's values (RunResult::steps.step_s), not only their summary
 };
 
 struct RunOutcome {
@@ -53,6 +54,8 @@ struct RunOutcome {
   std::string failure_message() const;
   /// The JSON report (docs/reports.md).
   nlohmann::ordered_json report() const;
+  /// Every step of every run as CSV (needs RunRequest::per_step).
+  std::string per_step_csv() const;
 };
 
 /// Simulates the request's strategies together. Throws InputError for a request no run can

@@ -67,7 +67,7 @@ struct Options {
   std::int64_t devices = 1;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
-  std::string trace, trace_steps, html, csv;
+  std::string trace, trace_steps, html, csv, per_step;
   bool quiet = false;
   bool progress = false;
   std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
@@ -171,6 +171,8 @@ po::options_description run_options(Options& o) {
                           "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
+      "per-step", po::value(&o.per_step),
+      "write every step's time and iteration trajectory as CSV to FILE (the report keeps summaries)")(
       "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr")(
       "progress", po::bool_switch(&o.progress), "progress on stderr even when it is not a terminal");
   return d;
@@ -290,6 +292,7 @@ void add_outputs(Outputs& out, const Options& o) {
   out.add(o.html, "--html");
   out.add(o.trace, "--trace");
   out.add(o.csv, "--csv");
+  out.add(o.per_step, "--per-step");
 }
 
 RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& strategies) {
@@ -308,6 +311,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
     std::tie(r.trace_first_step, r.trace_last_step) = parse_step_window(o.trace_steps);
   }
   if (progress_wanted(o)) r.progress = &std::cerr;
+  r.per_step = !o.per_step.empty();
   return r;
 }
 
@@ -327,6 +331,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
   if (!o.trace.empty()) files.stage(o.trace, out.trace);
+  if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
   if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs);
   files.commit();
   return 0;
@@ -379,6 +384,10 @@ int cmd_sweep(int argc, char* argv[]) {
   req.values = split_list(values_arg, "--values");
   for (const auto& v : req.values)
     typed()[override_origin(req.param + "=" + v)] = "--param " + req.param + " value " + v;
+  if (!o.per_step.empty())
+    throw InputError(
+        "--per-step: a sweep writes no per-step file; use `ascendsim train` or `ascendsim compare` for "
+        "the point you want");
   if (!o.trace.empty() || !o.trace_steps.empty())
     throw InputError(
         "--trace: a sweep writes no timeline; trace the point you want with `ascendsim train` or "

@@ -28,6 +28,10 @@ class Simulation {
   void enable_trace(std::int64_t first_step, std::int64_t last_step);
   /// Writes the timelines of all runs as one Chrome trace.
   void write_trace(std::ostream& os) const;
+  /// Keep every step's values in each run's result, not only their summary. Call before run().
+  void keep_each_step(bool keep) {
+    for (auto& s : m_systems) s->keep_each_step(keep);
+  }
   /// Prints progress (steps, simulated time, rate, ETA) to `os` about once a second of wall time.
   void show_progress(std::ostream* os) { m_progress = os; }
   std::size_t size() const { return m_systems.size(); }

@@ -33,6 +33,8 @@ class System : public sc_core::sc_module {
   const TraceRecorder* recorder() const { return m_trace.get(); }
   const runtime::CompiledGraph& compiled() const { return m_graph; }
   std::int64_t steps_done() const { return m_executor->steps_done(); }
+  /// Keep every step's values in the result (per-step outputs), not only their summary.
+  void keep_each_step(bool keep) { m_executor->keep_each_step(keep); }
   std::int64_t steps_total() const { return m_session.steps(); }
 
  private:

@@ -113,6 +113,7 @@ struct Rig {
 
 TEST(ExecutorOnFakeDevice, GraphSinkStepIsTheHostLoopAroundTheDeviceTime) {
   Rig rig(runtime::Strategy::GraphSink, 6);
+  rig.executor->keep_each_step(true);
   sc_core::sc_start();
   const runtime::RunResult r = rig.executor->result();
   ASSERT_EQ(r.steps_completed, 6);
@@ -127,7 +128,8 @@ TEST(ExecutorOnFakeDevice, GraphSinkStepIsTheHostLoopAroundTheDeviceTime) {
                                     sim::ns(l.completion_ns) + sim::us(h.sync_wakeup_us) + sim::us(h.memcpy_setup_us) +
                                     sim::ns(l.dma_setup_ns) + sim::transfer_time(4, l.d2h_bandwidth_gbps) +
                                     sim::ns(l.latency_ns) + sim::us(h.step_overhead_us);
-  for (std::size_t i = 1; i + 1 < r.step_s.size(); ++i) EXPECT_DOUBLE_EQ(r.step_s[i], expected.to_seconds());
+  for (std::size_t i = 1; i + 1 < r.steps.step_s.size(); ++i)
+    EXPECT_DOUBLE_EQ(r.steps.step_s[i], expected.to_seconds());
   // The graph load moved the fake device's image size.
   EXPECT_EQ(rig.hif->h2d.stats().to_json()["bytes"].get<double>(), 5 * 100 + 6 * 1100);
 }

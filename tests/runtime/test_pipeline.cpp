@@ -34,6 +34,7 @@ class PipelineTest : public ::testing::Test {
       session.steps_per_epoch = s.steps;
       simulation.add(sim::load_config(req), workloads::make_workload(s.workload, 32), session);
     }
+    simulation.keep_each_step(true);
     simulation.run();
     std::vector<RunResult> out;
     for (std::size_t i = 0; i < specs.size(); ++i) out.push_back(simulation.result(i));
@@ -91,7 +92,7 @@ TEST_F(PipelineTest, ShuffleBufferDelaysTheFirstBatch) {
   // A 2.5 ms read per batch: filling a 640-row buffer (20 batches) takes about 50 ms.
   const auto r = run({{Strategy::DataSink, 1, 30, {"host.read_ns_per_byte=100"}},
                       {Strategy::DataSink, 1, 30, {"host.read_ns_per_byte=100", "pipeline.shuffle_buffer=640"}}});
-  EXPECT_GT(r[1].step_s.front(), r[0].step_s.front() + 0.04);
+  EXPECT_GT(r[1].steps.step_s.front(), r[0].steps.step_s.front() + 0.04);
   EXPECT_EQ(r[0].steps_completed, r[1].steps_completed);
 }
 

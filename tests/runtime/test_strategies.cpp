@@ -44,6 +44,7 @@ class StrategiesTest : public ::testing::Test {
       session.sink_size = s.sink_size;
       simulation.add(sim::load_config(req), w, session);
     }
+    simulation.keep_each_step(true);
     simulation.run();
     std::vector<RunResult> out;
     for (std::size_t i = 0; i < specs.size(); ++i) out.push_back(simulation.result(i));
@@ -131,7 +132,7 @@ TEST_F(StrategiesTest, InteractionCountsFollowTheFormulas) {
     }
     EXPECT_EQ(io.d2h_bytes, 4 * io.d2h_copies);
     EXPECT_EQ(r.losses_returned, io.d2h_copies);
-    EXPECT_EQ(static_cast<std::int64_t>(r.step_s.size()), r.steps_completed);
+    EXPECT_EQ(static_cast<std::int64_t>(r.steps.step_s.size()), r.steps_completed);
     if (runtime::uses_queue(r.session.strategy)) {
       // Conservation through the device queue, and its bound.
       EXPECT_EQ(queue["pushes"].get<double>(), static_cast<double>(r.steps_completed));
@@ -146,7 +147,7 @@ TEST_F(StrategiesTest, LaunchBoundLeNetOrdersTheStrategies) {
   std::vector<Spec> specs;
   for (auto s : runtime::all_strategies()) specs.push_back({s, 1, 300});
   const auto r = run(specs);
-  const auto mean = [](const RunResult& x) { return runtime::summarize_steps(x.step_s).mean_ms; };
+  const auto mean = [](const RunResult& x) { return runtime::summarize_steps(x.steps.step_s).mean_ms; };
   EXPECT_GE(mean(r[0]), mean(r[1]));
   EXPECT_GE(mean(r[1]), mean(r[2]));
   EXPECT_GE(mean(r[2]), mean(r[3]));
@@ -162,9 +163,9 @@ TEST_F(StrategiesTest, BreakdownAndStepTimesAddUpToSimulatedTime) {
     SCOPED_TRACE(runtime::strategy_name(r.session.strategy));
     const double sum = std::accumulate(r.breakdown_s.begin(), r.breakdown_s.end(), 0.0);
     EXPECT_NEAR(sum, r.sim_time_s, 1e-9 * r.sim_time_s);
-    const double steps = std::accumulate(r.step_s.begin(), r.step_s.end(), 0.0);
+    const double steps = std::accumulate(r.steps.step_s.begin(), r.steps.step_s.end(), 0.0);
     EXPECT_NEAR(steps, r.sim_time_s, 1e-9 * r.sim_time_s);
-    for (double s : r.step_s) EXPECT_GT(s, 0);
+    for (double s : r.steps.step_s) EXPECT_GT(s, 0);
     // Device compute equals the AI core and AICPU busy time the scheduler recorded.
     EXPECT_NEAR(phase(r, sim::Phase::DeviceCompute), r.stats["chip"]["scheduler"]["busy_s"].get<double>(),
                 1e-9 * r.sim_time_s);
@@ -223,7 +224,7 @@ TEST_F(StrategiesTest, ResNet50RunsUnderAllStrategiesComputeBound) {
     // Compute-bound once the pipeline has made its first batch (one worker's 32 JPEGs): the
     // device stays busy and no step beats the device time.
     EXPECT_GT(x.device_busy_fraction(), 0.8);
-    for (double s : x.step_s) EXPECT_GE(s, g.device_compute_s);
+    for (double s : x.steps.step_s) EXPECT_GE(s, g.device_compute_s);
   }
   // The strategies differ by little when the device dominates.
   EXPECT_LT(r[0].sim_time_s, r[3].sim_time_s * 1.1);

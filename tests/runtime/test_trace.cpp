@@ -28,6 +28,7 @@ class TraceTest : public ::testing::Test {
     const auto cfg = sim::load_config(test::config_request());
     for (const auto& s : sessions) simulation.add(cfg, w, s);
     if (trace) simulation.enable_trace(first, last);
+    simulation.keep_each_step(true);
     simulation.run();
     std::vector<RunResult> out;
     for (std::size_t i = 0; i < sessions.size(); ++i) out.push_back(simulation.result(i));
@@ -130,10 +131,10 @@ TEST_F(TraceTest, StepTraceAddsUpToTheStepTimes) {
   const auto r = run(four(50), false, 0, 0, nullptr);
   for (const auto& x : r) {
     SCOPED_TRACE(runtime::strategy_name(x.session.strategy));
-    const auto& t = x.steps_trace;
-    ASSERT_EQ(t.interval_s.size(), x.step_s.size());
-    for (std::size_t i = 0; i < x.step_s.size(); ++i) {
-      EXPECT_NEAR(t.interval_s[i] + t.fp_bp_s[i] + t.tail_s[i], x.step_s[i], 1e-12);
+    const auto& t = x.steps.trace;
+    ASSERT_EQ(t.interval_s.size(), x.steps.step_s.size());
+    for (std::size_t i = 0; i < x.steps.step_s.size(); ++i) {
+      EXPECT_NEAR(t.interval_s[i] + t.fp_bp_s[i] + t.tail_s[i], x.steps.step_s[i], 1e-12);
       EXPECT_GE(t.interval_s[i], 0);
       EXPECT_GT(t.fp_bp_s[i], 0);
     }
@@ -141,8 +142,8 @@ TEST_F(TraceTest, StepTraceAddsUpToTheStepTimes) {
     for (const char* k : {"iteration_interval", "fp_bp", "tail"}) EXPECT_TRUE(j["step_trace_ms"].contains(k)) << k;
   }
   // Op-by-op launching shows up as a long iteration interval; loop sink has almost none.
-  EXPECT_GT(runtime::summarize_steps(r[0].steps_trace.interval_s).mean_ms,
-            10 * runtime::summarize_steps(r[3].steps_trace.interval_s).p50_ms);
+  EXPECT_GT(runtime::summarize_steps(r[0].steps.trace.interval_s).mean_ms,
+            10 * runtime::summarize_steps(r[3].steps.trace.interval_s).p50_ms);
 }
 
 TEST_F(TraceTest, LoopSinkStepTimeDoesNotRiseWithSinkSize) {
@@ -158,7 +159,8 @@ TEST_F(TraceTest, LoopSinkStepTimeDoesNotRiseWithSinkSize) {
   const auto r = run(sessions, false, 0, 0, nullptr);
   for (std::size_t i = 1; i < r.size(); ++i) {
     EXPECT_EQ(r[i].steps_completed, 2000);
-    EXPECT_LE(runtime::summarize_steps(r[i].step_s).mean_ms, runtime::summarize_steps(r[i - 1].step_s).mean_ms)
+    EXPECT_LE(runtime::summarize_steps(r[i].steps.step_s).mean_ms,
+              runtime::summarize_steps(r[i - 1].steps.step_s).mean_ms)
         << "sink_size " << r[i].session.sink_size;
   }
 }

@@ -515,4 +515,29 @@ TEST_F(CliTest, OutOfMemoryNamesTheLargestPartAndInfoSaysItDoesNotFit) {
   EXPECT_THAT(fits.out, HasSubstr("non-sink yes, sink modes no"));
 }
 
+TEST_F(CliTest, PerStepDetailGoesToItsOwnFile) {
+  const fs::path csv = m_dir / "steps.csv", json = m_dir / "r.json";
+  ASSERT_EQ(run("train -s non-sink --steps-per-epoch 7 --per-step " + csv.string() + " --json " + json.string()).code,
+            0);
+  std::istringstream lines(slurp(csv));
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s");
+  double sum = 0;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    ASSERT_EQ(f.size(), 6u);
+    sum += std::stod(f[2]);
+    EXPECT_NEAR(std::stod(f[3]) + std::stod(f[4]) + std::stod(f[5]), std::stod(f[2]), 1e-9);
+  }
+  EXPECT_EQ(rows, 7);
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_NEAR(sum, j["runs"][0]["sim_time_s"].get<double>(), 1e-9);
+  EXPECT_EQ(run("sweep --param sink_size --values 1,2 --per-step " + csv.string()).code, 2);
+}
+
 }  // namespace
