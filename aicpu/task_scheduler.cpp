@@ -51,7 +51,7 @@ TaskScheduler::Stream& TaskScheduler::stream(std::int32_t id) {
   if (id < 0) throw std::invalid_argument("task on stream " + std::to_string(id) + ": stream ids are >= 0");
   auto& s = *m_streams.emplace(id, std::make_unique<Stream>()).first->second;
   s.id = id;
-  if (m_trace) s.track = m_trace->track("device stream " + std::to_string(id));
+  if (m_trace) name_tracks(s);
   sc_core::sc_spawn_options opts;
   sc_core::sc_spawn(sc_bind(&TaskScheduler::stream_thread, this, id), ("stream" + std::to_string(id)).c_str(), &opts);
   return s;
@@ -131,15 +131,30 @@ std::int64_t TaskScheduler::graph_image_bytes(const TaskList& graph) const {
   return static_cast<std::int64_t>(graph.size() + 4) * m_cfg.task_descriptor_bytes;
 }
 
-void TaskScheduler::set_trace(sim::TraceRecorder* trace, std::int64_t cores) {
+void TaskScheduler::name_tracks(Stream& s) {
+  s.track = m_trace->track(s.id == 0 ? std::string("device stream (task scheduler)")
+                                     : "device stream " + std::to_string(s.id));
+  s.core_track = m_trace->track(s.id == 0 ? std::string("AI cores") : "AI cores (stream " + std::to_string(s.id) + ")");
+}
+
+void TaskScheduler::set_trace(sim::TraceRecorder* trace) {
   m_trace = trace;
   if (!trace) return;
-  for (auto& [id, s] : m_streams)
-    s->track =
-        trace->track(id == 0 ? std::string("device stream (task scheduler)") : "device stream " + std::to_string(id));
+  for (auto& [id, s] : m_streams) name_tracks(*s);
   m_aicpu_track = trace->track("AICPU");
-  m_core_tracks.clear();
-  for (std::int64_t c = 0; c < cores; ++c) m_core_tracks.push_back(trace->track("AI core " + std::to_string(c)));
+}
+
+void TaskScheduler::trace_ai_task(const Stream& s, const Task& t, const sc_time& start, const sc_time& end) {
+  const sc_time run_start = start + m_dispatch;
+  const double gbps = t.cost.time_s > 0 ? t.cost.gm_bytes / t.cost.time_s / 1e9 : 0.0;
+  if (t.cost.time_s > 0) m_trace->counter("HBM GB/s", run_start, gbps);
+  m_trace->span(s.track, t.name, start, end);
+  // One span for the op on its stream's AI cores, with the cores it occupies as an argument.
+  auto& args = m_trace_args[&t];
+  if (args.empty())
+    args = "{\"blocks\":" + std::to_string(t.cost.blocks) + ",\"bound\":\"" + aicore::bound_name(t.cost.bound) + "\"}";
+  m_trace->span(s.core_track, t.name, run_start, end, args);
+  m_trace->counter("HBM GB/s", end, 0);
 }
 
 void TaskScheduler::set_active(Stream& s, bool active) {
@@ -184,23 +199,12 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
         m_marks.fp_start = start;
         m_step_started = true;
       }
-      if (tracing && task.cost.time_s > 0)
-        m_trace->counter("HBM GB/s", start + m_dispatch, task.cost.gm_bytes / task.cost.time_s / 1e9);
       // Dispatch and execution in one wait when cores are free: the cores run the op right after
       // the dispatch.
       const sc_time run_start = m_cores.execute(task.cost, task.time, m_dispatch);
       m_busy_s += (sc_core::sc_time_stamp() - start).to_seconds();
       if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
-      if (tracing) {
-        m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
-        const std::string args = "{\"blocks\":" + std::to_string(task.cost.blocks) + ",\"bound\":\"" +
-                                 aicore::bound_name(task.cost.bound) + "\"}";
-        const auto blocks = std::min<std::size_t>(static_cast<std::size_t>(task.cost.blocks), m_core_tracks.size());
-        for (std::size_t c = 0; c < blocks; ++c)  // the op's details once, on its first core
-          m_trace->span(m_core_tracks[c], task.name, run_start, sc_core::sc_time_stamp(),
-                        c == 0 ? args : std::string());
-        m_trace->counter("HBM GB/s", sc_core::sc_time_stamp(), 0);
-      }
+      if (tracing) trace_ai_task(s, task, run_start - m_dispatch, sc_core::sc_time_stamp());
       return true;
     }
     case TaskKind::GetNext: {
@@ -270,11 +274,10 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
   return false;
 }
 
-bool TaskScheduler::unobserved() const {
-  return !(m_trace && m_trace->active()) && m_streams.size() == 1 && m_cores.idle();
-}
+bool TaskScheduler::unobserved() const { return m_task_runs && m_streams.size() == 1 && m_cores.idle(); }
 
 void TaskScheduler::run_ops(Stream& s, const Work& first) {
+  const bool tracing = m_trace && m_trace->active();
   const sc_time now = sc_core::sc_time_stamp();
   sc_time end = now;
   std::size_t n = 0;
@@ -291,11 +294,12 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
     m_cores.account_free_run(t.cost, start + m_dispatch, t.time, t.time.to_seconds());
     m_busy_s += (m_dispatch + t.time).to_seconds();
     end = start + m_dispatch + t.time;
+    if (tracing) trace_ai_task(s, t, start, end);
     if (t.part == StepPart::Backward) m_marks.bp_end = end;
     ++n;
     ends_step = w.ends_step;
-    const bool more = !ends_step && !s.queue.empty() && s.queue.front().task &&
-                      s.queue.front().task->kind == TaskKind::AiCore;
+    const bool more =
+        !ends_step && !s.queue.empty() && s.queue.front().task && s.queue.front().task->kind == TaskKind::AiCore;
     if (!more || s.queue.front().arrival > end) m_account.end_at(Device::Busy, end);  // idle next
     if (!more) break;
   }
@@ -305,8 +309,9 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
   if (m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
 }
 
-bool TaskScheduler::execute_run(const Run& run, const std::vector<const Task*>& tasks) {
+bool TaskScheduler::execute_run(Stream& s, const Run& run, const std::vector<const Task*>& tasks) {
   if (!unobserved()) return false;
+  const bool tracing = m_trace && m_trace->active();
   const sc_time start = sc_core::sc_time_stamp();
   if (run.has_forward && !m_step_started) {
     m_marks.fp_start = start + run.first_forward;
@@ -319,6 +324,7 @@ bool TaskScheduler::execute_run(const Run& run, const std::vector<const Task*>& 
     const Task& t = *tasks[i];
     ++m_tasks;
     m_cores.account_free_run(t.cost, at + m_dispatch, t.time, run.time_s[i - run.begin]);
+    if (tracing) trace_ai_task(s, t, at, at + m_dispatch + t.time);
     at += m_dispatch + t.time;
     m_busy_s += run.busy_s[i - run.begin];
   }
@@ -335,7 +341,7 @@ bool TaskScheduler::run_iteration(Stream& s, const Work& w) {
     for (std::size_t i = 0; i < tasks.size();) {
       if (run != p.runs.end() && run->begin == i) {
         const Run& r = *run++;
-        if (execute_run(r, tasks)) {
+        if (execute_run(s, r, tasks)) {
           i = r.end;
           continue;
         }

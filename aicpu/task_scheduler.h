@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <systemc>
@@ -43,9 +44,13 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sc_core::sc_port<hostif::DeviceEventsIf> host;    ///< step ends and failures go here
   sc_core::sc_port<hostif::BatchSourceIf> batches;  ///< GetNext pops here
 
-  /// Records tasks on the recorder's tracks while it is active — one track per stream, each of
-  /// `cores` AI cores (an op's blocks on cores 0..blocks-1) and the AICPU; nullptr disables.
-  void set_trace(sim::TraceRecorder* trace, std::int64_t cores);
+  /// Records tasks on the recorder's tracks while it is active — per stream its tasks and the AI
+  /// cores its ops occupy (one span per op, the block count as an argument), and the AICPU;
+  /// nullptr disables.
+  void set_trace(sim::TraceRecorder* trace);
+  /// false: every task takes its own wait even where a run of tasks could take one (the reference
+  /// the runs are checked against; the results are the same).
+  void set_task_runs(bool on) { m_task_runs = on; }
 
   // DeviceIf
   void submit_task(const Task& task, const sc_core::sc_time& arrival, bool ends_step) override;
@@ -96,7 +101,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     std::int32_t id = 0;
     std::deque<Work> queue;
     sc_core::sc_event arrived;
-    int track = 0;
+    int track = 0, core_track = 0;
     bool active = false;  ///< counted as busy in the time breakdown
   };
 
@@ -109,9 +114,12 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   bool execute(Stream& s, const Task& task);
   /// Executes a run of AI core tasks with one wait; false if the device could be observed in
   /// between (the caller then executes them one by one).
-  bool execute_run(const Run& run, const std::vector<const Task*>& tasks);
-  /// True if nothing can observe the device between tasks: no active trace, one stream, every
-  /// core free.
+  bool execute_run(Stream& s, const Run& run, const std::vector<const Task*>& tasks);
+  void name_tracks(Stream& s);
+  /// Records an AI core task that ran from `start` (its dispatch) to `end`.
+  void trace_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, const sc_core::sc_time& end);
+  /// True if nothing can observe the device between tasks: one stream, every core free. (A trace
+  /// records the tasks of a run with their computed times.)
   bool unobserved() const;
   /// Runs op-by-op submissions of AI core tasks — `first` and those queued behind it, up to the
   /// step's last — with one wait, announcing the device's busy and idle spans to the time
@@ -127,9 +135,10 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::BreakdownAccountant& m_account;
   StepMarks m_marks;
   bool m_step_started = false;
+  bool m_task_runs = true;
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;
-  std::vector<int> m_core_tracks;
+  std::unordered_map<const Task*, std::string> m_trace_args;  ///< per task: its AI core span's arguments
 
   std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;
   std::map<const TaskList*, GraphPlan> m_plans;

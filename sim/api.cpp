@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/dataset_files.h"
+#include "runtime/graph_compiler.h"
 #include "sim/core/error.h"
 #include "sim/kernel.h"
 #include "sim/simulation.h"
@@ -115,12 +116,47 @@ std::string RunOutcome::per_step_csv() const {
   return out;
 }
 
+namespace {
+std::int64_t trace_bytes(const RunRequest& req, const SystemConfig& cfg, const workloads::Workload& w,
+                         const std::vector<runtime::Session>& sessions) {
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
+  const auto ops = static_cast<std::int64_t>(runtime::compile(w, model, cfg.chip.queue.capacity).step_tasks.size());
+  constexpr std::int64_t kEventBytes = 105, kHostEventsPerStep = 40;
+  std::int64_t steps = 0;
+  for (const auto& s : sessions)
+    steps += std::max<std::int64_t>(0, std::min(req.trace_last_step, s.steps()) - req.trace_first_step);
+  return steps * (4 * ops + kHostEventsPerStep) * kEventBytes;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  for (; b >= 1024 && u < 4; ++u) b /= 1024;
+  return fmt::format("{:.1f} {}", b, units[u]);
+}
+}  // namespace
+
+std::int64_t estimated_trace_bytes(const RunRequest& req) {
+  const SystemConfig cfg = load_config(req.config);
+  const workloads::Workload w = build_workload_with_data(req, cfg);
+  std::vector<runtime::Session> sessions;
+  for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
+  return trace_bytes(req, cfg, w, sessions);
+}
+
 RunOutcome run(const RunRequest& req) {
   const SystemConfig cfg = load_config(req.config);
   const workloads::Workload w = build_workload_with_data(req, cfg);
   if (req.trace) check_trace_window(req);
   std::vector<runtime::Session> sessions;
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
+  if (req.trace && req.warnings) {
+    const std::int64_t bytes = trace_bytes(req, cfg, w, sessions);
+    if (bytes > kTraceWarnBytes)
+      *req.warnings << "warning: the trace will take about " << human_bytes(static_cast<double>(bytes))
+                    << " (every device op of every traced step and run); keep a window of steps with "
+                       "--trace-steps A:B, e.g. --trace-steps 100:120\n";
+  }
 
   RunOutcome out;
   out.header = {w.name, cfg.chip.name, w.batch_size, req.devices};
@@ -128,16 +164,15 @@ RunOutcome run(const RunRequest& req) {
   KernelScope kernel;
   Simulation simulation;
   for (const auto& s : sessions) simulation.add(cfg, w, s);
-  if (req.trace) simulation.enable_trace(req.trace_first_step, req.trace_last_step);
+  std::ostringstream trace_text;
+  if (req.trace)
+    simulation.enable_trace(req.trace_out ? *req.trace_out : trace_text, req.trace_first_step, req.trace_last_step);
   simulation.keep_each_step(req.per_step);
+  simulation.set_task_runs(!req.one_wait_per_task);
   simulation.show_progress(req.progress);
   simulation.run();
   for (std::size_t i = 0; i < simulation.size(); ++i) out.runs.push_back(simulation.result(i));
-  if (req.trace && !out.failed()) {
-    std::ostringstream trace;
-    simulation.write_trace(trace);
-    out.trace = trace.str();
-  }
+  if (req.trace && !req.trace_out && !out.failed()) out.trace = trace_text.str();
   return out;
 }
 

@@ -37,9 +37,12 @@ struct RunRequest {
   std::string dataset;                ///< [dataset] directory of real files; "" synthetic
   std::int64_t devices = 1;           ///< [devices]
   bool trace = false;                 ///< record a Chrome trace
+  std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)
   std::int64_t trace_first_step = 0;  ///< traced steps: [first, last)
   std::int64_t trace_last_step = INT64_MAX;
   std::ostream* progress = nullptr;  ///< progress lines, about once a second
+  std::ostream* warnings = nullptr;  ///< warnings before simulating (a very large trace)
+  bool one_wait_per_task = false;    ///< the reference execution the runs of tasks must equal
   bool per_step = false;             ///< keep every step's values (RunResult::steps.step_s), not only their summary
 };
 
@@ -47,7 +50,7 @@ struct RunOutcome {
   runtime::ReportHeader header;
   std::vector<runtime::RunResult> runs;  ///< in the order of the request's strategies
   nlohmann::ordered_json config;         ///< every parameter as resolved
-  std::string trace;                     ///< the Chrome trace, if asked for
+  std::string trace;                     ///< the Chrome trace, if asked for without a trace_out
 
   /// Runs that failed (e.g. a GetNext timeout), and their combined diagnosis.
   bool failed() const;
@@ -61,6 +64,13 @@ struct RunOutcome {
 /// Simulates the request's strategies together. Throws InputError for a request no run can
 /// start; a run that fails in the simulation is reported in its RunResult::failure.
 RunOutcome run(const RunRequest& req);
+
+/// About how many bytes the request's trace takes: per traced step and run, four events per
+/// device op (its span, its span on the AI cores, HBM bandwidth up and down) and about forty for
+/// the host, the pipeline and the link, at about 105 bytes each.
+std::int64_t estimated_trace_bytes(const RunRequest& req);
+/// A trace estimated larger than this draws a warning with the --trace-steps advice.
+inline constexpr std::int64_t kTraceWarnBytes = std::int64_t{1} << 30;
 
 /// The request's workload at its batch size, with its default dataset (InputError if unknown).
 workloads::Workload request_workload(const RunRequest& req);

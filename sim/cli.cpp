@@ -312,6 +312,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   }
   if (progress_wanted(o)) r.progress = &std::cerr;
   r.per_step = !o.per_step.empty();
+  r.warnings = &std::cerr;
   return r;
 }
 
@@ -320,7 +321,9 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     throw InputError("--trace-steps " + o.trace_steps + ": it selects the steps of a trace; add --trace FILE");
   Outputs files;
   add_outputs(files, o);
-  const RunOutcome out = run(make_request(o, strategies));
+  RunRequest req = make_request(o, strategies);
+  if (req.trace) req.trace_out = &files.stream(o.trace);  // written as the runs record it
+  const RunOutcome out = run(req);
   if (out.failed()) {
     std::istringstream lines(out.failure_message());
     for (std::string line; std::getline(lines, line);) std::cerr << "error: " << line << "\n";
@@ -330,7 +333,6 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
-  if (!o.trace.empty()) files.stage(o.trace, out.trace);
   if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
   if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs);
   files.commit();

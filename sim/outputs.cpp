@@ -52,7 +52,7 @@ Outputs::Entry& Outputs::find(const std::string& path) {
 
 void Outputs::add(const std::string& path, const std::string& option) {
   if (path.empty()) return;
-  Entry e{path, option, path, false, false, {}, {}};
+  Entry e{path, option, path, false, false, {}, {}, {}};
   if (path == "-") {
     m_entries.push_back(e);
     return;
@@ -87,6 +87,30 @@ void Outputs::add(const std::string& path, const std::string& option) {
   m_entries.push_back(e);
 }
 
+std::ostream& Outputs::stream(const std::string& path) {
+  Entry& e = find(path);
+  e.staged = true;
+  const std::string target = e.through ? e.real : make_temp(e);
+  e.out = std::make_shared<std::ofstream>(target, std::ios::binary | (e.through ? std::ios::app : std::ios::trunc));
+  if (!*e.out) throw InputError(e.option + " " + path + ": cannot write: " + reason(errno));
+  return *e.out;
+}
+
+std::string Outputs::make_temp(Entry& e) {
+  const fs::path real(e.real);
+  std::string pattern = (real.parent_path() / ("." + real.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
+  // A new file gets the usual permissions (mkstemp makes it private); a replaced one keeps its own.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  struct stat old {};
+  ::fchmod(fd, ::stat(e.real.c_str(), &old) == 0 ? (old.st_mode & 07777) : (0666 & ~mask));
+  ::close(fd);
+  e.temp = pattern;
+  return pattern;
+}
+
 void Outputs::stage(const std::string& path, const std::string& text) {
   if (path.empty()) return;
   Entry& e = find(path);
@@ -95,23 +119,21 @@ void Outputs::stage(const std::string& path, const std::string& text) {
     e.text = text;
     return;
   }
-  const fs::path real(e.real);
-  std::string pattern = (real.parent_path() / ("." + real.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(pattern.data());
+  const int fd = ::open(make_temp(e).c_str(), O_WRONLY | O_TRUNC);
   if (fd < 0) throw InputError(e.option + " " + path + ": cannot write: " + reason(errno));
-  e.temp = pattern;
   const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
   const int err = errno;
-  // A new file gets the usual permissions (mkstemp makes it private).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  struct stat old {};
-  const mode_t mode = ::stat(e.real.c_str(), &old) == 0 ? (old.st_mode & 07777) : (0666 & ~mask);
-  ::fchmod(fd, mode);
   if (::close(fd) != 0 || !ok) throw InputError(e.option + " " + path + ": cannot write: " + reason(ok ? errno : err));
 }
 
 void Outputs::commit() {
+  for (auto& e : m_entries) {
+    if (!e.out) continue;
+    e.out->flush();
+    if (!*e.out) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
+    e.out->close();
+    e.out.reset();
+  }
   for (auto& e : m_entries) {
     if (!e.staged || e.temp.empty()) continue;
     if (::rename(e.temp.c_str(), e.real.c_str()) != 0)
@@ -124,7 +146,7 @@ void Outputs::commit() {
       std::cout << e.text << std::flush;
       continue;
     }
-    if (!e.through) continue;
+    if (!e.through || e.text.empty()) continue;
     const int fd = ::open(e.real.c_str(), O_WRONLY | O_APPEND);
     if (fd < 0 || !write_all(fd, e.text)) {
       const int err = errno;

@@ -8,6 +8,8 @@
 // straight through, at commit. "-" is standard output.
 #pragma once
 
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ class Outputs {
   /// Stages the text for a destination given to add(). Throws InputError naming the path and the
   /// reason (errno) if it cannot be written.
   void stage(const std::string& path, const std::string& text);
+  /// A stream for a destination given to add(), written while the command runs (a trace): staged
+  /// like stage()'s texts. Throws InputError naming the path and the reason if it cannot open.
+  std::ostream& stream(const std::string& path);
   /// Puts every staged text in place.
   void commit();
 
@@ -36,10 +41,12 @@ class Outputs {
     std::string real;      ///< the path with symlinks resolved
     bool through = false;  ///< FIFO or device: written at commit
     bool staged = false;
-    std::string temp;  ///< the staged file (regular destinations)
-    std::string text;  ///< the staged text (write-through destinations, stdout)
+    std::string temp;                    ///< the staged file (regular destinations)
+    std::string text;                    ///< the staged text (write-through destinations, stdout)
+    std::shared_ptr<std::ofstream> out;  ///< stream()'s file
   };
   Entry& find(const std::string& path);
+  std::string make_temp(Entry& e);
   std::vector<Entry> m_entries;
   bool m_committed = false;
 };

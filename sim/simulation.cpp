@@ -22,6 +22,7 @@ void Simulation::run() {
   // Every run ends before the time limit or is reported as having run out of time (System::result).
   if (!m_progress) {
     sc_core::sc_start(time_limit(), sc_core::SC_EXIT_ON_STARVATION);
+    if (m_trace) m_trace->close();
     return;
   }
   // Run in slices of simulated time, sized to take about a tenth of a second of wall time each,
@@ -56,6 +57,7 @@ void Simulation::run() {
     printed = true;
   }
   if (printed) *m_progress << "\r" << std::string(72, ' ') << "\r" << std::flush;
+  if (m_trace) m_trace->close();
 }
 
 runtime::RunResult Simulation::result(std::size_t index) { return m_systems.at(index)->result(); }
@@ -86,16 +88,11 @@ Simulation::~Simulation() {
   }
 }
 
-void Simulation::enable_trace(std::int64_t first_step, std::int64_t last_step) {
+void Simulation::enable_trace(std::ostream& os, std::int64_t first_step, std::int64_t last_step) {
+  if (m_ran) throw std::logic_error("Simulation::enable_trace after run()");
+  m_trace = std::make_unique<TraceSink>(os);
   for (std::size_t i = 0; i < m_systems.size(); ++i)
-    m_systems[i]->enable_trace(static_cast<int>(i + 1), first_step, last_step);
-}
-
-void Simulation::write_trace(std::ostream& os) const {
-  std::vector<const TraceRecorder*> runs;
-  for (const auto& s : m_systems)
-    if (s->recorder()) runs.push_back(s->recorder());
-  TraceRecorder::write_file(os, runs);
+    m_systems[i]->enable_trace(*m_trace, static_cast<int>(i + 1), first_step, last_step);
 }
 
 }  // namespace ascendsim::sim

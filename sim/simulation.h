@@ -25,12 +25,18 @@ class Simulation {
   void run();
   runtime::RunResult result(std::size_t index);
   /// Records every run's timeline, for steps in [first, last). Call before run().
-  void enable_trace(std::int64_t first_step, std::int64_t last_step);
-  /// Writes the timelines of all runs as one Chrome trace.
-  void write_trace(std::ostream& os) const;
+  /// Streams every run's timeline to `os` as it is recorded, for steps in [first, last); the
+  /// file is complete once run() returns. Call before run().
+  void enable_trace(std::ostream& os, std::int64_t first_step, std::int64_t last_step);
+  /// Events and bytes the trace holds so far.
+  std::int64_t trace_events() const { return m_trace ? m_trace->events() : 0; }
   /// Keep every step's values in each run's result, not only their summary. Call before run().
   void keep_each_step(bool keep) {
     for (auto& s : m_systems) s->keep_each_step(keep);
+  }
+  /// false: one wait per device task, the reference for the runs of tasks. Call before run().
+  void set_task_runs(bool on) {
+    for (auto& s : m_systems) s->set_task_runs(on);
   }
   /// Prints progress (steps, simulated time, rate, ETA) to `os` about once a second of wall time.
   void show_progress(std::ostream* os) { m_progress = os; }
@@ -40,6 +46,7 @@ class Simulation {
  private:
   std::vector<std::unique_ptr<System>> m_systems;
   bool m_ran = false;
+  std::unique_ptr<TraceSink> m_trace;
   std::ostream* m_progress = nullptr;
 };
 

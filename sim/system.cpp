@@ -101,15 +101,15 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
                                       m_pipeline, m_account);
 }
 
-void System::enable_trace(int pid, std::int64_t first_step, std::int64_t last_step) {
+void System::enable_trace(TraceSink& sink, int pid, std::int64_t first_step, std::int64_t last_step) {
   m_trace = std::make_unique<TraceRecorder>(
-      pid, std::string(runtime::strategy_name(m_session.strategy)) + " (" + name() + ")");
+      sink, pid, std::string(runtime::strategy_name(m_session.strategy)) + " (" + name() + ")");
   m_trace->set_step_window(first_step, last_step);
   m_executor->set_trace(m_trace.get());
   m_pipeline.set_trace(m_trace.get());
   m_chip.hostif.h2d.set_trace(m_trace.get());
   m_chip.hostif.d2h.set_trace(m_trace.get());
-  m_chip.scheduler.set_trace(m_trace.get(), std::max(m_cfg.chip.aicore.cores, m_cfg.chip.aicore.vector_core_count()));
+  m_chip.scheduler.set_trace(m_trace.get());
   m_chip.hostif.queue.set_trace(m_trace.get());
 }
 

@@ -29,12 +29,13 @@ class System : public sc_core::sc_module {
   /// The run's result with every module's statistics. Call after the simulation.
   runtime::RunResult result();
   /// Records this run's timeline (process `pid` in the trace) for steps in [first, last).
-  void enable_trace(int pid, std::int64_t first_step, std::int64_t last_step);
-  const TraceRecorder* recorder() const { return m_trace.get(); }
+  void enable_trace(TraceSink& sink, int pid, std::int64_t first_step, std::int64_t last_step);
   const runtime::CompiledGraph& compiled() const { return m_graph; }
   std::int64_t steps_done() const { return m_executor->steps_done(); }
   /// Keep every step's values in the result (per-step outputs), not only their summary.
   void keep_each_step(bool keep) { m_executor->keep_each_step(keep); }
+  /// false: one wait per device task (see aicpu::TaskScheduler::set_task_runs).
+  void set_task_runs(bool on) { m_chip.scheduler.set_task_runs(on); }
   std::int64_t steps_total() const { return m_session.steps(); }
 
  private:

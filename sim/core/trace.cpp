@@ -1,84 +1,140 @@
 #include "sim/core/trace.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 namespace ascendsim::sim {
 
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
+void escape_into(std::string& out, const std::string& s) {
+  if (s.find_first_of("\"\\") == std::string::npos &&
+      std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20; })) {
+    out += s;
+    return;
+  }
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
     if (static_cast<unsigned char>(c) >= 0x20) out += c;
   }
-  return out;
 }
 
-std::string micros(std::int64_t ps) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%lld.%06lld", static_cast<long long>(ps / 1000000),
-                static_cast<long long>(ps % 1000000));
-  return buf;
+/// Picoseconds as microseconds with six decimals.
+void micros_into(std::string& out, std::uint64_t ps) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, ps / 1000000);
+  out.append(buf, r.ptr);
+  out += '.';
+  const auto frac = static_cast<unsigned>(ps % 1000000);
+  char f[7] = {'0', '0', '0', '0', '0', '0', '\0'};
+  auto fr = std::to_chars(buf, buf + sizeof buf, frac);
+  const auto n = static_cast<std::size_t>(fr.ptr - buf);
+  for (std::size_t i = 0; i < n; ++i) f[6 - n + i] = buf[i];
+  out.append(f, 6);
+}
+
+void int_into(std::string& out, long long v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
 }
 
 }  // namespace
+
+TraceSink::TraceSink(std::ostream& os) : m_os(os) {
+  const std::string head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  m_os << head;
+  m_bytes += static_cast<std::int64_t>(head.size());
+}
+
+void TraceSink::event(const std::string& json) {
+  if (m_closed) return;  // processes ended after the run record nothing more
+  if (!m_first) {
+    m_os.write(",\n", 2);
+    m_bytes += 2;
+  }
+  m_first = false;
+  m_os.write(json.data(), static_cast<std::streamsize>(json.size()));
+  m_bytes += static_cast<std::int64_t>(json.size());
+  ++m_events;
+}
+
+void TraceSink::close() {
+  if (m_closed) return;
+  m_closed = true;
+  m_os << "\n]}\n";
+  m_os.flush();
+}
+
+TraceRecorder::TraceRecorder(TraceSink& sink, int pid, std::string process) : m_sink(sink), m_pid(pid) {
+  std::string e = R"({"ph":"M","name":"process_name","pid":)";
+  int_into(e, pid);
+  e += R"(,"tid":0,"args":{"name":")";
+  escape_into(e, process);
+  e += "\"}}";
+  m_sink.event(e);
+}
 
 int TraceRecorder::track(const std::string& name) {
   for (std::size_t i = 0; i < m_tracks.size(); ++i)
     if (m_tracks[i] == name) return static_cast<int>(i);
   m_tracks.push_back(name);
-  return static_cast<int>(m_tracks.size() - 1);
+  const auto t = static_cast<long long>(m_tracks.size());
+  std::string e = R"({"ph":"M","name":"thread_name","pid":)";
+  int_into(e, m_pid);
+  e += ",\"tid\":";
+  int_into(e, t);
+  e += R"(,"args":{"name":")";
+  escape_into(e, name);
+  e += "\"}}";
+  m_sink.event(e);
+  e = R"({"ph":"M","name":"thread_sort_index","pid":)";
+  int_into(e, m_pid);
+  e += ",\"tid\":";
+  int_into(e, t);
+  e += R"(,"args":{"sort_index":)";
+  int_into(e, t - 1);
+  e += "}}";
+  m_sink.event(e);
+  return static_cast<int>(t - 1);
 }
 
-void TraceRecorder::span(int track, std::string name, const sc_core::sc_time& start, const sc_core::sc_time& end,
-                         std::string args_json) {
-  const auto s = static_cast<std::int64_t>(start.value());
-  const auto e = static_cast<std::int64_t>(end.value());
-  m_events.push_back({'X', track, std::move(name), s, e - s, 0, std::move(args_json)});
+void TraceRecorder::span(int track, const std::string& name, const sc_core::sc_time& start, const sc_core::sc_time& end,
+                         const std::string& args_json) {
+  std::string& e = m_buf;
+  e.assign(R"({"ph":"X","name":")");
+  escape_into(e, name);
+  e += R"(","pid":)";
+  int_into(e, m_pid);
+  e += ",\"tid\":";
+  int_into(e, track + 1);
+  e += ",\"ts\":";
+  micros_into(e, start.value());
+  e += ",\"dur\":";
+  micros_into(e, end.value() - start.value());
+  if (!args_json.empty()) {
+    e += ",\"args\":";
+    e += args_json;
+  }
+  e += '}';
+  m_sink.event(e);
 }
 
 void TraceRecorder::counter(const std::string& name, const sc_core::sc_time& at, double value) {
-  m_events.push_back({'C', -1, name, static_cast<std::int64_t>(at.value()), 0, value, {}});
-}
-
-void TraceRecorder::write_events(std::ostream& os, bool& first) const {
-  auto sep = [&] {
-    if (!first) os << ",\n";
-    first = false;
-  };
-  sep();
-  os << R"({"ph":"M","name":"process_name","pid":)" << m_pid << R"(,"tid":0,"args":{"name":")" << escape(m_process)
-     << "\"}}";
-  for (std::size_t t = 0; t < m_tracks.size(); ++t) {
-    sep();
-    os << R"({"ph":"M","name":"thread_name","pid":)" << m_pid << ",\"tid\":" << t + 1 << R"(,"args":{"name":")"
-       << escape(m_tracks[t]) << "\"}}";
-    sep();
-    os << R"({"ph":"M","name":"thread_sort_index","pid":)" << m_pid << ",\"tid\":" << t + 1
-       << R"(,"args":{"sort_index":)" << t << "}}";
-  }
-  for (const auto& e : m_events) {
-    sep();
-    if (e.phase == 'X') {
-      os << R"({"ph":"X","name":")" << escape(e.name) << R"(","pid":)" << m_pid << ",\"tid\":" << e.track + 1
-         << ",\"ts\":" << micros(e.start_ps) << ",\"dur\":" << micros(e.dur_ps);
-      if (!e.args.empty()) os << ",\"args\":" << e.args;
-      os << "}";
-    } else {
-      char v[40];
-      std::snprintf(v, sizeof v, "%.9g", e.value);
-      os << R"({"ph":"C","name":")" << escape(e.name) << R"(","pid":)" << m_pid << ",\"ts\":" << micros(e.start_ps)
-         << R"(,"args":{"value":)" << v << "}}";
-    }
-  }
-}
-
-void TraceRecorder::write_file(std::ostream& os, const std::vector<const TraceRecorder*>& runs) {
-  os << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  bool first = true;
-  for (const auto* r : runs) r->write_events(os, first);
-  os << "\n]}\n";
+  std::string& e = m_buf;
+  e.assign(R"({"ph":"C","name":")");
+  escape_into(e, name);
+  e += R"(","pid":)";
+  int_into(e, m_pid);
+  e += ",\"ts\":";
+  micros_into(e, at.value());
+  char v[40];
+  const auto r = std::to_chars(v, v + sizeof v, value, std::chars_format::general, 9);  // as %.9g
+  e += R"(,"args":{"value":)";
+  e.append(v, r.ptr);
+  e += "}}";
+  m_sink.event(e);
 }
 
 }  // namespace ascendsim::sim

@@ -1,8 +1,9 @@
-// Timeline recorder in Chrome trace format (opens in Perfetto and chrome://tracing). Components
-// call it only through a pointer that is null when tracing is off, and only while it is active
+// Timeline in Chrome trace format (opens in Perfetto and chrome://tracing), streamed to its output
+// as it is recorded: memory stays bounded however long the traced window. Components call the
+// recorder only through a pointer that is null when tracing is off, and only while it is active
 // (inside the --trace-steps window). One process per run; one track per host thread, pipeline
-// thread, DMA direction, scheduler stream, AI core cluster and AICPU; counters for queue depth
-// and bandwidth.
+// thread, DMA direction, device stream and the AI cores a stream's ops occupy (one span per op,
+// its block count as an argument), and the AICPU; counters for queue depth and bandwidth.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,29 @@
 
 namespace ascendsim::sim {
 
+/// The trace file that the runs of a simulation write into, event by event.
+class TraceSink {
+ public:
+  /// Writes the file's opening to `os`; close() writes its end.
+  explicit TraceSink(std::ostream& os);
+  TraceSink(const TraceSink&) = delete;
+  TraceSink& operator=(const TraceSink&) = delete;
+  /// Appends one event (a JSON object).
+  void event(const std::string& json);
+  void close();
+  std::int64_t events() const { return m_events; }
+  std::int64_t bytes() const { return m_bytes; }
+
+ private:
+  std::ostream& m_os;
+  bool m_first = true, m_closed = false;
+  std::int64_t m_events = 0, m_bytes = 0;
+};
+
 class TraceRecorder {
  public:
   /// Tracks and counters of one run appear under process `pid`, named `process`.
-  explicit TraceRecorder(int pid, std::string process) : m_pid(pid), m_process(std::move(process)) {}
+  TraceRecorder(TraceSink& sink, int pid, std::string process);
 
   /// Records only for steps in [first, last) (by the device's step count); default all.
   void set_step_window(std::int64_t first, std::int64_t last) {
@@ -30,30 +50,17 @@ class TraceRecorder {
   /// A named track (thread) of this run; returns its id.
   int track(const std::string& name);
   /// A span on a track.
-  void span(int track, std::string name, const sc_core::sc_time& start, const sc_core::sc_time& end,
-            std::string args_json = {});
+  void span(int track, const std::string& name, const sc_core::sc_time& start, const sc_core::sc_time& end,
+            const std::string& args_json = {});
   /// A counter sample.
   void counter(const std::string& name, const sc_core::sc_time& at, double value);
 
-  /// Writes this run's events (comma-separated objects, no surrounding array).
-  void write_events(std::ostream& os, bool& first) const;
-  /// Writes a complete trace file of several runs.
-  static void write_file(std::ostream& os, const std::vector<const TraceRecorder*>& runs);
-
  private:
-  struct Event {
-    char phase;  // 'X' span, 'C' counter
-    int track;
-    std::string name;
-    std::int64_t start_ps, dur_ps;
-    double value;
-    std::string args;
-  };
+  TraceSink& m_sink;
   int m_pid;
-  std::string m_process;
   std::vector<std::string> m_tracks;
-  std::vector<Event> m_events;
   std::int64_t m_first = 0, m_last = INT64_MAX, m_step = 0;
+  std::string m_buf;
 };
 
 }  // namespace ascendsim::sim

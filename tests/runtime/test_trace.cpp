@@ -27,16 +27,13 @@ class TraceTest : public ::testing::Test {
     const auto w = workloads::make_workload("lenet5", 32);
     const auto cfg = sim::load_config(test::config_request());
     for (const auto& s : sessions) simulation.add(cfg, w, s);
-    if (trace) simulation.enable_trace(first, last);
+    std::ostringstream os;
+    if (trace) simulation.enable_trace(os, first, last);
     simulation.keep_each_step(true);
     simulation.run();
     std::vector<RunResult> out;
     for (std::size_t i = 0; i < sessions.size(); ++i) out.push_back(simulation.result(i));
-    if (trace_json) {
-      std::ostringstream os;
-      simulation.write_trace(os);
-      *trace_json = nlohmann::json::parse(os.str());
-    }
+    if (trace_json) *trace_json = nlohmann::json::parse(os.str());
     return out;
   }
 
@@ -64,6 +61,7 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
   // Track names per (pid, tid) from the metadata, then spans per track and per name.
   std::map<std::pair<int, int>, std::string> tracks;
   std::map<int, std::map<std::string, int>> spans_on, names, aicpu;
+  std::map<int, int> core_blocks;
   int counters = 0;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name")
@@ -77,6 +75,7 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
     const std::string name = e["name"].get<std::string>();
     ++names[pid][name.rfind("launch op ", 0) == 0 ? "launch op" : name];
     if (tracks.at({pid, e["tid"].get<int>()}) == "AICPU") ++aicpu[pid][name];
+    if (tracks.at({pid, e["tid"].get<int>()}) == "AI cores") core_blocks[pid] += e["args"]["blocks"].get<int>();
     EXPECT_GE(e["dur"].get<double>(), 0);
   }
   EXPECT_GT(counters, 0);
@@ -89,11 +88,9 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
     EXPECT_EQ(names[pid]["sync"], io.host_syncs);
     EXPECT_EQ(spans_on[pid]["PCIe DMA h2d"], io.h2d_copies);
     EXPECT_EQ(spans_on[pid]["PCIe DMA d2h"], io.d2h_copies);
-    // Every op's blocks appear on AI cores 0..blocks-1.
-    int core_spans = 0;
-    for (const auto& [track, n] : spans_on[pid])
-      if (track.rfind("AI core ", 0) == 0) core_spans += n;
-    EXPECT_EQ(core_spans, blocks_per_step * r[i].steps_completed);
+    // Every op appears once on the AI cores, with the cores it occupies.
+    EXPECT_EQ(spans_on[pid]["AI cores"], 42 * r[i].steps_completed);
+    EXPECT_EQ(core_blocks[pid], blocks_per_step * r[i].steps_completed);
     EXPECT_EQ(spans_on[pid]["device stream (task scheduler)"] - names[pid]["GetNext: wait for data"],
               (42 + (runtime::uses_queue(r[i].session.strategy) ? 1 : 0)) * r[i].steps_completed +
                   static_cast<int>(3 * r[i].device_loop_iterations) - (r[i].device_loop_iterations > 0 ? 1 : 0) +
@@ -118,7 +115,7 @@ TEST_F(TraceTest, StepWindowLimitsTheTrace) {
     if (e["ph"] != "X") continue;
     ++all;
     ai_core_spans += e["name"].get<std::string>() == "conv1/Conv2D" &&
-                     tracks.at({e["pid"].get<int>(), e["tid"].get<int>()}) == "AI core 0";
+                     tracks.at({e["pid"].get<int>(), e["tid"].get<int>()}) == "AI cores";
   }
   // conv1 runs once per step: 10 steps in the window, per strategy (the first task of a step may
   // start just before the window opens).
