@@ -76,6 +76,15 @@ runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads:
     throw InputError(std::string(e.what()) + " — raise the aicore buffer sizes (aicore.*_kib)");
   }
   check_fits(cfg, w, g.memory, runtime::uses_queue(session.strategy));
+  // The device computes at least this long: a run that cannot finish within the kernel's clock
+  // is refused before it starts.
+  const double at_least_s = static_cast<double>(session.steps()) * g.device_compute_s;
+  if (at_least_s * 1e12 >= kTimeLimitPs)
+    throw InputError("epochs", "epochs",
+                     std::to_string(session.steps()) + " steps need at least " +
+                         std::to_string(static_cast<std::int64_t>(at_least_s / 86400)) +
+                         " days of simulated time (device compute alone), beyond the simulator's range of about "
+                         "106 days — reduce epochs, steps_per_epoch or sink_size");
   return g;
 }
 

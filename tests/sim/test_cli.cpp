@@ -493,6 +493,13 @@ TEST_F(CliTest, ARunBeyondTheSimulatorsTimeRangeFailsSayingSo) {
   EXPECT_THAT(r.err, HasSubstr("more simulated time than the simulator's range"));
   EXPECT_THAT(r.err, Not(HasSubstr("GetNext timed out")));
   EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+  // What cannot finish within the range is refused before it starts: 10^8 ResNet-152 steps need
+  // 269 days of device compute alone.
+  const Result refused =
+      run("train -s loop-sink --workload resnet152 --batch-size 128 --sink-size 100000000 "
+          "--steps-per-epoch 5");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("beyond the simulator's range"));
 }
 
 TEST_F(CliTest, OutOfMemoryNamesTheLargestPartAndInfoSaysItDoesNotFit) {
