@@ -100,13 +100,20 @@ int TraceRecorder::track(const std::string& name) {
   return static_cast<int>(t - 1);
 }
 
-void TraceRecorder::span(int track, const std::string& name, const sc_core::sc_time& start, const sc_core::sc_time& end,
-                         const std::string& args_json) {
+std::string& TraceRecorder::begin_event(char phase, const std::string& name) {
   std::string& e = m_buf;
-  e.assign(R"({"ph":"X","name":")");
+  e.assign(R"({"ph":")");
+  e += phase;
+  e += R"(","name":")";
   escape_into(e, name);
   e += R"(","pid":)";
   int_into(e, m_pid);
+  return e;
+}
+
+void TraceRecorder::span(int track, const std::string& name, const sc_core::sc_time& start, const sc_core::sc_time& end,
+                         const std::string& args_json) {
+  std::string& e = begin_event('X', name);
   e += ",\"tid\":";
   int_into(e, track + 1);
   e += ",\"ts\":";
@@ -122,11 +129,7 @@ void TraceRecorder::span(int track, const std::string& name, const sc_core::sc_t
 }
 
 void TraceRecorder::counter(const std::string& name, const sc_core::sc_time& at, double value) {
-  std::string& e = m_buf;
-  e.assign(R"({"ph":"C","name":")");
-  escape_into(e, name);
-  e += R"(","pid":)";
-  int_into(e, m_pid);
+  std::string& e = begin_event('C', name);
   e += ",\"ts\":";
   micros_into(e, at.value());
   char v[40];

@@ -56,6 +56,8 @@ class TraceRecorder {
   void counter(const std::string& name, const sc_core::sc_time& at, double value);
 
  private:
+  /// Starts an event in the reused buffer: {"ph":..,"name":..,"pid":..
+  std::string& begin_event(char phase, const std::string& name);
   TraceSink& m_sink;
   int m_pid;
   std::vector<std::string> m_tracks;
