@@ -1,6 +1,7 @@
 #include "sim/cli.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
+#include "sim/regression.h"
 #include "sim/system.h"
 #include "workloads/workload.h"
 
@@ -52,6 +54,8 @@ const char* kUsage =
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
     "  stats     every statistic a run reports, with unit and description\n"
+    "  suite     run a suite of named runs (YAML) into a directory of reports\n"
+    "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
     "\n"
     "`ascendsim <command> --help` lists the command's options; `ascendsim --version` the version.\n";
@@ -199,11 +203,13 @@ std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s) {
 bool progress_wanted(const Options& o) { return !o.quiet && (o.progress || isatty(2)); }
 
 /// Parses the options; a word that is not an option's value is an error, not silently ignored.
-po::variables_map parse_options(int argc, char* argv[], const po::options_description& desc,
-                                const std::string& command) {
-  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+po::variables_map parse_options(int argc, char* argv[], const po::options_description& desc, const std::string& command,
+                                const po::positional_options_description* positional = nullptr) {
+  auto parser = po::command_line_parser(argc, argv).options(desc);
+  if (positional) parser.positional(*positional);
+  const po::parsed_options parsed = parser.run();
   for (const auto& opt : parsed.options)
-    if (opt.position_key >= 0) {
+    if (opt.position_key >= 0 && !positional) {
       const std::string word = opt.value.empty() ? std::string() : opt.value.front();
       throw InputError("unexpected argument '" + word + "': options take the form --name value (see `ascendsim " +
                        command + " --help`)");
@@ -213,8 +219,9 @@ po::variables_map parse_options(int argc, char* argv[], const po::options_descri
   return vm;
 }
 
-bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command) {
-  po::variables_map vm = parse_options(argc, argv, desc, command);
+bool parse(int argc, char* argv[], const po::options_description& desc, const std::string& command,
+           const po::positional_options_description* positional = nullptr) {
+  po::variables_map vm = parse_options(argc, argv, desc, command, positional);
   if (vm.count("help")) {
     std::cout << "usage: ascendsim " << command << " [options]\n\n" << desc << "\n";
     return false;
@@ -666,6 +673,100 @@ int cmd_stats(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_suite(int argc, char* argv[]) {
+  std::string file, out_dir;
+  bool quiet = false;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("suite", po::value(&file)->required(),
+                                                 "suite file (YAML: name, runs; see bench/suites/)")(
+      "out", po::value(&out_dir)->required(), "directory for one JSON report per run and index.json")(
+      "quiet,q", po::bool_switch(&quiet), "no progress on stderr");
+  po::positional_options_description pos;
+  pos.add("suite", 1);
+  if (!parse(argc, argv, desc, "suite", &pos)) return 0;
+  std::string name;
+  const auto entries = load_suite(file, default_config_dir(), &name);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(out_dir)) {
+    std::filesystem::create_directory(out_dir, ec);
+    if (ec) throw InputError("--out " + out_dir + ": cannot create the directory: " + ec.message());
+  }
+  Outputs files;
+  ordered_json index;
+  index["suite"] = name;
+  index["entries"] = ordered_json::array();
+  for (const auto& e : entries) files.add((std::filesystem::path(out_dir) / (e.name + ".json")).string(), "--out");
+  const std::string index_path = (std::filesystem::path(out_dir) / "index.json").string();
+  files.add(index_path, "--out");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    if (!quiet) std::cerr << "[" << i + 1 << "/" << entries.size() << "] " << e.name << "\n";
+    RunOutcome out;
+    try {
+      out = run(e.request);
+    } catch (const InputError& err) {
+      throw InputError(file + ": run '" + e.name + "': " + cli_message(err));
+    }
+    if (out.failed()) {
+      std::cerr << "error: " << file << ": run '" << e.name << "' failed: " << out.failure_message()
+                << "no reports written\n";
+      return kExitRunFailed;
+    }
+    const std::string report_file = e.name + ".json";
+    files.stage((std::filesystem::path(out_dir) / report_file).string(), out.report().dump(2) + "\n");
+    ordered_json strategies = ordered_json::array(), steps = ordered_json::array();
+    for (const auto& r : out.runs) {
+      strategies.push_back(runtime::strategy_name(r.session.strategy));
+      steps.push_back(r.steps_completed);
+    }
+    index["entries"].push_back({{"name", e.name},
+                                {"file", report_file},
+                                {"workload", out.header.workload},
+                                {"chip", out.header.chip},
+                                {"strategies", strategies},
+                                {"steps", steps}});
+  }
+  files.stage(index_path, index.dump(2) + "\n");
+  files.commit();
+  std::cout << fmt::format("{}: {} run(s), reports in {}\n", name, entries.size(), out_dir);
+  return 0;
+}
+
+int cmd_diff(int argc, char* argv[]) {
+  std::string base, now, tolerance_arg = "1%", junit;
+  bool all = false;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("base", po::value(&base)->required(),
+                                                 "the reference: a JSON report or a suite output directory")(
+      "new", po::value(&now)->required(), "the report or suite output to compare with it")(
+      "tolerance", po::value(&tolerance_arg)->default_value(tolerance_arg),
+      "largest relative change that passes, as 1% or 0.01")(
+      "junit", po::value(&junit), "write a JUnit XML report (one test case per figure) to FILE")(
+      "all", po::bool_switch(&all), "list every figure compared, not only those that moved");
+  po::positional_options_description pos;
+  pos.add("base", 1).add("new", 1);
+  if (!parse(argc, argv, desc, "diff", &pos)) return 0;
+  double tolerance = -1;
+  try {
+    std::size_t used = 0;
+    const bool pct = !tolerance_arg.empty() && tolerance_arg.back() == '%';
+    const std::string num = pct ? tolerance_arg.substr(0, tolerance_arg.size() - 1) : tolerance_arg;
+    tolerance = std::stod(num, &used) / (pct ? 100.0 : 1.0);
+    if (used != num.size()) tolerance = -1;
+  } catch (const std::exception&) {
+    tolerance = -1;
+  }
+  if (!(tolerance >= 0) || !std::isfinite(tolerance))
+    throw InputError("--tolerance '" + tolerance_arg + "': give a non-negative fraction (0.01) or percentage (1%)");
+  Outputs files;
+  files.add(junit, "--junit");
+  const DiffResult d = diff_reports(base, now, tolerance);
+  if (!junit.empty()) files.stage(junit, diff_junit(d, tolerance));
+  std::cout << diff_table(d, tolerance, all);
+  files.commit();
+  return d.moved() ? 1 : 0;
+}
+
 int cmd_chips(int argc, char* argv[]) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help");
@@ -707,6 +808,8 @@ int run_cli(int argc, char* argv[]) {
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
     if (command == "stats") return cmd_stats(argc - 1, argv + 1);
+    if (command == "suite") return cmd_suite(argc - 1, argv + 1);
+    if (command == "diff") return cmd_diff(argc - 1, argv + 1);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return kExitInput;
   } catch (const InputError& e) {

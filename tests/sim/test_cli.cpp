@@ -547,4 +547,55 @@ TEST_F(CliTest, PerStepDetailGoesToItsOwnFile) {
   EXPECT_EQ(run("sweep --param sink_size --values 1,2 --per-step " + csv.string()).code, 2);
 }
 
+TEST_F(CliTest, SuiteAndDiffGuardAUsersFigures) {
+  const std::string suite = file("suite.yaml",
+                                 "name: mine\n"
+                                 "runs:\n"
+                                 "  - name: lenet\n"
+                                 "    workload: lenet5\n"
+                                 "    steps_per_epoch: 40\n"
+                                 "  - name: slow-launch\n"
+                                 "    workload: lenet5\n"
+                                 "    strategies: [non-sink]\n"
+                                 "    steps_per_epoch: 40\n"
+                                 "    set: {host.op_launch_us: 20}\n");
+  const fs::path a = m_dir / "a", b = m_dir / "b";
+  ASSERT_EQ(run("suite " + suite + " --out " + a.string() + " -q").code, 0);
+  ASSERT_EQ(run("suite " + suite + " --out " + b.string() + " -q").code, 0);
+  const auto index = nlohmann::json::parse(slurp(a / "index.json"));
+  ASSERT_EQ(index["entries"].size(), 2u);
+  EXPECT_EQ(index["entries"][1]["strategies"][0], "non-sink");
+  EXPECT_TRUE(fs::exists(a / "lenet.json"));
+  // Against itself: nothing moves.
+  const Result same = run("diff " + a.string() + " " + b.string());
+  EXPECT_EQ(same.code, 0) << same.out << same.err;
+  EXPECT_THAT(same.out, HasSubstr("0 past the tolerance"));
+  // A slower launch moves the launch phase and the step time, and the JUnit report says so.
+  const fs::path base = m_dir / "base.json", slow = m_dir / "slow.json", junit = m_dir / "junit.xml";
+  ASSERT_EQ(run("compare --steps-per-epoch 40 --json " + base.string()).code, 0);
+  ASSERT_EQ(run("compare --steps-per-epoch 40 --set host.op_launch_us=20 --json " + slow.string()).code, 0);
+  EXPECT_EQ(run("diff " + base.string() + " " + base.string()).code, 0);
+  const Result moved = run("diff " + base.string() + " " + slow.string() + " --junit " + junit.string());
+  EXPECT_EQ(moved.code, 1);
+  EXPECT_THAT(moved.out, HasSubstr("non-sink    breakdown_s.launch"));
+  EXPECT_THAT(moved.out, HasSubstr("step_time_ms.mean"));
+  EXPECT_THAT(moved.out, Not(HasSubstr("loop-sink   breakdown_s.launch")));  // no op launches to slow down
+  const std::string xml = slurp(junit);
+  EXPECT_THAT(xml, HasSubstr("<testsuite name=\"ascendsim diff\""));
+  EXPECT_THAT(xml, HasSubstr("name=\"breakdown_s.launch\"><failure"));
+  // A larger tolerance lets it pass; different workloads are not compared.
+  EXPECT_EQ(run("diff " + base.string() + " " + slow.string() + " --tolerance 500%").code, 0);
+  const fs::path other = m_dir / "other.json";
+  ASSERT_EQ(run("compare --workload resnet18 --steps-per-epoch 3 --json " + other.string()).code, 0);
+  const Result mismatch = run("diff " + base.string() + " " + other.string());
+  EXPECT_EQ(mismatch.code, 2);
+  EXPECT_THAT(mismatch.err, HasSubstr("different workload"));
+  // A suite file with a typo is refused naming the key.
+  const Result typo = run("suite " + file("bad.yaml", "runs:\n  - name: x\n    worklaod: lenet5\n") + " --out " +
+                          (m_dir / "c").string());
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_THAT(typo.err, HasSubstr("unknown key 'worklaod'"));
+  EXPECT_FALSE(fs::exists(m_dir / "c" / "index.json"));
+}
+
 }  // namespace

@@ -1,0 +1,292 @@
+#include "sim/regression.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "sim/core/error.h"
+
+namespace ascendsim::sim {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string scalar(const YAML::Node& n, const std::string& where, const std::string& key) {
+  if (!n.IsScalar()) throw InputError(where + ": '" + key + "' needs a single value");
+  return n.Scalar();
+}
+
+std::int64_t whole(const YAML::Node& n, const std::string& where, const std::string& key) {
+  const std::string s = scalar(n, where, key);
+  std::size_t used = 0;
+  std::int64_t v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty())
+    throw InputError(where + ": '" + key + "' expects a whole number, got '" + s + "'");
+  return v;
+}
+
+bool valid_name(const std::string& n) {
+  if (n.empty() || n[0] == '.') return false;
+  for (char c : n)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<SuiteEntry> load_suite(const std::string& path, const std::string& config_dir, std::string* suite_name) {
+  if (fs::is_directory(path)) throw InputError(path + ": is a directory; give a suite YAML file");
+  if (!fs::exists(path)) throw InputError(path + ": no such suite file");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap() || !root["runs"] || !root["runs"].IsSequence() || root["runs"].size() == 0)
+    throw InputError(path + ": a suite is a mapping with `name` and a non-empty list `runs`");
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "name" && k != "runs") throw InputError(path + ": unknown key '" + k + "' (a suite has name and runs)");
+  }
+  if (suite_name) *suite_name = root["name"] ? scalar(root["name"], path, "name") : fs::path(path).stem().string();
+  std::vector<SuiteEntry> out;
+  std::set<std::string> names;
+  std::size_t index = 0;
+  for (const auto& run : root["runs"]) {
+    ++index;
+    const std::string at = path + ":" + std::to_string(run.Mark().line + 1) + ": run " + std::to_string(index);
+    if (!run.IsMap()) throw InputError(at + ": a run is a mapping (name, workload, ...)");
+    SuiteEntry e;
+    e.request.config.dir = config_dir;
+    for (const auto& kv : run) {
+      const std::string key = kv.first.as<std::string>();
+      const YAML::Node& v = kv.second;
+      if (key == "name") {
+        e.name = scalar(v, at, key);
+      } else if (key == "workload") {
+        e.request.workload = scalar(v, at, key);
+      } else if (key == "strategies") {
+        if (!v.IsSequence() || v.size() == 0) throw InputError(at + ": 'strategies' is a non-empty list");
+        e.request.strategies.clear();
+        for (const auto& s : v) e.request.strategies.push_back(runtime::parse_strategy(scalar(s, at, key)));
+      } else if (key == "epochs") {
+        e.request.epochs = whole(v, at, key);
+      } else if (key == "steps_per_epoch") {
+        e.request.steps_per_epoch = whole(v, at, key);
+      } else if (key == "batch_size") {
+        e.request.batch_size = whole(v, at, key);
+      } else if (key == "sink_size") {
+        e.request.sink_size = whole(v, at, key);
+      } else if (key == "chip") {
+        e.request.config.chip = scalar(v, at, key);
+      } else if (key == "dataset") {
+        e.request.dataset = scalar(v, at, key);
+      } else if (key == "set") {
+        if (v.IsMap()) {
+          for (const auto& p : v)
+            e.request.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
+        } else if (v.IsSequence()) {
+          for (const auto& p : v) e.request.config.sets.push_back(scalar(p, at, key));
+        } else {
+          throw InputError(at + ": 'set' is a mapping of parameter keys to values (or a list of key=value)");
+        }
+      } else {
+        throw InputError(at + ": unknown key '" + key +
+                         "' (a run takes name, workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
+                         "chip, dataset, set)");
+      }
+    }
+    if (!valid_name(e.name))
+      throw InputError(at + ": needs a `name` of letters, digits, '-', '_' or '.' (it names the report file)");
+    if (!names.insert(e.name).second) throw InputError(at + ": the name '" + e.name + "' is used twice");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+namespace {
+
+struct Loaded {
+  std::string label;
+  ordered_json report;
+};
+
+ordered_json read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError(path + ": cannot read");
+  try {
+    return ordered_json::parse(f);
+  } catch (const std::exception& e) {
+    throw InputError(path + ": not a JSON report (" + std::string(e.what()) + ")");
+  }
+}
+
+/// A report file, or every report of a suite directory, labelled by entry.
+std::vector<Loaded> load_reports(const std::string& path) {
+  if (fs::is_directory(path)) {
+    const fs::path index = fs::path(path) / "index.json";
+    if (!fs::exists(index)) throw InputError(path + ": a directory without index.json is not a suite output");
+    const ordered_json idx = read_json(index.string());
+    std::vector<Loaded> out;
+    for (const auto& e : idx.value("entries", ordered_json::array()))
+      out.push_back(
+          {e.at("name").get<std::string>(), read_json((fs::path(path) / e.at("file").get<std::string>()).string())});
+    return out;
+  }
+  const ordered_json r = read_json(path);
+  if (!r.contains("runs") || !r["runs"].is_array()) throw InputError(path + ": not a compare/train report (no runs)");
+  return {{"", r}};
+}
+
+void add_figures(DiffResult& d, const std::string& run, const ordered_json& a, const ordered_json& b,
+                 double tolerance) {
+  auto figure = [&](const std::string& name, const ordered_json& x, const ordered_json& y) {
+    if (!x.is_number() || !y.is_number()) return;
+    FigureChange f;
+    f.run = run;
+    f.figure = name;
+    f.base = x.get<double>();
+    f.now = y.get<double>();
+    if (f.base == f.now)
+      f.relative = 0;
+    else if (f.base == 0)
+      f.relative = std::numeric_limits<double>::infinity();
+    else
+      f.relative = (f.now - f.base) / std::fabs(f.base);
+    f.past_tolerance = std::fabs(f.relative) > tolerance;
+    d.figures.push_back(f);
+  };
+  figure("sim_time_s", a["sim_time_s"], b["sim_time_s"]);
+  for (const char* k : {"mean", "p50", "p99"})
+    figure(std::string("step_time_ms.") + k, a["step_time_ms"][k], b["step_time_ms"][k]);
+  figure("samples_per_s", a["samples_per_s"], b["samples_per_s"]);
+  figure("device_busy_fraction", a["device_busy_fraction"], b["device_busy_fraction"]);
+  for (const auto& [k, v] : a["breakdown_s"].items())
+    if (b["breakdown_s"].contains(k)) figure("breakdown_s." + k, v, b["breakdown_s"][k]);
+  for (const auto& [k, v] : a["interactions"].items())
+    if (b["interactions"].contains(k)) figure("interactions." + k, v, b["interactions"][k]);
+}
+
+}  // namespace
+
+bool DiffResult::moved() const {
+  for (const auto& f : figures)
+    if (f.past_tolerance) return true;
+  return false;
+}
+
+DiffResult diff_reports(const std::string& base, const std::string& now, double tolerance) {
+  if (!(tolerance >= 0)) throw InputError("tolerance must not be negative");
+  const auto a = load_reports(base), b = load_reports(now);
+  if (a.size() != b.size())
+    throw InputError(base + " has " + std::to_string(a.size()) + " report(s), " + now + " " + std::to_string(b.size()) +
+                     ": not the same suite");
+  DiffResult d;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string entry = a[i].label;
+    if (entry != b[i].label)
+      throw InputError("entry " + std::to_string(i + 1) + " is '" + entry + "' in " + base + " and '" + b[i].label +
+                       "' in " + now);
+    const auto& ra = a[i].report;
+    const auto& rb = b[i].report;
+    const std::string where = entry.empty() ? std::string() : entry + ": ";
+    for (const char* k : {"workload", "batch_size", "devices"})
+      if (ra.value(k, ordered_json()) != rb.value(k, ordered_json()))
+        throw InputError(where + "different " + k + " (" + ra.value(k, ordered_json()).dump() + " in " + base + ", " +
+                         rb.value(k, ordered_json()).dump() + " in " + now + "): not comparable");
+    if (ra["runs"].size() != rb["runs"].size())
+      throw InputError(where + "different strategies (" + std::to_string(ra["runs"].size()) + " and " +
+                       std::to_string(rb["runs"].size()) + " runs): not comparable");
+    for (std::size_t r = 0; r < ra["runs"].size(); ++r) {
+      const auto& x = ra["runs"][r];
+      const auto& y = rb["runs"][r];
+      if (x["strategy"] != y["strategy"])
+        throw InputError(where + "run " + std::to_string(r + 1) + " is " + x["strategy"].dump() + " in " + base +
+                         " and " + y["strategy"].dump() + " in " + now + ": not comparable");
+      if (x["steps"] != y["steps"])
+        throw InputError(where + x["strategy"].get<std::string>() + " ran " + x["steps"].dump() + " steps in " + base +
+                         " and " + y["steps"].dump() + " in " + now + ": not comparable");
+      add_figures(d, (entry.empty() ? "" : entry + "/") + x["strategy"].get<std::string>(), x, y, tolerance);
+    }
+  }
+  return d;
+}
+
+namespace {
+std::string percent(double r) {
+  if (std::isinf(r)) return r > 0 ? "new" : "-new";
+  return fmt::format("{:+.3f}%", 100 * r);
+}
+}  // namespace
+
+std::string diff_table(const DiffResult& d, double tolerance, bool all) {
+  std::size_t wr = 3, wf = 6;
+  for (const auto& f : d.figures) {
+    wr = std::max(wr, f.run.size());
+    wf = std::max(wf, f.figure.size());
+  }
+  std::string out =
+      fmt::format("{:<{}}  {:<{}}  {:>16}  {:>16}  {:>10}\n", "run", wr, "figure", wf, "base", "new", "change");
+  int moved = 0, past = 0;
+  for (const auto& f : d.figures) {
+    if (f.relative == 0 && !all) continue;
+    ++moved;
+    past += f.past_tolerance;
+    out += fmt::format("{:<{}}  {:<{}}  {:>16.9g}  {:>16.9g}  {:>10}{}\n", f.run, wr, f.figure, wf, f.base, f.now,
+                       percent(f.relative), f.past_tolerance ? "  past tolerance" : "");
+  }
+  out += fmt::format("\n{} figure(s) compared, {} moved, {} past the tolerance of {:g}%\n", d.figures.size(), moved,
+                     past, 100 * tolerance);
+  return out;
+}
+
+std::string diff_junit(const DiffResult& d, double tolerance) {
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '&')
+        o += "&amp;";
+      else if (c == '<')
+        o += "&lt;";
+      else if (c == '>')
+        o += "&gt;";
+      else if (c == '"')
+        o += "&quot;";
+      else
+        o += c;
+    }
+    return o;
+  };
+  int failures = 0;
+  for (const auto& f : d.figures) failures += f.past_tolerance;
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites><testsuite name=\"ascendsim diff\" tests=\"{}\" failures=\"{}\">\n", d.figures.size(),
+                     failures);
+  for (const auto& f : d.figures) {
+    out += fmt::format("  <testcase classname=\"{}\" name=\"{}\"", esc(f.run), esc(f.figure));
+    if (!f.past_tolerance) {
+      out += "/>\n";
+      continue;
+    }
+    out += fmt::format(
+        "><failure message=\"{} moved {} (tolerance {:g}%)\">base {:.9g}, new {:.9g}</failure></testcase>\n",
+        esc(f.figure), esc(percent(f.relative)), 100 * tolerance, f.base, f.now);
+  }
+  out += "</testsuite></testsuites>\n";
+  return out;
+}
+
+}  // namespace ascendsim::sim
