@@ -6,13 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "runtime/charts.h"
+
 namespace ascendsim::runtime {
 
 namespace {
 
-const char* kPhaseColor[sim::kPhaseCount] = {"#8e6c8a", "#e7a33e", "#d1495b", "#2e86ab", "#66a182",
-                                             "#9c9c9c", "#17becf", "#5c4d7d", "#e15759"};
-const char* kStrategyColor[] = {"#d1495b", "#edae49", "#66a182", "#2e86ab"};
+using charts::nice_ticks;
+using charts::tick_label;
 
 std::string esc(const std::string& s) {
   std::string o;
@@ -31,7 +32,8 @@ std::string esc(const std::string& s) {
   return o;
 }
 
-const char* color_of(Strategy s) { return kStrategyColor[static_cast<int>(s)]; }
+const char* color_of(Strategy s) { return charts::strategy_color(s); }
+const char* phase_color(std::size_t p) { return charts::phase_color(static_cast<sim::Phase>(p)); }
 
 std::string page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) +
@@ -54,14 +56,14 @@ std::string legend(const std::vector<std::pair<std::string, std::string>>& items
 
 std::string breakdown_chart(const std::vector<RunResult>& runs) {
   const double left = 110, width = 760, bar = 26, gap = 12, top = 40;
-  const double height = top + static_cast<double>(runs.size()) * (bar + gap) + 30;
+  const double height = top + static_cast<double>(runs.size()) * (bar + gap) + 46;
   std::string s = fmt::format(
       "<svg id=\"chart-breakdown\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
       "aria-label=\"time breakdown per strategy\">",
       left + width + 20, height);
   std::vector<std::pair<std::string, std::string>> items;
   for (std::size_t p = 0; p < sim::kPhaseCount; ++p)
-    items.emplace_back(sim::phase_name(static_cast<sim::Phase>(p)), kPhaseColor[p]);
+    items.emplace_back(sim::phase_name(static_cast<sim::Phase>(p)), phase_color(p));
   s += legend(items, left, 8);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
@@ -76,13 +78,16 @@ std::string breakdown_chart(const std::vector<RunResult>& runs) {
       s += fmt::format(
           "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"><title>{}: "
           "{:.1f}% ({:.6f} s)</title></rect>",
-          x, y, w, bar, kPhaseColor[p], sim::phase_name(static_cast<sim::Phase>(p)), 100 * frac, r.breakdown_s[p]);
+          x, y, w, bar, phase_color(p), sim::phase_name(static_cast<sim::Phase>(p)), 100 * frac, r.breakdown_s[p]);
       x += w;
     }
   }
   for (int t = 0; t <= 4; ++t)
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}%</text>", left + width * t / 4.0,
-                     height - 8, t * 25);
+    s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}%</text>",
+                     left + width * t / 4.0, height - 24, t * 25);
+  s += fmt::format(
+      "<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">share of simulated time</text>",
+      left + width / 2, height - 6);
   return s + "</svg>\n";
 }
 
@@ -102,8 +107,11 @@ std::string step_time_chart(const std::vector<RunResult>& runs) {
     const double w = max_ms > 0 ? ms / max_ms * width : 0;
     s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 8, y + bar * 0.7,
                      strategy_name(r.session.strategy));
-    s += fmt::format("<rect class=\"bar\" x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"/>",
-                     left, y, w, bar, color_of(r.session.strategy));
+    s += fmt::format(
+        "<rect class=\"bar\" x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"><title>{}: "
+        "{:.4f} "
+        "ms per step</title></rect>",
+        left, y, w, bar, color_of(r.session.strategy), strategy_name(r.session.strategy), ms);
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.4f} ms/step</text>", left + w + 6, y + bar * 0.7, ms);
   }
   return s + "</svg>\n";
@@ -133,18 +141,28 @@ std::string interactions_chart(const std::vector<RunResult>& runs) {
     const double y = top + plot_h - plot_h * d / top_log;
     s += fmt::format("<line x1=\"{:.0f}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>", left,
                      left + group_w * static_cast<double>(kinds.size()), y, y);
-    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">1e{}</text>", left - 4, y + 4, d);
+    s += fmt::format("<text class=\"tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4, y + 4,
+                     tick_label(std::pow(10, d)));
   }
+  s += fmt::format(
+      "<text class=\"axis-label\" x=\"12\" y=\"{0:.0f}\" transform=\"rotate(-90 12 {0:.0f})\" "
+      "text-anchor=\"middle\">count per run (log scale)</text>",
+      top + plot_h / 2);
   for (std::size_t k = 0; k < kinds.size(); ++k) {
     const double gx = left + group_w * static_cast<double>(k) + 15;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const double v = static_cast<double>(runs[i].interactions.*(kinds[k].second));
       const double h = v > 0 ? plot_h * std::log10(v + 1) / top_log : 0;
+      const double bx = gx + bar_w * static_cast<double>(i);
+      // A zero stays visible: a thin mark on the axis.
       s += fmt::format(
           "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} "
           "{}: {:.0f}</title></rect>",
-          gx + bar_w * static_cast<double>(i), top + plot_h - h, bar_w - 2, h, color_of(runs[i].session.strategy),
+          bx, top + plot_h - std::max(h, 1.5), bar_w - 2, std::max(h, 1.5), color_of(runs[i].session.strategy),
           strategy_name(runs[i].session.strategy), kinds[k].first, v);
+      s += fmt::format(
+          "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" style=\"font-size:8px\">{}</text>",
+          bx + (bar_w - 2) / 2, top + plot_h - std::max(h, 1.5) - 3, tick_label(v));
     }
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", gx + (group_w - 30) / 2,
                      top + plot_h + 18, kinds[k].first);
@@ -152,19 +170,34 @@ std::string interactions_chart(const std::vector<RunResult>& runs) {
   return s + "</svg>\n";
 }
 
-std::string line_chart(const std::string& id, const std::string& label, const std::string& x_label,
-                       const std::string& y_label,
-                       const std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>& series,
-                       const std::vector<std::string>& x_ticks = {}) {
-  double max_x = 0, max_y = 0;
+struct Axis {
+  std::string label;
+  bool log = false;      ///< logarithmic (values > 0)
+  bool integer = false;  ///< whole-number ticks
+};
+
+using Series = std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>;
+
+/// A line chart with nice ticks on both axes; `mark_x` (if > 0) draws a marked vertical line.
+std::string line_chart(const std::string& id, const std::string& label, const Axis& xa, const Axis& ya,
+                       const std::string& y_unit, const Series& series, double mark_x = 0,
+                       const std::string& mark_label = {}) {
+  double min_x = INFINITY, max_x = 0, max_y = 0;
   for (const auto& [st, pts] : series)
     for (const auto& [x, y] : pts) {
+      min_x = std::min(min_x, x);
       max_x = std::max(max_x, x);
       max_y = std::max(max_y, y);
     }
-  if (max_x <= 0) max_x = 1;
-  if (max_y <= 0) max_y = 1;
+  if (!(max_x > 0)) max_x = 1;
+  if (!std::isfinite(min_x)) min_x = 0;
+  const std::vector<double> xt = xa.log ? charts::log_ticks(min_x, max_x) : nice_ticks(0, max_x, 5, xa.integer);
+  const std::vector<double> yt = nice_ticks(0, max_y > 0 ? max_y : 1, 5, ya.integer);
+  const double x0 = xa.log ? std::log10(xt.front()) : xt.front(), x1 = xa.log ? std::log10(xt.back()) : xt.back();
+  const double y1 = yt.back();
   const double left = 70, top = 30, w = 720, h = 240;
+  auto px = [&](double x) { return left + ((xa.log ? std::log10(x) : x) - x0) / (x1 - x0) * w; };
+  auto py = [&](double y) { return top + h - y / y1 * h; };
   std::string s =
       fmt::format("<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" aria-label=\"{}\">",
                   id, left + w + 30, top + h + 50, esc(label));
@@ -173,35 +206,36 @@ std::string line_chart(const std::string& id, const std::string& label, const st
   s += legend(items, left, 4);
   s += fmt::format("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/>", left, top, top + h);
   s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#888\"/>", left, left + w, top + h);
-  for (int t = 0; t <= 4; ++t) {
-    const double y = top + h - h * t / 4.0;
-    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>", left - 4, y + 4,
-                     max_y * t / 4.0);
+  for (double t : yt)
+    s += fmt::format("<text class=\"tick y-tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4,
+                     py(t) + 4, tick_label(t));
+  for (double t : xt)
+    s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", px(t),
+                     top + h + 16, tick_label(t));
+  s += fmt::format("<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}{}</text>",
+                   left + w / 2, top + h + 36, esc(xa.label), xa.log ? " (log scale)" : "");
+  s += fmt::format(
+      "<text class=\"axis-label\" x=\"14\" y=\"{0:.0f}\" transform=\"rotate(-90 14 {0:.0f})\" "
+      "text-anchor=\"middle\">{1}</text>",
+      top + h / 2, esc(ya.label));
+  if (mark_x > 0) {
+    s += fmt::format(
+        "<line class=\"mark\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#444\" "
+        "stroke-dasharray=\"2 3\"><title>{3}</title></line>",
+        px(mark_x), top, top + h, esc(mark_label));
+    s += fmt::format("<text class=\"mark-label\" x=\"{:.2f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
+                     px(mark_x), top - 4, esc(mark_label));
   }
-  if (x_ticks.empty()) {
-    for (int t = 0; t <= 4; ++t)
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{:.3g}</text>", left + w * t / 4.0,
-                       top + h + 16, max_x * t / 4.0);
-  } else {
-    for (std::size_t t = 0; t < x_ticks.size(); ++t)
-      s += fmt::format(
-          "<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
-          left + w * static_cast<double>(t) / static_cast<double>(std::max<std::size_t>(1, x_ticks.size() - 1)),
-          top + h + 16, esc(x_ticks[t]));
-  }
-  s += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", left + w / 2, top + h + 36,
-                   esc(x_label));
-  s += fmt::format("<text x=\"14\" y=\"{:.0f}\" transform=\"rotate(-90 14 {:.0f})\" text-anchor=\"middle\">{}</text>",
-                   top + h / 2, top + h / 2, esc(y_label));
   for (const auto& [st, pts] : series) {
     std::string points;
+    for (const auto& [x, y] : pts) points += fmt::format("{:.2f},{:.2f} ", px(x), py(y));
+    s += fmt::format(
+        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" "
+        "points=\"{}\"/>",
+        color_of(st), charts::strategy_dash(st), points);
     for (const auto& [x, y] : pts)
-      points += fmt::format("{:.2f},{:.2f} ", left + x / max_x * w, top + h - y / max_y * h);
-    s += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
-                     color_of(st), points);
-    for (const auto& [x, y] : pts)
-      s += fmt::format("<circle cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\" fill=\"{}\"/>", left + x / max_x * w,
-                       top + h - y / max_y * h, color_of(st));
+      s += fmt::format("<circle cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\" fill=\"{}\"><title>{}: {} → {} {}</title></circle>",
+                       px(x), py(y), color_of(st), strategy_name(st), tick_label(x), tick_label(y), esc(y_unit));
   }
   return s + "</svg>\n";
 }
@@ -239,6 +273,19 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
       "the host's training thread was doing while the device idled.</p>\n" +
       breakdown_chart(runs);
   body += "<h2>Host-device interactions</h2>\n" + interactions_chart(runs);
+  body +=
+      "<h2>Step trace</h2>\n<p class=\"note\">ms per step, as MindSpore's profiler names them: the host gap before "
+      "the forward pass, forward and backward, and the tail (optimizer, loop control, return).</p>\n<table "
+      "id=\"step-trace\"><tr><th>strategy</th><th>iteration_interval mean</th><th>p99</th><th>fp_and_bp mean</th>"
+      "<th>p99</th><th>tail mean</th><th>p99</th></tr>\n";
+  for (const auto& r : runs) {
+    const auto a = r.steps.interval.stats(), b = r.steps.fp_bp.stats(), c = r.steps.tail.stats();
+    body += fmt::format(
+        "<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td></"
+        "tr>\n",
+        strategy_name(r.session.strategy), a.mean_ms, a.p99_ms, b.mean_ms, b.p99_ms, c.mean_ms, c.p99_ms);
+  }
+  body += "</table>\n";
   std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> depth;
   for (const auto& r : runs) {
     if (r.data.is_null() || !r.data.contains("queue_depth_over_time") || !uses_queue(r.session.strategy)) continue;
@@ -248,7 +295,8 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
   }
   if (!depth.empty())
     body += "<h2>Data queue depth over time</h2>\n" + line_chart("chart-queue-depth", "data queue depth over time",
-                                                                 "simulated time (s)", "batches queued", depth);
+                                                                 {"simulated time (s)"},
+                                                                 {"batches queued", false, true}, "batches", depth);
   body += "<h2>Data pipeline</h2>\n<ul>\n";
   for (const auto& r : runs)
     if (!r.data.is_null())
@@ -260,20 +308,47 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
 
 std::string html_sweep(const ReportHeader& h, const std::string& param, const std::vector<SweepPoint>& points,
                        const std::string& conclusion) {
+  // Numeric values are placed at their value, on a log axis when they span more than two decades;
+  // other values (presets, modes) at their position.
   std::vector<std::string> values;
   for (const auto& p : points)
     if (std::find(values.begin(), values.end(), p.value) == values.end()) values.push_back(p.value);
+  bool numeric = true;
+  double lo = INFINITY, hi = 0;
+  std::map<std::string, double> at;
+  for (const auto& v : values) {
+    try {
+      std::size_t used = 0;
+      const double x = std::stod(v, &used);
+      numeric = numeric && used == v.size() && x > 0;
+      at[v] = x;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    } catch (const std::exception&) {
+      numeric = false;
+    }
+  }
+  const bool log = numeric && hi / lo >= 100;
   std::map<Strategy, std::vector<std::pair<double, double>>> by;
   for (const auto& p : points) {
-    const auto idx = static_cast<double>(std::find(values.begin(), values.end(), p.value) - values.begin());
-    by[p.run.session.strategy].emplace_back(idx, p.run.steps.step.stats().mean_ms);
+    const double x = numeric
+                         ? at[p.value]
+                         : 1 + static_cast<double>(std::find(values.begin(), values.end(), p.value) - values.begin());
+    by[p.run.session.strategy].emplace_back(x, p.run.steps.step.stats().mean_ms);
   }
-  std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> series(by.begin(), by.end());
+  Series series(by.begin(), by.end());
+  double mark = 0;
+  std::string mark_label;
+  if (param == "sink_size" && conclusion.find("beyond sink_size ") != std::string::npos) {
+    mark = std::stod(conclusion.substr(conclusion.rfind(' ') + 1));
+    mark_label = "break-even: sink_size " + tick_label(mark);
+  }
   std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload), esc(h.chip),
                                  h.batch_size, esc(param));
   if (!conclusion.empty()) body += "<p><b>" + esc(conclusion) + "</b></p>\n";
-  body += "<h2>Mean step time</h2>\n" +
-          line_chart("chart-sweep", "mean step time against " + param, param, "ms per step", series, values);
+  body += "<h2>Mean step time</h2>\n" + line_chart("chart-sweep", "mean step time against " + param,
+                                                   {numeric ? param : param + " (values in the order given)", log},
+                                                   {"ms per step"}, "ms per step", series, mark, mark_label);
   body += "<h2>Rows</h2>\n<table><tr><th>" + esc(param) +
           "</th><th>strategy</th><th>steps</th><th>step ms</th><th>samples/s</th><th>device busy</th></tr>\n";
   for (const auto& p : points)

@@ -29,6 +29,28 @@ std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int6
   return be;
 }
 
+TextTable::TextTable(std::vector<std::string> header) : m_rows{std::move(header)} {}
+
+void TextTable::add(std::vector<std::string> row) { m_rows.push_back(std::move(row)); }
+
+std::string TextTable::render() const {
+  std::vector<std::size_t> width(m_rows.front().size(), 0);
+  for (const auto& row : m_rows)
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  for (const auto& row : m_rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      if (c > 0) line += "  ";
+      // The first column (names) to the left, numbers to the right.
+      line += c == 0 ? fmt::format("{:<{}}", row[c], width[c]) : fmt::format("{:>{}}", row[c], width[c]);
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
+  return out;
+}
+
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string out;
   if (!runs.empty()) {
@@ -44,32 +66,49 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       }
     out += "\n\n";
   }
-  out +=
-      fmt::format("{:<11} {:>7} {:>10} {:>8} {:>8} {:>10} {:>6} | {:>9} {:>7} {:>7} {:>7} {:>7}\n", "strategy", "steps",
-                  "sim s", "step ms", "p99 ms", "samples/s", "busy", "op launch", "graph", "H2D", "D2H", "syncs");
-  for (const auto& r : runs) {
-    const StepStats st = r.steps.step.stats();
-    const Interactions& io = r.interactions;
-    out += fmt::format("{:<11} {:>7} {:>10.3f} {:>8.4f} {:>8.4f} {:>10.0f} {:>5.1f}% | {:>9} {:>7} {:>7} {:>7} {:>7}\n",
-                       strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p99_ms,
-                       r.samples_per_s(), 100.0 * r.device_busy_fraction(), io.op_launches, io.graph_launches,
-                       io.h2d_copies, io.d2h_copies, io.host_syncs);
+  {
+    TextTable t({"strategy", "steps", "sim s", "step ms", "p99 ms", "samples/s", "busy", "|", "op launch", "graph",
+                 "H2D", "D2H", "syncs"});
+    for (const auto& r : runs) {
+      const StepStats st = r.steps.step.stats();
+      const Interactions& io = r.interactions;
+      t.add({strategy_name(r.session.strategy), std::to_string(r.steps_completed), fmt::format("{:.3f}", r.sim_time_s),
+             fmt::format("{:.4f}", st.mean_ms), fmt::format("{:.4f}", st.p99_ms),
+             fmt::format("{:.0f}", r.samples_per_s()), fmt::format("{:.1f}%", 100.0 * r.device_busy_fraction()), "|",
+             std::to_string(io.op_launches), std::to_string(io.graph_launches), std::to_string(io.h2d_copies),
+             std::to_string(io.d2h_copies), std::to_string(io.host_syncs)});
+    }
+    out += t.render();
   }
   out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";
-  // A phase no run has (communication on one device) gets no column.
-  std::vector<std::size_t> shown;
-  for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
-    if (static_cast<sim::Phase>(i) != sim::Phase::Comm ||
-        std::any_of(runs.begin(), runs.end(), [i](const RunResult& r) { return r.breakdown_s[i] > 0; }))
-      shown.push_back(i);
-  out += fmt::format("{:<11}", "strategy");
-  for (std::size_t i : shown) out += fmt::format(" {:>14}", sim::phase_name(static_cast<sim::Phase>(i)));
-  out += "\n";
-  for (const auto& r : runs) {
-    out += fmt::format("{:<11}", strategy_name(r.session.strategy));
-    for (std::size_t i : shown)
-      out += fmt::format(" {:>13.1f}%", r.sim_time_s > 0 ? 100.0 * r.breakdown_s[i] / r.sim_time_s : 0.0);
-    out += "\n";
+  {
+    // A phase no run has (communication on one device) gets no column.
+    std::vector<std::size_t> shown;
+    for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
+      if (static_cast<sim::Phase>(i) != sim::Phase::Comm ||
+          std::any_of(runs.begin(), runs.end(), [i](const RunResult& r) { return r.breakdown_s[i] > 0; }))
+        shown.push_back(i);
+    std::vector<std::string> head = {"strategy"};
+    for (std::size_t i : shown) head.push_back(sim::phase_name(static_cast<sim::Phase>(i)));
+    TextTable t(head);
+    for (const auto& r : runs) {
+      std::vector<std::string> row = {strategy_name(r.session.strategy)};
+      for (std::size_t i : shown)
+        row.push_back(fmt::format("{:.1f}%", r.sim_time_s > 0 ? 100.0 * r.breakdown_s[i] / r.sim_time_s : 0.0));
+      t.add(row);
+    }
+    out += t.render();
+  }
+  out += "\nstep trace (ms per step, mean / p99; MindSpore profiler's iteration_interval, fp_and_bp, tail)\n";
+  {
+    TextTable t({"strategy", "iteration_interval", "fp_and_bp", "tail"});
+    auto cell = [](const StepSummary& v) {
+      const StepStats s = v.stats();
+      return fmt::format("{:.4f} / {:.4f}", s.mean_ms, s.p99_ms);
+    };
+    for (const auto& r : runs)
+      t.add({strategy_name(r.session.strategy), cell(r.steps.interval), cell(r.steps.fp_bp), cell(r.steps.tail)});
+    out += t.render();
   }
   out += "\ndata pipeline\n";
   for (const auto& r : runs) {

@@ -28,7 +28,19 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
 /// than 1%, given (sink size, mean step ms) pairs; none if the largest still gains 1% or more.
 std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int64_t, double>> sink_and_step_ms);
 
-/// Two tables: per-strategy figures and interactions, then where the time goes.
+/// A text table whose columns are as wide as their widest cell: the first column to the left,
+/// the others to the right, two spaces between.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header);
+  void add(std::vector<std::string> row);
+  std::string render() const;
+
+ private:
+  std::vector<std::vector<std::string>> m_rows;
+};
+
+/// The tables: per-strategy figures and interactions, where the time goes, the step trace.
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs);
 
 }  // namespace ascendsim::runtime

@@ -5,8 +5,11 @@
 #include <unistd.h>
 #include <cstdlib>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -236,6 +239,31 @@ std::string render_dom(const fs::path& html, const fs::path& profile) {
   return ss.str();
 }
 
+/// The rendered <svg> element with this id.
+std::string chart(const std::string& dom, const std::string& id) {
+  const auto a = dom.find("id=\"" + id + "\"");
+  if (a == std::string::npos) return "";
+  return dom.substr(a, dom.find("</svg>", a) - a);
+}
+
+/// The distinct values of an attribute.
+std::set<std::string> attributes(const std::string& svg, const std::string& name) {
+  std::set<std::string> out;
+  const std::regex re(name + "=\"([^\"]+)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    out.insert((*it)[1]);
+  return out;
+}
+
+/// The text of every <text> of a class, in order.
+std::vector<std::string> texts(const std::string& svg, const std::string& cls) {
+  std::vector<std::string> out;
+  const std::regex re("<text class=\"" + cls + "\"[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
 std::size_t occurrences(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -258,6 +286,22 @@ TEST_F(CliTest, CompareWritesTraceAndHtmlThatRenders) {
     EXPECT_NE(dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_GE(occurrences(dom, "class=\"bar\""), 4u * 3);  // step bars, breakdown segments, interaction bars
   EXPECT_EQ(occurrences(dom, "class=\"series\""), 3u);   // queue depth of the three sink modes
+  // Phases and strategies never share a colour.
+  const auto phase_colours = attributes(chart(dom, "chart-breakdown"), "fill");
+  const auto strategy_colours = attributes(chart(dom, "chart-step-time"), "fill");
+  ASSERT_GE(phase_colours.size(), 5u);
+  ASSERT_EQ(strategy_colours.size(), 4u);
+  for (const auto& c : strategy_colours) EXPECT_EQ(phase_colours.count(c), 0u) << c;
+  // The interactions chart labels its axis and prints every bar's value, zeros included.
+  const std::string inter = chart(dom, "chart-interactions");
+  EXPECT_THAT(inter, HasSubstr("count per run (log scale)"));
+  EXPECT_EQ(occurrences(inter, "class=\"value\""), 5u * 4);
+  EXPECT_GE(occurrences(inter, ">0</text>"), 4u);  // e.g. graph launches of the op-by-op strategies
+  // Queue depth in whole batches; series are told apart by dash patterns; points say their value.
+  const std::string depth = chart(dom, "chart-queue-depth");
+  for (const auto& t : texts(depth, "tick y-tick")) EXPECT_EQ(t.find('.'), std::string::npos) << t;
+  EXPECT_EQ(attributes(depth, "stroke-dasharray").size(), 3u);
+  EXPECT_GT(occurrences(depth, "<title>"), 10u);
 }
 
 TEST_F(CliTest, SweepOfSinkSizeNamesTheBreakEven) {
@@ -300,6 +344,16 @@ TEST_F(CliTest, SweepOfSinkSizeNamesTheBreakEven) {
   if (dom.empty()) GTEST_SKIP() << "chromium is not installed (scripts/test.sh installs it); HTML not rendered";
   EXPECT_NE(dom.find("id=\"chart-sweep\""), std::string::npos);
   EXPECT_EQ(occurrences(dom, "class=\"series\""), 4u);
+  // 1 to 1875 spans three decades: a log axis with decade ticks, nice y ticks, the break-even marked.
+  const std::string sweep = chart(dom, "chart-sweep");
+  EXPECT_THAT(sweep, HasSubstr("sink_size (log scale)"));
+  EXPECT_EQ(texts(sweep, "tick x-tick"), (std::vector<std::string>{"1", "10", "100", "1000", "10000"}));
+  for (const auto& t : texts(sweep, "tick y-tick")) {
+    const double v = std::stod(t);
+    const double mant = v / std::pow(10, std::floor(std::log10(v > 0 ? v : 1)));
+    EXPECT_TRUE(v == 0 || std::fabs(mant - std::round(mant)) < 1e-9) << t;  // 0.1, 0.2, ... not 0.156
+  }
+  EXPECT_THAT(sweep, HasSubstr("break-even: sink_size 1000"));
 }
 
 TEST_F(CliTest, TraceStepsMustBeAWindow) {
@@ -596,6 +650,40 @@ TEST_F(CliTest, SuiteAndDiffGuardAUsersFigures) {
   EXPECT_EQ(typo.code, 2);
   EXPECT_THAT(typo.err, HasSubstr("unknown key 'worklaod'"));
   EXPECT_FALSE(fs::exists(m_dir / "c" / "index.json"));
+}
+
+TEST_F(CliTest, TableColumnsAreSizedToTheirContent) {
+  // A slow pipeline gives wide step times; every row still splits into as many columns as its
+  // header, two spaces apart.
+  const Result r =
+      run("train -s loop-sink --workload resnet50 --steps-per-epoch 20 --num-parallel-workers 1 "
+          "--set host.map_op_overhead_us=100000");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<std::vector<std::string>> table;
+  auto split = [](const std::string& line) {
+    std::vector<std::string> cells;
+    std::size_t at = 0;
+    while (at < line.size()) {
+      const auto end = line.find("  ", at);
+      cells.push_back(line.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      if (end == std::string::npos) break;
+      at = line.find_first_not_of(' ', end);
+    }
+    return cells;
+  };
+  std::string line, header;
+  int checked = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("strategy", 0) == 0) header = line;
+    if (line.rfind("loop-sink", 0) == 0 && !header.empty() && line.find("advice") == std::string::npos &&
+        line.find("data-bound") == std::string::npos) {
+      EXPECT_EQ(split(line).size(), split(header).size()) << header << "\n" << line;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3);  // figures, breakdown, step trace
+  EXPECT_THAT(r.out, HasSubstr("iteration_interval"));
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+// What every chart of the HTML reports shares: two colour-blind-safe palettes that never overlap
+// (strategies: Okabe-Ito; time phases: Paul Tol's "muted"), dash patterns for series that may
+// coincide, and "nice" axis ticks (1-2-5 steps, linear or logarithmic).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "sim/core/breakdown.h"
+
+namespace ascendsim::runtime::charts {
+
+const char* strategy_color(Strategy s);
+const char* phase_color(sim::Phase p);
+/// A dash pattern per strategy ("" solid), so coinciding lines stay visible.
+const char* strategy_dash(Strategy s);
+
+/// Ticks covering [lo, hi] at 1, 2 or 5 times a power of ten, about `target` of them; whole
+/// numbers only if `integer`.
+std::vector<double> nice_ticks(double lo, double hi, int target = 5, bool integer = false);
+/// Powers of ten covering [lo, hi] (lo > 0), for a logarithmic axis.
+std::vector<double> log_ticks(double lo, double hi);
+/// A tick label: no trailing zeros, no exponent below 10^6.
+std::string tick_label(double v);
+
+}  // namespace ascendsim::runtime::charts
