@@ -12,6 +12,7 @@ nlohmann::ordered_json DataVerdict::to_json() const {
           {"waiting_fraction", waiting_fraction},
           {"pipeline_batches_per_s", pipeline_batches_per_s},
           {"device_batches_per_s", device_batches_per_s},
+          {"strategy_batches_per_s", strategy_batches_per_s},
           {"verdict", verdict},
           {"advice", advice}};
 }
@@ -31,28 +32,36 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   const double map_s = rates.has_later_epochs ? rates.later_map_s : rates.first_map_s;
   v.pipeline_batches_per_s = rate(read_s, map_s);
   v.device_batches_per_s = rates.device_s_per_batch > 0 ? 1.0 / rates.device_s_per_batch : 0;
+  // The strategy's own demand: its steps over the time it did not spend waiting for data (launches,
+  // syncs and the host loop included, so non-sink asks far less than the device could take).
+  const double busy_s = r.sim_time_s - wait;
+  v.strategy_batches_per_s = busy_s > 0 ? static_cast<double>(r.steps_completed) / busy_s : v.device_batches_per_s;
   v.verdict = fmt::format(
-      "{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}, the "
-      "device consumes {:.1f}",
+      "{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}, {} consumes {:.1f} "
+      "batches/s when not waiting (the device alone could take {:.1f}); {}",
       v.data_bound ? "data-bound" : "not data-bound", 100 * v.waiting_fraction, v.pipeline_batches_per_s,
       rates.has_later_epochs && v.first_epoch_batches_per_s != v.pipeline_batches_per_s
           ? fmt::format(" ({:.1f} in the first epoch)", v.first_epoch_batches_per_s)
           : "",
-      v.device_batches_per_s);
+      strategy_name(r.session.strategy), v.strategy_batches_per_s, v.device_batches_per_s,
+      v.data_bound ? "the data pipeline bounds this run"
+                   : (v.strategy_batches_per_s < 0.8 * v.device_batches_per_s
+                          ? "the host's launches, syncs and step work bound this run"
+                          : "the device's compute bounds this run"));
   if (!v.data_bound) {
-    v.advice = v.pipeline_batches_per_s < 1.25 * v.device_batches_per_s
+    v.advice = v.pipeline_batches_per_s < 1.25 * v.strategy_batches_per_s
                    ? "little headroom: a slower host or heavier augmentation would make this run data-bound"
                    : "none needed for the data pipeline";
     return v;
   }
-  if (rates.has_later_epochs && v.first_epoch_batches_per_s < v.device_batches_per_s &&
-      v.pipeline_batches_per_s >= v.device_batches_per_s) {
+  if (rates.has_later_epochs && v.first_epoch_batches_per_s < v.strategy_batches_per_s &&
+      v.pipeline_batches_per_s >= v.strategy_batches_per_s) {
     v.advice =
         "only the first epoch is data-bound, while the cache fills; later epochs keep up — train longer to "
         "amortise it";
     return v;
   }
-  if (read_s > 0 && 1.0 / read_s < v.device_batches_per_s) {
+  if (read_s > 0 && 1.0 / read_s < v.strategy_batches_per_s) {
     v.advice = pipe.cache == "none"
                    ? "the source reader is the bottleneck: cache the dataset (--cache source) so later "
                      "epochs read from memory, or read from faster storage"
@@ -60,7 +69,7 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
                      "pipeline.cache_gib or read from faster storage";
     return v;
   }
-  const auto needed = static_cast<std::int64_t>(std::ceil(map_s * v.device_batches_per_s));
+  const auto needed = static_cast<std::int64_t>(std::ceil(map_s * v.strategy_batches_per_s));
   if (needed > host.cpu_cores)
     v.advice = fmt::format(
         "{} map workers would be needed but the host has {} cores: cache after the last "

@@ -23,7 +23,8 @@ struct DataVerdict {
   double waiting_fraction = 0;        ///< of simulated time, the device or host loop waiting for data
   double pipeline_batches_per_s = 0;  ///< what reader and workers sustain together (later epochs if any)
   double first_epoch_batches_per_s = 0;
-  double device_batches_per_s = 0;
+  double device_batches_per_s = 0;    ///< what the device's compute alone would consume
+  double strategy_batches_per_s = 0;  ///< what the strategy consumes while it does not wait for data
   std::string verdict;
   std::string advice;
   nlohmann::ordered_json to_json() const;

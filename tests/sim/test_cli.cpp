@@ -686,4 +686,21 @@ TEST_F(CliTest, TableColumnsAreSizedToTheirContent) {
   EXPECT_THAT(r.out, HasSubstr("iteration_interval"));
 }
 
+TEST_F(CliTest, TheDataVerdictUsesTheStrategysRealConsumption) {
+  const fs::path json = m_dir / "r.json";
+  ASSERT_EQ(run("compare --steps-per-epoch 200 --json " + json.string()).code, 0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  const auto& non_sink = j["runs"][0];
+  const double rate = non_sink["data"]["strategy_batches_per_s"].get<double>();
+  // The strategy's rate is its steps over the time it did not wait for data, well below what the
+  // device alone could take, and the verdict says the host bounds it.
+  const double waited =
+      non_sink["breakdown_s"]["wait_data"].get<double>() + non_sink["breakdown_s"]["host_data"].get<double>();
+  EXPECT_NEAR(rate, 200 / (non_sink["sim_time_s"].get<double>() - waited), 1e-6 * rate);
+  EXPECT_LT(rate, 0.5 * non_sink["data"]["device_batches_per_s"].get<double>());
+  const std::string verdict = non_sink["data"]["verdict"].get<std::string>();
+  EXPECT_THAT(verdict, HasSubstr("batches/s when not waiting"));
+  EXPECT_THAT(verdict, HasSubstr("the host's launches, syncs and step work bound this run"));
+}
+
 }  // namespace
