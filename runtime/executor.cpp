@@ -131,14 +131,14 @@ void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
 }
 
 void Executor::create_channel() {
-  m_account.set_host(Phase::HostLoop);
+  m_account.set_host(Phase::Setup);
   Span s(*this, m_host_track, "create dataset channel");
   wait(sim::us(m_host.queue_create_us));
   m_channel_start.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Executor::load_graph() {
-  m_account.set_host(Phase::H2D);
+  m_account.set_host(Phase::Setup);
   Span s(*this, m_host_track, "load graph");
   wait(sim::us(m_host.graph_load_us));
   const std::int64_t bytes = m_device.graph_image_bytes(m_graph.sink_tasks);

@@ -265,6 +265,7 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     const auto& s = runs.front().session;
     body += fmt::format("<p>{} on {}, batch {}, {} epoch(s) of {} steps, {} device(s).</p>\n", esc(h.workload),
                         esc(h.chip), h.batch_size, s.epochs, s.steps_per_epoch, h.devices);
+    if (!h.setting.empty()) body += "<p class=\"setting\">" + esc(h.setting) + "</p>\n";
   }
   body += "<h2>Summary</h2>\n" + summary_table(runs);
   body += "<h2>Mean step time</h2>\n" + step_time_chart(runs);

@@ -64,7 +64,9 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
                            r.session.effective_sink_size(), r.session.steps());
         break;
       }
-    out += "\n\n";
+    out += "\n";
+    if (!h.setting.empty()) out += h.setting + "\n";
+    out += "\n";
   }
   {
     TextTable t({"strategy", "steps", "sim s", "step ms", "p99 ms", "samples/s", "busy", "|", "op launch", "graph",

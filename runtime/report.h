@@ -18,6 +18,7 @@ struct ReportHeader {
   std::string chip;
   std::int64_t batch_size = 0;
   std::int64_t devices = 1;
+  std::string setting;  ///< data source, recipe and host in one line (empty: not printed)
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

@@ -92,6 +92,20 @@ std::string failures(const std::vector<runtime::RunResult>& runs) {
   return out;
 }
 
+/// "data: ...; host: ..." for the report header.
+std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) {
+  const auto& d = w.data.dataset;
+  std::string maps;
+  for (const auto& m : w.data.maps) maps += (maps.empty() ? "" : " > ") + std::string(workloads::map_op_name(m.type));
+  const std::string format = workloads::dataset_format_name(d.format);
+  const std::string where = d.source != "synthetic"             ? format + " files in " + d.source
+                            : format.rfind("synthetic", 0) == 0 ? format
+                                                                : "synthetic " + format;
+  return fmt::format("data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}", where, d.samples,
+                     maps.empty() ? "none" : maps, cfg.host.cpu_cores, cfg.pipeline.num_parallel_workers,
+                     cfg.pipeline.cache);
+}
+
 ordered_json resolved_params(const SystemConfig& cfg) {
   SystemConfig copy = cfg;
   return bind_params(copy).to_json();
@@ -159,7 +173,7 @@ RunOutcome run(const RunRequest& req) {
   }
 
   RunOutcome out;
-  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices};
+  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w)};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;

@@ -24,6 +24,8 @@ const char* phase_name(Phase p) {
       return "sync";
     case Phase::Comm:
       return "comm";
+    case Phase::Setup:
+      return "setup";
     case Phase::Count:
       break;
   }

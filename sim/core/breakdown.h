@@ -22,10 +22,11 @@ enum class Phase : std::size_t {
   Launch,         ///< op or graph launch on the host
   DeviceCompute,  ///< device executes a task
   D2H,            ///< device-to-host copy of results
-  HostLoop,       ///< framework work per step (training loop, callbacks), one-time setup
+  HostLoop,       ///< framework work per step (training loop, callbacks)
   WaitData,       ///< device waits in GetNext for the data queue
   Sync,           ///< completion notification and host wake-up after the device finished
   Comm,           ///< device communication (collectives) that no computation hides
+  Setup,          ///< one-time set-up: creating the dataset channel, loading the graph (host work and its DMA)
   Count
 };
 

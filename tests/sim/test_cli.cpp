@@ -475,6 +475,9 @@ TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
   const Result r = run("compare --epochs 2 --sink-size 500 --steps-per-epoch 1875");
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("loop-sink: 2 sink(s) of 500 steps = 1000 steps"));
+  // Where the data comes from, its recipe and the host, in one line under the header.
+  EXPECT_THAT(r.out, HasSubstr("\ndata: synthetic mnist-idx, 60000 samples; recipe: Resize > Rescale"));
+  EXPECT_THAT(r.out, HasSubstr("; host: 32 cores, 8 map workers, cache none\n"));
   const Result help = run("compare --help");
   EXPECT_THAT(help.out, HasSubstr("default 8)"));
   EXPECT_THAT(help.out, HasSubstr("1900 s)"));
@@ -684,6 +687,8 @@ TEST_F(CliTest, TableColumnsAreSizedToTheirContent) {
   }
   EXPECT_EQ(checked, 3);  // figures, breakdown, step trace
   EXPECT_THAT(r.out, HasSubstr("iteration_interval"));
+  // One-time set-up has its own phase: PCIe time (h2d) is transfers only.
+  EXPECT_THAT(r.out, HasSubstr("setup"));
 }
 
 TEST_F(CliTest, TheDataVerdictUsesTheStrategysRealConsumption) {
