@@ -42,6 +42,11 @@ class Executor : public sc_core::sc_module {
   std::int64_t steps_done() const { return m_steps_done; }
   /// Keep every step's values in the result, not only their summary.
   void keep_each_step(bool keep) { m_record.keep_each = keep; }
+  /// Keep the values of the steps in [first, last) (0-based).
+  void keep_steps(std::int64_t first, std::int64_t last) {
+    m_record.window_first = first;
+    m_record.window_last = last;
+  }
   /// Records host actions on the recorder's tracks while it is active; nullptr disables.
   void set_trace(sim::TraceRecorder* trace);
 

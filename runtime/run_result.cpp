@@ -17,7 +17,9 @@ void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail
     m_epoch_sum = 0;
     m_in_epoch = 0;
   }
-  if (!keep_each) return;
+  const std::int64_t index = m_index++;
+  if (!keep_each && !(index >= window_first && index < window_last)) return;
+  if (first_kept < 0) first_kept = index;
   step_s.push_back(step);
   trace.interval_s.push_back(interval_s);
   trace.fp_bp_s.push_back(fp_bp_s);

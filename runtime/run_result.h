@@ -35,10 +35,13 @@ struct StepTrace {
 /// step's values.
 struct StepRecord {
   StepSummary step, interval, fp_bp, tail;
-  std::vector<double> epoch_s;  ///< each complete epoch (steps_per_epoch steps)
-  bool keep_each = false;       ///< fill the per-step vectors below
-  std::vector<double> step_s;   ///< per step (keep_each only)
-  StepTrace trace;              ///< per step (keep_each only)
+  std::vector<double> epoch_s;    ///< each complete epoch (steps_per_epoch steps)
+  bool keep_each = false;         ///< fill the per-step vectors below with every step
+  std::int64_t window_first = 0;  ///< ... or with the steps in [window_first, window_last) only
+  std::int64_t window_last = 0;
+  std::vector<double> step_s;    ///< per kept step
+  StepTrace trace;               ///< per kept step
+  std::int64_t first_kept = -1;  ///< index (0-based) of the first kept step
 
   /// Adds one step's values, in step order.
   void add(double step, double interval, double fp_bp, double tail, std::int64_t steps_per_epoch);
@@ -46,6 +49,7 @@ struct StepRecord {
  private:
   double m_epoch_sum = 0;
   std::int64_t m_in_epoch = 0;
+  std::int64_t m_index = 0;
 };
 
 struct RunResult {

@@ -182,6 +182,7 @@ RunOutcome run(const RunRequest& req) {
   if (req.trace)
     simulation.enable_trace(req.trace_out ? *req.trace_out : trace_text, req.trace_first_step, req.trace_last_step);
   simulation.keep_each_step(req.per_step);
+  if (req.step_trace_last > req.step_trace_first) simulation.keep_steps(req.step_trace_first, req.step_trace_last);
   simulation.set_task_runs(!req.one_wait_per_task);
   simulation.show_progress(req.progress);
   simulation.run();

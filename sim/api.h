@@ -43,7 +43,9 @@ struct RunRequest {
   std::ostream* progress = nullptr;  ///< progress lines, about once a second
   std::ostream* warnings = nullptr;  ///< warnings before simulating (a very large trace)
   bool one_wait_per_task = false;    ///< the reference execution the runs of tasks must equal
-  bool per_step = false;             ///< keep every step's values (RunResult::steps.step_s), not only their summary
+  bool per_step = false;
+  std::int64_t step_trace_first = 0;  ///< steps whose trajectory is kept for a per-step table: [first, last)
+  std::int64_t step_trace_last = 0;   ///< keep every step's values (RunResult::steps.step_s), not only their summary
 };
 
 struct RunOutcome {

@@ -71,7 +71,7 @@ struct Options {
   std::int64_t devices = 1;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
-  std::string trace, trace_steps, html, csv, per_step;
+  std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
   std::vector<std::string> shortcut_sets;  // from --num-parallel-workers etc., applied before --set
@@ -175,6 +175,8 @@ po::options_description run_options(Options& o) {
                           "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
+      "step-trace", po::value(&o.step_trace),
+      "print the step trace of steps A to B-1 (1-based: A:B counts from 1) per step, as A:B")(
       "per-step", po::value(&o.per_step),
       "write every step's time and iteration trajectory as CSV to FILE (the report keeps summaries)")(
       "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr")(
@@ -319,6 +321,14 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   }
   if (progress_wanted(o)) r.progress = &std::cerr;
   r.per_step = !o.per_step.empty();
+  if (!o.step_trace.empty()) {
+    const auto [a, b] = parse_step_window(o.step_trace);
+    if (a < 1 || b - a > 1000)
+      throw InputError("--step-trace " + o.step_trace +
+                       ": give A:B with 1 <= A < B and at most 1000 steps, e.g. 10:20");
+    r.step_trace_first = a - 1;
+    r.step_trace_last = b - 1;
+  }
   r.warnings = &std::cerr;
   return r;
 }

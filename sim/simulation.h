@@ -34,6 +34,10 @@ class Simulation {
   void keep_each_step(bool keep) {
     for (auto& s : m_systems) s->keep_each_step(keep);
   }
+  /// Keep the values of the steps in [first, last) only. Call before run().
+  void keep_steps(std::int64_t first, std::int64_t last) {
+    for (auto& s : m_systems) s->keep_steps(first, last);
+  }
   /// false: one wait per device task, the reference for the runs of tasks. Call before run().
   void set_task_runs(bool on) {
     for (auto& s : m_systems) s->set_task_runs(on);

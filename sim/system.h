@@ -34,6 +34,7 @@ class System : public sc_core::sc_module {
   std::int64_t steps_done() const { return m_executor->steps_done(); }
   /// Keep every step's values in the result (per-step outputs), not only their summary.
   void keep_each_step(bool keep) { m_executor->keep_each_step(keep); }
+  void keep_steps(std::int64_t first, std::int64_t last) { m_executor->keep_steps(first, last); }
   /// false: one wait per device task (see aicpu::TaskScheduler::set_task_runs).
   void set_task_runs(bool on) { m_chip.scheduler.set_task_runs(on); }
   std::int64_t steps_total() const { return m_session.steps(); }

@@ -708,4 +708,26 @@ TEST_F(CliTest, TheDataVerdictUsesTheStrategysRealConsumption) {
   EXPECT_THAT(verdict, HasSubstr("the host's launches, syncs and step work bound this run"));
 }
 
+TEST_F(CliTest, AStepTraceWindowListsEachStep) {
+  const fs::path html = m_dir / "r.html";
+  const Result r = run("compare --steps-per-epoch 50 --step-trace 10:13 --html " + html.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"non-sink", "data-sink", "graph-sink", "loop-sink"})
+    EXPECT_THAT(r.out, HasSubstr(std::string("step trace of ") + s + ", steps 10 to 12 (ms)"));
+  // Each row: the three parts add up to the step.
+  std::istringstream lines(r.out);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::string step;
+    double a = 0, b = 0, c = 0, total = 0;
+    if (!(cells >> step >> a >> b >> c >> total) || (step != "10" && step != "11" && step != "12")) continue;
+    EXPECT_NEAR(a + b + c, total, 2e-4) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4 * 3);
+  EXPECT_EQ(occurrences(slurp(html), "class=\"step-window\""), 4u);
+  EXPECT_EQ(run("compare --step-trace 0:3").code, 2);
+}
+
 }  // namespace
