@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <cstdlib>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -292,6 +293,26 @@ TEST_F(CliTest, CompareWritesTraceAndHtmlThatRenders) {
   ASSERT_GE(phase_colours.size(), 5u);
   ASSERT_EQ(strategy_colours.size(), 4u);
   for (const auto& c : strategy_colours) EXPECT_EQ(phase_colours.count(c), 0u) << c;
+  // The legend lists the phases in the order the bars stack them.
+  const std::string breakdown = chart(dom, "chart-breakdown");
+  std::vector<std::string> legend_order, stack_order;
+  const std::regex legend_re("<text x=\"[0-9.]+\" y=\"[0-9.]+\">([a-z_0-9]+)</text>");
+  for (auto it = std::sregex_iterator(breakdown.begin(), breakdown.end(), legend_re); it != std::sregex_iterator();
+       ++it)
+    legend_order.push_back((*it)[1]);
+  const std::regex bar_re("<title>([a-z_0-9]+): ");
+  for (auto it = std::sregex_iterator(breakdown.begin(), breakdown.end(), bar_re); it != std::sregex_iterator(); ++it)
+    stack_order.push_back((*it)[1]);
+  ASSERT_FALSE(stack_order.empty());
+  std::size_t pos = 0, rows = 1;  // each row's segments follow the legend's order
+  for (const auto& name : stack_order) {
+    const auto at = std::find(legend_order.begin(), legend_order.end(), name);
+    ASSERT_NE(at, legend_order.end()) << name;
+    const auto idx = static_cast<std::size_t>(at - legend_order.begin());
+    if (idx <= pos && &name != &stack_order.front()) ++rows;  // only a new row goes back
+    pos = idx;
+  }
+  EXPECT_EQ(rows, 4u);
   // The interactions chart labels its axis and prints every bar's value, zeros included.
   const std::string inter = chart(dom, "chart-interactions");
   EXPECT_THAT(inter, HasSubstr("count per run (log scale)"));
