@@ -15,22 +15,7 @@ namespace {
 using charts::nice_ticks;
 using charts::tick_label;
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return escape_xml(s); }
 
 const char* color_of(Strategy s) { return charts::strategy_color(s); }
 const char* phase_color(std::size_t p) { return charts::phase_color(static_cast<sim::Phase>(p)); }
@@ -258,6 +243,23 @@ std::string summary_table(const std::vector<RunResult>& runs) {
 }
 
 }  // namespace
+
+std::string escape_xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
+  }
+  return o;
+}
 
 std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string body;

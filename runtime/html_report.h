@@ -20,6 +20,9 @@ struct SweepPoint {
   RunResult run;
 };
 
+/// Text with &, <, > and " escaped for HTML and XML.
+std::string escape_xml(const std::string& s);
+
 /// A sweep: one curve per strategy of mean step time against the swept value, plus the table.
 std::string html_sweep(const ReportHeader& h, const std::string& param, const std::vector<SweepPoint>& points,
                        const std::string& conclusion);

@@ -269,7 +269,7 @@ SweepOutcome sweep(const SweepRequest& req) {
     }
   }
   const auto& w0 = workloads_by_value.front();
-  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices};
+  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices, setting_line(base, w0)};
 
   {
     KernelScope kernel;

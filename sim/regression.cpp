@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "runtime/html_report.h"
 #include "sim/core/error.h"
 
 namespace ascendsim::sim {
@@ -254,22 +255,7 @@ std::string diff_table(const DiffResult& d, double tolerance, bool all) {
 }
 
 std::string diff_junit(const DiffResult& d, double tolerance) {
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '&')
-        o += "&amp;";
-      else if (c == '<')
-        o += "&lt;";
-      else if (c == '>')
-        o += "&gt;";
-      else if (c == '"')
-        o += "&quot;";
-      else
-        o += c;
-    }
-    return o;
-  };
+  const auto esc = runtime::escape_xml;
   int failures = 0;
   for (const auto& f : d.figures) failures += f.past_tolerance;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
