@@ -320,7 +320,7 @@ TEST_F(CliTest, CompareWritesTraceAndHtmlThatRenders) {
   EXPECT_GE(occurrences(inter, ">0</text>"), 4u);  // e.g. graph launches of the op-by-op strategies
   // Queue depth in whole batches; series are told apart by dash patterns; points say their value.
   const std::string depth = chart(dom, "chart-queue-depth");
-  for (const auto& t : texts(depth, "tick y-tick")) EXPECT_EQ(t.find('.'), std::string::npos) << t;
+  for (const auto& tick : texts(depth, "tick y-tick")) EXPECT_EQ(tick.find('.'), std::string::npos) << tick;
   EXPECT_EQ(attributes(depth, "stroke-dasharray").size(), 3u);
   EXPECT_GT(occurrences(depth, "<title>"), 10u);
 }
