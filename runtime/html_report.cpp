@@ -295,11 +295,11 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     body += fmt::format(
         "<h3>{}: steps {} to {}</h3>\n<table class=\"step-window\"><tr><th>step</th>"
         "<th>iteration_interval</th><th>fp_and_bp</th><th>tail</th><th>step ms</th></tr>\n",
-        strategy_name(r.session.strategy), k.first_kept + 1,
-        k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()));
+        strategy_name(r.session.strategy), k.first_kept,
+        k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()) - 1);
     for (std::size_t i = 0; i < k.trace.interval_s.size(); ++i)
       body += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td></tr>\n",
-                          k.first_kept + 1 + static_cast<std::int64_t>(i), 1e3 * k.trace.interval_s[i],
+                          k.first_kept + static_cast<std::int64_t>(i), 1e3 * k.trace.interval_s[i],
                           1e3 * k.trace.fp_bp_s[i], 1e3 * k.trace.tail_s[i], 1e3 * k.step_s[i]);
     body += "</table>\n";
   }

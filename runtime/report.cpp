@@ -116,11 +116,11 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   for (const auto& r : runs) {
     const auto& k = r.steps;
     if (k.keep_each || k.trace.interval_s.empty()) continue;
-    out += fmt::format("\nstep trace of {}, steps {} to {} (ms)\n", strategy_name(r.session.strategy), k.first_kept + 1,
-                       k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()));
+    out += fmt::format("\nstep trace of {}, steps {} to {} (ms)\n", strategy_name(r.session.strategy), k.first_kept,
+                       k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()) - 1);
     TextTable t({"step", "iteration_interval", "fp_and_bp", "tail", "step"});
     for (std::size_t i = 0; i < k.trace.interval_s.size(); ++i)
-      t.add({std::to_string(k.first_kept + 1 + static_cast<std::int64_t>(i)),
+      t.add({std::to_string(k.first_kept + static_cast<std::int64_t>(i)),
              fmt::format("{:.4f}", 1e3 * k.trace.interval_s[i]), fmt::format("{:.4f}", 1e3 * k.trace.fp_bp_s[i]),
              fmt::format("{:.4f}", 1e3 * k.trace.tail_s[i]), fmt::format("{:.4f}", 1e3 * k.step_s[i])});
     out += t.render();

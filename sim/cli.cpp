@@ -173,10 +173,10 @@ po::options_description run_options(Options& o) {
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
       cache_help.c_str())("trace", po::value(&o.trace),
                           "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
-      "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B")(
+      "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B (counted from 0)")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
       "step-trace", po::value(&o.step_trace),
-      "print the step trace of steps A to B-1 (1-based: A:B counts from 1) per step, as A:B")(
+      "print the step trace of steps A to B-1 per step, as A:B (counted from 0, like --trace-steps)")(
       "per-step", po::value(&o.per_step),
       "write every step's time and iteration trajectory as CSV to FILE (the report keeps summaries)")(
       "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr")(
@@ -323,11 +323,9 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.per_step = !o.per_step.empty();
   if (!o.step_trace.empty()) {
     const auto [a, b] = parse_step_window(o.step_trace);
-    if (a < 1 || b - a > 1000)
-      throw InputError("--step-trace " + o.step_trace +
-                       ": give A:B with 1 <= A < B and at most 1000 steps, e.g. 10:20");
-    r.step_trace_first = a - 1;
-    r.step_trace_last = b - 1;
+    if (b - a > 1000) throw InputError("--step-trace " + o.step_trace + ": at most 1000 steps, e.g. 10:20");
+    r.step_trace_first = a;
+    r.step_trace_last = b;
   }
   r.warnings = &std::cerr;
   return r;
