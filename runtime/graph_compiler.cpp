@@ -63,6 +63,7 @@ std::vector<CompilePass> default_passes() {
                                                            : hostif::StepPart::Optimizer;
            c.device_compute_s += t.cost.time_s;
            c.step_tasks.push_back(t);
+           c.op_types.push_back(op.type);
            c.sink_tasks.push_back(t);
          }
        }},

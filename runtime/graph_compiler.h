@@ -27,6 +27,7 @@ struct CompiledGraph {
   hostif::TaskList step_tasks;            ///< one step launched op by op (non-sink): device ops in order
   hostif::TaskList sink_tasks;            ///< one step fed from the data queue: GetNext, then the device ops
   std::vector<aicore::OpDesc> descs;      ///< per step_tasks entry
+  std::vector<std::string> op_types;      ///< per step_tasks entry: the graph op's registered type
   std::vector<std::int64_t> input_bytes;  ///< per batch input tensor, feed order
   std::int64_t batch_bytes = 0;
   MemoryPlan memory;

@@ -1,6 +1,7 @@
 #include "sim/api.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -189,6 +190,34 @@ RunOutcome run(const RunRequest& req) {
   for (std::size_t i = 0; i < simulation.size(); ++i) out.runs.push_back(simulation.result(i));
   if (req.trace && !req.trace_out && !out.failed()) out.trace = trace_text.str();
   return out;
+}
+
+OpProfile profile_ops(const RunRequest& req) {
+  const SystemConfig cfg = load_config(req.config);
+  const workloads::Workload w = build_workload(req);
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
+  const runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
+  OpProfile p;
+  std::map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    const auto& t = g.step_tasks[i];
+    const double ms = t.cost.time_s * 1e3;
+    const std::string scope =
+        t.name.rfind("Gradients/", 0) == 0 ? "Gradients/" + t.name.substr(10) : "Default/" + t.name;
+    p.ops.push_back({scope + "-op" + std::to_string(i), g.op_types[i], ms, 1});
+    auto it = at.find(g.op_types[i]);
+    if (it == at.end()) {
+      it = at.emplace(g.op_types[i], p.types.size()).first;
+      p.types.push_back({g.op_types[i], 0, 0, 0});
+    }
+    p.types[it->second].time_ms += ms;
+    ++p.types[it->second].count;
+    p.step_ms += ms;
+  }
+  for (auto& t : p.types) t.share = p.step_ms > 0 ? t.time_ms / p.step_ms : 0;
+  std::stable_sort(p.types.begin(), p.types.end(),
+                   [](const OpProfile::Type& a, const OpProfile::Type& b) { return a.time_ms > b.time_ms; });
+  return p;
 }
 
 std::vector<StatInfo> describe_statistics(const RunRequest& req) {

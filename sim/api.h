@@ -74,6 +74,28 @@ std::int64_t estimated_trace_bytes(const RunRequest& req);
 /// A trace estimated larger than this draws a warning with the --trace-steps advice.
 inline constexpr std::int64_t kTraceWarnBytes = std::int64_t{1} << 30;
 
+/// The AI-core operators of one training step as MindSpore's profiler tabulates them.
+struct OpProfile {
+  struct Op {
+    std::string full_name;   ///< scope path and index, e.g. "Default/conv1/Conv2D-op0"
+    std::string type;        ///< the op type, e.g. "Conv2D"
+    double time_ms = 0;      ///< one execution
+    std::int64_t count = 0;  ///< executions per step
+  };
+  struct Type {
+    std::string type;
+    double time_ms = 0;  ///< all executions in a step
+    std::int64_t count = 0;
+    double share = 0;  ///< of the step's AI-core time
+  };
+  std::vector<Op> ops;      ///< in execution order
+  std::vector<Type> types;  ///< largest share first
+  double step_ms = 0;       ///< AI-core time of one step
+};
+/// The request's workload compiled for its chip: every AI-core op's modelled time (nothing is
+/// simulated; these are the times each task takes in a run).
+OpProfile profile_ops(const RunRequest& req);
+
 /// The request's workload at its batch size, with its default dataset (InputError if unknown).
 workloads::Workload request_workload(const RunRequest& req);
 

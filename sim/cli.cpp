@@ -54,6 +54,7 @@ const char* kUsage =
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
     "  stats     every statistic a run reports, with unit and description\n"
+    "  profile   AI-core op tables of one step with MindSpore profiler columns (--out DIR)\n"
     "  suite     run a suite of named runs (YAML) into a directory of reports\n"
     "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
@@ -681,6 +682,43 @@ int cmd_stats(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_profile(int argc, char* argv[]) {
+  Options o;
+  std::string out_dir;
+  po::options_description desc = common_options(o);
+  desc.add_options()("out", po::value(&out_dir)->required(),
+                     "directory for aicore_op_detail.csv and aicore_op_type.csv (MindSpore profiler columns)");
+  if (!parse(argc, argv, desc, "profile")) return 0;
+  if (!std::filesystem::is_directory(out_dir)) {
+    std::error_code ec;
+    std::filesystem::create_directory(out_dir, ec);
+    if (ec) throw InputError("--out " + out_dir + ": cannot create the directory: " + ec.message());
+  }
+  const OpProfile p = profile_ops(make_request(o, runtime::all_strategies()));
+  const std::string detail = (std::filesystem::path(out_dir) / "aicore_op_detail.csv").string();
+  const std::string types = (std::filesystem::path(out_dir) / "aicore_op_type.csv").string();
+  Outputs files;
+  files.add(detail, "--out");
+  files.add(types, "--out");
+  std::string d = "full_kernel_name,op_type,execution_time_ms,execution_frequency,percent\n";
+  for (const auto& op : p.ops)
+    d += fmt::format("{},{},{:.6f},{},{:.4f}\n", op.full_name, op.type, op.time_ms, op.count,
+                     p.step_ms > 0 ? 100 * op.time_ms * static_cast<double>(op.count) / p.step_ms : 0.0);
+  std::string t = "op_type,execution_time_ms,execution_frequency,percent\n";
+  for (const auto& ty : p.types)
+    t += fmt::format("{},{:.6f},{},{:.4f}\n", ty.type, ty.time_ms, ty.count, 100 * ty.share);
+  files.stage(detail, d);
+  files.stage(types, t);
+  files.commit();
+  runtime::TextTable table({"op_type", "time ms/step", "count", "share"});
+  for (std::size_t i = 0; i < p.types.size() && i < 10; ++i)
+    table.add({p.types[i].type, fmt::format("{:.3f}", p.types[i].time_ms), std::to_string(p.types[i].count),
+               fmt::format("{:.1f}%", 100 * p.types[i].share)});
+  std::cout << fmt::format("AI-core time of one step: {:.3f} ms in {} ops; top op types:\n", p.step_ms, p.ops.size())
+            << table.render();
+  return 0;
+}
+
 int cmd_suite(int argc, char* argv[]) {
   std::string file, out_dir;
   bool quiet = false;
@@ -817,6 +855,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
     if (command == "stats") return cmd_stats(argc - 1, argv + 1);
     if (command == "suite") return cmd_suite(argc - 1, argv + 1);
+    if (command == "profile") return cmd_profile(argc - 1, argv + 1);
     if (command == "diff") return cmd_diff(argc - 1, argv + 1);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return kExitInput;

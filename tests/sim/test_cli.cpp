@@ -752,4 +752,40 @@ TEST_F(CliTest, AStepTraceWindowListsEachStep) {
   EXPECT_EQ(run("compare --step-trace 0:2000").code, 2);
 }
 
+TEST_F(CliTest, ProfileWritesMindSporeStyleOpTables) {
+  const fs::path out = m_dir / "p", info = m_dir / "info.json";
+  const Result r = run("profile --workload resnet50 --batch-size 32 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(run("info --workload resnet50 --batch-size 32 --json " + info.string()).code, 0);
+  const auto j = nlohmann::json::parse(slurp(info));
+  auto rows = [&](const fs::path& f) {
+    std::vector<std::vector<std::string>> out_rows;
+    std::istringstream lines(slurp(f));
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line)) {
+      std::vector<std::string> cells;
+      std::stringstream ss(line);
+      for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+      out_rows.push_back(cells);
+    }
+    return out_rows;
+  };
+  const auto detail = rows(out / "aicore_op_detail.csv"), types = rows(out / "aicore_op_type.csv");
+  EXPECT_EQ(static_cast<std::int64_t>(detail.size()), j["ops_per_step"].get<std::int64_t>());
+  double total_ms = 0, share = 0;
+  std::int64_t count = 0;
+  for (const auto& t : types) {
+    total_ms += std::stod(t[1]);
+    count += std::stoll(t[2]);
+    share += std::stod(t[3]);
+  }
+  // The op types add up to the step's AI-core time, every op once, 100% in all.
+  EXPECT_NEAR(total_ms, j["device_compute_per_step_s"].get<double>() * 1e3, 1e-3);
+  EXPECT_EQ(count, j["ops_per_step"].get<std::int64_t>());
+  EXPECT_NEAR(share, 100.0, 0.01);
+  EXPECT_THAT(detail[0][0], HasSubstr("-op0"));
+  EXPECT_THAT(r.out, HasSubstr("top op types"));
+}
+
 }  // namespace
