@@ -13,6 +13,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   j["chip"] = h.chip;
   j["batch_size"] = h.batch_size;
   j["devices"] = h.devices;
+  if (!h.recipe.is_null()) j["recipe"] = h.recipe;
   j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : runs) j["runs"].push_back(r.to_json());
   j["config"] = config;

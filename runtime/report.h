@@ -18,7 +18,8 @@ struct ReportHeader {
   std::string chip;
   std::int64_t batch_size = 0;
   std::int64_t devices = 1;
-  std::string setting;  ///< data source, recipe and host in one line (empty: not printed)
+  std::string setting;            ///< data source, recipe and host in one line (empty: not printed)
+  nlohmann::ordered_json recipe;  ///< the training recipe (null: not reported)
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

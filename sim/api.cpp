@@ -32,7 +32,7 @@ workloads::Workload build_workload(const RunRequest& r) {
         "batch_size", "batch_size",
         "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
   try {
-    return workloads::make_workload(r.workload, r.batch_size);
+    return workloads::make_workload(r.workload, r.batch_size, r.recipe);
   } catch (const std::invalid_argument& e) {
     throw InputError("workload", "workload", e.what());
   }
@@ -102,9 +102,13 @@ std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) 
   const std::string where = d.source != "synthetic"             ? format + " files in " + d.source
                             : format.rfind("synthetic", 0) == 0 ? format
                                                                 : "synthetic " + format;
-  return fmt::format("data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}", where, d.samples,
-                     maps.empty() ? "none" : maps, cfg.host.cpu_cores, cfg.pipeline.num_parallel_workers,
-                     cfg.pipeline.cache);
+  return fmt::format("training: {}; data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}",
+                     w.recipe.describe(), where, d.samples, maps.empty() ? "none" : maps, cfg.host.cpu_cores,
+                     cfg.pipeline.num_parallel_workers, cfg.pipeline.cache);
+}
+
+ordered_json recipe_json(const workloads::Recipe& r) {
+  return {{"amp_level", r.amp_level}, {"keep_batchnorm_fp32", r.keep_batchnorm_fp32}, {"loss_scale", r.loss_scale}};
 }
 
 ordered_json resolved_params(const SystemConfig& cfg) {
@@ -174,7 +178,7 @@ RunOutcome run(const RunRequest& req) {
   }
 
   RunOutcome out;
-  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w)};
+  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w), recipe_json(w.recipe)};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
@@ -298,7 +302,7 @@ SweepOutcome sweep(const SweepRequest& req) {
     }
   }
   const auto& w0 = workloads_by_value.front();
-  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices, setting_line(base, w0)};
+  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices, setting_line(base, w0), recipe_json(w0.recipe)};
 
   {
     KernelScope kernel;

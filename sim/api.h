@@ -27,9 +27,10 @@ namespace ascendsim::sim {
 
 /// What to simulate. Errors about a field name it by the key in brackets (InputError::key()).
 struct RunRequest {
-  ConfigRequest config;             ///< chip preset, YAML file, overrides, config dir
-  std::string workload = "lenet5";  ///< [workload]
-  std::int64_t batch_size = 32;     ///< [batch_size]
+  ConfigRequest config;               ///< chip preset, YAML file, overrides, config dir
+  std::string workload = "lenet5";    ///< [workload]
+  std::int64_t batch_size = 32;       ///< [batch_size]
+  workloads::RecipeOverrides recipe;  ///< [workload] over the workload's default (MindSpore's script)
   std::vector<runtime::Strategy> strategies = runtime::all_strategies();  ///< one run each
   std::int64_t epochs = 1;                                                ///< [epochs]
   std::int64_t sink_size = -1;                                            ///< [sink_size] loop sink's S; -1: one epoch

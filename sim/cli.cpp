@@ -63,6 +63,7 @@ const char* kUsage =
 
 struct Options {
   std::string workload = "lenet5";
+  workloads::RecipeOverrides recipe;
   std::string strategy;
   ConfigRequest config;
   std::int64_t epochs = 1;
@@ -124,6 +125,16 @@ po::options_description common_options(Options& o) {
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per step")(
+      "amp-level", po::value<std::string>()->notifier([&o](const std::string& v) { o.recipe.amp_level = v; }),
+      "O0 | O2 | O3: fp32; fp16 network with fp32 master weights; all fp16 (default: the workload's script — "
+      "lenet5 O0, ResNet O2)")(
+      "keep-batchnorm-fp32", po::value<std::string>()->notifier([&o](const std::string& v) {
+        if (v != "true" && v != "false") throw InputError("--keep-batchnorm-fp32 '" + v + "': use true or false");
+        o.recipe.keep_batchnorm_fp32 = v == "true";
+      }),
+      "true | false: O2 BatchNorm in fp32 between casts (default false, as the ResNet script)")(
+      "loss-scale", po::value<double>()->notifier([&o](double v) { o.recipe.loss_scale = v; }),
+      "fixed loss scale (default: ResNet 1024, lenet5 none)")(
       "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
@@ -310,6 +321,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.config = o.request();
   r.workload = o.workload;
   r.batch_size = o.batch_size;
+  r.recipe = o.recipe;
   r.strategies = strategies;
   r.epochs = o.epochs;
   r.sink_size = o.sink_size;
@@ -469,6 +481,9 @@ int cmd_info(int argc, char* argv[]) {
   j["steps_per_epoch"] = w.steps_per_epoch();
   j["batch_bytes"] = w.batch_bytes();
   j["optimizer"] = w.optimizer;
+  j["recipe"] = {{"amp_level", w.recipe.amp_level},
+                 {"keep_batchnorm_fp32", w.recipe.keep_batchnorm_fp32},
+                 {"loss_scale", w.recipe.loss_scale}};
   j["device_compute_per_step_s"] = g.device_compute_s;
   ordered_json ops = ordered_json::array();
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
@@ -492,6 +507,7 @@ int cmd_info(int argc, char* argv[]) {
   std::cout << fmt::format("{} — {}\n", w.name, w.description);
   std::cout << fmt::format("  chip                      {}\n", cfg.chip.name);
   std::cout << fmt::format("  batch size                {}\n", w.batch_size);
+  std::cout << fmt::format("  training                  {}\n", w.recipe.describe());
   std::cout << fmt::format("  parameters                {}\n", j["parameters"].get<std::int64_t>());
   std::cout << fmt::format("  forward MACs per sample   {}\n", j["forward_macs_per_sample"].get<std::int64_t>());
   std::cout << fmt::format("  device ops per step       {} (+1 GetNext in the sink modes)\n", g.step_tasks.size());

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <stdexcept>
 
 #include "workloads/lenet5.h"
@@ -18,11 +19,35 @@ std::vector<std::string> workload_names() {
   return names;
 }
 
-Workload make_workload(const std::string& name, std::int64_t batch_size) {
+std::string Recipe::describe() const {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%g", loss_scale);
+  return "amp " + amp_level +
+         (amp_level == "O2" ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") + ", loss scale " +
+         scale;
+}
+
+Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
   if (batch_size <= 0) throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
-  if (name == "lenet5") return make_lenet5(batch_size);
+  if (o.amp_level && *o.amp_level != "O0" && *o.amp_level != "O2" && *o.amp_level != "O3")
+    throw std::invalid_argument("amp level '" + *o.amp_level + "': use O0, O2 or O3");
+  if (o.loss_scale && !(*o.loss_scale >= 1 && *o.loss_scale <= 16777216))
+    throw std::invalid_argument("loss scale must lie in [1, 16777216]");
+  if (name == "lenet5") {
+    if ((o.amp_level && *o.amp_level != "O0") || (o.loss_scale && *o.loss_scale != 1) || o.keep_batchnorm_fp32)
+      throw std::invalid_argument(
+          "lenet5 trains in fp32 without loss scaling (amp O0), as the seed's script; the recipe options apply to the "
+          "ResNet workloads");
+    return make_lenet5(batch_size);
+  }
   for (const auto& s : resnet_specs())
-    if (s.name == name) return make_resnet(s, batch_size);
+    if (s.name == name) {
+      Recipe r;  // MindSpore's model-zoo ResNet script: amp O2, BatchNorm in fp16, loss scale 1024
+      r.amp_level = o.amp_level.value_or("O2");
+      r.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(false);
+      r.loss_scale = o.loss_scale.value_or(1024);
+      return make_resnet(s, batch_size, r);
+    }
   std::string known;
   for (const auto& n : workload_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown workload '" + name + "' (known: " + known + ")");

@@ -1,5 +1,6 @@
 #include "workloads/resnet.h"
 
+#include <cstdio>
 #include <set>
 
 #include "workloads/training.h"
@@ -54,28 +55,35 @@ constexpr std::int64_t kLrScheduleEpochs = 90;  // the model zoo's ImageNet sche
 
 class Builder {
  public:
-  explicit Builder(Graph& g) : m_g(g) {}
+  Builder(Graph& g, const Recipe& r)
+      : m_g(g),
+        m_compute(r.amp_level == "O0" ? DType::F32 : DType::F16),
+        m_master(r.amp_level == "O3" ? DType::F16 : DType::F32),
+        m_bn_fp32(r.amp_level == "O0" || (r.amp_level == "O2" && r.keep_batchnorm_fp32)) {}
 
-  /// Conv without bias; its fp32 master weight is cast to fp16 each step.
+  DType compute() const { return m_compute; }
+
+  /// Conv without bias.
   TensorId conv(const std::string& name, TensorId x, std::int64_t cout, std::int64_t k, std::int64_t stride,
                 std::int64_t pad) {
     const std::int64_t cin = m_g.tensor(x).shape[1];
-    TensorId w = m_g.add_tensor({name + ".weight", {cout, cin, k, k}, DType::F32, TensorRole::Parameter});
+    TensorId w = m_g.add_tensor({name + ".weight", {cout, cin, k, k}, m_master, TensorRole::Parameter});
     m_decayed.insert(w);
-    TensorId w16 = m_g.cast(name + "/Cast", w, DType::F16);
-    return m_g.conv2d(name + "/Conv2D", x, w16, {k, k, stride, pad});
+    if (m_master != m_compute) w = m_g.cast(name + "/Cast", w, m_compute);
+    return m_g.conv2d(name + "/Conv2D", x, w, {k, k, stride, pad});
   }
 
-  /// BatchNorm kept in fp32 (O2 keep_batchnorm_fp32): cast in, normalise, cast out.
+  /// BatchNorm in fp32 between casts (O2 with keep_batchnorm_fp32), or in the network's precision.
   TensorId bn(const std::string& name, TensorId x) {
     const std::int64_t c = m_g.tensor(x).shape[1];
-    TensorId gamma = m_g.add_tensor({name + ".gamma", {c}, DType::F32, TensorRole::Parameter});
-    TensorId beta = m_g.add_tensor({name + ".beta", {c}, DType::F32, TensorRole::Parameter});
+    TensorId gamma = m_g.add_tensor({name + ".gamma", {c}, m_master, TensorRole::Parameter});
+    TensorId beta = m_g.add_tensor({name + ".beta", {c}, m_master, TensorRole::Parameter});
     TensorId mean = m_g.add_tensor({name + ".moving_mean", {c}, DType::F32, TensorRole::State});
     TensorId var = m_g.add_tensor({name + ".moving_variance", {c}, DType::F32, TensorRole::State});
+    if (!m_bn_fp32 || m_compute == DType::F32) return m_g.batch_norm(name + "/BatchNorm", x, gamma, beta, mean, var);
     TensorId x32 = m_g.cast(name + "/CastIn", x, DType::F32);
     TensorId y = m_g.batch_norm(name + "/BatchNorm", x32, gamma, beta, mean, var);
-    return m_g.cast(name + "/CastOut", y, DType::F16);
+    return m_g.cast(name + "/CastOut", y, m_compute);
   }
 
   TensorId relu(const std::string& name, TensorId x) { return m_g.relu(name + "/ReLU", x); }
@@ -100,25 +108,29 @@ class Builder {
 
   TensorId dense(const std::string& name, TensorId x, std::int64_t out) {
     const std::int64_t in = m_g.tensor(x).shape[1];
-    TensorId w = m_g.add_tensor({name + ".weight", {out, in}, DType::F32, TensorRole::Parameter});
-    TensorId b = m_g.add_tensor({name + ".bias", {out}, DType::F32, TensorRole::Parameter});
+    TensorId w = m_g.add_tensor({name + ".weight", {out, in}, m_master, TensorRole::Parameter});
+    TensorId b = m_g.add_tensor({name + ".bias", {out}, m_master, TensorRole::Parameter});
     m_decayed.insert(w);
-    TensorId y = m_g.matmul(name + "/MatMul", x, m_g.cast(name + "/CastW", w, DType::F16), {false, true},
-                            TensorRole::Activation);
-    return m_g.bias_add(name + "/BiasAdd", y, m_g.cast(name + "/CastB", b, DType::F16));
+    if (m_master != m_compute) w = m_g.cast(name + "/CastW", w, m_compute);
+    TensorId y = m_g.matmul(name + "/MatMul", x, w, {false, true}, TensorRole::Activation);
+    if (m_master != m_compute) b = m_g.cast(name + "/CastB", b, m_compute);
+    return m_g.bias_add(name + "/BiasAdd", y, b);
   }
 
   const std::set<TensorId>& decayed() const { return m_decayed; }
 
  private:
   Graph& m_g;
+  DType m_compute, m_master;
+  bool m_bn_fp32;
   std::set<TensorId> m_decayed;
 };
 
 }  // namespace
 
-Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size) {
+Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size, const Recipe& recipe) {
   Workload w;
+  w.recipe = recipe;
   w.name = spec.name;
   w.description = spec.description;
   w.batch_size = batch_size;
@@ -144,16 +156,19 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size) {
                    {MapOpType::Normalize},        {MapOpType::HWC2CHW},
                    {MapOpType::TypeCast}};
   }
-  w.optimizer = "Momentum(momentum=0.9, weight_decay=1e-4), loss scale 1024, per-step lr schedule";
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%g", recipe.loss_scale);
+  w.optimizer =
+      std::string("Momentum(momentum=0.9, weight_decay=1e-4), loss scale ") + scale + ", per-step lr schedule";
   Graph& g = w.graph;
-  Builder b(g);
+  Builder b(g, recipe);
   const std::int64_t n = batch_size;
 
   TensorId image = g.add_tensor({"image", {n, 3, 224, 224}, DType::F32, TensorRole::Input});
   TensorId label = g.add_tensor({"label", {n}, DType::I32, TensorRole::Label});
   w.batch_inputs = {image, label};
 
-  TensorId x = g.cast("input/Cast", image, DType::F16);
+  TensorId x = b.compute() == DType::F32 ? image : g.cast("input/Cast", image, b.compute());
   x = b.relu("relu", b.bn("bn1", b.conv("conv1", x, 64, 7, 2, 3)));
   x = g.max_pool("maxpool/MaxPool", x, {3, 2, 1});
   const std::int64_t planes[4] = {64, 128, 256, 512};
@@ -164,14 +179,14 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size) {
   x = g.reduce_mean("avgpool/ReduceMean", x);
   x = b.dense("fc", x, spec.classes);
 
-  TensorId logits = g.cast("loss/CastLogits", x, DType::F32);
+  TensorId logits = b.compute() == DType::F32 ? x : g.cast("loss/CastLogits", x, DType::F32);
   TensorId onehot = g.one_hot("loss/OneHot", label, spec.classes, DType::F32);  // on 0.9 + 0.1/C, off 0.1/C
   TensorId per_sample = g.softmax_cross_entropy("loss/SoftmaxCrossEntropyWithLogits", logits, onehot);
   w.loss = g.reduce_mean("loss/ReduceMean", per_sample);
 
   TensorId sens = g.add_tensor({"loss_scale", {1}, DType::F32, TensorRole::Constant});
   OptimizerSpec opt;
-  opt.loss_scale = 1024;
+  opt.loss_scale = recipe.loss_scale;
   opt.weight_decay = 1e-4;
   opt.decayed = b.decayed();
   opt.lr_schedule_steps = kLrScheduleEpochs * w.steps_per_epoch();

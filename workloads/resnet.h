@@ -28,6 +28,10 @@ struct ResNetSpec {
 };
 
 const std::vector<ResNetSpec>& resnet_specs();
-Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size);
+/// Builds the network under a training recipe: O0 all fp32; O2 an fp16 network whose fp32 master
+/// weights are cast to fp16 every step, BatchNorm in fp32 between casts or in fp16
+/// (keep_batchnorm_fp32); O3 all fp16. A loss scale above 1 scales the loss and unscales every
+/// gradient.
+Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size, const Recipe& recipe);
 
 }  // namespace ascendsim::workloads

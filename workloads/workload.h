@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,22 @@
 #include "workloads/graph.h"
 
 namespace ascendsim::workloads {
+
+/// How a workload trains, as MindSpore expresses it (`Model(..., amp_level=..., keep_batchnorm_fp32=...)`,
+/// `FixedLossScaleManager(loss_scale, drop_overflow_update=False)`).
+struct Recipe {
+  std::string amp_level = "O0";     ///< O0 fp32; O2 fp16 network, fp32 master weights; O3 all fp16
+  bool keep_batchnorm_fp32 = true;  ///< O2: BatchNorm in fp32 between casts (false: in fp16)
+  double loss_scale = 1;            ///< fixed loss scale (1: none)
+  std::string describe() const;     ///< "amp O2, BatchNorm fp16, loss scale 1024"
+};
+
+/// A recipe to apply over a workload's own defaults; unset fields keep them.
+struct RecipeOverrides {
+  std::optional<std::string> amp_level;
+  std::optional<bool> keep_batchnorm_fp32;
+  std::optional<double> loss_scale;
+};
 
 struct Workload {
   std::string name;
@@ -19,6 +36,7 @@ struct Workload {
   TensorId loss = -1;
   DataRecipe data;        ///< the dataset (its samples fix the epoch length) and its map ops
   std::string optimizer;  ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
+  Recipe recipe;          ///< how it trains
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder
@@ -26,7 +44,9 @@ struct Workload {
 
 /// Names accepted by make_workload.
 std::vector<std::string> workload_names();
-/// Builds a workload; throws std::invalid_argument for an unknown name or a non-positive batch.
-Workload make_workload(const std::string& name, std::int64_t batch_size);
+/// Builds a workload with its default recipe (MindSpore's script for it) and any overrides;
+/// throws std::invalid_argument for an unknown name, a non-positive batch or a recipe the
+/// workload does not support.
+Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& recipe = {});
 
 }  // namespace ascendsim::workloads

@@ -390,6 +390,12 @@ TEST_F(CliTest, InfoReportsLeNetFigures) {
   EXPECT_EQ(j["parameters"], 61684);
   EXPECT_EQ(j["forward_macs_per_sample"], 416520);
   EXPECT_EQ(j["ops_per_step"], 42);
+  EXPECT_EQ(j["recipe"]["amp_level"], "O0");
+  const Result kept = run("info --workload resnet50 --keep-batchnorm-fp32 true --json");
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_EQ(nlohmann::json::parse(kept.out)["ops_per_step"], 1165);  // casts around every BatchNorm
+  EXPECT_EQ(nlohmann::json::parse(run("info --workload resnet50 --json").out)["ops_per_step"], 953);
+  EXPECT_EQ(run("info --workload lenet5 --amp-level O2").code, 2);
   EXPECT_GT(j["peak_device_memory_bytes"].get<std::int64_t>(), 61684 * 4 * 2);
 }
 
@@ -497,7 +503,8 @@ TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("loop-sink: 2 sink(s) of 500 steps = 1000 steps"));
   // Where the data comes from, its recipe and the host, in one line under the header.
-  EXPECT_THAT(r.out, HasSubstr("\ndata: synthetic mnist-idx, 60000 samples; recipe: Resize > Rescale"));
+  EXPECT_THAT(r.out, HasSubstr("\ntraining: amp O0, loss scale 1; data: synthetic mnist-idx, 60000 samples; "
+                               "recipe: Resize > Rescale"));
   EXPECT_THAT(r.out, HasSubstr("; host: 32 cores, 8 map workers, cache none\n"));
   const Result help = run("compare --help");
   EXPECT_THAT(help.out, HasSubstr("default 8)"));

@@ -66,6 +66,58 @@ Shape expected_shape(const Graph& g, const Op& op) {
   return in(0);  // elementwise, BatchNorm, Cast, Mul, AddN, ApplyMomentum, AssignAdd
 }
 
+RecipeOverrides keep_bn_fp32() {
+  RecipeOverrides r;
+  r.keep_batchnorm_fp32 = true;
+  return r;
+}
+
+TEST(ResNet, TheRecipeSetsThePrecisionOfEveryOp) {
+  auto count = [](const Workload& w, const std::string& type) {
+    int n = 0;
+    for (const auto& op : w.graph.ops()) n += op.type == type;
+    return n;
+  };
+  // MindSpore's ResNet script: amp O2 with BatchNorm in fp16 — no casts around any BatchNorm.
+  const Workload seed = make_workload("resnet50", 4);
+  EXPECT_EQ(seed.recipe.amp_level, "O2");
+  EXPECT_FALSE(seed.recipe.keep_batchnorm_fp32);
+  EXPECT_EQ(seed.recipe.loss_scale, 1024);
+  for (const auto& op : seed.graph.ops()) {
+    EXPECT_EQ(op.name.find("/CastIn"), std::string::npos) << op.name;
+    if (op.type == "BatchNorm") {
+      EXPECT_EQ(seed.graph.tensor(op.outputs[0]).dtype, DType::F16) << op.name;
+    }
+  }
+  // keep_batchnorm_fp32 adds a cast in and out of each of the 53 BatchNorms, and their gradients.
+  const Workload kept = make_workload("resnet50", 4, keep_bn_fp32());
+  EXPECT_EQ(count(kept, "Cast") - count(seed, "Cast"), 4 * 53);
+  // O0: nothing in fp16, no casts of the network (the loss keeps its scaling).
+  RecipeOverrides o0;
+  o0.amp_level = "O0";
+  const Workload fp32 = make_workload("resnet50", 4, o0);
+  for (const auto& t : fp32.graph.tensors()) EXPECT_NE(t.dtype, DType::F16) << t.name;
+  EXPECT_EQ(count(fp32, "Cast"), 0);
+  // O3: fp16 parameters, no per-step casts of master weights.
+  RecipeOverrides o3;
+  o3.amp_level = "O3";
+  const Workload half = make_workload("resnet50", 4, o3);
+  for (const auto& t : half.graph.tensors())
+    if (t.role == TensorRole::Parameter) {
+      EXPECT_EQ(t.dtype, DType::F16) << t.name;
+    }
+  EXPECT_LT(count(half, "Cast"), count(seed, "Cast"));
+  // No loss scale: no unscaling of the 161 gradients.
+  RecipeOverrides unscaled;
+  unscaled.loss_scale = 1;
+  EXPECT_EQ(count(seed, "Mul") - count(make_workload("resnet50", 4, unscaled), "Mul"), 161);
+  // LeNet-5 is the seed's fp32 script; other recipes are refused, naming why.
+  EXPECT_THROW(make_workload("lenet5", 4, o3), std::invalid_argument);
+  RecipeOverrides bad;
+  bad.amp_level = "O1";
+  EXPECT_THROW(make_workload("resnet50", 4, bad), std::invalid_argument);
+}
+
 TEST(ResNet, EveryOpHasTheShapeItsInputsImply) {
   for (const auto& c : kCanonical) {
     const Workload w = make_workload(c.name, 4);
@@ -89,7 +141,7 @@ TEST(ResNet, EveryOpHasTheShapeItsInputsImply) {
 }
 
 TEST(ResNet, MixedPrecisionO2) {
-  const Workload w = make_workload("resnet50", 4);
+  const Workload w = make_workload("resnet50", 4, keep_bn_fp32());
   const Graph& g = w.graph;
   int casts = 0;
   for (const auto& op : g.ops()) {
