@@ -30,7 +30,8 @@ std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int6
   return be;
 }
 
-TextTable::TextTable(std::vector<std::string> header) : m_rows{std::move(header)} {}
+TextTable::TextTable(std::vector<std::string> header, std::vector<std::size_t> left)
+    : m_rows{std::move(header)}, m_left(std::move(left)) {}
 
 void TextTable::add(std::vector<std::string> row) { m_rows.push_back(std::move(row)); }
 
@@ -44,7 +45,8 @@ std::string TextTable::render() const {
     for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
       if (c > 0) line += "  ";
       // The first column (names) to the left, numbers to the right.
-      line += c == 0 ? fmt::format("{:<{}}", row[c], width[c]) : fmt::format("{:>{}}", row[c], width[c]);
+      const bool to_left = c == 0 || std::find(m_left.begin(), m_left.end(), c) != m_left.end();
+      line += to_left ? fmt::format("{:<{}}", row[c], width[c]) : fmt::format("{:>{}}", row[c], width[c]);
     }
     line.erase(line.find_last_not_of(' ') + 1);
     out += line + "\n";

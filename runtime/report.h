@@ -34,12 +34,14 @@ std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int6
 /// the others to the right, two spaces between.
 class TextTable {
  public:
-  explicit TextTable(std::vector<std::string> header);
+  /// `left`: columns (by index) aligned to the left besides the first.
+  explicit TextTable(std::vector<std::string> header, std::vector<std::size_t> left = {});
   void add(std::vector<std::string> row);
   std::string render() const;
 
  private:
   std::vector<std::vector<std::string>> m_rows;
+  std::vector<std::size_t> m_left;
 };
 
 /// The tables: per-strategy figures and interactions, where the time goes, the step trace.

@@ -55,6 +55,7 @@ const char* kUsage =
     "  params    every configuration parameter with unit, default and description\n"
     "  stats     every statistic a run reports, with unit and description\n"
     "  profile   AI-core op tables of one step with MindSpore profiler columns (--out DIR)\n"
+    "  validate  published Ascend 910 figures against the simulated ones\n"
     "  suite     run a suite of named runs (YAML) into a directory of reports\n"
     "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
@@ -735,6 +736,24 @@ int cmd_profile(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_validate(int argc, char* argv[]) {
+  std::string file = std::string(ASCENDSIM_SOURCE_DIR) + "/bench/validation/figures.yaml", tolerance = "15%";
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("figures", po::value(&file)->default_value(file),
+                                                 "published figures with the runs that reproduce them")(
+      "tolerance", po::value(&tolerance)->default_value(tolerance), "error that counts as within (a percentage)");
+  if (!parse(argc, argv, desc, "validate")) return 0;
+  double tol = -1;
+  try {
+    tol = std::stod(tolerance.back() == '%' ? tolerance.substr(0, tolerance.size() - 1) : tolerance) / 100;
+  } catch (const std::exception&) {
+  }
+  if (!(tol >= 0)) throw InputError("--tolerance '" + tolerance + "': give a percentage, e.g. 15%");
+  const auto rows = validate(load_figures(file, default_config_dir()));
+  std::cout << validation_table(rows, tol);
+  return 0;
+}
+
 int cmd_suite(int argc, char* argv[]) {
   std::string file, out_dir;
   bool quiet = false;
@@ -872,6 +891,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "stats") return cmd_stats(argc - 1, argv + 1);
     if (command == "suite") return cmd_suite(argc - 1, argv + 1);
     if (command == "profile") return cmd_profile(argc - 1, argv + 1);
+    if (command == "validate") return cmd_validate(argc - 1, argv + 1);
     if (command == "diff") return cmd_diff(argc - 1, argv + 1);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return kExitInput;

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "runtime/html_report.h"
+#include "runtime/report.h"
 #include "sim/core/error.h"
 
 namespace ascendsim::sim {
@@ -47,6 +48,62 @@ bool valid_name(const std::string& n) {
 
 }  // namespace
 
+namespace {
+RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::string& config_dir, std::string* name) {
+  RunRequest r;
+  r.config.dir = config_dir;
+  for (const auto& kv : run) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (key == "name" && name) {
+      *name = scalar(v, at, key);
+    } else if (key == "workload") {
+      r.workload = scalar(v, at, key);
+    } else if (key == "strategies") {
+      if (!v.IsSequence() || v.size() == 0) throw InputError(at + ": 'strategies' is a non-empty list");
+      r.strategies.clear();
+      for (const auto& s : v) r.strategies.push_back(runtime::parse_strategy(scalar(s, at, key)));
+    } else if (key == "epochs") {
+      r.epochs = whole(v, at, key);
+    } else if (key == "steps_per_epoch") {
+      r.steps_per_epoch = whole(v, at, key);
+    } else if (key == "batch_size") {
+      r.batch_size = whole(v, at, key);
+    } else if (key == "sink_size") {
+      r.sink_size = whole(v, at, key);
+    } else if (key == "devices") {
+      r.devices = whole(v, at, key);
+    } else if (key == "chip") {
+      r.config.chip = scalar(v, at, key);
+    } else if (key == "dataset") {
+      r.dataset = scalar(v, at, key);
+    } else if (key == "amp_level") {
+      r.recipe.amp_level = scalar(v, at, key);
+    } else if (key == "keep_batchnorm_fp32") {
+      const std::string b = scalar(v, at, key);
+      if (b != "true" && b != "false") throw InputError(at + ": 'keep_batchnorm_fp32' is true or false");
+      r.recipe.keep_batchnorm_fp32 = b == "true";
+    } else if (key == "loss_scale") {
+      r.recipe.loss_scale = static_cast<double>(whole(v, at, key));
+    } else if (key == "set") {
+      if (v.IsMap()) {
+        for (const auto& p : v) r.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
+      } else if (v.IsSequence()) {
+        for (const auto& p : v) r.config.sets.push_back(scalar(p, at, key));
+      } else {
+        throw InputError(at + ": 'set' is a mapping of parameter keys to values (or a list of key=value)");
+      }
+    } else {
+      throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
+                       "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, chip, dataset, "
+                       "amp_level, keep_batchnorm_fp32, loss_scale, set)");
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 std::vector<SuiteEntry> load_suite(const std::string& path, const std::string& config_dir, std::string* suite_name) {
   if (fs::is_directory(path)) throw InputError(path + ": is a directory; give a suite YAML file");
   if (!fs::exists(path)) throw InputError(path + ": no such suite file");
@@ -71,45 +128,7 @@ std::vector<SuiteEntry> load_suite(const std::string& path, const std::string& c
     const std::string at = path + ":" + std::to_string(run.Mark().line + 1) + ": run " + std::to_string(index);
     if (!run.IsMap()) throw InputError(at + ": a run is a mapping (name, workload, ...)");
     SuiteEntry e;
-    e.request.config.dir = config_dir;
-    for (const auto& kv : run) {
-      const std::string key = kv.first.as<std::string>();
-      const YAML::Node& v = kv.second;
-      if (key == "name") {
-        e.name = scalar(v, at, key);
-      } else if (key == "workload") {
-        e.request.workload = scalar(v, at, key);
-      } else if (key == "strategies") {
-        if (!v.IsSequence() || v.size() == 0) throw InputError(at + ": 'strategies' is a non-empty list");
-        e.request.strategies.clear();
-        for (const auto& s : v) e.request.strategies.push_back(runtime::parse_strategy(scalar(s, at, key)));
-      } else if (key == "epochs") {
-        e.request.epochs = whole(v, at, key);
-      } else if (key == "steps_per_epoch") {
-        e.request.steps_per_epoch = whole(v, at, key);
-      } else if (key == "batch_size") {
-        e.request.batch_size = whole(v, at, key);
-      } else if (key == "sink_size") {
-        e.request.sink_size = whole(v, at, key);
-      } else if (key == "chip") {
-        e.request.config.chip = scalar(v, at, key);
-      } else if (key == "dataset") {
-        e.request.dataset = scalar(v, at, key);
-      } else if (key == "set") {
-        if (v.IsMap()) {
-          for (const auto& p : v)
-            e.request.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
-        } else if (v.IsSequence()) {
-          for (const auto& p : v) e.request.config.sets.push_back(scalar(p, at, key));
-        } else {
-          throw InputError(at + ": 'set' is a mapping of parameter keys to values (or a list of key=value)");
-        }
-      } else {
-        throw InputError(at + ": unknown key '" + key +
-                         "' (a run takes name, workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
-                         "chip, dataset, set)");
-      }
-    }
+    e.request = parse_run(run, at, config_dir, &e.name);
     if (!valid_name(e.name))
       throw InputError(at + ": needs a `name` of letters, digits, '-', '_' or '.' (it names the report file)");
     if (!names.insert(e.name).second) throw InputError(at + ": the name '" + e.name + "' is used twice");
@@ -272,6 +291,106 @@ std::string diff_junit(const DiffResult& d, double tolerance) {
         esc(f.figure), esc(percent(f.relative)), 100 * tolerance, f.base, f.now);
   }
   out += "</testsuite></testsuites>\n";
+  return out;
+}
+
+std::vector<PublishedFigure> load_figures(const std::string& path, const std::string& config_dir) {
+  if (!fs::is_regular_file(path)) throw InputError(path + ": no such figures file");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence())
+    throw InputError(path + ": a figures file is a mapping with a list `figures`");
+  std::vector<PublishedFigure> out;
+  for (const auto& f : root["figures"]) {
+    const std::string at = path + ":" + std::to_string(f.Mark().line + 1);
+    if (!f.IsMap()) throw InputError(at + ": a figure is a mapping");
+    PublishedFigure p;
+    for (const auto& kv : f) {
+      const std::string key = kv.first.as<std::string>();
+      const YAML::Node& v = kv.second;
+      if (key == "id")
+        p.id = scalar(v, at, key);
+      else if (key == "value") {
+        try {
+          p.value = std::stod(scalar(v, at, key));
+        } catch (const std::exception&) {
+          throw InputError(at + ": 'value' expects a number");
+        }
+      } else if (key == "unit")
+        p.unit = scalar(v, at, key);
+      else if (key == "measure")
+        p.measure = scalar(v, at, key);
+      else if (key == "configuration")
+        p.configuration = scalar(v, at, key);
+      else if (key == "source")
+        p.source = scalar(v, at, key);
+      else if (key == "run") {
+        if (!v.IsMap()) throw InputError(at + ": 'run' is a mapping (workload, strategies, ...)");
+        p.run = parse_run(v, at + ": run", config_dir, nullptr);
+      } else {
+        throw InputError(at + ": unknown key '" + key + "' (id, value, unit, measure, configuration, source, run)");
+      }
+    }
+    if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops")
+      throw InputError(at + ": 'measure' is step_time_ms, samples_per_s or peak_tflops");
+    if (p.id.empty() || !(p.value > 0)) throw InputError(at + ": a figure needs an id and a positive value");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures) {
+  std::vector<ValidationRow> rows;
+  for (const auto& f : figures) {
+    ValidationRow r{f, 0, 0, false, {}};
+    if (f.run.devices != 1) {
+      r.note = std::to_string(f.run.devices) + " devices: joins when multi-device training is modelled";
+      rows.push_back(r);
+      continue;
+    }
+    if (f.measure == "peak_tflops") {
+      const SystemConfig cfg = load_config(f.run.config);
+      const auto& a = cfg.chip.aicore;
+      r.simulated = 2.0 * static_cast<double>(a.cores * a.cube_fp16_macs_per_cycle) * a.freq_ghz / 1e3;
+    } else {
+      RunRequest req = f.run;
+      if (req.strategies.size() != 1) throw InputError(f.id + ": a validation run has exactly one strategy");
+      const RunOutcome out = run(req);
+      if (out.failed()) throw InputError(f.id + ": the run failed: " + out.failure_message());
+      const auto& run0 = out.runs.front();
+      r.simulated = f.measure == "step_time_ms" ? run0.steps.step.stats().mean_ms : run0.samples_per_s();
+    }
+    r.error = (r.simulated - f.value) / f.value;
+    r.compared = true;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance) {
+  runtime::TextTable t({"id", "published", "simulated", "error", "configuration"}, {4});
+  double abs_sum = 0;
+  int compared = 0, within = 0;
+  for (const auto& r : rows) {
+    const std::string published = fmt::format("{:g} {}", r.figure.value, r.figure.unit);
+    if (!r.compared) {
+      t.add({r.figure.id, published, "-", "-", r.figure.configuration + " (" + r.note + ")"});
+      continue;
+    }
+    ++compared;
+    abs_sum += std::fabs(r.error);
+    within += std::fabs(r.error) <= tolerance;
+    t.add({r.figure.id, published, fmt::format("{:.4g} {}", r.simulated, r.figure.unit),
+           fmt::format("{:+.1f}%{}", 100 * r.error, std::fabs(r.error) > tolerance ? " !" : ""),
+           r.figure.configuration});
+  }
+  std::string out = t.render();
+  out += fmt::format("\n{} of {} compared figure(s) within {:g}%; mean absolute error {:.1f}%\n", within, compared,
+                     100 * tolerance, compared > 0 ? 100 * abs_sum / compared : 0.0);
   return out;
 }
 

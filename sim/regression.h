@@ -53,4 +53,29 @@ std::string diff_table(const DiffResult& d, double tolerance, bool all = false);
 /// JUnit XML: one test case per figure, a failure for each past the tolerance.
 std::string diff_junit(const DiffResult& d, double tolerance);
 
+/// A published hardware figure and the run that reproduces its configuration.
+struct PublishedFigure {
+  std::string id;
+  double value = 0;
+  std::string unit, measure;  ///< measure: step_time_ms, samples_per_s or peak_tflops (of the chip)
+  std::string configuration, source;
+  RunRequest run;  ///< one strategy (devices > 1: not yet comparable)
+};
+
+struct ValidationRow {
+  PublishedFigure figure;
+  double simulated = 0;
+  double error = 0;  ///< (simulated - published) / published
+  bool compared = false;
+  std::string note;  ///< why not compared
+};
+
+/// Reads bench/validation/figures.yaml: `figures:` a list of id, value, unit, measure,
+/// configuration, source and run (the keys of a suite run, devices included).
+std::vector<PublishedFigure> load_figures(const std::string& path, const std::string& config_dir);
+/// Simulates every figure it can (one device).
+std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures);
+/// published, simulated, error per figure, and how many lie within the tolerance.
+std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance);
+
 }  // namespace ascendsim::sim

@@ -795,4 +795,17 @@ TEST_F(CliTest, ProfileWritesMindSporeStyleOpTables) {
   EXPECT_THAT(r.out, HasSubstr("top op types"));
 }
 
+TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
+  const Result r = run("validate");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* id : {"\nC1 ", "\nC2 ", "\nC3 ", "\nC4 ", "\nC5 ", "\nC7 "}) EXPECT_THAT(r.out, HasSubstr(id));
+  EXPECT_THAT(r.out, HasSubstr("joins when multi-device training is modelled"));
+  EXPECT_THAT(r.out, HasSubstr("of 3 compared figure(s) within 15%"));
+  // The chip's fp16 peak is its configuration: 32 cores x 4096 MACs x 1 GHz x 2.
+  EXPECT_THAT(r.out, HasSubstr("262.1 TFLOPS"));
+  const Result bad = run("validate --figures " + file("f.yaml", "figures:\n  - id: X\n    value: 1\n    measur: x\n"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("unknown key 'measur'"));
+}
+
 }  // namespace
