@@ -136,10 +136,8 @@ std::string RunOutcome::per_step_csv() const {
 }
 
 namespace {
-std::int64_t trace_bytes(const RunRequest& req, const SystemConfig& cfg, const workloads::Workload& w,
-                         const std::vector<runtime::Session>& sessions) {
-  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
-  const auto ops = static_cast<std::int64_t>(runtime::compile(w, model, cfg.chip.queue.capacity).step_tasks.size());
+/// See estimated_trace_bytes; `ops`: device ops of one step.
+std::int64_t trace_bytes(const RunRequest& req, std::int64_t ops, const std::vector<runtime::Session>& sessions) {
   constexpr std::int64_t kEventBytes = 105, kHostEventsPerStep = 40;
   std::int64_t steps = 0;
   for (const auto& s : sessions)
@@ -147,12 +145,6 @@ std::int64_t trace_bytes(const RunRequest& req, const SystemConfig& cfg, const w
   return steps * (4 * ops + kHostEventsPerStep) * kEventBytes;
 }
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  for (; b >= 1024 && u < 4; ++u) b /= 1024;
-  return fmt::format("{:.1f} {}", b, units[u]);
-}
 }  // namespace
 
 std::int64_t estimated_trace_bytes(const RunRequest& req) {
@@ -160,7 +152,7 @@ std::int64_t estimated_trace_bytes(const RunRequest& req) {
   const workloads::Workload w = build_workload_with_data(req, cfg);
   std::vector<runtime::Session> sessions;
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
-  return trace_bytes(req, cfg, w, sessions);
+  return trace_bytes(req, static_cast<std::int64_t>(compile_for(cfg, w).step_tasks.size()), sessions);
 }
 
 RunOutcome run(const RunRequest& req) {
@@ -169,13 +161,6 @@ RunOutcome run(const RunRequest& req) {
   if (req.trace) check_trace_window(req);
   std::vector<runtime::Session> sessions;
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
-  if (req.trace && req.warnings) {
-    const std::int64_t bytes = trace_bytes(req, cfg, w, sessions);
-    if (bytes > kTraceWarnBytes)
-      *req.warnings << "warning: the trace will take about " << human_bytes(static_cast<double>(bytes))
-                    << " (every device op of every traced step and run); keep a window of steps with "
-                       "--trace-steps A:B, e.g. --trace-steps 100:120\n";
-  }
 
   RunOutcome out;
   out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w), recipe_json(w.recipe)};
@@ -183,6 +168,14 @@ RunOutcome run(const RunRequest& req) {
   KernelScope kernel;
   Simulation simulation;
   for (const auto& s : sessions) simulation.add(cfg, w, s);
+  if (req.trace && req.warnings && simulation.size() > 0) {  // the systems' own compiled graph
+    const auto ops = static_cast<std::int64_t>(simulation.system(0).compiled().step_tasks.size());
+    const std::int64_t bytes = trace_bytes(req, ops, sessions);
+    if (bytes > kTraceWarnBytes)
+      *req.warnings << "warning: the trace will take about " << format_bytes(static_cast<double>(bytes))
+                    << " (every device op of every traced step and run); keep a window of steps with "
+                       "--trace-steps A:B, e.g. --trace-steps 100:120\n";
+  }
   std::ostringstream trace_text;
   if (req.trace)
     simulation.enable_trace(req.trace_out ? *req.trace_out : trace_text, req.trace_first_step, req.trace_last_step);
@@ -199,8 +192,7 @@ RunOutcome run(const RunRequest& req) {
 OpProfile profile_ops(const RunRequest& req) {
   const SystemConfig cfg = load_config(req.config);
   const workloads::Workload w = build_workload(req);
-  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
-  const runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
+  const runtime::CompiledGraph g = compile_for(cfg, w);
   OpProfile p;
   std::map<std::string, std::size_t> at;
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {

@@ -453,8 +453,7 @@ int cmd_info(int argc, char* argv[]) {
   if (!parse(argc, argv, desc, "info")) return 0;
   const SystemConfig cfg = load_config(o.request());
   const workloads::Workload w = request_workload(make_request(o, {}));
-  aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
-  const runtime::CompiledGraph g = runtime::compile(w, model, cfg.chip.queue.capacity);
+  const runtime::CompiledGraph g = compile_for(cfg, w);
 
   ordered_json j;
   j["workload"] = w.name;
@@ -699,6 +698,33 @@ int cmd_stats(int argc, char* argv[]) {
   return 0;
 }
 
+/// Makes `dir` (its parent must exist) unless it is there; InputError naming `option` otherwise.
+void ensure_directory(const std::string& dir, const std::string& option) {
+  if (std::filesystem::is_directory(dir)) return;
+  std::error_code ec;
+  std::filesystem::create_directory(dir, ec);
+  if (ec) throw InputError(option + " " + dir + ": cannot create the directory: " + ec.message());
+}
+
+/// A non-negative share given as a percentage ("1%") or, without the sign, as a fraction ("0.01")
+/// or, if `bare_is_percent`, as a percentage ("15").
+double parse_share(const std::string& text, const std::string& option, bool bare_is_percent) {
+  double v = -1;
+  const bool pct = !text.empty() && text.back() == '%';
+  const std::string num = pct ? text.substr(0, text.size() - 1) : text;
+  try {
+    std::size_t used = 0;
+    v = std::stod(num, &used) / (pct || bare_is_percent ? 100.0 : 1.0);
+    if (used != num.size()) v = -1;
+  } catch (const std::exception&) {
+    v = -1;
+  }
+  if (!(v >= 0) || !std::isfinite(v))
+    throw InputError(option + " '" + text + "': give a non-negative " +
+                     (bare_is_percent ? "percentage, e.g. 15%" : "fraction (0.01) or percentage (1%)"));
+  return v;
+}
+
 int cmd_profile(int argc, char* argv[]) {
   Options o;
   std::string out_dir;
@@ -706,11 +732,7 @@ int cmd_profile(int argc, char* argv[]) {
   desc.add_options()("out", po::value(&out_dir)->required(),
                      "directory for aicore_op_detail.csv and aicore_op_type.csv (MindSpore profiler columns)");
   if (!parse(argc, argv, desc, "profile")) return 0;
-  if (!std::filesystem::is_directory(out_dir)) {
-    std::error_code ec;
-    std::filesystem::create_directory(out_dir, ec);
-    if (ec) throw InputError("--out " + out_dir + ": cannot create the directory: " + ec.message());
-  }
+  ensure_directory(out_dir, "--out");
   const OpProfile p = profile_ops(make_request(o, runtime::all_strategies()));
   const std::string detail = (std::filesystem::path(out_dir) / "aicore_op_detail.csv").string();
   const std::string types = (std::filesystem::path(out_dir) / "aicore_op_type.csv").string();
@@ -743,12 +765,7 @@ int cmd_validate(int argc, char* argv[]) {
                                                  "published figures with the runs that reproduce them")(
       "tolerance", po::value(&tolerance)->default_value(tolerance), "error that counts as within (a percentage)");
   if (!parse(argc, argv, desc, "validate")) return 0;
-  double tol = -1;
-  try {
-    tol = std::stod(tolerance.back() == '%' ? tolerance.substr(0, tolerance.size() - 1) : tolerance) / 100;
-  } catch (const std::exception&) {
-  }
-  if (!(tol >= 0)) throw InputError("--tolerance '" + tolerance + "': give a percentage, e.g. 15%");
+  const double tol = parse_share(tolerance, "--tolerance", true);
   const auto rows = validate(load_figures(file, default_config_dir()));
   std::cout << validation_table(rows, tol);
   return 0;
@@ -767,11 +784,7 @@ int cmd_suite(int argc, char* argv[]) {
   if (!parse(argc, argv, desc, "suite", &pos)) return 0;
   std::string name;
   const auto entries = load_suite(file, default_config_dir(), &name);
-  std::error_code ec;
-  if (!std::filesystem::is_directory(out_dir)) {
-    std::filesystem::create_directory(out_dir, ec);
-    if (ec) throw InputError("--out " + out_dir + ": cannot create the directory: " + ec.message());
-  }
+  ensure_directory(out_dir, "--out");
   Outputs files;
   ordered_json index;
   index["suite"] = name;
@@ -827,18 +840,7 @@ int cmd_diff(int argc, char* argv[]) {
   po::positional_options_description pos;
   pos.add("base", 1).add("new", 1);
   if (!parse(argc, argv, desc, "diff", &pos)) return 0;
-  double tolerance = -1;
-  try {
-    std::size_t used = 0;
-    const bool pct = !tolerance_arg.empty() && tolerance_arg.back() == '%';
-    const std::string num = pct ? tolerance_arg.substr(0, tolerance_arg.size() - 1) : tolerance_arg;
-    tolerance = std::stod(num, &used) / (pct ? 100.0 : 1.0);
-    if (used != num.size()) tolerance = -1;
-  } catch (const std::exception&) {
-    tolerance = -1;
-  }
-  if (!(tolerance >= 0) || !std::isfinite(tolerance))
-    throw InputError("--tolerance '" + tolerance_arg + "': give a non-negative fraction (0.01) or percentage (1%)");
+  const double tolerance = parse_share(tolerance_arg, "--tolerance", false);
   Outputs files;
   files.add(junit, "--junit");
   const DiffResult d = diff_reports(base, now, tolerance);

@@ -65,16 +65,19 @@ void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const run
   if (!s.message.empty()) throw InputError(s.key, s.key, s.message);
 }
 
-namespace {
-runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w,
-                                       const runtime::Session& session) {
+runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Workload& w) {
   aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
-  runtime::CompiledGraph g;
   try {
-    g = runtime::compile(w, model, cfg.chip.queue.capacity);
+    return runtime::compile(w, model, cfg.chip.queue.capacity);
   } catch (const std::logic_error& e) {  // the tiler found no tile that fits the configured buffers
     throw InputError(std::string(e.what()) + " — raise the aicore buffer sizes (aicore.*_kib)");
   }
+}
+
+namespace {
+runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w,
+                                       const runtime::Session& session) {
+  runtime::CompiledGraph g = compile_for(cfg, w);
   check_fits(cfg, w, g.memory, runtime::uses_queue(session.strategy));
   // The device computes at least this long: a run that cannot finish within the kernel's clock
   // is refused before it starts.

@@ -51,6 +51,10 @@ class System : public sc_core::sc_module {
   std::unique_ptr<TraceRecorder> m_trace;
 };
 
+/// The workload compiled for the chip of `cfg` (its cost model and data queue); InputError if the
+/// configured buffers hold no tile of some op.
+runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Workload& w);
+
 /// Human-readable byte count ("1.50 GiB").
 std::string format_bytes(double bytes);
 
