@@ -290,11 +290,7 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
       m_marks.fp_start = start;
       m_step_started = true;
     }
-    ++m_tasks;
-    m_cores.account_free_run(t.cost, start + m_dispatch, t.time, t.time.to_seconds());
-    m_busy_s += (m_dispatch + t.time).to_seconds();
-    end = start + m_dispatch + t.time;
-    if (tracing) trace_ai_task(s, t, start, end);
+    end = count_ai_task(s, t, start, t.time.to_seconds(), (m_dispatch + t.time).to_seconds(), tracing);
     if (t.part == StepPart::Backward) m_marks.bp_end = end;
     ++n;
     ends_step = w.ends_step;
@@ -309,6 +305,16 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
   if (m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
 }
 
+sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, double time_s, double busy_s,
+                                     bool tracing) {
+  const sc_time end = start + m_dispatch + t.time;
+  ++m_tasks;
+  m_cores.account_free_run(t.cost, start + m_dispatch, t.time, time_s);
+  m_busy_s += busy_s;
+  if (tracing) trace_ai_task(s, t, start, end);
+  return end;
+}
+
 bool TaskScheduler::execute_run(Stream& s, const Run& run, const std::vector<const Task*>& tasks) {
   if (!unobserved()) return false;
   const bool tracing = m_trace && m_trace->active();
@@ -321,12 +327,7 @@ bool TaskScheduler::execute_run(Stream& s, const Run& run, const std::vector<con
   // The statistics each task would have added, in the same order.
   sc_time at = start;
   for (std::size_t i = run.begin; i < run.end; ++i) {
-    const Task& t = *tasks[i];
-    ++m_tasks;
-    m_cores.account_free_run(t.cost, at + m_dispatch, t.time, run.time_s[i - run.begin]);
-    if (tracing) trace_ai_task(s, t, at, at + m_dispatch + t.time);
-    at += m_dispatch + t.time;
-    m_busy_s += run.busy_s[i - run.begin];
+    at = count_ai_task(s, *tasks[i], at, run.time_s[i - run.begin], run.busy_s[i - run.begin], tracing);
   }
   wait(run.total);
   return true;

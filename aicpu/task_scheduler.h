@@ -116,6 +116,11 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   /// between (the caller then executes them one by one).
   bool execute_run(Stream& s, const Run& run, const std::vector<const Task*>& tasks);
   void name_tracks(Stream& s);
+  /// Statistics (and trace) of an AI core task a run executes without its own wait: dispatched at
+  /// `start`; `time_s` its time on the cores and `busy_s` dispatch plus time, in seconds. Returns
+  /// its end.
+  sc_core::sc_time count_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, double time_s,
+                                 double busy_s, bool tracing);
   /// Records an AI core task that ran from `start` (its dispatch) to `end`.
   void trace_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, const sc_core::sc_time& end);
   /// True if nothing can observe the device between tasks: one stream, every core free. (A trace
