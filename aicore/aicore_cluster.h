@@ -26,11 +26,9 @@ class AiCoreCluster : public sc_core::sc_module {
   /// Returns the op's start on the cores. Call from an SC_THREAD.
   sc_core::sc_time execute(const OpCost& cost, const sc_core::sc_time& time, const sc_core::sc_time& lead);
 
-  std::int64_t free_cores(bool cube) const { return pool(cube).free; }
   /// True if no task holds or waits for cores.
   bool idle() const {
-    return m_cube.free == m_cube.size && m_cube.waiting == 0 && m_vector.free == m_vector.size &&
-           m_vector.waiting == 0;
+    return m_cube.free == m_cube.size && m_cube.waiting == 0 && m_vector.free == m_vector.size && m_vector.waiting == 0;
   }
   /// Accounts a task that a caller runs on idle cores without waiting here (a run of tasks
   /// executed with one wait): starts at `start`, lasts `time` (`seconds` = time.to_seconds()).
@@ -48,7 +46,6 @@ class AiCoreCluster : public sc_core::sc_module {
     sc_core::sc_event released;
   };
   Pool& pool(bool cube) { return cube || !m_split ? m_cube : m_vector; }
-  const Pool& pool(bool cube) const { return cube || !m_split ? m_cube : m_vector; }
   void account(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time);
   void count(const OpCost& cost, double seconds);
 

@@ -61,9 +61,6 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   const sc_core::sc_event& drained_event() const override { return m_drained; }
   std::int64_t graph_image_bytes(const TaskList& graph) const override;
 
-  bool failed() const { return !m_failure.empty(); }
-  const std::string& failure() const { return m_failure; }
-
   sim::StatsGroup& stats() { return m_stats; }
 
  private:

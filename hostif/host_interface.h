@@ -47,7 +47,7 @@ class HostInterface : public sc_core::sc_module, public DeviceEventsIf {
   /// Subscribes to step ends and failures; every subscriber is called, in subscription order.
   void on_step_end(std::function<void(const StepMarks&)> fn) { m_step_subscribers.push_back(std::move(fn)); }
   void on_failure(std::function<void(const std::string&)> fn) { m_failure_subscribers.push_back(std::move(fn)); }
-  bool failed() const { return !m_failure.empty(); }
+  /// The first failure the device reported, or empty.
   const std::string& failure() const { return m_failure; }
 
   // Device side (DeviceEventsIf).

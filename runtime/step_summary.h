@@ -21,7 +21,6 @@ class StepSummary {
 
   void add(double v);
   std::int64_t count() const { return m_count; }
-  double sum() const { return m_sum; }
   /// Mean and nearest-rank p50/p99, in milliseconds (values are seconds).
   StepStats stats() const;
   /// True while the percentiles are exact.

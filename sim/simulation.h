@@ -28,8 +28,6 @@ class Simulation {
   /// Streams every run's timeline to `os` as it is recorded, for steps in [first, last); the
   /// file is complete once run() returns. Call before run().
   void enable_trace(std::ostream& os, std::int64_t first_step, std::int64_t last_step);
-  /// Events and bytes the trace holds so far.
-  std::int64_t trace_events() const { return m_trace ? m_trace->events() : 0; }
   /// Keep every step's values in each run's result, not only their summary. Call before run().
   void keep_each_step(bool keep) {
     for (auto& s : m_systems) s->keep_each_step(keep);

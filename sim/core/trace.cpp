@@ -42,22 +42,13 @@ void int_into(std::string& out, long long v) {
 
 }  // namespace
 
-TraceSink::TraceSink(std::ostream& os) : m_os(os) {
-  const std::string head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  m_os << head;
-  m_bytes += static_cast<std::int64_t>(head.size());
-}
+TraceSink::TraceSink(std::ostream& os) : m_os(os) { m_os << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"; }
 
 void TraceSink::event(const std::string& json) {
   if (m_closed) return;  // processes ended after the run record nothing more
-  if (!m_first) {
-    m_os.write(",\n", 2);
-    m_bytes += 2;
-  }
+  if (!m_first) m_os.write(",\n", 2);
   m_first = false;
   m_os.write(json.data(), static_cast<std::streamsize>(json.size()));
-  m_bytes += static_cast<std::int64_t>(json.size());
-  ++m_events;
 }
 
 void TraceSink::close() {

@@ -25,13 +25,10 @@ class TraceSink {
   /// Appends one event (a JSON object).
   void event(const std::string& json);
   void close();
-  std::int64_t events() const { return m_events; }
-  std::int64_t bytes() const { return m_bytes; }
 
  private:
   std::ostream& m_os;
   bool m_first = true, m_closed = false;
-  std::int64_t m_events = 0, m_bytes = 0;
 };
 
 class TraceRecorder {
