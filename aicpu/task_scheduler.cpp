@@ -2,6 +2,7 @@
 #include "aicpu/task_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/core/time.h"
 
@@ -145,16 +146,16 @@ void TaskScheduler::set_trace(sim::TraceRecorder* trace) {
 }
 
 void TaskScheduler::trace_ai_task(const Stream& s, const Task& t, const sc_time& start, const sc_time& end) {
-  const sc_time run_start = start + m_dispatch;
-  const double gbps = t.cost.time_s > 0 ? t.cost.gm_bytes / t.cost.time_s / 1e9 : 0.0;
-  if (t.cost.time_s > 0) m_trace->counter("HBM GB/s", run_start, gbps);
-  m_trace->span(s.track, t.name, start, end);
-  // One span for the op on its stream's AI cores, with the cores it occupies as an argument.
-  auto& args = m_trace_args[&t];
-  if (args.empty())
-    args = "{\"blocks\":" + std::to_string(t.cost.blocks) + ",\"bound\":\"" + aicore::bound_name(t.cost.bound) + "\"}";
-  m_trace->span(s.core_track, t.name, run_start, end, args);
-  m_trace->counter("HBM GB/s", end, 0);
+  // One span per op on its stream's AI cores, from the end of its dispatch, with the cores it
+  // occupies, what bounds it and its mean HBM bandwidth (GB/s, to 0.1) as arguments.
+  auto [it, added] = m_trace_labels.try_emplace(&t, 0);
+  if (added) {
+    const double gbps = t.cost.time_s > 0 ? t.cost.gm_bytes / t.cost.time_s / 1e9 : 0.0;
+    it->second = m_trace->label(t.name, {sim::TraceArg::integer("blocks", t.cost.blocks),
+                                         sim::TraceArg::text("bound", aicore::bound_name(t.cost.bound)),
+                                         sim::TraceArg::number("hbm_gbps", std::round(gbps * 10) / 10)});
+  }
+  m_trace->span(s.core_track, it->second, start + m_dispatch, end);
 }
 
 void TaskScheduler::set_active(Stream& s, bool active) {

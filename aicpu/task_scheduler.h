@@ -140,7 +140,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   bool m_task_runs = true;
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;
-  std::unordered_map<const Task*, std::string> m_trace_args;  ///< per task: its AI core span's arguments
+  std::unordered_map<const Task*, int> m_trace_labels;  ///< per task: its AI core span's trace label
 
   std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;
   std::map<const TaskList*, GraphPlan> m_plans;

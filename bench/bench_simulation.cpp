@@ -4,6 +4,9 @@
 // and the process's peak resident memory.
 #include <sys/resource.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <benchmark/benchmark.h>
 
 #include "sim/api.h"
@@ -62,6 +65,41 @@ void BM_ResNet50Batch256NonSink(benchmark::State& state) {
   run_and_count(state, req);
 }
 BENCHMARK(BM_ResNet50Batch256NonSink)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// `compare --workload resnet50 --steps-per-epoch 200` untraced (0), traced to a Chrome JSON file
+/// (1) and to a Perfetto protobuf file (2) in the temporary directory: the cost of a trace.
+void BM_ResNet50Compare200StepsTraced(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.steps_per_epoch = 200;
+  const auto mode = state.range(0);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            (mode == 1 ? "ascendsim-bench-trace.json" : "ascendsim-bench-trace.pftrace"))
+                               .string();
+  std::ofstream file;
+  if (mode > 0) {
+    file.open(path, std::ios::binary | std::ios::trunc);
+    req.trace = true;
+    req.trace_out = &file;
+    req.trace_format = mode == 1 ? sim::TraceFormat::Json : sim::TraceFormat::Perfetto;
+  }
+  run_and_count(state, req);
+  if (mode > 0) {
+    state.counters["trace_mb_per_run"] =
+        static_cast<double>(file.tellp()) / 1e6 / static_cast<double>(state.iterations());
+    file.close();
+    std::filesystem::remove(path);
+  }
+  state.SetLabel(mode == 0 ? "untraced" : mode == 1 ? "json" : "perfetto");
+}
+BENCHMARK(BM_ResNet50Compare200StepsTraced)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 /// LeNet-5 under loop sink for N steps (one sink): memory must not grow with N. Run each size in
 /// its own process (peak RSS is the process's): --benchmark_filter=BM_LeNetLoopSinkSteps/100000$

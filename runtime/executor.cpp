@@ -116,7 +116,11 @@ void Executor::launch_ops(const hostif::TaskList& tasks) {
     const sc_core::sc_time issued = start + cost * static_cast<double>(i + 1);
     m_device.submit_task(tasks[i], issued, i + 1 == tasks.size());
     ++m_io.op_launches;
-    if (tracing) m_trace->span(m_host_track, "launch op " + tasks[i].name, issued - cost, issued);
+    if (tracing) {
+      auto [it, added] = m_launch_labels.try_emplace(&tasks[i], 0);
+      if (added) it->second = m_trace->label("launch op " + tasks[i].name);
+      m_trace->span(m_host_track, it->second, issued - cost, issued);
+    }
   }
   wait(cost * static_cast<double>(tasks.size()));
 }

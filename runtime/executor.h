@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include <systemc>
@@ -89,6 +90,7 @@ class Executor : public sc_core::sc_module {
   bool m_last_recorded = false;
   StepRecord m_record;
   sim::TraceRecorder* m_trace = nullptr;
+  std::unordered_map<const hostif::Task*, int> m_launch_labels;  ///< per task: its launch span's trace label
   int m_host_track = 0, m_channel_track = 0;
   class Span;
   Interactions m_io;

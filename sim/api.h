@@ -21,6 +21,7 @@
 #include "runtime/session.h"
 #include "sim/config.h"
 #include "sim/core/stats.h"
+#include "sim/core/trace.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -35,9 +36,10 @@ struct RunRequest {
   std::int64_t epochs = 1;                                                ///< [epochs]
   std::int64_t sink_size = -1;                                            ///< [sink_size] loop sink's S; -1: one epoch
   std::optional<std::int64_t> steps_per_epoch;                            ///< [steps_per_epoch] unset: from the dataset
-  std::string dataset;                ///< [dataset] directory of real files; "" synthetic
-  std::int64_t devices = 1;           ///< [devices]
-  bool trace = false;                 ///< record a Chrome trace
+  std::string dataset;                                     ///< [dataset] directory of real files; "" synthetic
+  std::int64_t devices = 1;                                ///< [devices]
+  bool trace = false;                                      ///< record a timeline
+  sim::TraceFormat trace_format = sim::TraceFormat::Json;  ///< Chrome JSON or Perfetto protobuf
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)
   std::int64_t trace_first_step = 0;  ///< traced steps: [first, last)
   std::int64_t trace_last_step = INT64_MAX;
@@ -53,7 +55,7 @@ struct RunOutcome {
   runtime::ReportHeader header;
   std::vector<runtime::RunResult> runs;  ///< in the order of the request's strategies
   nlohmann::ordered_json config;         ///< every parameter as resolved
-  std::string trace;                     ///< the Chrome trace, if asked for without a trace_out
+  std::string trace;                     ///< the trace file's bytes, if asked for without a trace_out
 
   /// Runs that failed (e.g. a GetNext timeout), and their combined diagnosis.
   bool failed() const;

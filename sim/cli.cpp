@@ -185,7 +185,8 @@ po::options_description run_options(Options& o) {
       "cache",
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
       cache_help.c_str())("trace", po::value(&o.trace),
-                          "write a Chrome trace (Perfetto, chrome://tracing) of every run to FILE")(
+                          "write a timeline of every run to FILE: Perfetto's protobuf format if FILE ends in .pftrace "
+                          "(smaller, faster), else Chrome JSON (Perfetto UI, chrome://tracing)")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B (counted from 0)")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
       "step-trace", po::value(&o.step_trace),
@@ -331,6 +332,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.devices = o.devices;
   if (!o.trace.empty()) {
     r.trace = true;
+    r.trace_format = sim::trace_format_for(o.trace);
     std::tie(r.trace_first_step, r.trace_last_step) = parse_step_window(o.trace_steps);
   }
   if (progress_wanted(o)) r.progress = &std::cerr;

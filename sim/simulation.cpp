@@ -88,9 +88,9 @@ Simulation::~Simulation() {
   }
 }
 
-void Simulation::enable_trace(std::ostream& os, std::int64_t first_step, std::int64_t last_step) {
+void Simulation::enable_trace(std::ostream& os, TraceFormat format, std::int64_t first_step, std::int64_t last_step) {
   if (m_ran) throw std::logic_error("Simulation::enable_trace after run()");
-  m_trace = std::make_unique<TraceSink>(os);
+  m_trace = make_trace_sink(format, os);
   for (std::size_t i = 0; i < m_systems.size(); ++i)
     m_systems[i]->enable_trace(*m_trace, static_cast<int>(i + 1), first_step, last_step);
 }

@@ -27,7 +27,7 @@ class Simulation {
   /// Records every run's timeline, for steps in [first, last). Call before run().
   /// Streams every run's timeline to `os` as it is recorded, for steps in [first, last); the
   /// file is complete once run() returns. Call before run().
-  void enable_trace(std::ostream& os, std::int64_t first_step, std::int64_t last_step);
+  void enable_trace(std::ostream& os, TraceFormat format, std::int64_t first_step, std::int64_t last_step);
   /// Keep every step's values in each run's result, not only their summary. Call before run().
   void keep_each_step(bool keep) {
     for (auto& s : m_systems) s->keep_each_step(keep);

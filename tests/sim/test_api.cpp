@@ -118,23 +118,27 @@ TEST(Api, RunsOfTasksWithOneWaitGiveWhatOneWaitPerTaskGives) {
 }
 
 TEST(Api, TheTraceSizeEstimateIsCloseAndTheTraceStreams) {
-  for (const char* workload : {"lenet5", "resnet50"}) {
-    sim::RunRequest r = lenet(std::string(workload) == "lenet5" ? 30 : 3);
-    r.workload = workload;
-    r.trace = true;
-    std::ostringstream streamed;
-    r.trace_out = &streamed;
-    const auto out = sim::run(r);
-    EXPECT_TRUE(out.trace.empty());  // it went to the stream, not into memory
-    const auto actual = static_cast<double>(streamed.str().size());
-    const auto estimate = static_cast<double>(sim::estimated_trace_bytes(r));
-    EXPECT_NEAR(estimate, actual, 0.35 * actual) << workload;
-    EXPECT_NO_THROW(nlohmann::json::parse(streamed.str()));
-    r.trace_first_step = 1;
-    r.trace_last_step = 2;  // one step of each run
-    EXPECT_NEAR(static_cast<double>(sim::estimated_trace_bytes(r)), estimate / (2.0 * (r.steps_per_epoch.value())),
-                0.2 * estimate / (2.0 * r.steps_per_epoch.value()));
-  }
+  for (const auto format : {sim::TraceFormat::Json, sim::TraceFormat::Perfetto})
+    for (const char* workload : {"lenet5", "resnet50"}) {
+      sim::RunRequest r = lenet(std::string(workload) == "lenet5" ? 30 : 3);
+      r.workload = workload;
+      r.trace = true;
+      r.trace_format = format;
+      std::ostringstream streamed;
+      r.trace_out = &streamed;
+      const auto out = sim::run(r);
+      EXPECT_TRUE(out.trace.empty());  // it went to the stream, not into memory
+      const auto actual = static_cast<double>(streamed.str().size());
+      const auto estimate = static_cast<double>(sim::estimated_trace_bytes(r));
+      EXPECT_NEAR(estimate, actual, 0.35 * actual) << workload;
+      if (format == sim::TraceFormat::Json) {
+        EXPECT_NO_THROW(nlohmann::json::parse(streamed.str()));
+      }
+      r.trace_first_step = 1;
+      r.trace_last_step = 2;  // one step of each run
+      EXPECT_NEAR(static_cast<double>(sim::estimated_trace_bytes(r)), estimate / (2.0 * (r.steps_per_epoch.value())),
+                  0.2 * estimate / (2.0 * r.steps_per_epoch.value()));
+    }
 }
 
 TEST(Api, EveryStatisticIsDocumentedAndInTheReport) {

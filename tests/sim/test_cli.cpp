@@ -271,6 +271,18 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
   return n;
 }
 
+TEST_F(CliTest, ATraceNamedPftraceIsPerfettosProtobufFormat) {
+  const fs::path json = m_dir / "t.json", proto = m_dir / "t.pftrace";
+  ASSERT_EQ(run("train --strategy loop-sink --steps-per-epoch 20 --trace " + json.string()).code, 0);
+  ASSERT_EQ(run("train --strategy loop-sink --steps-per-epoch 20 --trace " + proto.string()).code, 0);
+  const std::string p = slurp(proto);
+  ASSERT_GT(p.size(), 100u);
+  EXPECT_EQ(p[0], '\x0a');                          // Trace.packet, length-delimited
+  EXPECT_NE(p.find("loop-sink"), std::string::npos);  // the process name
+  EXPECT_LT(p.size() * 2, fs::file_size(json));
+  EXPECT_EQ(slurp(json).front(), '{');
+}
+
 TEST_F(CliTest, CompareWritesTraceAndHtmlThatRenders) {
   const fs::path trace = m_dir / "t.json", html = m_dir / "r.html";
   const Result r = run("compare --workload lenet5 --epochs 1 --steps-per-epoch 200 --trace " + trace.string() +
