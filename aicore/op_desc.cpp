@@ -39,6 +39,12 @@ constexpr KindName kKinds[] = {
     {OpKind::Gather, "gather"},
     {OpKind::AssignAdd, "assign_add"},
     {OpKind::Momentum, "momentum"},
+    {OpKind::BNTrainingReduce, "bn_training_reduce"},
+    {OpKind::BNTrainingUpdate, "bn_training_update"},
+    {OpKind::BNTrainingUpdateGrad, "bn_training_update_grad"},
+    {OpKind::BNTrainingReduceGrad, "bn_training_reduce_grad"},
+    {OpKind::TransData, "trans_data"},
+    {OpKind::AtomicAddrClean, "atomic_addr_clean"},
 };
 }  // namespace
 

@@ -39,6 +39,14 @@ enum class OpKind {
   Gather,
   AssignAdd,
   Momentum,  ///< ApplyMomentum
+  // The kernels Ascend's backend runs BatchNorm training as, format conversion and workspace
+  // clearing (`elements`: of the main operand; `out_elements` as noted).
+  BNTrainingReduce,      ///< per-channel sum and sum of squares of x (out_elements: 2 x channels)
+  BNTrainingUpdate,      ///< normalise, scale and shift x; update the moving statistics
+  BNTrainingUpdateGrad,  ///< per-channel sums of dy and dy*x_hat (out_elements: 2 x channels)
+  BNTrainingReduceGrad,  ///< dx from dy, x and the per-channel sums
+  TransData,             ///< layout conversion (out_elements: elements written, padding included)
+  AtomicAddrClean,       ///< zeroes an output that a kernel then accumulates into atomically
 };
 /// The name `ascendsim op --type` takes, e.g. "conv2d_backprop_filter".
 const char* op_kind_name(OpKind k);

@@ -195,6 +195,19 @@ Profile vector_profile(const OpDesc& d) {
       return {d.nchw_elements(), 2, 1, 6, 6};  // statistics pass, then normalise
     case OpKind::BatchNormGrad:
       return {d.nchw_elements(), 4, 1, 8, 8};  // reduce dy and dy*x, then apply
+    // BatchNorm as two kernels each way: the same bytes as the one-kernel forms above.
+    case OpKind::BNTrainingReduce:  // sum and sum of squares
+      return {d.elements, 1, out > 0 ? out / e : 0, 2, 2};
+    case OpKind::BNTrainingUpdate:  // (x - mean) * rsqrt(var + eps) * gamma + beta
+      return {d.elements, 1, 1, 4, 4};
+    case OpKind::BNTrainingUpdateGrad:  // sums of dy and dy * x_hat
+      return {d.elements, 2, out > 0 ? out / e : 0, 4, 4};
+    case OpKind::BNTrainingReduceGrad:  // gamma * rstd * (dy - mean(dy) - x_hat * mean(dy * x_hat))
+      return {d.elements, 2, 1, 6, 6};
+    case OpKind::TransData:  // a strided copy into the target layout, padding written too
+      return {d.elements, 1, out > 0 ? out / e : 1, 1, 1};
+    case OpKind::AtomicAddrClean:  // a memset
+      return {d.elements, 0, 1, 1, 1};
     case OpKind::MaxPool:
     case OpKind::AvgPool:
     case OpKind::MaxPoolGrad:

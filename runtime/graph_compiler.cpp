@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/backend_passes.h"
 #include "sim/core/time.h"
 #include "workloads/op_registry.h"
 
@@ -30,9 +31,13 @@ aicore::OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op) {
 
 std::vector<CompilePass> default_passes() {
   return {
+      cube_precision_pass(),
+      bn_split_pass(),
+      format_pass(),
+      atomic_clean_pass(),
       {"lower",
        [](CompileState& s) {
-         const auto& g = s.workload.graph;
+         const auto& g = s.graph;
          for (const auto& op : g.ops()) {
            if (op.def->view) continue;
            s.ops.push_back(&op);
@@ -67,7 +72,7 @@ std::vector<CompilePass> default_passes() {
            c.sink_tasks.push_back(t);
          }
        }},
-      {"memory_plan", [](CompileState& s) { s.out.memory = plan_memory(s.workload, s.queue_capacity); }},
+      {"memory_plan", [](CompileState& s) { s.out.memory = plan_memory(s.workload, s.graph, s.queue_capacity); }},
   };
 }
 
@@ -79,10 +84,19 @@ void insert_pass(std::vector<CompilePass>& passes, const std::string& after, Com
 
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity,
                       const std::vector<CompilePass>& passes) {
-  CompileState s{w, model, queue_capacity, {}, {}};
+  CompileState s{w, model, queue_capacity, w.graph, {}, {}};
   for (auto t : w.batch_inputs) s.out.input_bytes.push_back(w.graph.tensor(t).bytes());
   s.out.batch_bytes = w.batch_bytes();
-  for (const auto& p : passes) p.run(s);
+  auto measure = [&](const std::string& name) {
+    const GraphTraffic t = graph_traffic(s.graph);
+    s.out.pass_effects.push_back({name, t.ops, t.bytes});
+  };
+  measure("framework");
+  for (const auto& p : passes) {
+    const bool rewrites = s.ops.empty();  // the graph is final once lowered
+    p.run(s);
+    if (rewrites && s.ops.empty()) measure(p.name);
+  }
   return std::move(s.out);
 }
 

@@ -2,9 +2,11 @@
 // cost, and plans the step's device memory. Compilation is a pipeline of named passes over a
 // shared state, in this order by default:
 //
+//   cube_precision, bn_split, formats, atomic_clean
+//                the backend passes (backend_passes.h): the graph the device executes
 //   lower        every device op to the AI core's description (its registration's lowering)
 //   precision    the chip's precision mode: fp32 Cube operands compute in fp16 (Ascend's default
-//                allow_fp32_to_fp16)
+//                allow_fp32_to_fp16; after cube_precision no Cube op has any left)
 //   cost         each lowered op's device time from the cost model; the tasks of a step
 //   memory_plan  the device memory of a step, workspaces included
 //
@@ -24,10 +26,17 @@
 namespace ascendsim::runtime {
 
 struct CompiledGraph {
-  hostif::TaskList step_tasks;            ///< one step launched op by op (non-sink): device ops in order
-  hostif::TaskList sink_tasks;            ///< one step fed from the data queue: GetNext, then the device ops
-  std::vector<aicore::OpDesc> descs;      ///< per step_tasks entry
-  std::vector<std::string> op_types;      ///< per step_tasks entry: the graph op's registered type
+  hostif::TaskList step_tasks;        ///< one step launched op by op (non-sink): device ops in order
+  hostif::TaskList sink_tasks;        ///< one step fed from the data queue: GetNext, then the device ops
+  std::vector<aicore::OpDesc> descs;  ///< per step_tasks entry
+  std::vector<std::string> op_types;  ///< per step_tasks entry: the graph op's registered type
+  /// Per pass, in order: its name and the executed graph's device ops and HBM bytes after it
+  /// (the first entry, "framework", is the graph before any pass).
+  struct PassEffect {
+    std::string name;
+    std::int64_t ops = 0, bytes = 0;
+  };
+  std::vector<PassEffect> pass_effects;
   std::vector<std::int64_t> input_bytes;  ///< per batch input tensor, feed order
   std::int64_t batch_bytes = 0;
   MemoryPlan memory;
@@ -39,7 +48,8 @@ struct CompileState {
   const workloads::Workload& workload;
   const aicore::CostModel& model;
   std::int64_t queue_capacity;
-  std::vector<const workloads::Op*> ops;  ///< the device ops, in order (after `lower`)
+  workloads::Graph graph;                 ///< the executed graph: the workload's, as the backend passes rewrite it
+  std::vector<const workloads::Op*> ops;  ///< the device ops of `graph`, in order (after `lower`)
   CompiledGraph out;
 };
 
@@ -48,7 +58,7 @@ struct CompilePass {
   std::function<void(CompileState&)> run;
 };
 
-/// lower, precision, cost, memory_plan.
+/// cube_precision, bn_split, formats, atomic_clean, lower, precision, cost, memory_plan.
 std::vector<CompilePass> default_passes();
 /// Inserts `pass` after the pass named `after`; throws std::invalid_argument if there is none.
 void insert_pass(std::vector<CompilePass>& passes, const std::string& after, CompilePass pass);

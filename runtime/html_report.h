@@ -20,6 +20,18 @@ struct SweepPoint {
   RunResult run;
 };
 
+/// One published figure against its simulation (sim::validate's rows).
+struct ValidationEntry {
+  std::string id, unit, configuration, source;
+  double published = 0, simulated = 0, error = 0;  ///< error: (simulated - published) / published
+  bool compared = false;
+  std::string note;  ///< why not compared
+};
+
+/// The validation page: each figure's error as a bar against the tolerance band, and the table
+/// with configurations and sources.
+std::string html_validation(const std::vector<ValidationEntry>& rows, double tolerance);
+
 /// Text with &, <, > and " escaped for HTML and XML.
 std::string escape_xml(const std::string& s);
 

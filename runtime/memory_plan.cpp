@@ -24,7 +24,11 @@ std::int64_t op_workspace_bytes(const workloads::Graph& g, const workloads::Op& 
 }
 
 MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity) {
-  const auto& g = w.graph;
+  return plan_memory(w, w.graph, queue_capacity);
+}
+
+MemoryPlan plan_memory(const workloads::Workload& w, const workloads::Graph& executed, std::int64_t queue_capacity) {
+  const auto& g = executed;
   const auto& ops = g.ops();
   const std::size_t nt = g.tensors().size();
 

@@ -39,6 +39,8 @@ struct MemoryPlan {
 
 /// Plans a workload's step. `queue_capacity` batches of the data queue are added (sink modes).
 MemoryPlan plan_memory(const workloads::Workload& w, std::int64_t queue_capacity);
+/// The plan of `executed`, the workload's graph as the compiler's passes rewrote it.
+MemoryPlan plan_memory(const workloads::Workload& w, const workloads::Graph& executed, std::int64_t queue_capacity);
 
 /// Op workspace in device memory, from the op's registration (0 for most ops; an fp16
 /// Conv2DBackpropFilter accumulates the weight gradient in fp32).

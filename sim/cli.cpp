@@ -487,6 +487,9 @@ int cmd_info(int argc, char* argv[]) {
                  {"keep_batchnorm_fp32", w.recipe.keep_batchnorm_fp32},
                  {"loss_scale", w.recipe.loss_scale}};
   j["device_compute_per_step_s"] = g.device_compute_s;
+  ordered_json passes = ordered_json::array();
+  for (const auto& p : g.pass_effects) passes.push_back({{"pass", p.name}, {"ops", p.ops}, {"hbm_bytes", p.bytes}});
+  j["graph_passes"] = passes;
   ordered_json ops = ordered_json::array();
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     const auto& c = g.step_tasks[i].cost;
@@ -521,8 +524,17 @@ int cmd_info(int argc, char* argv[]) {
                            format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
   std::cout << fmt::format("  fits device memory        non-sink {}, sink modes {}\n",
                            short_op_by_op.empty() ? "yes" : "no", short_sink.empty() ? "yes" : "no");
-  std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n\n", w.data.dataset.samples,
+  std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n", w.data.dataset.samples,
                            w.steps_per_epoch());
+  // The executed graph, pass by pass: device ops and the bytes they move in HBM.
+  std::string passes_line;
+  for (std::size_t i = 0; i < g.pass_effects.size(); ++i) {
+    const auto& p = g.pass_effects[i];
+    if (i > 0 && p.ops == g.pass_effects[i - 1].ops && p.bytes == g.pass_effects[i - 1].bytes) continue;
+    passes_line += fmt::format("{}{} {} ops {}", passes_line.empty() ? "" : " -> ", p.name, p.ops,
+                               format_bytes(static_cast<double>(p.bytes)));
+  }
+  std::cout << fmt::format("  executed graph            {}\n\n", passes_line);
   std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     const auto& c = g.step_tasks[i].cost;
@@ -762,14 +774,23 @@ int cmd_profile(int argc, char* argv[]) {
 
 int cmd_validate(int argc, char* argv[]) {
   std::string file = std::string(ASCENDSIM_SOURCE_DIR) + "/bench/validation/figures.yaml", tolerance = "15%";
+  std::string html, json;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("figures", po::value(&file)->default_value(file),
                                                  "published figures with the runs that reproduce them")(
-      "tolerance", po::value(&tolerance)->default_value(tolerance), "error that counts as within (a percentage)");
+      "tolerance", po::value(&tolerance)->default_value(tolerance), "error that counts as within (a percentage)")(
+      "html", po::value(&html), "write the validation page (error per figure, table with sources) to FILE")(
+      "json", po::value(&json), "write the rows as JSON to FILE");
   if (!parse(argc, argv, desc, "validate")) return 0;
   const double tol = parse_share(tolerance, "--tolerance", true);
+  Outputs files;
+  files.add(html, "--html");
+  files.add(json, "--json");
   const auto rows = validate(load_figures(file, default_config_dir()));
+  if (!html.empty()) files.stage(html, validation_html(rows, tol));
+  if (!json.empty()) files.stage(json, validation_json(rows).dump(2) + "\n");
   std::cout << validation_table(rows, tol);
+  files.commit();
   return 0;
 }
 

@@ -371,6 +371,29 @@ std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures)
   return rows;
 }
 
+std::string validation_html(const std::vector<ValidationRow>& rows, double tolerance) {
+  std::vector<runtime::ValidationEntry> entries;
+  for (const auto& r : rows)
+    entries.push_back({r.figure.id, r.figure.unit, r.figure.configuration, r.figure.source, r.figure.value, r.simulated,
+                       r.error, r.compared, r.note});
+  return runtime::html_validation(entries, tolerance);
+}
+
+nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json j;
+    j["id"] = r.figure.id;
+    j["published"] = r.figure.value;
+    j["unit"] = r.figure.unit;
+    j["simulated"] = r.compared ? nlohmann::ordered_json(r.simulated) : nlohmann::ordered_json();
+    j["error"] = r.compared ? nlohmann::ordered_json(r.error) : nlohmann::ordered_json();
+    if (!r.compared) j["note"] = r.note;
+    out.push_back(j);
+  }
+  return out;
+}
+
 std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance) {
   runtime::TextTable t({"id", "published", "simulated", "error", "configuration"}, {4});
   double abs_sum = 0;

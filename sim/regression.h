@@ -77,5 +77,9 @@ std::vector<PublishedFigure> load_figures(const std::string& path, const std::st
 std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures);
 /// published, simulated, error per figure, and how many lie within the tolerance.
 std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance);
+/// The same as an HTML page (runtime::html_validation).
+std::string validation_html(const std::vector<ValidationRow>& rows, double tolerance);
+/// The rows as JSON: id, published, simulated (null if not compared), unit, error, note.
+nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows);
 
 }  // namespace ascendsim::sim

@@ -64,8 +64,30 @@ TensorId Graph::add_tensor(Tensor t) {
   return static_cast<TensorId>(m_tensors.size() - 1);
 }
 
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::Any:
+      return "any";
+    case Format::ND:
+      return "ND";
+    case Format::NC1HWC0:
+      return "NC1HWC0";
+    case Format::FracZ:
+      return "FracZ";
+    case Format::FracNZ:
+      return "FRACTAL_NZ";
+  }
+  return "?";
+}
+
 std::vector<TensorId> Graph::apply(const std::string& type, const std::string& name, std::vector<TensorId> inputs,
                                    const OpAttrs& attrs) {
+  m_ops.push_back(make_op(type, name, std::move(inputs), attrs, m_pass));
+  return m_ops.back().outputs;
+}
+
+Op Graph::make_op(const std::string& type, const std::string& name, std::vector<TensorId> inputs, const OpAttrs& attrs,
+                  Pass pass) {
   const OpDef& def = OpRegistry::global().at(type);
   for (auto in : inputs)
     require(in >= 0 && static_cast<std::size_t>(in) < m_tensors.size(), name, "input is not a tensor of the graph");
@@ -81,7 +103,7 @@ std::vector<TensorId> Graph::apply(const std::string& type, const std::string& n
   op.def = &def;
   op.type = def.name;
   op.name = name;
-  op.pass = m_pass;
+  op.pass = pass;
   for (std::size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].alias_of_input >= 0) {
       op.outputs.push_back(inputs.at(static_cast<std::size_t>(outs[i].alias_of_input)));
@@ -92,8 +114,7 @@ std::vector<TensorId> Graph::apply(const std::string& type, const std::string& n
     op.outputs.push_back(add_tensor(std::move(t)));
   }
   op.inputs = std::move(inputs);
-  m_ops.push_back(std::move(op));
-  return m_ops.back().outputs;
+  return op;
 }
 
 namespace {

@@ -14,6 +14,13 @@ std::int64_t dtype_bytes(DType t);
 const char* dtype_name(DType t);
 
 using Shape = std::vector<std::int64_t>;
+
+/// Memory layout of a tensor on the device, as Ascend's backend chooses it: ND (row-major, NCHW
+/// for images), NC1HWC0 (5HD: channels in blocks of C0 = 16, for feature maps), FracZ (conv
+/// weights in Cube fractals), FracNZ (MatMul operands in 16x16 fractals). Any: an op that
+/// takes its input as it is and gives its output in the same layout.
+enum class Format { Any, ND, NC1HWC0, FracZ, FracNZ };
+const char* format_name(Format f);
 std::string shape_string(const Shape& s);
 
 enum class TensorRole {
@@ -34,6 +41,7 @@ struct Tensor {
   Shape shape;
   DType dtype = DType::F32;
   TensorRole role = TensorRole::Activation;
+  Format format = Format::ND;  ///< set by the compiler's format pass
   std::int64_t elements() const;
   std::int64_t bytes() const { return elements() * dtype_bytes(dtype); }
 };
@@ -61,6 +69,7 @@ struct OpAttrs {
   DType dtype = DType::F32;                  ///< a target dtype (Cast, OneHot)
   std::int64_t count = 0;                    ///< a count (OneHot classes)
   TensorRole role = TensorRole::Activation;  ///< the role of output 0 where the caller decides it
+  Format format = Format::ND;                ///< a target layout (TransData)
 };
 
 struct OpDef;
@@ -79,6 +88,7 @@ class Graph {
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const { return m_tensors.at(static_cast<std::size_t>(id)); }
   void set_role(TensorId id, TensorRole role) { m_tensors.at(static_cast<std::size_t>(id)).role = role; }
+  void set_format(TensorId id, Format f) { m_tensors.at(static_cast<std::size_t>(id)).format = f; }
   const std::vector<Tensor>& tensors() const { return m_tensors; }
   const std::vector<Op>& ops() const { return m_ops; }
 
@@ -86,6 +96,12 @@ class Graph {
   /// outputs. Throws std::invalid_argument for an unknown type or inconsistent operands.
   std::vector<TensorId> apply(const std::string& type, const std::string& name, std::vector<TensorId> inputs,
                               const OpAttrs& attrs = {});
+  /// Builds an op as apply() does (its outputs become tensors of the graph) without appending it:
+  /// for compiler passes that rewrite the op sequence.
+  Op make_op(const std::string& type, const std::string& name, std::vector<TensorId> inputs, const OpAttrs& attrs,
+             Pass pass);
+  /// Replaces the op sequence (compiler passes).
+  void set_ops(std::vector<Op> ops) { m_ops = std::move(ops); }
 
   // The built-in ops, by their builders; each returns the op's first output.
   TensorId conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr attr);

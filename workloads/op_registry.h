@@ -61,6 +61,14 @@ struct OpDef {
   std::function<std::int64_t(const Graph&, const Op&)> workspace{};
   /// Exact multiply-accumulates (unset: none).
   std::function<std::int64_t(const Graph&, const Op&)> macs{};
+  /// Runs on the Cube, which has no fp32 path: the compiler casts fp32 operands to fp16 (the
+  /// result keeps its type: the Cube accumulates in fp32).
+  bool cube = false;
+  /// The layout the device kernel wants for each input (Any, or missing: as it comes) and gives
+  /// its outputs (Any: input 0's layout when the rank is kept, else ND). Tensors of rank <= 1
+  /// have no layout to convert.
+  std::vector<Format> formats{};
+  Format out_format = Format::Any;
 };
 
 class OpRegistry {
@@ -82,6 +90,10 @@ class OpRegistry {
 
 /// Registers the built-in ops into `r` (ops.cpp).
 void register_builtin_ops(OpRegistry& r);
+
+/// Elements a tensor of `shape` occupies in layout `f`: NC1HWC0 pads channels, FracZ both weight
+/// channel dimensions and FRACTAL_NZ both matrix dimensions to multiples of 16.
+std::int64_t stored_elements(const Shape& shape, Format f);
 
 /// Storage precision of a tensor dtype (fp32 and int32 both 4 bytes).
 aicore::Precision storage_precision(DType t);

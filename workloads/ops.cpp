@@ -111,6 +111,29 @@ OpDesc conv_op(OpKind kind, const Tensor& operand, const Tensor& result, const S
   return d;
 }
 
+std::int64_t round16(std::int64_t v) { return (v + 15) / 16 * 16; }
+
+}  // namespace
+
+std::int64_t stored_elements(const Shape& s, Format f) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  if (f == Format::NC1HWC0 && s.size() == 4) return s[0] * round16(s[1]) * s[2] * s[3];
+  if (f == Format::FracZ && s.size() == 4) return round16(s[0]) * round16(s[1]) * s[2] * s[3];
+  if (f == Format::FracNZ && s.size() == 2) return round16(s[0]) * round16(s[1]);
+  return n;
+}
+
+namespace {
+
+/// `def` with the layouts its device kernel wants and gives, and whether it runs on the Cube.
+OpDef layout(OpDef def, std::vector<Format> in, Format out, bool cube = false) {
+  def.formats = std::move(in);
+  def.out_format = out;
+  def.cube = cube;
+  return def;
+}
+
 /// Output pixels x Cout x (Cin x kh x kw): the contraction of all three convolution ops.
 std::int64_t conv_macs(const Shape& y, const Shape& w) { return y[0] * y[2] * y[3] * w[0] * w[1] * w[2] * w[3]; }
 
@@ -120,121 +143,133 @@ std::int64_t conv_macs(const Shape& y, const Shape& w) { return y[0] * y[2] * y[
 
 void register_builtin_ops(OpRegistry& r) {
   // Cube ops ------------------------------------------------------------------------------------
-  r.add({"Conv2D",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Shape& xs = g.tensor(i.at(0)).shape;  // NCHW
-           const Shape& ws = g.tensor(i.at(1)).shape;  // Cout, Cin, kh, kw
-           require(xs.size() == 4 && ws.size() == 4, "conv2d needs NCHW input and OIHW weight");
-           require(xs[1] == ws[1], "input channels " + std::to_string(xs[1]) + " != weight " + std::to_string(ws[1]));
-           require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
-           a.conv.kernel_h = ws[2];
-           a.conv.kernel_w = ws[3];
-           const std::int64_t ho = conv_out(xs[2], ws[2], a.conv), wo = conv_out(xs[3], ws[3], a.conv);
-           require(ho > 0 && wo > 0, "kernel larger than padded input");
-           return std::vector<OutputSpec>{out({xs[0], ws[0], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           Graph& g = b.graph();
-           const TensorId x = op.inputs[0], w = op.inputs[1];
-           if (b.wants(x))
-             b.give(x, g.conv2d_backprop_input(gname + "/BackpropInput", dy, w, g.tensor(x).shape, op.conv));
-           if (b.wants(w))
-             b.give(w, g.conv2d_backprop_filter(gname + "/BackpropFilter", dy, x, g.tensor(w).shape, op.conv));
-         },
-         [](const Graph& g, const Op& op) {
-           return conv_op(OpKind::Conv2D, in(g, op, 0), res(g, op, 0), in(g, op, 0).shape, in(g, op, 1).shape, op.conv);
-         },
-         {},
-         [](const Graph& g, const Op& op) { return conv_macs(res(g, op, 0).shape, in(g, op, 1).shape); }});
+  r.add(layout(
+      OpDef{"Conv2D",
+            false,
+            [](const Graph& g, const Inputs& i, OpAttrs& a) {
+              const Shape& xs = g.tensor(i.at(0)).shape;  // NCHW
+              const Shape& ws = g.tensor(i.at(1)).shape;  // Cout, Cin, kh, kw
+              require(xs.size() == 4 && ws.size() == 4, "conv2d needs NCHW input and OIHW weight");
+              require(xs[1] == ws[1],
+                      "input channels " + std::to_string(xs[1]) + " != weight " + std::to_string(ws[1]));
+              require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
+              a.conv.kernel_h = ws[2];
+              a.conv.kernel_w = ws[3];
+              const std::int64_t ho = conv_out(xs[2], ws[2], a.conv), wo = conv_out(xs[3], ws[3], a.conv);
+              require(ho > 0 && wo > 0, "kernel larger than padded input");
+              return std::vector<OutputSpec>{out({xs[0], ws[0], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+            },
+            [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+              Graph& g = b.graph();
+              const TensorId x = op.inputs[0], w = op.inputs[1];
+              if (b.wants(x))
+                b.give(x, g.conv2d_backprop_input(gname + "/BackpropInput", dy, w, g.tensor(x).shape, op.conv));
+              if (b.wants(w))
+                b.give(w, g.conv2d_backprop_filter(gname + "/BackpropFilter", dy, x, g.tensor(w).shape, op.conv));
+            },
+            [](const Graph& g, const Op& op) {
+              return conv_op(OpKind::Conv2D, in(g, op, 0), res(g, op, 0), in(g, op, 0).shape, in(g, op, 1).shape,
+                             op.conv);
+            },
+            {},
+            [](const Graph& g, const Op& op) { return conv_macs(res(g, op, 0).shape, in(g, op, 1).shape); }},
+      {Format::NC1HWC0, Format::FracZ}, Format::NC1HWC0, true));
 
-  r.add({"Conv2DBackpropInput",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Shape& dys = g.tensor(i.at(0)).shape;
-           const Shape& ws = g.tensor(i.at(1)).shape;
-           const Shape& xs = a.shape;
-           require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
-           require(dys[1] == ws[0] && xs[1] == ws[1], "channel mismatch");
-           require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
-                   "dy spatial shape does not match the forward convolution");
-           return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           return conv_op(OpKind::Conv2DBackpropInput, in(g, op, 0), res(g, op, 0), res(g, op, 0).shape,
-                          in(g, op, 1).shape, op.conv);
-         },
-         {},
-         [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, in(g, op, 1).shape); }});
+  r.add(layout(OpDef{"Conv2DBackpropInput",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       const Shape& dys = g.tensor(i.at(0)).shape;
+                       const Shape& ws = g.tensor(i.at(1)).shape;
+                       const Shape& xs = a.shape;
+                       require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
+                       require(dys[1] == ws[0] && xs[1] == ws[1], "channel mismatch");
+                       require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
+                               "dy spatial shape does not match the forward convolution");
+                       return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       return conv_op(OpKind::Conv2DBackpropInput, in(g, op, 0), res(g, op, 0), res(g, op, 0).shape,
+                                      in(g, op, 1).shape, op.conv);
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, in(g, op, 1).shape); }},
+               {Format::NC1HWC0, Format::FracZ}, Format::NC1HWC0, true));
 
-  r.add({"Conv2DBackpropFilter",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Shape& dys = g.tensor(i.at(0)).shape;
-           const Shape& xs = g.tensor(i.at(1)).shape;
-           const Shape& ws = a.shape;
-           require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
-           require(dys[1] == ws[0] && xs[1] == ws[1] && dys[0] == xs[0], "shape mismatch");
-           require(conv_out(xs[2], ws[2], a.conv) == dys[2], "dy spatial shape does not match the forward convolution");
-           return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           return conv_op(OpKind::Conv2DBackpropFilter, in(g, op, 0), res(g, op, 0), in(g, op, 1).shape,
-                          res(g, op, 0).shape, op.conv);
-         },
-         // An fp16 weight gradient accumulates in an fp32 workspace of its size.
-         [](const Graph& g, const Op& op) -> std::int64_t {
-           return res(g, op, 0).dtype == DType::F16 ? res(g, op, 0).elements() * 4 : 0;
-         },
-         [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, res(g, op, 0).shape); }});
+  r.add(layout(OpDef{"Conv2DBackpropFilter",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       const Shape& dys = g.tensor(i.at(0)).shape;
+                       const Shape& xs = g.tensor(i.at(1)).shape;
+                       const Shape& ws = a.shape;
+                       require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
+                       require(dys[1] == ws[0] && xs[1] == ws[1] && dys[0] == xs[0], "shape mismatch");
+                       require(conv_out(xs[2], ws[2], a.conv) == dys[2],
+                               "dy spatial shape does not match the forward convolution");
+                       return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       return conv_op(OpKind::Conv2DBackpropFilter, in(g, op, 0), res(g, op, 0), in(g, op, 1).shape,
+                                      res(g, op, 0).shape, op.conv);
+                     },
+                     // An fp16 weight gradient accumulates in an fp32 workspace of its size.
+                     [](const Graph& g, const Op& op) -> std::int64_t {
+                       return res(g, op, 0).dtype == DType::F16 ? res(g, op, 0).elements() * 4 : 0;
+                     },
+                     [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, res(g, op, 0).shape); }},
+               {Format::NC1HWC0, Format::NC1HWC0}, Format::FracZ, true));
 
-  r.add({"MatMul",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Shape& as = g.tensor(i.at(0)).shape;
-           const Shape& bs = g.tensor(i.at(1)).shape;
-           require(as.size() == 2 && bs.size() == 2, "matmul needs rank-2 operands");
-           const std::int64_t m = a.matmul.transpose_a ? as[1] : as[0], ka = a.matmul.transpose_a ? as[0] : as[1];
-           const std::int64_t kb = a.matmul.transpose_b ? bs[1] : bs[0], n = a.matmul.transpose_b ? bs[0] : bs[1];
-           require(ka == kb, "inner dimensions differ: " + shape_string(as) + " x " + shape_string(bs));
-           require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "operand dtypes differ (missing Cast?)");
-           return std::vector<OutputSpec>{out({m, n}, g.tensor(i[0]).dtype, a.role)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           Graph& g = b.graph();
-           if (op.matmul.transpose_a)
-             throw std::logic_error(op.name + ": backward of transpose_a MatMul not supported");
-           const TensorId a = op.inputs[0], w = op.inputs[1];
-           const TensorRole wrole =
-               g.tensor(w).role == TensorRole::Parameter ? TensorRole::Gradient : TensorRole::Activation;
-           if (op.matmul.transpose_b) {  // y = a w^T: da = dy w, dw = dy^T a
-             if (b.wants(a)) b.give(a, g.matmul(gname + "/MatMul_dx", dy, w, {false, false}, TensorRole::Activation));
-             if (b.wants(w)) b.give(w, g.matmul(gname + "/MatMul_dw", dy, a, {true, false}, wrole));
-           } else {  // y = a w: da = dy w^T, dw = a^T dy
-             if (b.wants(a)) b.give(a, g.matmul(gname + "/MatMul_dx", dy, w, {false, true}, TensorRole::Activation));
-             if (b.wants(w)) b.give(w, g.matmul(gname + "/MatMul_dw", a, dy, {true, false}, wrole));
-           }
-         },
-         [](const Graph& g, const Op& op) {
-           OpDesc d;
-           d.kind = OpKind::MatMul;
-           d.precision = storage_precision(in(g, op, 0).dtype);
-           d.out_precision = storage_precision(res(g, op, 0).dtype);
-           d.m = res(g, op, 0).shape[0];
-           d.n = res(g, op, 0).shape[1];
-           d.k = op.matmul.transpose_a ? in(g, op, 0).shape[0] : in(g, op, 0).shape[1];
-           d.transpose_a = op.matmul.transpose_a;
-           d.transpose_b = op.matmul.transpose_b;
-           return d;
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           const Shape& a = in(g, op, 0).shape;
-           const Shape& y = res(g, op, 0).shape;
-           return y[0] * y[1] * (op.matmul.transpose_a ? a[0] : a[1]);
-         }});
+  r.add(layout(OpDef{"MatMul",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       const Shape& as = g.tensor(i.at(0)).shape;
+                       const Shape& bs = g.tensor(i.at(1)).shape;
+                       require(as.size() == 2 && bs.size() == 2, "matmul needs rank-2 operands");
+                       const std::int64_t m = a.matmul.transpose_a ? as[1] : as[0],
+                                          ka = a.matmul.transpose_a ? as[0] : as[1];
+                       const std::int64_t kb = a.matmul.transpose_b ? bs[1] : bs[0],
+                                          n = a.matmul.transpose_b ? bs[0] : bs[1];
+                       require(ka == kb, "inner dimensions differ: " + shape_string(as) + " x " + shape_string(bs));
+                       require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "operand dtypes differ (missing Cast?)");
+                       return std::vector<OutputSpec>{out({m, n}, g.tensor(i[0]).dtype, a.role)};
+                     },
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       Graph& g = b.graph();
+                       if (op.matmul.transpose_a)
+                         throw std::logic_error(op.name + ": backward of transpose_a MatMul not supported");
+                       const TensorId a = op.inputs[0], w = op.inputs[1];
+                       const TensorRole wrole =
+                           g.tensor(w).role == TensorRole::Parameter ? TensorRole::Gradient : TensorRole::Activation;
+                       if (op.matmul.transpose_b) {  // y = a w^T: da = dy w, dw = dy^T a
+                         if (b.wants(a))
+                           b.give(a, g.matmul(gname + "/MatMul_dx", dy, w, {false, false}, TensorRole::Activation));
+                         if (b.wants(w)) b.give(w, g.matmul(gname + "/MatMul_dw", dy, a, {true, false}, wrole));
+                       } else {  // y = a w: da = dy w^T, dw = a^T dy
+                         if (b.wants(a))
+                           b.give(a, g.matmul(gname + "/MatMul_dx", dy, w, {false, true}, TensorRole::Activation));
+                         if (b.wants(w)) b.give(w, g.matmul(gname + "/MatMul_dw", a, dy, {true, false}, wrole));
+                       }
+                     },
+                     [](const Graph& g, const Op& op) {
+                       OpDesc d;
+                       d.kind = OpKind::MatMul;
+                       d.precision = storage_precision(in(g, op, 0).dtype);
+                       d.out_precision = storage_precision(res(g, op, 0).dtype);
+                       d.m = res(g, op, 0).shape[0];
+                       d.n = res(g, op, 0).shape[1];
+                       d.k = op.matmul.transpose_a ? in(g, op, 0).shape[0] : in(g, op, 0).shape[1];
+                       d.transpose_a = op.matmul.transpose_a;
+                       d.transpose_b = op.matmul.transpose_b;
+                       return d;
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       const Shape& a = in(g, op, 0).shape;
+                       const Shape& y = res(g, op, 0).shape;
+                       return y[0] * y[1] * (op.matmul.transpose_a ? a[0] : a[1]);
+                     }},
+               {Format::FracNZ, Format::FracNZ}, Format::FracNZ, true));
 
   // Vector ops ----------------------------------------------------------------------------------
   r.add(
@@ -292,41 +327,46 @@ void register_builtin_ops(OpRegistry& r) {
       return d;
     };
   };
-  r.add({"MaxPool", false,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Shape& xs = g.tensor(i.at(0)).shape;
-           require(xs.size() == 4, "NCHW input expected");
-           const std::int64_t ho = (xs[2] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
-           const std::int64_t wo = (xs[3] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
-           require(ho > 0 && wo > 0, "window larger than input");
-           return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           b.give(op.inputs[0],
-                  b.graph().max_pool_grad(gname + "/MaxPoolGrad", op.inputs[0], op.outputs[0], dy, op.pool));
-         },
-         pool_lower(OpKind::MaxPool)});
+  r.add(layout(
+      OpDef{"MaxPool", false,
+            [](const Graph& g, const Inputs& i, OpAttrs& a) {
+              const Shape& xs = g.tensor(i.at(0)).shape;
+              require(xs.size() == 4, "NCHW input expected");
+              const std::int64_t ho = (xs[2] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
+              const std::int64_t wo = (xs[3] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
+              require(ho > 0 && wo > 0, "window larger than input");
+              return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+            },
+            [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+              b.give(op.inputs[0],
+                     b.graph().max_pool_grad(gname + "/MaxPoolGrad", op.inputs[0], op.outputs[0], dy, op.pool));
+            },
+            pool_lower(OpKind::MaxPool)},
+      {Format::NC1HWC0}, Format::NC1HWC0));
 
-  r.add({"MaxPoolGrad",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           require(g.tensor(i.at(1)).shape == g.tensor(i.at(2)).shape, "y and dy shapes differ");
-           return std::vector<OutputSpec>{out(g.tensor(i[0]).shape, g.tensor(i[2]).dtype, TensorRole::Activation)};
-         },
-         {},
-         pool_lower(OpKind::MaxPoolGrad)});
+  r.add(layout(OpDef{"MaxPoolGrad",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs&) {
+                       require(g.tensor(i.at(1)).shape == g.tensor(i.at(2)).shape, "y and dy shapes differ");
+                       return std::vector<OutputSpec>{
+                           out(g.tensor(i[0]).shape, g.tensor(i[2]).dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     pool_lower(OpKind::MaxPoolGrad)},
+               {Format::NC1HWC0, Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0));
 
-  r.add({"Reshape", true,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Tensor& x = g.tensor(i.at(0));
-           OutputSpec o = out(a.shape, x.dtype, TensorRole::Activation);
-           require(o.tensor.elements() == x.elements(), "reshape changes the element count");
-           return std::vector<OutputSpec>{o};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           Graph& g = b.graph();
-           b.give(op.inputs[0], g.reshape(gname + "/Reshape", dy, g.tensor(op.inputs[0]).shape));
-         }});
+  r.add(layout(OpDef{"Reshape", true,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       const Tensor& x = g.tensor(i.at(0));
+                       OutputSpec o = out(a.shape, x.dtype, TensorRole::Activation);
+                       require(o.tensor.elements() == x.elements(), "reshape changes the element count");
+                       return std::vector<OutputSpec>{o};
+                     },
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       Graph& g = b.graph();
+                       b.give(op.inputs[0], g.reshape(gname + "/Reshape", dy, g.tensor(op.inputs[0]).shape));
+                     }},
+               {Format::ND}, Format::ND));
 
   auto logits_labels = [](const Graph& g, const Inputs& i) {
     const Shape& ls = g.tensor(i.at(0)).shape;
@@ -336,46 +376,53 @@ void register_builtin_ops(OpRegistry& r) {
   auto softmax_lower = [](OpKind kind) {
     return [kind](const Graph& g, const Op& op) { return vector_op(kind, in(g, op, 0), in(g, op, 0).shape[0]); };
   };
-  r.add({"SparseSoftmaxCrossEntropyWithLogits", false,
-         [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
-           logits_labels(g, i);
-           return std::vector<OutputSpec>{out({1}, DType::F32, TensorRole::Loss)};
-         },
-         // The fused op yields the mean gradient directly (its sensitivity is 1).
-         [](BackwardContext& b, const Op& op, TensorId, const std::string& gname) {
-           b.give(op.inputs[0], b.graph().sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
-         },
-         softmax_lower(OpKind::SoftmaxCrossEntropy)});
+  r.add(layout(OpDef{"SparseSoftmaxCrossEntropyWithLogits", false,
+                     [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
+                       logits_labels(g, i);
+                       return std::vector<OutputSpec>{out({1}, DType::F32, TensorRole::Loss)};
+                     },
+                     // The fused op yields the mean gradient directly (its sensitivity is 1).
+                     [](BackwardContext& b, const Op& op, TensorId, const std::string& gname) {
+                       b.give(op.inputs[0],
+                              b.graph().sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
+                     },
+                     softmax_lower(OpKind::SoftmaxCrossEntropy)},
+               {Format::ND, Format::ND}, Format::ND));
 
-  r.add({"SparseSoftmaxCrossEntropyWithLogitsGrad",
-         false,
-         [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
-           return std::vector<OutputSpec>{out(logits_labels(g, i), g.tensor(i[0]).dtype, TensorRole::Activation)};
-         },
-         {},
-         softmax_lower(OpKind::SoftmaxCrossEntropyGrad)});
+  r.add(layout(OpDef{"SparseSoftmaxCrossEntropyWithLogitsGrad",
+                     false,
+                     [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
+                       return std::vector<OutputSpec>{
+                           out(logits_labels(g, i), g.tensor(i[0]).dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     softmax_lower(OpKind::SoftmaxCrossEntropyGrad)},
+               {Format::ND, Format::ND}, Format::ND));
 
-  r.add({"SoftmaxCrossEntropyWithLogits", false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           const Tensor& l = g.tensor(i.at(0));
-           require(l.shape == g.tensor(i.at(1)).shape && l.shape.size() == 2,
-                   "logits and one-hot labels [N,C] expected");
-           return std::vector<OutputSpec>{out({l.shape[0]}, l.dtype, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           b.give(op.inputs[0], b.graph().softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1], dy));
-         },
-         softmax_lower(OpKind::SoftmaxCrossEntropy)});
+  r.add(layout(OpDef{"SoftmaxCrossEntropyWithLogits", false,
+                     [](const Graph& g, const Inputs& i, OpAttrs&) {
+                       const Tensor& l = g.tensor(i.at(0));
+                       require(l.shape == g.tensor(i.at(1)).shape && l.shape.size() == 2,
+                               "logits and one-hot labels [N,C] expected");
+                       return std::vector<OutputSpec>{out({l.shape[0]}, l.dtype, TensorRole::Activation)};
+                     },
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       b.give(op.inputs[0],
+                              b.graph().softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1], dy));
+                     },
+                     softmax_lower(OpKind::SoftmaxCrossEntropy)},
+               {Format::ND, Format::ND}, Format::ND));
 
-  r.add({"SoftmaxCrossEntropyWithLogitsGrad",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           const Tensor& l = g.tensor(i.at(0));
-           require(g.tensor(i.at(2)).shape == Shape{l.shape.at(0)}, "dloss [N] expected");
-           return std::vector<OutputSpec>{out(l.shape, l.dtype, TensorRole::Activation)};
-         },
-         {},
-         softmax_lower(OpKind::SoftmaxCrossEntropyGrad)});
+  r.add(layout(OpDef{"SoftmaxCrossEntropyWithLogitsGrad",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs&) {
+                       const Tensor& l = g.tensor(i.at(0));
+                       require(g.tensor(i.at(2)).shape == Shape{l.shape.at(0)}, "dloss [N] expected");
+                       return std::vector<OutputSpec>{out(l.shape, l.dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     softmax_lower(OpKind::SoftmaxCrossEntropyGrad)},
+               {Format::ND, Format::ND, Format::ND}, Format::ND));
 
   r.add({"AddN", false,
          [](const Graph& g, const Inputs& i, OpAttrs&) {
@@ -405,49 +452,52 @@ void register_builtin_ops(OpRegistry& r) {
          {},
          [](const Graph& g, const Op& op) { return vector_op(OpKind::Momentum, in(g, op, 0)); }});
 
-  r.add({"BatchNorm", false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {  // x, gamma, beta, moving mean, moving variance
-           const Shape& xs = g.tensor(i.at(0)).shape;
-           require(xs.size() == 4, "NCHW input expected");
-           require(i.size() == 5, "x, gamma, beta, moving_mean and moving_var expected");
-           for (std::size_t p = 1; p < 5; ++p)
-             require(g.tensor(i[p]).shape == Shape{xs[1]}, "per-channel operand of the wrong length");
-           // y, then the batch mean and variance in fp32; the moving statistics update in place.
-           return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation),
-                                          out({xs[1]}, DType::F32, TensorRole::Activation),
-                                          out({xs[1]}, DType::F32, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           Graph& g = b.graph();
-           const TensorId dx = g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1],
-                                                 op.outputs[1], op.outputs[2]);
-           const Op& bng = g.ops().back();
-           b.give(op.inputs[1], bng.outputs[1]);
-           b.give(op.inputs[2], bng.outputs[2]);
-           b.give(op.inputs[0], dx);
-         },
-         [](const Graph& g, const Op& op) {
-           OpDesc d = vector_op(OpKind::BatchNorm, in(g, op, 0));
-           set_nchw(d, in(g, op, 0).shape);
-           return d;
-         }});
+  r.add(layout(OpDef{"BatchNorm", false,
+                     [](const Graph& g, const Inputs& i, OpAttrs&) {  // x, gamma, beta, moving mean, moving variance
+                       const Shape& xs = g.tensor(i.at(0)).shape;
+                       require(xs.size() == 4, "NCHW input expected");
+                       require(i.size() == 5, "x, gamma, beta, moving_mean and moving_var expected");
+                       for (std::size_t p = 1; p < 5; ++p)
+                         require(g.tensor(i[p]).shape == Shape{xs[1]}, "per-channel operand of the wrong length");
+                       // y, then the batch mean and variance in fp32; the moving statistics update in place.
+                       return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation),
+                                                      out({xs[1]}, DType::F32, TensorRole::Activation),
+                                                      out({xs[1]}, DType::F32, TensorRole::Activation)};
+                     },
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       Graph& g = b.graph();
+                       const TensorId dx = g.batch_norm_grad(gname + "/BatchNormGrad", dy, op.inputs[0], op.inputs[1],
+                                                             op.outputs[1], op.outputs[2]);
+                       const Op& bng = g.ops().back();
+                       b.give(op.inputs[1], bng.outputs[1]);
+                       b.give(op.inputs[2], bng.outputs[2]);
+                       b.give(op.inputs[0], dx);
+                     },
+                     [](const Graph& g, const Op& op) {
+                       OpDesc d = vector_op(OpKind::BatchNorm, in(g, op, 0));
+                       set_nchw(d, in(g, op, 0).shape);
+                       return d;
+                     }},
+               {Format::NC1HWC0}, Format::NC1HWC0));
 
-  r.add({"BatchNormGrad",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {  // dy, x, gamma, batch mean, batch variance
-           require(i.size() == 5, "dy, x, gamma, mean and var expected");
-           require(g.tensor(i[0]).shape == g.tensor(i[1]).shape, "dy and x shapes differ");
-           const Tensor& gamma = g.tensor(i[2]);
-           return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation),
-                                          out(gamma.shape, gamma.dtype, TensorRole::Gradient),
-                                          out(gamma.shape, gamma.dtype, TensorRole::Gradient)};
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           OpDesc d = vector_op(OpKind::BatchNormGrad, in(g, op, 1));
-           set_nchw(d, in(g, op, 1).shape);
-           return d;
-         }});
+  r.add(layout(OpDef{"BatchNormGrad",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs&) {  // dy, x, gamma, batch mean, batch variance
+                       require(i.size() == 5, "dy, x, gamma, mean and var expected");
+                       require(g.tensor(i[0]).shape == g.tensor(i[1]).shape, "dy and x shapes differ");
+                       const Tensor& gamma = g.tensor(i[2]);
+                       return std::vector<OutputSpec>{
+                           out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation),
+                           out(gamma.shape, gamma.dtype, TensorRole::Gradient),
+                           out(gamma.shape, gamma.dtype, TensorRole::Gradient)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       OpDesc d = vector_op(OpKind::BatchNormGrad, in(g, op, 1));
+                       set_nchw(d, in(g, op, 1).shape);
+                       return d;
+                     }},
+               {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0));
 
   r.add({"Add", false,
          [](const Graph& g, const Inputs& i, OpAttrs&) {
@@ -488,41 +538,47 @@ void register_builtin_ops(OpRegistry& r) {
            return d;
          }});
 
-  r.add({"ReduceMean", false,  // over H and W: [N,C,H,W] -> [N,C]; or a vector -> [1]
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           const Tensor& x = g.tensor(i.at(0));
-           require(x.shape.size() == 4 || x.shape.size() == 1, "NCHW (spatial mean) or a vector (full mean) expected");
-           return std::vector<OutputSpec>{
-               out(x.shape.size() == 4 ? Shape{x.shape[0], x.shape[1]} : Shape{1}, x.dtype, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           Graph& g = b.graph();
-           b.give(op.inputs[0], g.reduce_mean_grad(gname + "/ReduceMeanGrad", dy, g.tensor(op.inputs[0]).shape));
-         },
-         [](const Graph& g, const Op& op) {
-           return vector_op(OpKind::ReduceMean, in(g, op, 0), res(g, op, 0).elements());
-         }});
+  r.add(layout(
+      OpDef{"ReduceMean", false,  // over H and W: [N,C,H,W] -> [N,C]; or a vector -> [1]
+            [](const Graph& g, const Inputs& i, OpAttrs&) {
+              const Tensor& x = g.tensor(i.at(0));
+              require(x.shape.size() == 4 || x.shape.size() == 1,
+                      "NCHW (spatial mean) or a vector (full mean) expected");
+              return std::vector<OutputSpec>{
+                  out(x.shape.size() == 4 ? Shape{x.shape[0], x.shape[1]} : Shape{1}, x.dtype, TensorRole::Activation)};
+            },
+            [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+              Graph& g = b.graph();
+              b.give(op.inputs[0], g.reduce_mean_grad(gname + "/ReduceMeanGrad", dy, g.tensor(op.inputs[0]).shape));
+            },
+            [](const Graph& g, const Op& op) {
+              return vector_op(OpKind::ReduceMean, in(g, op, 0), res(g, op, 0).elements());
+            }},
+      {Format::Any}, Format::ND));
 
-  r.add({"ReduceMeanGrad",
-         false,  // broadcast back to the input shape, divided by the count
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           return std::vector<OutputSpec>{out(a.shape, g.tensor(i.at(0)).dtype, TensorRole::Activation)};
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           return vector_op(OpKind::ReduceMeanGrad, res(g, op, 0), in(g, op, 0).elements());
-         }});
+  r.add(layout(OpDef{"ReduceMeanGrad",
+                     false,  // broadcast back to the input shape, divided by the count
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       return std::vector<OutputSpec>{out(a.shape, g.tensor(i.at(0)).dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       return vector_op(OpKind::ReduceMeanGrad, res(g, op, 0), in(g, op, 0).elements());
+                     }},
+               {Format::Any}, Format::NC1HWC0));
 
-  r.add(
-      {"OneHot",
-       false,  // labels [N] -> smoothed one-hot [N, classes]
-       [](const Graph& g, const Inputs& i, OpAttrs& a) {
-         const Tensor& l = g.tensor(i.at(0));
-         require(l.shape.size() == 1 && a.count > 1, "labels [N] and at least two classes expected");
-         return std::vector<OutputSpec>{out({l.shape[0], a.count}, a.dtype, TensorRole::Activation)};
-       },
-       {},
-       [](const Graph& g, const Op& op) { return vector_op(OpKind::OneHot, res(g, op, 0), in(g, op, 0).elements()); }});
+  r.add(layout(OpDef{"OneHot",
+                     false,  // labels [N] -> smoothed one-hot [N, classes]
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       const Tensor& l = g.tensor(i.at(0));
+                       require(l.shape.size() == 1 && a.count > 1, "labels [N] and at least two classes expected");
+                       return std::vector<OutputSpec>{out({l.shape[0], a.count}, a.dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       return vector_op(OpKind::OneHot, res(g, op, 0), in(g, op, 0).elements());
+                     }},
+               {}, Format::ND));
 
   r.add({"Gather",
          false,  // one element of the on-device learning-rate schedule
@@ -543,6 +599,105 @@ void register_builtin_ops(OpRegistry& r) {
          },
          {},
          [](const Graph& g, const Op& op) { return vector_op(OpKind::AssignAdd, res(g, op, 0)); }});
+
+  // The backend's kernels: the graph compiler's passes put them in the executed graph -------------
+  auto per_channel = [](const Graph& g, const Inputs& i, std::size_t from, std::size_t count) {
+    const Shape& xs = g.tensor(i.at(0)).shape;
+    require(xs.size() == 4, "NCHW input expected");
+    require(i.size() >= from + count, std::to_string(from + count) + " inputs expected");
+    for (std::size_t p = from; p < from + count; ++p)
+      require(g.tensor(i[p]).shape == Shape{xs[1]}, "per-channel operand of the wrong length");
+    return xs[1];
+  };
+  r.add(layout(OpDef{"BNTrainingReduce",
+                     false,
+                     [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {  // x -> sum, square sum
+                       const std::int64_t c = per_channel(g, i, 1, 0);
+                       return std::vector<OutputSpec>{out({c}, DType::F32, TensorRole::Activation),
+                                                      out({c}, DType::F32, TensorRole::Activation)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       return vector_op(OpKind::BNTrainingReduce, in(g, op, 0), 2 * in(g, op, 0).shape[1]);
+                     }},
+               {Format::NC1HWC0}, Format::Any));
+  r.add(layout(OpDef{"BNTrainingUpdate",
+                     false,
+                     // x, sum, square sum, gamma, beta, moving mean, moving variance -> y, batch mean, batch
+                     // variance; the moving statistics update in place
+                     [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
+                       const std::int64_t c = per_channel(g, i, 1, 6);
+                       return std::vector<OutputSpec>{
+                           out(g.tensor(i[0]).shape, g.tensor(i[0]).dtype, TensorRole::Activation),
+                           out({c}, DType::F32, TensorRole::Activation), out({c}, DType::F32, TensorRole::Activation)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingUpdate, in(g, op, 0)); }},
+               {Format::NC1HWC0}, Format::NC1HWC0));
+  r.add(layout(OpDef{"BNTrainingUpdateGrad",
+                     false,
+                     // dy, x, batch mean, batch variance -> dgamma, dbeta (in attrs.dtype)
+                     [per_channel](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and x shapes differ");
+                       const std::int64_t c = per_channel(g, i, 2, 2);
+                       return std::vector<OutputSpec>{out({c}, a.dtype, TensorRole::Gradient),
+                                                      out({c}, a.dtype, TensorRole::Gradient)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       return vector_op(OpKind::BNTrainingUpdateGrad, in(g, op, 1), 2 * in(g, op, 1).shape[1]);
+                     }},
+               {Format::NC1HWC0, Format::NC1HWC0}, Format::Any));
+  r.add(layout(
+      OpDef{"BNTrainingReduceGrad",
+            false,
+            // dy, x, dgamma, dbeta, gamma, batch mean, batch variance -> dx
+            [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
+              require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and x shapes differ");
+              per_channel(g, i, 2, 5);
+              return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
+            },
+            {},
+            [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingReduceGrad, in(g, op, 1)); }},
+      {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0));
+
+  r.add({"TransData",
+         false,
+         // x -> x in the layout attrs.format
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Tensor& x = g.tensor(i.at(0));
+           require(a.format != Format::Any, "a target layout is needed");
+           OutputSpec o = out(x.shape, x.dtype, x.role == TensorRole::Gradient ? x.role : TensorRole::Activation);
+           o.tensor.format = a.format;
+           return std::vector<OutputSpec>{o};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           const Tensor& x = in(g, op, 0);
+           OpDesc d = vector_op(OpKind::TransData, x);
+           d.elements = stored_elements(x.shape, x.format);  // read as stored, padding included
+           d.out_elements = stored_elements(x.shape, op.format);
+           return d;
+         }});
+
+  r.add({"AtomicAddrClean",
+         false,
+         // zeroes the outputs of the next kernel, whose blocks add partial results into them (in place)
+         [](const Graph&, const Inputs& i, OpAttrs&) {
+           require(!i.empty(), "a tensor to clear expected");
+           std::vector<OutputSpec> outs;
+           for (std::size_t k = 0; k < i.size(); ++k) outs.push_back(OutputSpec::alias(static_cast<int>(k)));
+           return outs;
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           // Partial sums accumulate in fp32 whatever the result's type.
+           OpDesc d = vector_op(OpKind::AtomicAddrClean, in(g, op, 0));
+           d.precision = d.out_precision = aicore::Precision::FP32;
+           d.elements = 0;
+           for (auto t : op.inputs) d.elements += g.tensor(t).elements();
+           return d;
+         }});
 }
 
 }  // namespace ascendsim::workloads

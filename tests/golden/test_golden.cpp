@@ -23,7 +23,7 @@ constexpr double kRelTolerance = 1e-6;
 
 ordered_json run_json(const std::string& args) {
   const fs::path out = fs::temp_directory_path() / ("ascendsim_golden_" + std::to_string(::getpid()) + ".json");
-  const bool op = args.rfind("op ", 0) == 0;  // `op` prints no progress
+  const bool op = args.rfind("op ", 0) == 0 || args.rfind("validate", 0) == 0;  // these print no progress
   const std::string cmd = std::string("ASCENDSIM_CONFIG_DIR=") + ASCENDSIM_SOURCE_DIR "/configs " + ASCENDSIM_BIN +
                           " " + args + (op ? "" : " -q") + " --json " + out.string() + " >/dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -106,6 +106,21 @@ TEST(Golden, LeNet5TwoEpochsAllStrategies) {
 TEST(Golden, ResNet50Batch32TwentyStepsAllStrategies) {
   check("resnet50_b32_20steps",
         figures(run_json("compare --workload resnet50 --batch-size 32 --steps-per-epoch 20 --epochs 1")));
+}
+
+TEST(Golden, ValidationAgainstPublishedFigures) {
+  // The simulated value of every published figure the simulator reproduces, and whether it lies
+  // within the 15% tolerance: moving one is a reviewed decision (the validation table before and
+  // after goes in the commit message).
+  const ordered_json rows = run_json("validate");
+  ordered_json now;
+  for (const auto& r : rows) {
+    ordered_json f;
+    f["simulated"] = r["simulated"];
+    f["within_15_percent"] = !r["error"].is_null() && std::fabs(r["error"].get<double>()) <= 0.15;
+    now[r["id"].get<std::string>()] = f;
+  }
+  check("validation", now);
 }
 
 TEST(Golden, OpResults) {

@@ -59,7 +59,8 @@ TEST_F(StrategiesTest, InteractionCountsFollowTheFormulas) {
   aicore::CachedCostModel model(aicore::make_pipe_cost_model({}, {}));
   const auto g = runtime::compile(w, model, 16);
   const std::int64_t K = static_cast<std::int64_t>(g.step_tasks.size());
-  ASSERT_EQ(K, 42);
+  ASSERT_EQ(K, g.pass_effects.back().ops);  // the executed graph's device ops
+  ASSERT_GT(K, 42);                         // LeNet-5's 42 framework ops and the backend's
   const std::int64_t bb = w.batch_bytes();
   const std::int64_t graph_bytes = (K + 1 + 4) * 64;
 

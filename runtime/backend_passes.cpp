@@ -1,0 +1,224 @@
+#include "runtime/backend_passes.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "workloads/op_registry.h"
+
+namespace ascendsim::runtime {
+
+using workloads::DType;
+using workloads::Format;
+using workloads::Graph;
+using workloads::Op;
+using workloads::OpAttrs;
+using workloads::TensorId;
+
+namespace {
+
+/// An op of a registered type over existing tensors (a rewrite keeps the tensors downstream ops
+/// read).
+Op rewritten(const std::string& type, const std::string& name, workloads::Pass pass, std::vector<TensorId> inputs,
+             std::vector<TensorId> outputs, const OpAttrs& attrs = {}) {
+  const workloads::OpDef& def = workloads::OpRegistry::global().at(type);
+  Op op;
+  static_cast<OpAttrs&>(op) = attrs;
+  op.def = &def;
+  op.type = def.name;
+  op.name = name;
+  op.pass = pass;
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  return op;
+}
+
+std::size_t rank(const Graph& g, TensorId t) { return g.tensor(t).shape.size(); }
+
+}  // namespace
+
+GraphTraffic graph_traffic(const Graph& g) {
+  GraphTraffic t;
+  auto bytes = [&](TensorId id) {
+    const auto& x = g.tensor(id);
+    return workloads::stored_elements(x.shape, x.format) * workloads::dtype_bytes(x.dtype);
+  };
+  for (const auto& op : g.ops()) {
+    if (op.def->view) continue;
+    ++t.ops;
+    for (auto i : op.inputs) t.bytes += bytes(i);
+    for (std::size_t o = 0; o < op.outputs.size(); ++o) {
+      // An output that is an input updated in place is written back once more.
+      t.bytes += bytes(op.outputs[o]);
+    }
+  }
+  return t;
+}
+
+CompilePass cube_precision_pass() {
+  return {"cube_precision", [](CompileState& s) {
+            Graph& g = s.graph;
+            std::map<TensorId, TensorId> fp16;  // fp32 tensor -> its fp16 copy of this step
+            std::vector<Op> ops;
+            for (Op op : g.ops()) {
+              if (op.def->cube)
+                for (auto& in : op.inputs) {
+                  if (g.tensor(in).dtype != DType::F32) continue;
+                  auto it = fp16.find(in);
+                  if (it == fp16.end()) {
+                    OpAttrs a;
+                    a.dtype = DType::F16;
+                    Op cast = g.make_op("Cast", g.tensor(in).name + "/Cast", {in}, a, op.pass);
+                    it = fp16.emplace(in, cast.outputs[0]).first;
+                    ops.push_back(std::move(cast));
+                  }
+                  in = it->second;
+                }
+              ops.push_back(std::move(op));
+            }
+            g.set_ops(std::move(ops));
+          }};
+}
+
+CompilePass bn_split_pass() {
+  return {"bn_split", [](CompileState& s) {
+            Graph& g = s.graph;
+            std::vector<Op> ops;
+            for (Op op : g.ops()) {
+              if (op.type == "BatchNorm") {
+                // x, gamma, beta, moving mean, moving variance -> y, batch mean, batch variance
+                const auto& in = op.inputs;
+                Op reduce = g.make_op("BNTrainingReduce", op.name + "/BNTrainingReduce", {in[0]}, {}, op.pass);
+                std::vector<TensorId> update_in = {in[0], reduce.outputs[0], reduce.outputs[1], in[1], in[2], in[3],
+                                                   in[4]};
+                ops.push_back(std::move(reduce));
+                ops.push_back(rewritten("BNTrainingUpdate", op.name + "/BNTrainingUpdate", op.pass,
+                                        std::move(update_in), op.outputs));
+              } else if (op.type == "BatchNormGrad") {
+                // dy, x, gamma, batch mean, batch variance -> dx, dgamma, dbeta
+                const auto& in = op.inputs;
+                const auto& out = op.outputs;
+                ops.push_back(rewritten("BNTrainingUpdateGrad", op.name + "/BNTrainingUpdateGrad", op.pass,
+                                        {in[0], in[1], in[3], in[4]}, {out[1], out[2]}));
+                ops.push_back(rewritten("BNTrainingReduceGrad", op.name + "/BNTrainingReduceGrad", op.pass,
+                                        {in[0], in[1], out[1], out[2], in[2], in[3], in[4]}, {out[0]}));
+              } else {
+                ops.push_back(std::move(op));
+              }
+            }
+            g.set_ops(std::move(ops));
+          }};
+}
+
+CompilePass format_pass() {
+  return {
+      "formats", [](CompileState& s) {
+        Graph& g = s.graph;
+        const std::size_t nt = g.tensors().size();
+        std::vector<bool> known(nt, false), pinned(nt, false);
+        std::vector<int> producer(nt, -1);
+        const auto& old = g.ops();
+        for (std::size_t i = 0; i < old.size(); ++i)
+          for (auto t : old[i].outputs) {
+            const bool in_place = std::find(old[i].inputs.begin(), old[i].inputs.end(), t) != old[i].inputs.end();
+            if (!in_place && producer[static_cast<std::size_t>(t)] < 0)
+              producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
+          }
+        auto wanted = [](const Op& op, std::size_t i) {
+          return i < op.def->formats.size() ? op.def->formats[i] : Format::Any;
+        };
+        auto layout_free = [&](const Op& op) {  // passes input 0's layout through
+          return (op.def->formats.empty() || wanted(op, 0) == Format::Any) && op.def->out_format == Format::Any &&
+                 !op.inputs.empty() && rank(g, op.inputs[0]) == rank(g, op.outputs[0]);
+        };
+        // Tensors nothing produces in the step (batch inputs, parameters, state): batch inputs
+        // arrive in ND from the host; a persistent tensor is stored in the layout its first
+        // layout-demanding consumer wants, through layout-free ops (O2's weight Cast).
+        for (const auto& op : old)
+          for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+            const Format want = wanted(op, i);
+            if (want == Format::Any || rank(g, op.inputs[i]) <= 1) continue;
+            TensorId t = op.inputs[i];
+            while (producer[static_cast<std::size_t>(t)] >= 0 &&
+                   layout_free(old[static_cast<std::size_t>(producer[static_cast<std::size_t>(t)])]))
+              t = old[static_cast<std::size_t>(producer[static_cast<std::size_t>(t)])].inputs[0];
+            const auto ti = static_cast<std::size_t>(t);
+            if (producer[ti] >= 0 || pinned[ti] || !workloads::is_persistent(g.tensor(t).role)) continue;
+            g.set_format(t, want);
+            pinned[ti] = true;
+          }
+        for (std::size_t t = 0; t < nt; ++t)
+          if (producer[t] < 0) known[t] = true;  // ND unless set above
+
+        std::map<std::pair<TensorId, Format>, TensorId> converted;
+        std::vector<Op> ops;
+        for (Op op : g.ops()) {
+          Format first = Format::ND;
+          for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+            TensorId& in = op.inputs[i];
+            if (rank(g, in) <= 1) continue;
+            Format want = wanted(op, i);
+            // A layout-free op reads its other same-rank operands in input 0's layout.
+            if (want == Format::Any && i > 0 && rank(g, in) == rank(g, op.inputs[0])) want = first;
+            const auto ii = static_cast<std::size_t>(in);
+            if (want != Format::Any && !pinned[ii] && producer[ii] < 0 && workloads::is_persistent(g.tensor(in).role)) {
+              g.set_format(in, want);  // a persistent tensor no consumer demanded a layout of yet
+              pinned[ii] = true;
+            }
+            if (want != Format::Any && g.tensor(in).format != want) {
+              auto it = converted.find({in, want});
+              if (it == converted.end()) {
+                OpAttrs a;
+                a.format = want;
+                Op trans = g.make_op("TransData", g.tensor(in).name + "/TransData_" + workloads::format_name(want),
+                                     {in}, a, op.pass);
+                it = converted.emplace(std::make_pair(in, want), trans.outputs[0]).first;
+                ops.push_back(std::move(trans));
+              }
+              in = it->second;
+            }
+            if (i == 0) first = g.tensor(in).format;
+          }
+          for (std::size_t o = 0; o < op.outputs.size(); ++o) {
+            const TensorId t = op.outputs[o];
+            const bool in_place = std::find(op.inputs.begin(), op.inputs.end(), t) != op.inputs.end();
+            if (in_place || known[static_cast<std::size_t>(t)]) continue;
+            known[static_cast<std::size_t>(t)] = true;
+            Format f = Format::ND;
+            if (rank(g, t) >= 2) {
+              f = op.def->out_format;
+              if (f == Format::Any) f = !op.inputs.empty() && rank(g, op.inputs[0]) == rank(g, t) ? first : Format::ND;
+            }
+            g.set_format(t, f);
+          }
+          ops.push_back(std::move(op));
+        }
+        g.set_ops(std::move(ops));
+      }};
+}
+
+CompilePass atomic_clean_pass() {
+  return {"atomic_clean", [](CompileState& s) {
+            Graph& g = s.graph;
+            std::vector<Op> ops;
+            for (Op op : g.ops()) {
+              if (!op.def->view && op.def->lower) {
+                aicore::OpDesc d = op.def->lower(g, op);
+                apply_precision_mode(d);
+                const aicore::OpCost c = s.model.estimate(d);
+                const bool k_split = aicore::is_cube(d.kind) && c.tiling.c.k_split > 1;
+                const bool reduction =
+                    (d.kind == aicore::OpKind::BNTrainingReduce || d.kind == aicore::OpKind::BNTrainingUpdateGrad ||
+                     d.kind == aicore::OpKind::BiasAddGrad || d.kind == aicore::OpKind::ReduceSum) &&
+                    c.blocks > 1;
+                if (k_split || reduction)
+                  ops.push_back(
+                      rewritten("AtomicAddrClean", op.name + "/AtomicAddrClean", op.pass, op.outputs, op.outputs));
+              }
+              ops.push_back(std::move(op));
+            }
+            g.set_ops(std::move(ops));
+          }};
+}
+
+}  // namespace ascendsim::runtime
