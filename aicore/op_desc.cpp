@@ -45,6 +45,7 @@ constexpr KindName kKinds[] = {
     {OpKind::BNTrainingReduceGrad, "bn_training_reduce_grad"},
     {OpKind::TransData, "trans_data"},
     {OpKind::AtomicAddrClean, "atomic_addr_clean"},
+    {OpKind::FusedElementwise, "fused_elementwise"},
 };
 }  // namespace
 
@@ -110,7 +111,8 @@ std::int64_t precision_bytes(Precision p) {
 namespace {
 auto tie(const OpDesc& d) {
   return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.transpose_a, d.transpose_b, d.batch, d.cin,
-                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad, d.elements, d.out_elements, d.operands);
+                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad, d.elements, d.out_elements, d.operands, d.results,
+                  d.fused_ops);
 }
 }  // namespace
 
@@ -120,7 +122,7 @@ std::size_t OpDesc::hash() const {
   std::size_t acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
                     static_cast<std::size_t>(out_precision);
   for (std::int64_t v : {m, n, k, static_cast<std::int64_t>(transpose_a), static_cast<std::int64_t>(transpose_b), batch,
-                         cin, h, w, cout, kh, kw, stride, pad, elements, out_elements, operands})
+                         cin, h, w, cout, kh, kw, stride, pad, elements, out_elements, operands, results, fused_ops})
     acc = acc * 1000003u ^ std::hash<std::int64_t>()(v);
   return acc;
 }

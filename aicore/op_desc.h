@@ -47,6 +47,10 @@ enum class OpKind {
   BNTrainingReduceGrad,  ///< dx from dy, x and the per-channel sums
   TransData,             ///< layout conversion (out_elements: elements written, padding included)
   AtomicAddrClean,       ///< zeroes an output that a kernel then accumulates into atomically
+  /// Element-wise ops fused into one kernel (graph-kernel fusion): `operands` full-size inputs
+  /// read and `results` full-size outputs written once each, `fused_ops` Vector operations per
+  /// element, `out_elements` small (per-channel or scalar) results of a fused reduction.
+  FusedElementwise,
 };
 /// The name `ascendsim op --type` takes, e.g. "conv2d_backprop_filter".
 const char* op_kind_name(OpKind k);
@@ -73,8 +77,10 @@ struct OpDesc {
   // Other vector ops
   std::int64_t elements = 0;  ///< elements of the main operand
   std::int64_t out_elements =
-      0;                      ///< elements of a reduced or broadcast side (reductions, BiasAdd channels, softmax rows)
-  std::int64_t operands = 2;  ///< AddN arity
+      0;                       ///< elements of a reduced or broadcast side (reductions, BiasAdd channels, softmax rows)
+  std::int64_t operands = 2;   ///< AddN arity; full-size inputs of a fused kernel
+  std::int64_t results = 1;    ///< full-size outputs of a fused kernel
+  std::int64_t fused_ops = 0;  ///< Vector operations per element of a fused kernel
 
   bool operator==(const OpDesc& o) const;
   std::size_t hash() const;

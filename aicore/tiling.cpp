@@ -208,6 +208,11 @@ Profile vector_profile(const OpDesc& d) {
       return {d.elements, 1, out > 0 ? out / e : 1, 1, 1};
     case OpKind::AtomicAddrClean:  // a memset
       return {d.elements, 0, 1, 1, 1};
+    case OpKind::FusedElementwise: {  // every operand read once, every result written once
+      const auto ops = static_cast<double>(std::max<std::int64_t>(1, d.fused_ops));
+      return {d.elements, static_cast<double>(d.operands), static_cast<double>(d.results) + (out > 0 ? out / e : 0),
+              ops, std::max<std::int64_t>(1, d.fused_ops)};
+    }
     case OpKind::MaxPool:
     case OpKind::AvgPool:
     case OpKind::MaxPoolGrad:

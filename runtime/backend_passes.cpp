@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "workloads/op_registry.h"
@@ -218,6 +219,110 @@ CompilePass atomic_clean_pass() {
               ops.push_back(std::move(op));
             }
             g.set_ops(std::move(ops));
+          }};
+}
+
+CompilePass graph_kernel_fusion_pass() {
+  return {"graph_kernel_fusion", [](CompileState& s) {
+            using Fusion = workloads::OpDef::Fusion;
+            Graph& g = s.graph;
+            const auto& ops = g.ops();
+            const std::size_t n = ops.size(), nt = g.tensors().size();
+            // Who produces and who reads each tensor (an in-place output is not a production; the
+            // AtomicAddrClean before a kernel does not read what it clears).
+            std::vector<int> producer(nt, -1);
+            std::vector<std::vector<std::size_t>> readers(nt);
+            for (std::size_t i = 0; i < n; ++i) {
+              const Op& op = ops[i];
+              if (op.type == "AtomicAddrClean") continue;
+              for (auto t : op.inputs) {
+                auto& r = readers[static_cast<std::size_t>(t)];
+                if (r.empty() || r.back() != i) r.push_back(i);
+              }
+              for (auto t : op.outputs)
+                if (std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end())
+                  producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
+            }
+            std::vector<std::size_t> parent(n);
+            for (std::size_t i = 0; i < n; ++i) parent[i] = i;
+            auto root = [&](std::size_t i) {
+              while (parent[i] != i) i = parent[i] = parent[parent[i]];
+              return i;
+            };
+            for (std::size_t j = 0; j < n; ++j) {
+              const Op& b = ops[j];
+              if (b.def->fusion == Fusion::None) continue;
+              const std::int64_t size =
+                  g.tensor(b.def->fusion == Fusion::Reduction ? b.inputs[0] : b.outputs[0]).elements();
+              for (auto t : b.inputs) {
+                const auto ti = static_cast<std::size_t>(t);
+                if (producer[ti] < 0 || readers[ti].size() != 1) continue;  // a tensor only b reads
+                const Op& a = ops[static_cast<std::size_t>(producer[ti])];
+                // Within a pass, or a gradient's last backward op into its optimizer kernel.
+                const bool passes_ok =
+                    a.pass == b.pass || (a.pass == workloads::Pass::Backward && b.pass == workloads::Pass::Optimizer);
+                if (a.def->fusion != Fusion::Elementwise || !passes_ok) continue;
+                if (workloads::is_persistent(g.tensor(t).role) || g.tensor(t).role == workloads::TensorRole::Loss)
+                  continue;
+                if (g.tensor(t).elements() != size) continue;
+                parent[root(static_cast<std::size_t>(producer[ti]))] = root(j);
+              }
+            }
+            std::map<std::size_t, std::vector<std::size_t>> groups;
+            for (std::size_t i = 0; i < n; ++i)
+              if (ops[i].def->fusion != Fusion::None) groups[root(i)].push_back(i);
+            std::vector<int> fused_at(n, -1);   // member -> index of its group's last member
+            std::map<std::size_t, Op> kernels;  // last member -> the fused kernel
+            for (const auto& [r, members] : groups) {
+              if (members.size() < 2) continue;
+              const std::size_t last = members.back();
+              std::set<std::size_t> in_group(members.begin(), members.end());
+              std::vector<TensorId> inputs, outputs;
+              std::int64_t vector_ops = 0;
+              std::string types;
+              bool placeable = true;
+              for (auto m : members) {
+                const Op& op = ops[m];
+                vector_ops += op.def->vector_ops;
+                types += (types.empty() ? "" : "_") + op.type;
+                for (auto t : op.inputs) {
+                  const int p = producer[static_cast<std::size_t>(t)];
+                  if ((p < 0 || !in_group.count(static_cast<std::size_t>(p))) &&
+                      std::find(inputs.begin(), inputs.end(), t) == inputs.end())
+                    inputs.push_back(t);
+                }
+                for (auto t : op.outputs) {
+                  const auto ti = static_cast<std::size_t>(t);
+                  const auto& rd = readers[ti];
+                  const bool outside =
+                      workloads::is_persistent(g.tensor(t).role) || g.tensor(t).role == workloads::TensorRole::Loss ||
+                      rd.empty() ||
+                      std::any_of(rd.begin(), rd.end(), [&](std::size_t k) { return !in_group.count(k); });
+                  if (!outside || std::find(outputs.begin(), outputs.end(), t) != outputs.end()) continue;
+                  outputs.push_back(t);
+                  // The fused kernel runs where its last member ran: nothing outside may read one of
+                  // its results between the member that writes it and that point (reading the
+                  // value from before, as the forward pass reads a weight before its update, is
+                  // fine).
+                  for (auto k : rd)
+                    if (!in_group.count(k) && k > m && k < last) placeable = false;
+                }
+              }
+              if (!placeable) continue;
+              OpAttrs a;
+              a.count = vector_ops;
+              kernels.emplace(last, rewritten("FusedElementwise", ops[last].name + "/Fused_" + types, ops[last].pass,
+                                              inputs, outputs, a));
+              for (auto m : members) fused_at[m] = static_cast<int>(last);
+            }
+            std::vector<Op> out;
+            for (std::size_t i = 0; i < n; ++i) {
+              if (fused_at[i] < 0)
+                out.push_back(ops[i]);
+              else if (static_cast<std::size_t>(fused_at[i]) == i)
+                out.push_back(std::move(kernels.at(i)));
+            }
+            g.set_ops(std::move(out));
           }};
 }
 

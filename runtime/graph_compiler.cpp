@@ -101,7 +101,9 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
 }
 
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {
-  return compile(w, model, queue_capacity, default_passes());
+  auto passes = default_passes();
+  if (w.recipe.graph_kernel_fusion) insert_pass(passes, "atomic_clean", graph_kernel_fusion_pass());
+  return compile(w, model, queue_capacity, passes);
 }
 
 }  // namespace ascendsim::runtime

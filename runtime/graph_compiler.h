@@ -69,8 +69,8 @@ void apply_precision_mode(aicore::OpDesc& d);
 /// precision mode). Throws std::invalid_argument for ops that do not run on AI cores.
 aicore::OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op);
 
-/// Compiles a workload with the default passes. `queue_capacity` sizes the data queue buffers in
-/// the memory plan.
+/// Compiles a workload with the default passes (and graph-kernel fusion after atomic_clean when
+/// its recipe asks for it). `queue_capacity` sizes the data queue buffers in the memory plan.
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity);
 /// Compiles with the given passes, in order.
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity,

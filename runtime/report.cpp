@@ -14,6 +14,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   j["batch_size"] = h.batch_size;
   j["devices"] = h.devices;
   if (!h.recipe.is_null()) j["recipe"] = h.recipe;
+  if (!h.graph_passes.is_null()) j["graph_passes"] = h.graph_passes;
   j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : runs) j["runs"].push_back(r.to_json());
   j["config"] = config;

@@ -20,6 +20,8 @@ struct ReportHeader {
   std::int64_t devices = 1;
   std::string setting;            ///< data source, recipe and host in one line (empty: not printed)
   nlohmann::ordered_json recipe;  ///< the training recipe (null: not reported)
+  /// The executed graph pass by pass: [{"pass", "ops", "hbm_bytes"}] (null: not reported).
+  nlohmann::ordered_json graph_passes;
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

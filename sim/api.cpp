@@ -108,7 +108,10 @@ std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) 
 }
 
 ordered_json recipe_json(const workloads::Recipe& r) {
-  return {{"amp_level", r.amp_level}, {"keep_batchnorm_fp32", r.keep_batchnorm_fp32}, {"loss_scale", r.loss_scale}};
+  return {{"amp_level", r.amp_level},
+          {"keep_batchnorm_fp32", r.keep_batchnorm_fp32},
+          {"loss_scale", r.loss_scale},
+          {"graph_kernel_fusion", r.graph_kernel_fusion}};
 }
 
 ordered_json resolved_params(const SystemConfig& cfg) {
@@ -172,11 +175,16 @@ RunOutcome run(const RunRequest& req) {
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
 
   RunOutcome out;
-  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w), recipe_json(w.recipe)};
+  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w), recipe_json(w.recipe), {}};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
   for (const auto& s : sessions) simulation.add(cfg, w, s);
+  if (simulation.size() > 0) {
+    out.header.graph_passes = nlohmann::ordered_json::array();
+    for (const auto& p : simulation.system(0).compiled().pass_effects)
+      out.header.graph_passes.push_back({{"pass", p.name}, {"ops", p.ops}, {"hbm_bytes", p.bytes}});
+  }
   if (req.trace && req.warnings && simulation.size() > 0) {  // the systems' own compiled graph
     const auto ops = static_cast<std::int64_t>(simulation.system(0).compiled().step_tasks.size());
     const std::int64_t bytes = trace_bytes(req, ops, sessions);
@@ -304,7 +312,7 @@ SweepOutcome sweep(const SweepRequest& req) {
     }
   }
   const auto& w0 = workloads_by_value.front();
-  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices, setting_line(base, w0), recipe_json(w0.recipe)};
+  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices, setting_line(base, w0), recipe_json(w0.recipe), {}};
 
   {
     KernelScope kernel;

@@ -136,6 +136,10 @@ po::options_description common_options(Options& o) {
       "true | false: O2 BatchNorm in fp32 between casts (default false, as the ResNet script)")(
       "loss-scale", po::value<double>()->notifier([&o](double v) { o.recipe.loss_scale = v; }),
       "fixed loss scale (default: ResNet 1024, lenet5 none)")(
+      "graph-kernel-fusion", po::bool_switch()->notifier([&o](bool v) {
+        if (v) o.recipe.graph_kernel_fusion = true;
+      }),
+      "fuse chains of element-wise ops into one kernel each, as MindSpore's enable_graph_kernel (default off)")(
       "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
@@ -485,6 +489,7 @@ int cmd_info(int argc, char* argv[]) {
   j["optimizer"] = w.optimizer;
   j["recipe"] = {{"amp_level", w.recipe.amp_level},
                  {"keep_batchnorm_fp32", w.recipe.keep_batchnorm_fp32},
+                 {"graph_kernel_fusion", w.recipe.graph_kernel_fusion},
                  {"loss_scale", w.recipe.loss_scale}};
   j["device_compute_per_step_s"] = g.device_compute_s;
   ordered_json passes = ordered_json::array();

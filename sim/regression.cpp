@@ -83,6 +83,10 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       const std::string b = scalar(v, at, key);
       if (b != "true" && b != "false") throw InputError(at + ": 'keep_batchnorm_fp32' is true or false");
       r.recipe.keep_batchnorm_fp32 = b == "true";
+    } else if (key == "graph_kernel_fusion") {
+      const std::string b = scalar(v, at, key);
+      if (b != "true" && b != "false") throw InputError(at + ": 'graph_kernel_fusion' is true or false");
+      r.recipe.graph_kernel_fusion = b == "true";
     } else if (key == "loss_scale") {
       r.recipe.loss_scale = static_cast<double>(whole(v, at, key));
     } else if (key == "set") {
@@ -96,7 +100,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
     } else {
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, chip, dataset, "
-                       "amp_level, keep_batchnorm_fp32, loss_scale, set)");
+                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }
   }
   return r;

@@ -69,6 +69,10 @@ struct OpDef {
   /// have no layout to convert.
   std::vector<Format> formats{};
   Format out_format = Format::Any;
+  /// Graph-kernel fusion: an element-wise op joins a fused kernel with its producers and consumers;
+  /// a reduction may end one (its element-wise producers fused into it).
+  enum class Fusion { None, Elementwise, Reduction } fusion = Fusion::None;
+  std::int64_t vector_ops = 1;  ///< Vector operations per element, as part of a fused kernel
 };
 
 class OpRegistry {

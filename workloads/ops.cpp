@@ -1,5 +1,6 @@
 // The built-in graph ops, each registered once: shape rule, backward rule, lowering to the AI
 // core cost model, workspace and MACs (see op_registry.h).
+#include <algorithm>
 #include <stdexcept>
 
 #include "workloads/op_registry.h"
@@ -125,6 +126,13 @@ std::int64_t stored_elements(const Shape& s, Format f) {
 }
 
 namespace {
+
+/// `def` as a member of fused kernels, with its Vector operations per element.
+OpDef fusible(OpDef def, OpDef::Fusion role, std::int64_t vector_ops) {
+  def.fusion = role;
+  def.vector_ops = vector_ops;
+  return def;
+}
 
 /// `def` with the layouts its device kernel wants and gives, and whether it runs on the Cube.
 OpDef layout(OpDef def, std::vector<Format> in, Format out, bool cube = false) {
@@ -272,50 +280,57 @@ void register_builtin_ops(OpRegistry& r) {
                {Format::FracNZ, Format::FracNZ}, Format::FracNZ, true));
 
   // Vector ops ----------------------------------------------------------------------------------
-  r.add(
-      {"BiasAdd", false,
-       [](const Graph& g, const Inputs& i, OpAttrs&) {
-         const Shape& xs = g.tensor(i.at(0)).shape;
-         const Shape& bs = g.tensor(i.at(1)).shape;
-         require(bs.size() == 1 && xs.size() >= 2 && bs[0] == xs[1], "bias length != channels");
-         return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
-       },
-       [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-         if (b.wants(op.inputs[1])) b.give(op.inputs[1], b.graph().bias_add_grad(gname + "/BiasAddGrad", dy));
-         b.give(op.inputs[0], dy);
-       },
-       [](const Graph& g, const Op& op) { return vector_op(OpKind::BiasAdd, res(g, op, 0), res(g, op, 0).shape[1]); }});
+  r.add(fusible(OpDef{"BiasAdd", false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        const Shape& xs = g.tensor(i.at(0)).shape;
+                        const Shape& bs = g.tensor(i.at(1)).shape;
+                        require(bs.size() == 1 && xs.size() >= 2 && bs[0] == xs[1], "bias length != channels");
+                        return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                      },
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                        if (b.wants(op.inputs[1]))
+                          b.give(op.inputs[1], b.graph().bias_add_grad(gname + "/BiasAddGrad", dy));
+                        b.give(op.inputs[0], dy);
+                      },
+                      [](const Graph& g, const Op& op) {
+                        return vector_op(OpKind::BiasAdd, res(g, op, 0), res(g, op, 0).shape[1]);
+                      }},
+                OpDef::Fusion::Elementwise, 1));
 
-  r.add({"BiasAddGrad",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           const Shape& s = g.tensor(i.at(0)).shape;
-           require(s.size() >= 2, "rank >= 2 expected");
-           return std::vector<OutputSpec>{out({s[1]}, g.tensor(i[0]).dtype, TensorRole::Gradient)};
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           return vector_op(OpKind::BiasAddGrad, in(g, op, 0), res(g, op, 0).elements());
-         }});
+  r.add(fusible(OpDef{"BiasAddGrad",
+                      false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        const Shape& s = g.tensor(i.at(0)).shape;
+                        require(s.size() >= 2, "rank >= 2 expected");
+                        return std::vector<OutputSpec>{out({s[1]}, g.tensor(i[0]).dtype, TensorRole::Gradient)};
+                      },
+                      {},
+                      [](const Graph& g, const Op& op) {
+                        return vector_op(OpKind::BiasAddGrad, in(g, op, 0), res(g, op, 0).elements());
+                      }},
+                OpDef::Fusion::Reduction, 1));
 
-  r.add({"ReLU", false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           const Tensor& x = g.tensor(i.at(0));
-           return std::vector<OutputSpec>{out(x.shape, x.dtype, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           b.give(op.inputs[0], b.graph().relu_grad(gname + "/ReluGrad", dy, op.outputs[0]));
-         },
-         [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu, res(g, op, 0)); }});
+  r.add(fusible(OpDef{"ReLU", false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        const Tensor& x = g.tensor(i.at(0));
+                        return std::vector<OutputSpec>{out(x.shape, x.dtype, TensorRole::Activation)};
+                      },
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                        b.give(op.inputs[0], b.graph().relu_grad(gname + "/ReluGrad", dy, op.outputs[0]));
+                      },
+                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu, res(g, op, 0)); }},
+                OpDef::Fusion::Elementwise, 1));
 
-  r.add({"ReluGrad",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and y shapes differ");
-           return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
-         },
-         {},
-         [](const Graph& g, const Op& op) { return vector_op(OpKind::ReluGrad, res(g, op, 0)); }});
+  r.add(fusible(OpDef{"ReluGrad",
+                      false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and y shapes differ");
+                        return std::vector<OutputSpec>{
+                            out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                      },
+                      {},
+                      [](const Graph& g, const Op& op) { return vector_op(OpKind::ReluGrad, res(g, op, 0)); }},
+                OpDef::Fusion::Elementwise, 2));
 
   auto pool_lower = [](OpKind kind) {
     return [kind](const Graph& g, const Op& op) {
@@ -424,33 +439,38 @@ void register_builtin_ops(OpRegistry& r) {
                      softmax_lower(OpKind::SoftmaxCrossEntropyGrad)},
                {Format::ND, Format::ND, Format::ND}, Format::ND));
 
-  r.add({"AddN", false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           require(i.size() >= 2, "AddN needs two or more inputs");
-           for (auto x : i) require(g.tensor(x).shape == g.tensor(i[0]).shape, "AddN operand shapes differ");
-           const Tensor& x0 = g.tensor(i[0]);
-           return std::vector<OutputSpec>{out(x0.shape, x0.dtype, x0.role)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
-           for (auto x : op.inputs) b.give(x, dy);
-         },
-         [](const Graph& g, const Op& op) {
-           OpDesc d = vector_op(OpKind::AddN, res(g, op, 0));
-           d.operands = static_cast<std::int64_t>(op.inputs.size());
-           return d;
-         }});
+  r.add(fusible(OpDef{"AddN", false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        require(i.size() >= 2, "AddN needs two or more inputs");
+                        for (auto x : i)
+                          require(g.tensor(x).shape == g.tensor(i[0]).shape, "AddN operand shapes differ");
+                        const Tensor& x0 = g.tensor(i[0]);
+                        return std::vector<OutputSpec>{out(x0.shape, x0.dtype, x0.role)};
+                      },
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
+                        for (auto x : op.inputs) b.give(x, dy);
+                      },
+                      [](const Graph& g, const Op& op) {
+                        OpDesc d = vector_op(OpKind::AddN, res(g, op, 0));
+                        d.operands = static_cast<std::int64_t>(op.inputs.size());
+                        return d;
+                      }},
+                OpDef::Fusion::Elementwise, 1));
 
-  r.add({"ApplyMomentum",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {  // param, accum, lr, grad, momentum
-           require(i.size() == 5, "param, accum, lr, grad and momentum expected");
-           require(g.tensor(i[0]).shape == g.tensor(i[3]).shape && g.tensor(i[0]).shape == g.tensor(i[1]).shape,
-                   "param, accum and grad shapes differ");
-           require(g.tensor(i[2]).elements() == 1 && g.tensor(i[4]).elements() == 1, "lr and momentum must be scalars");
-           return std::vector<OutputSpec>{OutputSpec::alias(0), OutputSpec::alias(1)};  // updated in place
-         },
-         {},
-         [](const Graph& g, const Op& op) { return vector_op(OpKind::Momentum, in(g, op, 0)); }});
+  r.add(fusible(OpDef{"ApplyMomentum",
+                      false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {  // param, accum, lr, grad, momentum
+                        require(i.size() == 5, "param, accum, lr, grad and momentum expected");
+                        require(g.tensor(i[0]).shape == g.tensor(i[3]).shape &&
+                                    g.tensor(i[0]).shape == g.tensor(i[1]).shape,
+                                "param, accum and grad shapes differ");
+                        require(g.tensor(i[2]).elements() == 1 && g.tensor(i[4]).elements() == 1,
+                                "lr and momentum must be scalars");
+                        return std::vector<OutputSpec>{OutputSpec::alias(0), OutputSpec::alias(1)};  // updated in place
+                      },
+                      {},
+                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Momentum, in(g, op, 0)); }},
+                OpDef::Fusion::Elementwise, 4));
 
   r.add(layout(OpDef{"BatchNorm", false,
                      [](const Graph& g, const Inputs& i, OpAttrs&) {  // x, gamma, beta, moving mean, moving variance
@@ -499,44 +519,48 @@ void register_builtin_ops(OpRegistry& r) {
                      }},
                {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0));
 
-  r.add({"Add", false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
-           const Tensor& a = g.tensor(i.at(0));
-           const Tensor& b = g.tensor(i.at(1));
-           require(a.shape == b.shape && a.dtype == b.dtype, "operands differ");
-           return std::vector<OutputSpec>{out(a.shape, a.dtype, TensorRole::Activation)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
-           b.give(op.inputs[0], dy);
-           b.give(op.inputs[1], dy);
-         },
-         [](const Graph& g, const Op& op) { return vector_op(OpKind::Add, res(g, op, 0)); }});
+  r.add(fusible(OpDef{"Add", false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        const Tensor& a = g.tensor(i.at(0));
+                        const Tensor& b = g.tensor(i.at(1));
+                        require(a.shape == b.shape && a.dtype == b.dtype, "operands differ");
+                        return std::vector<OutputSpec>{out(a.shape, a.dtype, TensorRole::Activation)};
+                      },
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
+                        b.give(op.inputs[0], dy);
+                        b.give(op.inputs[1], dy);
+                      },
+                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Add, res(g, op, 0)); }},
+                OpDef::Fusion::Elementwise, 1));
 
-  r.add({"Mul",
-         false,  // by a scalar: loss-scale unscale, weight decay
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           require(g.tensor(i.at(1)).elements() == 1, "second operand must be a scalar");
-           const Tensor& x = g.tensor(i[0]);
-           return std::vector<OutputSpec>{out(x.shape, x.dtype, a.role)};
-         },
-         {},
-         [](const Graph& g, const Op& op) { return vector_op(OpKind::Mul, res(g, op, 0)); }});
+  r.add(fusible(OpDef{"Mul",
+                      false,  // by a scalar: loss-scale unscale, weight decay
+                      [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                        require(g.tensor(i.at(1)).elements() == 1, "second operand must be a scalar");
+                        const Tensor& x = g.tensor(i[0]);
+                        return std::vector<OutputSpec>{out(x.shape, x.dtype, a.role)};
+                      },
+                      {},
+                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Mul, res(g, op, 0)); }},
+                OpDef::Fusion::Elementwise, 1));
 
-  r.add({"Cast", false,
-         [](const Graph& g, const Inputs& i, OpAttrs& a) {
-           const Tensor& x = g.tensor(i.at(0));
-           const TensorRole role = x.role == TensorRole::Gradient ? TensorRole::Gradient : TensorRole::Activation;
-           return std::vector<OutputSpec>{out(x.shape, a.dtype, role)};
-         },
-         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-           Graph& g = b.graph();
-           b.give(op.inputs[0], g.cast(gname + "/Cast", dy, g.tensor(op.inputs[0]).dtype));
-         },
-         [](const Graph& g, const Op& op) {
-           OpDesc d = vector_op(OpKind::Cast, in(g, op, 0));
-           d.out_precision = storage_precision(res(g, op, 0).dtype);
-           return d;
-         }});
+  r.add(fusible(OpDef{"Cast", false,
+                      [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                        const Tensor& x = g.tensor(i.at(0));
+                        const TensorRole role =
+                            x.role == TensorRole::Gradient ? TensorRole::Gradient : TensorRole::Activation;
+                        return std::vector<OutputSpec>{out(x.shape, a.dtype, role)};
+                      },
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                        Graph& g = b.graph();
+                        b.give(op.inputs[0], g.cast(gname + "/Cast", dy, g.tensor(op.inputs[0]).dtype));
+                      },
+                      [](const Graph& g, const Op& op) {
+                        OpDesc d = vector_op(OpKind::Cast, in(g, op, 0));
+                        d.out_precision = storage_precision(res(g, op, 0).dtype);
+                        return d;
+                      }},
+                OpDef::Fusion::Elementwise, 1));
 
   r.add(layout(
       OpDef{"ReduceMean", false,  // over H and W: [N,C,H,W] -> [N,C]; or a vector -> [1]
@@ -609,57 +633,63 @@ void register_builtin_ops(OpRegistry& r) {
       require(g.tensor(i[p]).shape == Shape{xs[1]}, "per-channel operand of the wrong length");
     return xs[1];
   };
-  r.add(layout(OpDef{"BNTrainingReduce",
-                     false,
-                     [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {  // x -> sum, square sum
-                       const std::int64_t c = per_channel(g, i, 1, 0);
-                       return std::vector<OutputSpec>{out({c}, DType::F32, TensorRole::Activation),
-                                                      out({c}, DType::F32, TensorRole::Activation)};
-                     },
-                     {},
-                     [](const Graph& g, const Op& op) {
-                       return vector_op(OpKind::BNTrainingReduce, in(g, op, 0), 2 * in(g, op, 0).shape[1]);
-                     }},
-               {Format::NC1HWC0}, Format::Any));
-  r.add(layout(OpDef{"BNTrainingUpdate",
-                     false,
-                     // x, sum, square sum, gamma, beta, moving mean, moving variance -> y, batch mean, batch
-                     // variance; the moving statistics update in place
-                     [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
-                       const std::int64_t c = per_channel(g, i, 1, 6);
-                       return std::vector<OutputSpec>{
-                           out(g.tensor(i[0]).shape, g.tensor(i[0]).dtype, TensorRole::Activation),
-                           out({c}, DType::F32, TensorRole::Activation), out({c}, DType::F32, TensorRole::Activation)};
-                     },
-                     {},
-                     [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingUpdate, in(g, op, 0)); }},
-               {Format::NC1HWC0}, Format::NC1HWC0));
-  r.add(layout(OpDef{"BNTrainingUpdateGrad",
-                     false,
-                     // dy, x, batch mean, batch variance -> dgamma, dbeta (in attrs.dtype)
-                     [per_channel](const Graph& g, const Inputs& i, OpAttrs& a) {
-                       require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and x shapes differ");
-                       const std::int64_t c = per_channel(g, i, 2, 2);
-                       return std::vector<OutputSpec>{out({c}, a.dtype, TensorRole::Gradient),
-                                                      out({c}, a.dtype, TensorRole::Gradient)};
-                     },
-                     {},
-                     [](const Graph& g, const Op& op) {
-                       return vector_op(OpKind::BNTrainingUpdateGrad, in(g, op, 1), 2 * in(g, op, 1).shape[1]);
-                     }},
-               {Format::NC1HWC0, Format::NC1HWC0}, Format::Any));
-  r.add(layout(
-      OpDef{"BNTrainingReduceGrad",
-            false,
-            // dy, x, dgamma, dbeta, gamma, batch mean, batch variance -> dx
-            [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
-              require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and x shapes differ");
-              per_channel(g, i, 2, 5);
-              return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
-            },
-            {},
-            [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingReduceGrad, in(g, op, 1)); }},
-      {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0));
+  r.add(fusible(layout(OpDef{"BNTrainingReduce",
+                             false,
+                             [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {  // x -> sum, square sum
+                               const std::int64_t c = per_channel(g, i, 1, 0);
+                               return std::vector<OutputSpec>{out({c}, DType::F32, TensorRole::Activation),
+                                                              out({c}, DType::F32, TensorRole::Activation)};
+                             },
+                             {},
+                             [](const Graph& g, const Op& op) {
+                               return vector_op(OpKind::BNTrainingReduce, in(g, op, 0), 2 * in(g, op, 0).shape[1]);
+                             }},
+                       {Format::NC1HWC0}, Format::Any),
+                OpDef::Fusion::Reduction, 2));
+  r.add(fusible(
+      layout(OpDef{"BNTrainingUpdate",
+                   false,
+                   // x, sum, square sum, gamma, beta, moving mean, moving variance -> y, batch mean, batch
+                   // variance; the moving statistics update in place
+                   [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
+                     const std::int64_t c = per_channel(g, i, 1, 6);
+                     return std::vector<OutputSpec>{
+                         out(g.tensor(i[0]).shape, g.tensor(i[0]).dtype, TensorRole::Activation),
+                         out({c}, DType::F32, TensorRole::Activation), out({c}, DType::F32, TensorRole::Activation)};
+                   },
+                   {},
+                   [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingUpdate, in(g, op, 0)); }},
+             {Format::NC1HWC0}, Format::NC1HWC0),
+      OpDef::Fusion::Elementwise, 4));
+  r.add(fusible(layout(OpDef{"BNTrainingUpdateGrad",
+                             false,
+                             // dy, x, batch mean, batch variance -> dgamma, dbeta (in attrs.dtype)
+                             [per_channel](const Graph& g, const Inputs& i, OpAttrs& a) {
+                               require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and x shapes differ");
+                               const std::int64_t c = per_channel(g, i, 2, 2);
+                               return std::vector<OutputSpec>{out({c}, a.dtype, TensorRole::Gradient),
+                                                              out({c}, a.dtype, TensorRole::Gradient)};
+                             },
+                             {},
+                             [](const Graph& g, const Op& op) {
+                               return vector_op(OpKind::BNTrainingUpdateGrad, in(g, op, 1), 2 * in(g, op, 1).shape[1]);
+                             }},
+                       {Format::NC1HWC0, Format::NC1HWC0}, Format::Any),
+                OpDef::Fusion::Reduction, 4));
+  r.add(fusible(
+      layout(OpDef{"BNTrainingReduceGrad",
+                   false,
+                   // dy, x, dgamma, dbeta, gamma, batch mean, batch variance -> dx
+                   [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
+                     require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and x shapes differ");
+                     per_channel(g, i, 2, 5);
+                     return std::vector<OutputSpec>{
+                         out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                   },
+                   {},
+                   [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingReduceGrad, in(g, op, 1)); }},
+             {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0),
+      OpDef::Fusion::Elementwise, 6));
 
   r.add({"TransData",
          false,
@@ -677,6 +707,44 @@ void register_builtin_ops(OpRegistry& r) {
            OpDesc d = vector_op(OpKind::TransData, x);
            d.elements = stored_elements(x.shape, x.format);  // read as stored, padding included
            d.out_elements = stored_elements(x.shape, op.format);
+           return d;
+         }});
+
+  r.add({"FusedElementwise",
+         false,
+         // element-wise ops (and a reduction ending them) as one kernel; attrs.count: Vector
+         // operations per element. Made by the graph-kernel fusion pass, which gives its outputs.
+         [](const Graph&, const Inputs&, OpAttrs&) -> std::vector<OutputSpec> {
+           throw std::invalid_argument("FusedElementwise is made by the graph-kernel fusion pass only");
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           std::int64_t size = 0;
+           for (auto t : op.inputs) size = std::max(size, g.tensor(t).elements());
+           for (auto t : op.outputs) size = std::max(size, g.tensor(t).elements());
+           OpDesc d;
+           d.kind = OpKind::FusedElementwise;
+           d.elements = size;
+           d.operands = d.results = 0;
+           d.out_elements = 0;
+           d.fused_ops = op.count;
+           bool in_set = false, out_set = false;
+           for (auto t : op.inputs)
+             if (g.tensor(t).elements() == size) {
+               ++d.operands;
+               if (!in_set) d.precision = storage_precision(g.tensor(t).dtype);
+               in_set = true;
+             }
+           for (auto t : op.outputs) {
+             if (g.tensor(t).elements() < size) {
+               d.out_elements += g.tensor(t).elements();
+               continue;
+             }
+             ++d.results;
+             if (!out_set) d.out_precision = storage_precision(g.tensor(t).dtype);
+             out_set = true;
+           }
+           if (!out_set) d.out_precision = aicore::Precision::FP32;  // a fused reduction's sums
            return d;
          }});
 

@@ -24,7 +24,7 @@ std::string Recipe::describe() const {
   std::snprintf(scale, sizeof scale, "%g", loss_scale);
   return "amp " + amp_level +
          (amp_level == "O2" ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") + ", loss scale " +
-         scale;
+         scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "");
 }
 
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
@@ -38,7 +38,9 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
       throw std::invalid_argument(
           "lenet5 trains in fp32 without loss scaling (amp O0), as the seed's script; the recipe options apply to the "
           "ResNet workloads");
-    return make_lenet5(batch_size);
+    Workload w = make_lenet5(batch_size);
+    w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
+    return w;
   }
   for (const auto& s : resnet_specs())
     if (s.name == name) {
@@ -46,6 +48,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
       r.amp_level = o.amp_level.value_or("O2");
       r.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(false);
       r.loss_scale = o.loss_scale.value_or(1024);
+      r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
       return make_resnet(s, batch_size, r);
     }
   std::string known;

@@ -14,10 +14,11 @@ namespace ascendsim::workloads {
 /// How a workload trains, as MindSpore expresses it (`Model(..., amp_level=..., keep_batchnorm_fp32=...)`,
 /// `FixedLossScaleManager(loss_scale, drop_overflow_update=False)`).
 struct Recipe {
-  std::string amp_level = "O0";     ///< O0 fp32; O2 fp16 network, fp32 master weights; O3 all fp16
-  bool keep_batchnorm_fp32 = true;  ///< O2: BatchNorm in fp32 between casts (false: in fp16)
-  double loss_scale = 1;            ///< fixed loss scale (1: none)
-  std::string describe() const;     ///< "amp O2, BatchNorm fp16, loss scale 1024"
+  std::string amp_level = "O0";      ///< O0 fp32; O2 fp16 network, fp32 master weights; O3 all fp16
+  bool keep_batchnorm_fp32 = true;   ///< O2: BatchNorm in fp32 between casts (false: in fp16)
+  double loss_scale = 1;             ///< fixed loss scale (1: none)
+  bool graph_kernel_fusion = false;  ///< `enable_graph_kernel`: fuse element-wise chains into one kernel
+  std::string describe() const;      ///< "amp O2, BatchNorm fp16, loss scale 1024"
 };
 
 /// A recipe to apply over a workload's own defaults; unset fields keep them.
@@ -25,6 +26,7 @@ struct RecipeOverrides {
   std::optional<std::string> amp_level;
   std::optional<bool> keep_batchnorm_fp32;
   std::optional<double> loss_scale;
+  std::optional<bool> graph_kernel_fusion;
 };
 
 struct Workload {

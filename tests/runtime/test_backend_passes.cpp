@@ -199,6 +199,92 @@ TEST(BackendPasses, AtomicAddrCleanPrecedesEveryKernelThatAccumulates) {
   EXPECT_EQ(reductions, 2 * 53 + 1);  // both BatchNorm reductions of every layer, the fc bias gradient
 }
 
+std::vector<runtime::CompilePass> backend(bool fusion) {
+  std::vector<runtime::CompilePass> p = {runtime::cube_precision_pass(), runtime::bn_split_pass(),
+                                         runtime::format_pass(), runtime::atomic_clean_pass()};
+  if (fusion) p.push_back(runtime::graph_kernel_fusion_pass());
+  return p;
+}
+
+TEST(BackendPasses, FusionNeverAddsOpsOrTrafficAndKeepsTheStepsMath) {
+  for (const char* name : {"lenet5", "resnet50"}) {
+    SCOPED_TRACE(name);
+    const Workload w = workloads::make_workload(name, 32);
+    const Graph plain = after(w, backend(false)), fused = after(w, backend(true));
+    const auto a = runtime::graph_traffic(plain), b = runtime::graph_traffic(fused);
+    EXPECT_LT(b.ops, a.ops);
+    EXPECT_LT(b.bytes, a.bytes);
+    // Every op that is not fused reads and writes the same tensors; every fused kernel reads
+    // only tensors produced before it (or persistent ones and the batch), and between them the
+    // kernels write every tensor the unfused step wrote that anything outside them reads.
+    std::set<TensorId> available(w.batch_inputs.begin(), w.batch_inputs.end());
+    for (std::size_t t = 0; t < fused.tensors().size(); ++t)
+      if (workloads::is_persistent(fused.tensors()[t].role)) available.insert(static_cast<TensorId>(t));
+    std::set<std::string> unfused;
+    for (const auto& op : plain.ops()) unfused.insert(op.name);
+    std::int64_t kernels = 0;
+    for (const auto& op : fused.ops()) {
+      for (auto t : op.inputs)
+        EXPECT_TRUE(available.count(t) || op.type == "AtomicAddrClean")
+            << op.name << " reads " << fused.tensor(t).name << " before it exists";
+      available.insert(op.outputs.begin(), op.outputs.end());
+      if (op.type == "FusedElementwise") {
+        ++kernels;
+        EXPECT_FALSE(op.outputs.empty());
+      } else {
+        EXPECT_TRUE(unfused.count(op.name)) << op.name;
+      }
+    }
+    EXPECT_GT(kernels, 0);
+    // The loss and every parameter's update are still computed.
+    std::set<TensorId> written;
+    for (const auto& op : fused.ops()) written.insert(op.outputs.begin(), op.outputs.end());
+    EXPECT_TRUE(written.count(w.loss));
+    for (std::size_t t = 0; t < w.graph.tensors().size(); ++t)
+      if (w.graph.tensors()[t].role == workloads::TensorRole::Parameter) {
+        EXPECT_TRUE(written.count(static_cast<TensorId>(t))) << w.graph.tensors()[t].name;
+      }
+  }
+}
+
+TEST(BackendPasses, FusedBatchNormUpdateAndReluWriteOnlyWhatOthersRead) {
+  // BNTrainingUpdate then ReLU: the normalised tensor goes nowhere else, so the fused kernel
+  // never writes it — exactly two passes over it (its write and its read) leave the step.
+  const Workload w = workloads::make_workload("resnet50", 32);
+  const Graph plain = after(w, backend(false)), fused = after(w, backend(true));
+  const Op* update = nullptr;
+  const Op* relu = nullptr;
+  for (const auto& op : plain.ops()) {
+    if (op.name == "layer1.0.bn1/BatchNorm/BNTrainingUpdate") update = &op;
+    if (op.name == "layer1.0.relu1/ReLU") relu = &op;
+  }
+  ASSERT_TRUE(update && relu);
+  const TensorId y = update->outputs[0];
+  ASSERT_EQ(relu->inputs[0], y);
+  const Op* kernel = nullptr;
+  for (const auto& op : fused.ops())
+    if (op.name == "layer1.0.relu1/ReLU/Fused_BNTrainingUpdate_ReLU") kernel = &op;
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->inputs, update->inputs);  // x, the sums, gamma, beta, the moving statistics
+  // The batch statistics (read by the gradient) and the activation; not the normalised tensor.
+  EXPECT_EQ(kernel->outputs, (std::vector<TensorId>{update->outputs[1], update->outputs[2], relu->outputs[0]}));
+  const auto stored = [&](TensorId t) {
+    const auto& x = plain.tensor(t);
+    return workloads::stored_elements(x.shape, x.format) * workloads::dtype_bytes(x.dtype);
+  };
+  std::int64_t member_bytes = 0, kernel_bytes = 0;
+  for (const Op* op : {update, relu}) {
+    for (auto t : op->inputs) member_bytes += stored(t);
+    for (auto t : op->outputs) member_bytes += stored(t);
+  }
+  for (auto t : kernel->inputs) kernel_bytes += stored(t);
+  for (auto t : kernel->outputs) kernel_bytes += stored(t);
+  EXPECT_EQ(member_bytes - kernel_bytes, 2 * stored(y));
+  // And the kernel costs less than its two members did.
+  const auto cost = [&](const Graph& g, const Op& op) { return model().estimate(op.def->lower(g, op)).time_s; };
+  EXPECT_LT(cost(fused, *kernel), cost(plain, *update) + cost(plain, *relu));
+}
+
 TEST(BackendPasses, TheCompiledStepRecordsEachPassEffect) {
   const Workload w = workloads::make_workload("resnet50", 32);
   const runtime::CompiledGraph c = runtime::compile(w, model(), 16);

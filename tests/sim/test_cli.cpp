@@ -412,7 +412,15 @@ TEST_F(CliTest, InfoReportsLeNetFigures) {
   ASSERT_EQ(kept.code, 0) << kept.err;
   // Casts around every BatchNorm (53 forward, 53 backward, two each).
   EXPECT_EQ(nlohmann::json::parse(kept.out)["graph_passes"][0]["ops"], 953 + 4 * 53);
-  EXPECT_EQ(nlohmann::json::parse(run("info --workload resnet50 --json").out)["graph_passes"][0]["ops"], 953);
+  const auto plain = nlohmann::json::parse(run("info --workload resnet50 --json").out);
+  EXPECT_EQ(plain["graph_passes"][0]["ops"], 953);
+  // Graph-kernel fusion: one more pass, fewer ops and bytes, the recipe says so.
+  const auto fused = nlohmann::json::parse(run("info --workload resnet50 --graph-kernel-fusion --json").out);
+  EXPECT_EQ(fused["graph_passes"].back()["pass"], "graph_kernel_fusion");
+  EXPECT_LT(fused["ops_per_step"], plain["ops_per_step"]);
+  EXPECT_LT(fused["graph_passes"].back()["hbm_bytes"], plain["graph_passes"].back()["hbm_bytes"]);
+  EXPECT_LT(fused["device_compute_per_step_s"], plain["device_compute_per_step_s"]);
+  EXPECT_EQ(fused["recipe"]["graph_kernel_fusion"], true);
   EXPECT_EQ(run("info --workload lenet5 --amp-level O2").code, 2);
   EXPECT_GT(j["peak_device_memory_bytes"].get<std::int64_t>(), 61684 * 4 * 2);
 }
