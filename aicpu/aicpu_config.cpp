@@ -16,4 +16,11 @@ void AicpuConfig::declare(sim::ParamSet& ps) {
           "a device op (GetNext) waiting longer than this fails the run (MindSpore op_timeout)");
 }
 
+void HcclConfig::declare(sim::ParamSet& ps) {
+  ps.real("hccl.link_bandwidth_gbps", link_bandwidth_gbps, "GB/s", 1e-3, 1e5,
+          "collective ring: one link's bandwidth in one direction, as HCCL achieves it");
+  ps.real("hccl.step_latency_us", step_latency_us, "us", 0, 1e6,
+          "collective ring: latency of one step (transfer start and the cross-device notify)");
+}
+
 }  // namespace ascendsim::aicpu

@@ -20,4 +20,12 @@ struct AicpuConfig {
   void declare(sim::ParamSet& ps);
 };
 
+/// The collectives between a cluster's devices (aicpu/hccl.h).
+struct HcclConfig {
+  double link_bandwidth_gbps = 63;  ///< B: one ring link, one direction, as HCCL achieves it
+  double step_latency_us = 54.6;    ///< α: per ring step (transfer start, cross-device notify)
+
+  void declare(sim::ParamSet& ps);
+};
+
 }  // namespace ascendsim::aicpu

@@ -265,7 +265,12 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       const sc_time start = sc_core::sc_time_stamp();
       set_active(s, false);
       m_account.begin(Device::Comm);
-      wait(m_dispatch + task.time);
+      if (task.comm_bytes > 0 && collectives.size() > 0) {
+        wait(m_dispatch);
+        collectives->all_reduce(m_rank, task.comm_bytes);  // until every rank's part is done
+      } else {
+        wait(m_dispatch + task.time);
+      }
       m_account.end(Device::Comm);
       set_active(s, true);
       if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());

@@ -24,6 +24,7 @@
 
 #include "aicore/aicore_cluster.h"
 #include "aicpu/aicpu_config.h"
+#include "aicpu/hccl.h"
 #include "hostif/device_if.h"
 #include "sim/core/breakdown.h"
 #include "sim/core/stats.h"
@@ -43,6 +44,10 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
 
   sc_core::sc_port<hostif::DeviceEventsIf> host;    ///< step ends and failures go here
   sc_core::sc_port<hostif::BatchSourceIf> batches;  ///< GetNext pops here
+  /// The cluster's collectives (AllReduce tasks); unbound on a single device.
+  sc_core::sc_port<CollectiveIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> collectives;
+  /// This chip's rank in its cluster.
+  void set_rank(int rank) { m_rank = rank; }
 
   /// Records tasks on the recorder's tracks while it is active — per stream its tasks and the AI
   /// cores its ops occupy (one span per op, the block count as an argument), and the AICPU;
@@ -140,6 +145,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   bool m_task_runs = true;
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;
+  int m_rank = 0;
   std::unordered_map<const Task*, int> m_trace_labels;  ///< per task: its AI core span's trace label
 
   std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;

@@ -18,7 +18,8 @@ enum class TaskKind : std::uint8_t {
   GetNext,      ///< AICPU: pop one batch from the device data queue
   EventRecord,  ///< marks `event` recorded on this task's stream
   EventWait,    ///< blocks this task's stream until `event` has been recorded (one record per wait)
-  Comm,         ///< communication (collective, P2P): occupies its stream for cost.time_s, no AI core
+  Comm,         ///< communication: an AllReduce of comm_bytes across the cluster's ranks, or (comm_bytes
+                ///< 0) a transfer occupying its stream for cost.time_s; no AI core
 };
 const char* task_kind_name(TaskKind k);
 
@@ -32,6 +33,7 @@ struct Task {
   StepPart part = StepPart::Forward;
   std::int32_t stream = 0;  ///< device stream; tasks of one stream run in order, streams concurrently
   std::int32_t event = -1;  ///< EventRecord / EventWait: the event id
+  std::int64_t comm_bytes = 0;  ///< Comm: the bytes this rank contributes to an AllReduce
   sc_core::sc_time time;    ///< cost.time_s as simulation time, set once when the graph is compiled
 };
 

@@ -202,7 +202,7 @@ double PipelineCosts::mean_map_s(bool later) const {
 
 DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host, const PipelineConfig& pipe,
                            const workloads::DataRecipe& recipe, std::int64_t batches, std::int64_t batch_size,
-                           std::int64_t steps_per_epoch)
+                           std::int64_t steps_per_epoch, HostCores* shared)
     : sc_module(name),
       m_pipe(pipe),
       m_cpu_cores(host.cpu_cores),
@@ -212,7 +212,8 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
       m_slices(std::min(pipe.num_parallel_workers, batch_size)),
       m_slice_rows((batch_size + m_slices - 1) / m_slices),
       m_batch_size(batch_size),
-      m_free_cores(host.cpu_cores),
+      m_own_cores(host.cpu_cores),
+      m_cores(shared ? *shared : m_own_cores),
       m_stats(*this),
       m_made(m_stats.scalar("batches", "count", "batches produced")),
       m_reader_busy_s(m_stats.scalar("reader_busy_s", "s", "time the source reader worked")),
@@ -234,14 +235,14 @@ void DataPipeline::set_trace(sim::TraceRecorder* trace) {
 
 void DataPipeline::acquire_core() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  while (m_free_cores == 0) wait(m_core_freed);
-  --m_free_cores;
+  while (m_cores.free == 0) wait(m_cores.freed);
+  --m_cores.free;
   m_core_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
 }
 
 void DataPipeline::release_core() {
-  ++m_free_cores;
-  m_core_freed.notify(sc_core::SC_ZERO_TIME);
+  ++m_cores.free;
+  m_cores.freed.notify(sc_core::SC_ZERO_TIME);
 }
 
 void DataPipeline::reader() {

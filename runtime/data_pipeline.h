@@ -70,13 +70,22 @@ class PipelineCosts {
   std::int64_t m_cache_capacity_samples = 0;
 };
 
+/// The CPU cores of one host, shared by the pipelines of the ranks it feeds.
+struct HostCores {
+  explicit HostCores(std::int64_t cores) : free(cores) {}
+  std::int64_t free;
+  sc_core::sc_event freed;
+};
+
 class DataPipeline : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(DataPipeline);
   /// Produces `batches` batches of `batch_size` samples; an epoch is `steps_per_epoch` batches.
+  /// `shared`: the host's cores when several ranks' pipelines share them (else its own
+  /// `host.cpu_cores`).
   DataPipeline(sc_core::sc_module_name name, const HostConfig& host, const PipelineConfig& pipe,
                const workloads::DataRecipe& recipe, std::int64_t batches, std::int64_t batch_size,
-               std::int64_t steps_per_epoch);
+               std::int64_t steps_per_epoch, HostCores* shared = nullptr);
 
   /// Blocks until the next batch (in order) is ready and takes it. Call from an SC_THREAD.
   void next();
@@ -105,8 +114,9 @@ class DataPipeline : public sc_core::sc_module {
   std::int64_t m_claimed = 0;       // slices taken by workers
   std::int64_t m_consumed = 0;      // batches handed to the consumer
   std::deque<std::int64_t> m_done;  // slices finished, per batch from m_consumed on
-  std::int64_t m_free_cores;
-  sc_core::sc_event m_core_freed, m_read_event, m_ready_event, m_consumed_event;
+  HostCores m_own_cores;
+  HostCores& m_cores;
+  sc_core::sc_event m_read_event, m_ready_event, m_consumed_event;
   sim::TraceRecorder* m_trace = nullptr;
   int m_reader_track = 0;
   std::vector<int> m_worker_tracks;

@@ -1,6 +1,7 @@
 #include "runtime/graph_compiler.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "runtime/backend_passes.h"
@@ -103,7 +104,184 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {
   auto passes = default_passes();
   if (w.recipe.graph_kernel_fusion) insert_pass(passes, "atomic_clean", graph_kernel_fusion_pass());
+  if (w.parallel.devices > 1) insert_pass(passes, "cost", all_reduce_pass());
   return compile(w, model, queue_capacity, passes);
+}
+
+namespace {
+
+using workloads::TensorId;
+
+/// For each op of `ops`: the tensors produced by the backward pass that an optimizer op reads,
+/// directly or through other optimizer ops (the gradients as the backward pass left them).
+std::vector<std::vector<TensorId>> gradient_roots(const workloads::Graph& g,
+                                                  const std::vector<const workloads::Op*>& ops) {
+  std::vector<int> producer(g.tensors().size(), -1);
+  std::vector<std::vector<TensorId>> roots(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = *ops[i];
+    if (op.pass == workloads::Pass::Optimizer)
+      for (auto t : op.inputs) {
+        const int p = producer[static_cast<std::size_t>(t)];
+        if (p < 0) continue;
+        auto& r = roots[i];
+        if (ops[static_cast<std::size_t>(p)]->pass == workloads::Pass::Backward) {
+          if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
+        } else if (ops[static_cast<std::size_t>(p)]->pass == workloads::Pass::Optimizer) {
+          for (auto x : roots[static_cast<std::size_t>(p)])
+            if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+        }
+      }
+    for (auto t : op.outputs)
+      if (std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end())
+        producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
+  }
+  return roots;
+}
+
+std::vector<const workloads::Op*> device_ops(const workloads::Graph& g) {
+  std::vector<const workloads::Op*> ops;
+  for (const auto& op : g.ops())
+    if (!op.def->view) ops.push_back(&op);
+  return ops;
+}
+
+struct ParamFlow {
+  TensorId param;
+  std::size_t update;              ///< the op that updates it in place
+  int ready;                       ///< the last backward op its update depends on
+  std::vector<TensorId> gradient;  ///< the backward tensors its update reads
+};
+
+/// Every parameter with its update and when its gradient is ready, in gradient order: by the
+/// backward op that finishes it, then the later-created parameter first (the backward pass walks
+/// the network in reverse).
+std::vector<ParamFlow> param_flows(const workloads::Graph& g, const std::vector<const workloads::Op*>& ops) {
+  const auto roots = gradient_roots(g, ops);
+  std::vector<int> producer(g.tensors().size(), -1);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (auto t : ops[i]->outputs)
+      if (std::find(ops[i]->inputs.begin(), ops[i]->inputs.end(), t) == ops[i]->inputs.end())
+        producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
+  std::vector<ParamFlow> flows;
+  for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+    if (g.tensors()[t].role != workloads::TensorRole::Parameter) continue;
+    const auto param = static_cast<TensorId>(t);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const auto& op = *ops[i];
+      if (op.pass != workloads::Pass::Optimizer) continue;
+      const bool in_place = std::find(op.outputs.begin(), op.outputs.end(), param) != op.outputs.end() &&
+                            std::find(op.inputs.begin(), op.inputs.end(), param) != op.inputs.end();
+      if (!in_place) continue;
+      ParamFlow f{param, i, -1, roots[i]};
+      for (auto r : f.gradient) f.ready = std::max(f.ready, producer[static_cast<std::size_t>(r)]);
+      flows.push_back(f);
+      break;
+    }
+  }
+  std::stable_sort(flows.begin(), flows.end(), [](const ParamFlow& a, const ParamFlow& b) {
+    return a.ready != b.ready ? a.ready < b.ready : a.param > b.param;
+  });
+  return flows;
+}
+
+}  // namespace
+
+std::vector<TensorId> gradient_order(const workloads::Graph& executed) {
+  std::vector<TensorId> out;
+  for (const auto& f : param_flows(executed, device_ops(executed))) out.push_back(f.param);
+  return out;
+}
+
+CompilePass all_reduce_pass() {
+  return {"all_reduce", [](CompileState& s) {
+            const auto& par = s.workload.parallel;
+            const workloads::Graph& g = s.graph;
+            const auto flows = param_flows(g, s.ops);
+            const auto n = static_cast<std::int64_t>(flows.size());
+            // Group boundaries: the index of each group's last gradient, in gradient order.
+            std::vector<std::int64_t> ends = par.all_reduce_fusion;
+            for (std::size_t k = 0; k < ends.size(); ++k)
+              if (ends[k] < 0 || ends[k] >= n || (k > 0 && ends[k] <= ends[k - 1]))
+                throw std::invalid_argument("all_reduce_fusion: group ends must increase within the " +
+                                            std::to_string(n) + " gradients (0 to " + std::to_string(n - 1) +
+                                            "), got " + std::to_string(ends[k]));
+            if (ends.empty() || ends.back() != n - 1) ends.push_back(n - 1);
+            struct Group {
+              int ready = -1;
+              std::size_t first_use = SIZE_MAX;
+              std::int64_t bytes = 0;
+            };
+            std::vector<Group> groups(ends.size());
+            std::vector<int> group_of_root(g.tensors().size(), -1);
+            for (std::size_t k = 0, p = 0; k < ends.size(); ++k) {
+              CompiledGraph::CommGroup cg;
+              cg.first = static_cast<std::int64_t>(p);
+              for (; static_cast<std::int64_t>(p) <= ends[k]; ++p) {
+                const auto& f = flows[p];
+                groups[k].ready = std::max(groups[k].ready, f.ready);
+                const auto& t = g.tensor(f.param);
+                groups[k].bytes += t.elements() * workloads::dtype_bytes(t.dtype);
+                for (auto r : f.gradient) group_of_root[static_cast<std::size_t>(r)] = static_cast<int>(k);
+              }
+              cg.last = ends[k];
+              cg.bytes = groups[k].bytes;
+              s.out.comm_groups.push_back(cg);
+            }
+            // The first optimizer op that reads a group's gradients waits for its AllReduce.
+            const auto roots = gradient_roots(g, s.ops);
+            for (std::size_t i = 0; i < s.ops.size(); ++i)
+              for (auto r : roots[i]) {
+                const int k = group_of_root[static_cast<std::size_t>(r)];
+                if (k >= 0)
+                  groups[static_cast<std::size_t>(k)].first_use =
+                      std::min(groups[static_cast<std::size_t>(k)].first_use, i);
+              }
+            auto task = [](hostif::TaskKind kind, const std::string& name, std::int32_t stream, std::int32_t event) {
+              hostif::Task t;
+              t.kind = kind;
+              t.name = name;
+              t.part = hostif::StepPart::Optimizer;  // after the backward pass: the step's tail
+              t.stream = stream;
+              t.event = event;
+              return t;
+            };
+            CompiledGraph& c = s.out;
+            hostif::TaskList tasks;
+            std::vector<aicore::OpDesc> descs;
+            std::vector<std::string> types;
+            auto add = [&](hostif::Task t, const aicore::OpDesc& d, const std::string& type) {
+              tasks.push_back(std::move(t));
+              descs.push_back(d);
+              types.push_back(type);
+            };
+            for (std::size_t i = 0; i < c.step_tasks.size(); ++i) {
+              for (std::size_t k = 0; k < groups.size(); ++k)
+                if (groups[k].first_use == i) {
+                  const std::string name = "AllReduce/group" + std::to_string(k);
+                  add(task(hostif::TaskKind::EventWait, name + "/wait", 0, static_cast<std::int32_t>(2 * k + 1)), {},
+                      "EventWait");
+                }
+              add(c.step_tasks[i], c.descs[i], c.op_types[i]);
+              for (std::size_t k = 0; k < groups.size(); ++k)
+                if (groups[k].ready == static_cast<int>(i)) {
+                  const std::string name = "AllReduce/group" + std::to_string(k);
+                  const auto e = static_cast<std::int32_t>(2 * k);
+                  add(task(hostif::TaskKind::EventRecord, name + "/ready", 0, e), {}, "EventRecord");
+                  add(task(hostif::TaskKind::EventWait, name + "/start", 1, e), {}, "EventWait");
+                  hostif::Task comm = task(hostif::TaskKind::Comm, name, 1, -1);
+                  comm.comm_bytes = groups[k].bytes;
+                  add(comm, {}, "AllReduce");
+                  add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
+                }
+            }
+            c.step_tasks = std::move(tasks);
+            c.descs = std::move(descs);
+            c.op_types = std::move(types);
+            hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
+            sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
+            c.sink_tasks = std::move(sink);
+          }};
 }
 
 }  // namespace ascendsim::runtime

@@ -29,7 +29,14 @@ struct CompiledGraph {
   hostif::TaskList step_tasks;        ///< one step launched op by op (non-sink): device ops in order
   hostif::TaskList sink_tasks;        ///< one step fed from the data queue: GetNext, then the device ops
   std::vector<aicore::OpDesc> descs;  ///< per step_tasks entry
-  std::vector<std::string> op_types;  ///< per step_tasks entry: the graph op's registered type
+  std::vector<std::string> op_types;  ///< per step_tasks entry: the graph op's registered type (or the task kind's
+                                      ///< name for communication and events)
+  /// Per AllReduce group (several devices): its gradients and bytes.
+  struct CommGroup {
+    std::int64_t first = 0, last = 0;  ///< gradient indices, in gradient order
+    std::int64_t bytes = 0;
+  };
+  std::vector<CommGroup> comm_groups;
   /// Per pass, in order: its name and the executed graph's device ops and HBM bytes after it
   /// (the first entry, "framework", is the graph before any pass).
   struct PassEffect {
@@ -60,6 +67,14 @@ struct CompilePass {
 
 /// cube_precision, bn_split, formats, atomic_clean, lower, precision, cost, memory_plan.
 std::vector<CompilePass> default_passes();
+/// The AllReduce of each gradient group on a communication stream (stream 1), ordered by events
+/// against the compute stream: a group's AllReduce starts once the backward pass has produced its
+/// last gradient, and the optimizer reads the group's gradients only after it. Runs after `cost`
+/// on a workload trained on several devices (compile() inserts it). Throws
+/// std::invalid_argument for a fusion split that is not increasing or names no gradient.
+CompilePass all_reduce_pass();
+/// The parameters in gradient order (the order the backward pass finishes their gradients).
+std::vector<workloads::TensorId> gradient_order(const workloads::Graph& executed);
 /// Inserts `pass` after the pass named `after`; throws std::invalid_argument if there is none.
 void insert_pass(std::vector<CompilePass>& passes, const std::string& after, CompilePass pass);
 

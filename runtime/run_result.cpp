@@ -27,7 +27,7 @@ void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail
 }
 
 double RunResult::samples_per_s() const {
-  return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size) / sim_time_s : 0.0;
+  return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size * devices) / sim_time_s : 0.0;
 }
 
 double RunResult::device_busy_fraction() const {
@@ -64,6 +64,13 @@ nlohmann::ordered_json RunResult::to_json() const {
   };
   j["step_trace_ms"] = {
       {"iteration_interval", summary(steps.interval)}, {"fp_bp", summary(steps.fp_bp)}, {"tail", summary(steps.tail)}};
+  if (devices > 1) {
+    j["devices"] = devices;
+    const auto slowest = std::max_element(rank_step_mean_ms.begin(), rank_step_mean_ms.end());
+    j["ranks"] = {{"step_time_ms_mean", rank_step_mean_ms},
+                  {"slowest_rank", slowest == rank_step_mean_ms.end() ? 0 : slowest - rank_step_mean_ms.begin()}};
+    j["all_reduce_groups"] = comm_groups;
+  }
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;

@@ -67,6 +67,12 @@ struct RunResult {
   std::string failure;                      ///< empty if the run completed
   nlohmann::ordered_json stats;             ///< per-module statistics
   nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
+  /// Data-parallel runs: the ranks (each ran steps_completed steps of batch_size samples; this
+  /// result is rank 0's, its sim_time_s the last rank's end), each rank's mean step time, and
+  /// the AllReduce groups ({first, last, bytes} in gradient order).
+  std::int64_t devices = 1;
+  std::vector<double> rank_step_mean_ms;
+  nlohmann::ordered_json comm_groups;
 
   /// Time of each complete dataset epoch (steps_per_epoch steps).
   const std::vector<double>& epoch_s() const { return steps.epoch_s; }

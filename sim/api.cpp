@@ -25,17 +25,38 @@ workloads::Workload build_workload(const RunRequest& r);
 workloads::Workload request_workload(const RunRequest& req) { return build_workload(req); }
 
 namespace {
+constexpr std::int64_t kServerDevices = 8;
+
 workloads::Workload build_workload(const RunRequest& r) {
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
   if (r.batch_size <= 0 || r.batch_size > kMaxBatch)
     throw InputError(
         "batch_size", "batch_size",
         "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
+  if (r.devices < 1 || r.devices > kServerDevices)
+    throw InputError("devices", "devices",
+                     std::to_string(r.devices) + ": one server of 1 to " + std::to_string(kServerDevices) +
+                         " devices is modelled so far");
+  workloads::Workload w;
   try {
-    return workloads::make_workload(r.workload, r.batch_size, r.recipe);
+    w = workloads::make_workload(r.workload, r.batch_size, r.recipe);
   } catch (const std::invalid_argument& e) {
     throw InputError("workload", "workload", e.what());
   }
+  w.parallel.devices = r.devices;
+  w.parallel.all_reduce_fusion = r.all_reduce_fusion;
+  std::int64_t params = 0;
+  for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
+  const auto& split = r.all_reduce_fusion;
+  for (std::size_t k = 0; k < split.size(); ++k)
+    if (split[k] < 0 || split[k] >= params || (k > 0 && split[k] <= split[k - 1]))
+      throw InputError("all_reduce_fusion", "all_reduce_fusion",
+                       "each group's last gradient index must increase within " + w.name + "'s " +
+                           std::to_string(params) + " gradients (0 to " + std::to_string(params - 1) + "), got " +
+                           std::to_string(split[k]));
+  if (!split.empty() && r.devices == 1)
+    throw InputError("all_reduce_fusion", "all_reduce_fusion", "groups AllReduce across devices; give devices > 1");
+  return w;
 }
 
 /// The workload with its dataset: the default one, or the files in `dataset`; one shard of it.
@@ -52,14 +73,13 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
                                 : ""));
     w.data.dataset = d;
   }
-  w.data.dataset.samples /= cfg.pipeline.num_shards;  // this shard's samples fix the epoch
+  // This shard's samples fix the epoch: each rank reads 1/devices of the dataset (num_shards =
+  // devices, shard_id = rank).
+  w.data.dataset.samples /= cfg.pipeline.num_shards * w.parallel.devices;
   return w;
 }
 
 runtime::Session make_session(const RunRequest& r, const workloads::Workload& w, runtime::Strategy s) {
-  if (r.devices != 1)
-    throw InputError("devices", "devices",
-                     std::to_string(r.devices) + ": only single-device runs are modelled; use 1 device");
   if (r.steps_per_epoch && *r.steps_per_epoch <= 0)
     throw InputError("steps_per_epoch", "steps_per_epoch",
                      "must be a positive whole number, got " + std::to_string(*r.steps_per_epoch));
@@ -214,6 +234,7 @@ OpProfile profile_ops(const RunRequest& req) {
   OpProfile p;
   std::map<std::string, std::size_t> at;
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;  // events and collectives
     const auto& t = g.step_tasks[i];
     const double ms = t.cost.time_s * 1e3;
     const std::string scope =

@@ -36,8 +36,11 @@ struct RunRequest {
   std::int64_t epochs = 1;                                                ///< [epochs]
   std::int64_t sink_size = -1;                                            ///< [sink_size] loop sink's S; -1: one epoch
   std::optional<std::int64_t> steps_per_epoch;                            ///< [steps_per_epoch] unset: from the dataset
-  std::string dataset;                                     ///< [dataset] directory of real files; "" synthetic
-  std::int64_t devices = 1;                                ///< [devices]
+  std::string dataset;       ///< [dataset] directory of real files; "" synthetic
+  std::int64_t devices = 1;  ///< [devices] data-parallel ranks, one server of up to 8
+  /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
+  /// all_reduce_fusion_config); empty: one group after the backward pass
+  std::vector<std::int64_t> all_reduce_fusion;
   bool trace = false;                                      ///< record a timeline
   sim::TraceFormat trace_format = sim::TraceFormat::Json;  ///< Chrome JSON or Perfetto protobuf
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)

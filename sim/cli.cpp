@@ -72,6 +72,7 @@ struct Options {
   std::int64_t batch_size = 32;
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
+  std::string all_reduce_fusion;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv, per_step, step_trace;
@@ -175,7 +176,11 @@ po::options_description run_options(Options& o) {
       "loop sink: steps per graph launch (S); -1 = one epoch")(
       "steps-per-epoch", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.steps_per_epoch = v; }),
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
-      "devices", po::value(&o.devices)->default_value(o.devices), "devices (only 1 is modelled so far)")(
+      "devices", po::value(&o.devices)->default_value(o.devices),
+      "data-parallel devices on one server (1 to 8): each rank reads 1/N of the dataset, gradients are summed by "
+      "AllReduce")("all-reduce-fusion", po::value(&o.all_reduce_fusion),
+                   "AllReduce groups as each group's last gradient index in gradient order, e.g. 85,160 (MindSpore's "
+                   "all_reduce_fusion_config; default one group after the backward pass)")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
@@ -275,6 +280,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"steps_per_epoch", "--steps-per-epoch"},
                                                        {"dataset", "--dataset"},
                                                        {"devices", "--devices"},
+                                                       {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"strategy", "--strategy"},
                                                        {"param", "--param"},
                                                        {"values", "--values"},
@@ -334,6 +340,22 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.steps_per_epoch = o.steps_per_epoch;
   r.dataset = o.dataset;
   r.devices = o.devices;
+  if (!o.all_reduce_fusion.empty()) {
+    std::stringstream parts(o.all_reduce_fusion);
+    for (std::string part; std::getline(parts, part, ',');) {
+      std::size_t used = 0;
+      long long v = -1;
+      try {
+        v = std::stoll(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != part.size())
+        throw InputError("--all-reduce-fusion '" + o.all_reduce_fusion +
+                         "': expected gradient indices separated by commas, e.g. 85,160");
+      r.all_reduce_fusion.push_back(v);
+    }
+  }
   if (!o.trace.empty()) {
     r.trace = true;
     r.trace_format = sim::trace_format_for(o.trace);
@@ -496,7 +518,11 @@ int cmd_info(int argc, char* argv[]) {
   for (const auto& p : g.pass_effects) passes.push_back({{"pass", p.name}, {"ops", p.ops}, {"hbm_bytes", p.bytes}});
   j["graph_passes"] = passes;
   ordered_json ops = ordered_json::array();
+  ordered_json groups = ordered_json::array();
+  for (const auto& cg : g.comm_groups) groups.push_back({{"first", cg.first}, {"last", cg.last}, {"bytes", cg.bytes}});
+  if (w.parallel.devices > 1) j["all_reduce_groups"] = groups;
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;  // events and collectives
     const auto& c = g.step_tasks[i].cost;
     ops.push_back({{"name", g.step_tasks[i].name},
                    {"op", g.descs[i].to_string()},
@@ -541,7 +567,11 @@ int cmd_info(int argc, char* argv[]) {
   }
   std::cout << fmt::format("  executed graph            {}\n\n", passes_line);
   std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
+  for (const auto& cg : g.comm_groups)
+    std::cout << fmt::format("  AllReduce group           gradients {} to {}, {}\n", cg.first, cg.last,
+                             format_bytes(static_cast<double>(cg.bytes)));
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;
     const auto& c = g.step_tasks[i].cost;
     std::cout << fmt::format("  {:<52} {:>10.2f} {:>7} {:>9}\n", g.step_tasks[i].name, c.time_s * 1e6, c.blocks,
                              aicore::bound_name(c.bound));

@@ -25,6 +25,7 @@ ParamSet bind_params(SystemConfig& cfg) {
   cfg.chip.memory.declare(ps);
   cfg.chip.aicpu.declare(ps);
   cfg.chip.queue.declare(ps);
+  cfg.chip.hccl.declare(ps);
   cfg.link.declare(ps);
   cfg.host.declare(ps);
   cfg.pipeline.declare(ps);

@@ -23,6 +23,7 @@ struct ChipConfig {
   aicore::MemoryConfig memory;
   aicpu::AicpuConfig aicpu;
   hostif::QueueConfig queue;
+  aicpu::HcclConfig hccl;
 };
 
 struct SystemConfig {

@@ -1,6 +1,7 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES  // the process that ends the others is spawned at the end
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -11,9 +12,26 @@ namespace ascendsim::sim {
 std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& workload,
                             const runtime::Session& session) {
   if (m_ran) throw std::logic_error("Simulation::add after run()");
-  const std::string name = "run" + std::to_string(m_systems.size());
-  m_systems.push_back(std::make_unique<System>(name.c_str(), cfg, workload, session));
-  return m_systems.size() - 1;
+  const std::string name = "run" + std::to_string(m_runs.size());
+  Run run;
+  run.first = m_systems.size();
+  const std::int64_t devices = workload.parallel.devices;
+  if (devices <= 1) {
+    m_systems.push_back(std::make_unique<System>(name.c_str(), cfg, workload, session));
+  } else {
+    const runtime::CompiledGraph graph = compile_checked(cfg, workload, session);
+    run.ranks = static_cast<std::size_t>(devices);
+    run.hccl = std::make_unique<aicpu::Hccl>((name + "_hccl").c_str(), cfg.chip.hccl, static_cast<int>(devices),
+                                             cfg.chip.memory.hbm_bandwidth_gbps);
+    run.host_cores = std::make_unique<runtime::HostCores>(cfg.host.cpu_cores);  // one server
+    for (std::int64_t r = 0; r < devices; ++r) {
+      RankPlace place{static_cast<int>(r), run.hccl.get(), run.host_cores.get()};
+      m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), cfg, workload, session,
+                                                   place, &graph));
+    }
+  }
+  m_runs.push_back(std::move(run));
+  return m_runs.size() - 1;
 }
 
 void Simulation::run() {
@@ -60,7 +78,22 @@ void Simulation::run() {
   if (m_trace) m_trace->close();
 }
 
-runtime::RunResult Simulation::result(std::size_t index) { return m_systems.at(index)->result(); }
+runtime::RunResult Simulation::result(std::size_t index) {
+  const Run& run = m_runs.at(index);
+  runtime::RunResult r = m_systems.at(run.first)->result();
+  if (run.ranks == 1) return r;
+  r.devices = static_cast<std::int64_t>(run.ranks);
+  for (std::size_t k = 0; k < run.ranks; ++k) {
+    const runtime::RunResult rank = k == 0 ? r : m_systems.at(run.first + k)->result();
+    r.rank_step_mean_ms.push_back(rank.steps.step.stats().mean_ms);
+    r.sim_time_s = std::max(r.sim_time_s, rank.sim_time_s);
+    if (r.failure.empty() && !rank.failure.empty()) r.failure = "rank " + std::to_string(k) + ": " + rank.failure;
+  }
+  r.comm_groups = nlohmann::ordered_json::array();
+  for (const auto& g : m_systems.at(run.first)->compiled().comm_groups)
+    r.comm_groups.push_back({{"first", g.first}, {"last", g.last}, {"bytes", g.bytes}});
+  return r;
+}
 
 namespace {
 void collect_processes(sc_core::sc_object* o, std::vector<sc_core::sc_process_handle>& out) {

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <vector>
 
+#include "aicpu/hccl.h"
 #include "sim/system.h"
 
 namespace ascendsim::sim {
@@ -18,7 +19,9 @@ class Simulation {
   /// Ends every process still suspended (threads waiting for work that will never come) by
   /// unwinding its stack, so nothing of the run outlives it.
   ~Simulation();
-  /// Adds a run; returns its index. Throws InputError for a run that cannot start (bad session,
+  /// Adds a run; returns its index. A workload trained on several devices (its `parallel`) adds
+  /// one system per rank: the ranks share the compiled graph, the cluster's collectives and, on
+  /// one server, the host's cores. Throws InputError for a run that cannot start (bad session,
   /// out of device memory). Must be called before run().
   std::size_t add(const SystemConfig& cfg, const workloads::Workload& workload, const runtime::Session& session);
   /// Simulates all runs to completion (or failure).
@@ -42,10 +45,19 @@ class Simulation {
   }
   /// Prints progress (steps, simulated time, rate, ETA) to `os` about once a second of wall time.
   void show_progress(std::ostream* os) { m_progress = os; }
-  std::size_t size() const { return m_systems.size(); }
-  const System& system(std::size_t index) const { return *m_systems.at(index); }
+  /// Runs added.
+  std::size_t size() const { return m_runs.size(); }
+  /// A run's system (rank 0's, for a data-parallel run).
+  const System& system(std::size_t index) const { return *m_systems.at(m_runs.at(index).first); }
 
  private:
+  /// A run: its ranks' systems (m_systems[first, first + ranks)) and what they share.
+  struct Run {
+    std::size_t first = 0, ranks = 1;
+    std::unique_ptr<aicpu::Hccl> hccl;
+    std::unique_ptr<runtime::HostCores> host_cores;
+  };
+  std::vector<Run> m_runs;
   std::vector<std::unique_ptr<System>> m_systems;
   bool m_ran = false;
   std::unique_ptr<TraceSink> m_trace;

@@ -74,7 +74,6 @@ runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Wor
   }
 }
 
-namespace {
 runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w,
                                        const runtime::Session& session) {
   runtime::CompiledGraph g = compile_for(cfg, w);
@@ -91,6 +90,7 @@ runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads:
   return g;
 }
 
+namespace {
 const runtime::Session& validated(const runtime::Session& s) {
   s.validate();
   return s;
@@ -98,15 +98,17 @@ const runtime::Session& validated(const runtime::Session& s) {
 }  // namespace
 
 System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const workloads::Workload& workload,
-               const runtime::Session& session)
+               const runtime::Session& session, const RankPlace& place, const runtime::CompiledGraph* compiled)
     : sc_module(name),
       m_cfg(cfg),
       m_session(validated(session)),
       m_data(workload.data),
-      m_graph(compile_checked(m_cfg, workload, m_session)),
+      m_graph(compiled ? *compiled : compile_checked(m_cfg, workload, m_session)),
       m_chip("chip", m_cfg, m_account),
       m_pipeline("pipeline", m_cfg.host, m_cfg.pipeline, m_data, m_session.steps(), workload.batch_size,
-                 m_session.steps_per_epoch) {
+                 m_session.steps_per_epoch, place.host_cores) {
+  m_chip.scheduler.set_rank(place.rank);
+  if (place.collectives) m_chip.scheduler.collectives.bind(*place.collectives);
   // connect
   m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
   m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size, m_chip.hostif,

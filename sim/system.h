@@ -20,11 +20,21 @@
 
 namespace ascendsim::sim {
 
+/// A rank's place in its cluster: its index, the cluster's collectives and the host cores its
+/// pipeline shares with the other ranks of its server.
+struct RankPlace {
+  int rank = 0;
+  aicpu::CollectiveIf* collectives = nullptr;
+  runtime::HostCores* host_cores = nullptr;
+};
+
 class System : public sc_core::sc_module {
  public:
-  /// Compiles the workload and checks it fits device memory (InputError otherwise).
+  /// Compiles the workload and checks it fits device memory (InputError otherwise). `compiled`:
+  /// the graph compiled already (the ranks of a cluster share it).
   System(sc_core::sc_module_name name, const SystemConfig& cfg, const workloads::Workload& workload,
-         const runtime::Session& session);
+         const runtime::Session& session, const RankPlace& place = {},
+         const runtime::CompiledGraph* compiled = nullptr);
 
   /// The run's result with every module's statistics. Call after the simulation.
   runtime::RunResult result();
@@ -54,6 +64,9 @@ class System : public sc_core::sc_module {
 /// The workload compiled for the chip of `cfg` (its cost model and data queue); InputError if the
 /// configured buffers hold no tile of some op.
 runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Workload& w);
+/// compile_for, checked against device memory and the simulator's time range for the session.
+runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads::Workload& w,
+                                       const runtime::Session& session);
 
 /// Human-readable byte count ("1.50 GiB").
 std::string format_bytes(double bytes);

@@ -29,6 +29,16 @@ struct RecipeOverrides {
   std::optional<bool> graph_kernel_fusion;
 };
 
+/// Data-parallel training (MindSpore's `set_auto_parallel_context(device_num=..., parallel_mode=
+/// DATA_PARALLEL, all_reduce_fusion_config=...)`): every rank holds the whole model and 1/devices
+/// of the dataset; gradients are summed across ranks by AllReduce, in groups.
+struct Parallel {
+  std::int64_t devices = 1;
+  /// The index of each group's last gradient, in gradient order (the order the backward pass
+  /// produces them); empty: one group of every gradient, after the backward pass.
+  std::vector<std::int64_t> all_reduce_fusion;
+};
+
 struct Workload {
   std::string name;
   std::string description;
@@ -39,6 +49,7 @@ struct Workload {
   DataRecipe data;        ///< the dataset (its samples fix the epoch length) and its map ops
   std::string optimizer;  ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
   Recipe recipe;          ///< how it trains
+  Parallel parallel;      ///< on how many devices
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder

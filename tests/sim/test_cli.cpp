@@ -155,7 +155,15 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
   EXPECT_EQ(run("compare --workload alexnet").code, 2);
   EXPECT_EQ(run("train --strategy warp-sink").code, 2);
   EXPECT_EQ(run("compare --chip ascend920").code, 2);
-  EXPECT_EQ(run("compare --devices 8").code, 2);
+  EXPECT_EQ(run("compare --devices 9").code, 2);  // one server of up to 8
+  EXPECT_EQ(run("compare --devices 0").code, 2);
+  const Result split = run("train --strategy loop-sink --devices 8 --all-reduce-fusion 5,3 --steps-per-epoch 2");
+  EXPECT_EQ(split.code, 2);
+  EXPECT_THAT(split.err, HasSubstr("--all-reduce-fusion"));
+  EXPECT_EQ(run("train --strategy loop-sink --devices 8 --all-reduce-fusion 3,x --steps-per-epoch 2").code, 2);
+  EXPECT_EQ(run("train --strategy loop-sink --devices 8 --all-reduce-fusion 8 --steps-per-epoch 2").code,
+            2);                                                                                    // LeNet-5 has 8
+  EXPECT_EQ(run("train --strategy loop-sink --all-reduce-fusion 3 --steps-per-epoch 2").code, 2);  // one device
   EXPECT_EQ(run("compare --steps-per-epoch 0").code, 2);
   EXPECT_EQ(run("compare --batch-size 99999999999").code, 2);
   const Result huge = run("compare --epochs 99999999999");
@@ -825,8 +833,7 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   const Result r = run("validate");
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* id : {"\nC1 ", "\nC2 ", "\nC3 ", "\nC4 ", "\nC5 ", "\nC7 "}) EXPECT_THAT(r.out, HasSubstr(id));
-  EXPECT_THAT(r.out, HasSubstr("joins when multi-device training is modelled"));
-  EXPECT_THAT(r.out, HasSubstr("of 3 compared figure(s) within 15%"));
+  EXPECT_THAT(r.out, HasSubstr("of 6 compared figure(s) within 15%"));
   // The chip's fp16 peak is its configuration: 32 cores x 4096 MACs x 1 GHz x 2.
   EXPECT_THAT(r.out, HasSubstr("262.1 TFLOPS"));
   // The validation page: one bar per compared figure, the table with every figure and its source.
@@ -835,7 +842,7 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   const auto rows = nlohmann::json::parse(slurp(json));
   std::size_t compared = 0;
   for (const auto& row : rows) compared += !row["simulated"].is_null();
-  EXPECT_EQ(compared, 3u);
+  EXPECT_EQ(compared, 6u);
   const std::string page = slurp(html);
   EXPECT_EQ(page.find("<script"), std::string::npos);
   EXPECT_EQ(occurrences(page, "class=\"bar\""), compared);

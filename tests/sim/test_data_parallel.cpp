@@ -1,0 +1,130 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+// Data-parallel training on one server: the ring AllReduce against its formula, gradient groups,
+// sharded data, and what scaling must respect.
+#include <algorithm>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "aicpu/hccl.h"
+#include "runtime/graph_compiler.h"
+#include "sim/api.h"
+#include "sim/kernel.h"
+#include "sim/system.h"
+#include "tests/test_support.h"
+
+namespace ascendsim {
+namespace {
+
+/// N ranks that each start an AllReduce of `bytes` at time `arrive[r]`; returns when each left.
+std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t bytes, const std::vector<double>& arrive) {
+  sim::KernelScope kernel;
+  const int n = static_cast<int>(arrive.size());
+  aicpu::Hccl hccl("hccl", cfg, n, 1200);
+  std::vector<double> left(arrive.size(), -1);
+  for (int r = 0; r < n; ++r)
+    sc_core::sc_spawn([&, r] {
+      sc_core::wait(sc_core::sc_time(arrive[static_cast<std::size_t>(r)], sc_core::SC_SEC));
+      hccl.all_reduce(r, bytes);
+      left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
+    });
+  sc_core::sc_start();
+  return left;
+}
+
+TEST(DataParallel, RingAllReduceFollowsItsFormula) {
+  const aicpu::HcclConfig cfg;  // α 54.6 µs, B 63 GB/s
+  for (int n : {2, 4, 8})
+    for (std::int64_t bytes : {std::int64_t{8192}, std::int64_t{64} << 20}) {
+      SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(bytes) + " B");
+      const std::vector<double> left = all_reduce_at(cfg, bytes, std::vector<double>(static_cast<std::size_t>(n), 0));
+      const double s = static_cast<double>(bytes);
+      const double expect = 2.0 * (n - 1) * (54.6e-6 + s / n / 63e9) + (n - 1) * 3.0 * s / n / 1200e9;
+      for (double t : left) EXPECT_NEAR(t, expect, 0.02 * expect);
+    }
+  // C6's two points, which set α and B: 765 µs and 2630 µs on 8 ranks (reduction time aside).
+  EXPECT_NEAR(aicpu::Hccl::ring_all_reduce_s(cfg, 8, 8192, 1e12), 765e-6, 0.01 * 765e-6);
+  EXPECT_NEAR(aicpu::Hccl::ring_all_reduce_s(cfg, 8, 64.0 * 1024 * 1024, 1e12), 2630e-6, 0.01 * 2630e-6);
+}
+
+TEST(DataParallel, AnAllReduceStartsWhenItsLastRankArrives) {
+  const aicpu::HcclConfig cfg;
+  const std::vector<double> left = all_reduce_at(cfg, 1 << 20, {0, 0.001, 0.003, 0.002});
+  const double t = aicpu::Hccl::ring_all_reduce_s(cfg, 4, 1 << 20, 1200);
+  for (double l : left) EXPECT_NEAR(l, 0.003 + t, 1e-12);  // everyone waits for the slowest
+}
+
+TEST(DataParallel, GradientOrderFollowsTheBackwardPass) {
+  const auto w = workloads::make_workload("resnet50", 32);
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model({}, {}));
+  runtime::CompileState s{w, model, 16, w.graph, {}, {}};
+  for (const auto& p : runtime::default_passes()) p.run(s);
+  const auto order = runtime::gradient_order(s.graph);
+  ASSERT_EQ(order.size(), 161u);  // 53 convolutions, 53 BatchNorms' gamma and beta, the dense layer
+  // The dense layer's gradients come first, the first convolution's last.
+  EXPECT_EQ(w.graph.tensor(order.front()).name.rfind("fc.", 0), 0u) << w.graph.tensor(order.front()).name;
+  EXPECT_EQ(w.graph.tensor(order.back()).name, "conv1.weight");
+}
+
+sim::RunRequest resnet(std::int64_t devices, std::vector<std::int64_t> split = {}) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "resnet50";
+  r.batch_size = 32;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.steps_per_epoch = 30;
+  r.devices = devices;
+  r.all_reduce_fusion = std::move(split);
+  return r;
+}
+
+TEST(DataParallel, TwoGroupsHideCommunicationThatOneGroupExposes) {
+  const auto one = sim::run(resnet(8)).runs.front();
+  const auto two = sim::run(resnet(8, {85, 160})).runs.front();
+  ASSERT_TRUE(one.failure.empty() && two.failure.empty());
+  EXPECT_EQ(one.comm_groups.size(), 1u);
+  ASSERT_EQ(two.comm_groups.size(), 2u);
+  // The groups cover the 161 gradients; their bytes are the parameters' (fp32 master weights).
+  EXPECT_EQ(two.comm_groups[0]["first"], 0);
+  EXPECT_EQ(two.comm_groups[0]["last"], 85);
+  EXPECT_EQ(two.comm_groups[1]["last"], 160);
+  EXPECT_EQ(two.comm_groups[0]["bytes"].get<std::int64_t>() + two.comm_groups[1]["bytes"].get<std::int64_t>(),
+            one.comm_groups[0]["bytes"].get<std::int64_t>());
+  EXPECT_EQ(one.comm_groups[0]["bytes"], 25557032 * 4);
+  // The first group's AllReduce runs under the rest of the backward pass: a shorter tail, less
+  // exposed communication, a shorter step.
+  EXPECT_LT(two.steps.tail.stats().mean_ms, one.steps.tail.stats().mean_ms);
+  const auto comm = static_cast<std::size_t>(sim::Phase::Comm);
+  EXPECT_LT(two.breakdown_s[comm], one.breakdown_s[comm]);
+  EXPECT_LT(two.steps.step.stats().mean_ms, one.steps.step.stats().mean_ms);
+  // The ranks step together.
+  ASSERT_EQ(two.rank_step_mean_ms.size(), 8u);
+  for (double ms : two.rank_step_mean_ms) EXPECT_NEAR(ms, two.rank_step_mean_ms[0], 0.01 * ms);
+}
+
+TEST(DataParallel, EachRankReadsItsShardAndScalingStaysBelowLinear) {
+  sim::RunRequest r = resnet(8);
+  r.workload = "resnet50-cifar10";
+  r.steps_per_epoch.reset();
+  r.epochs = 1;
+  const auto eight = sim::run(r).runs.front();
+  EXPECT_EQ(eight.session.steps_per_epoch, 50000 / 8 / 32);  // num_shards = 8: 195 steps per rank
+  EXPECT_EQ(eight.devices, 8);
+  r.devices = 1;
+  r.steps_per_epoch = 195;
+  const auto single = sim::run(r).runs.front();
+  EXPECT_EQ(single.devices, 1);
+  EXPECT_GT(eight.samples_per_s(), single.samples_per_s());
+  EXPECT_LE(eight.samples_per_s(), 8 * single.samples_per_s());  // scaling efficiency <= 1
+}
+
+TEST(DataParallel, EightRanksGiveTheSameReportEveryTime) {
+  const sim::RunRequest r = resnet(8, {85, 160});
+  const std::string first = sim::run(r).report().dump();
+  EXPECT_EQ(sim::run(r).report().dump(), first);
+  // A single device reports no cluster.
+  EXPECT_FALSE(sim::run(resnet(1)).report()["runs"][0].contains("devices"));
+}
+
+}  // namespace
+}  // namespace ascendsim
