@@ -19,6 +19,10 @@ void AicpuConfig::declare(sim::ParamSet& ps) {
 void HcclConfig::declare(sim::ParamSet& ps) {
   ps.real("hccl.link_bandwidth_gbps", link_bandwidth_gbps, "GB/s", 1e-3, 1e5,
           "collective ring: one link's bandwidth in one direction, as HCCL achieves it");
+  ps.real("hccl.roce_bandwidth_gbps", roce_bandwidth_gbps, "GB/s", 1e-3, 1e5,
+          "between servers: one device's RoCE port, one direction");
+  ps.real("hccl.roce_step_latency_us", roce_step_latency_us, "us", 0, 1e6,
+          "between servers: latency of one ring step (through the switch)");
   ps.real("hccl.step_latency_us", step_latency_us, "us", 0, 1e6,
           "collective ring: latency of one step (transfer start and the cross-device notify)");
 }

@@ -22,8 +22,10 @@ struct AicpuConfig {
 
 /// The collectives between a cluster's devices (aicpu/hccl.h).
 struct HcclConfig {
-  double link_bandwidth_gbps = 63;  ///< B: one ring link, one direction, as HCCL achieves it
-  double step_latency_us = 54.6;    ///< α: per ring step (transfer start, cross-device notify)
+  double link_bandwidth_gbps = 63;    ///< B: one ring link, one direction, as HCCL achieves it
+  double step_latency_us = 54.6;      ///< α: per ring step (transfer start, cross-device notify)
+  double roce_bandwidth_gbps = 12.5;  ///< between servers: each device's RoCE port, one direction
+  double roce_step_latency_us = 60;   ///< between servers: per ring step
 
   void declare(sim::ParamSet& ps);
 };

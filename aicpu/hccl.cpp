@@ -7,10 +7,11 @@
 
 namespace ascendsim::aicpu {
 
-Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps)
+Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps, int per_server)
     : sc_module(name),
       m_cfg(cfg),
       m_ranks(ranks),
+      m_per_server(std::min(ranks, per_server)),
       m_hbm_gbps(hbm_gbps),
       m_calls(static_cast<std::size_t>(ranks), 0),
       m_stats(*this),
@@ -19,7 +20,25 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
       m_busy_s(m_stats.scalar("all_reduce_s", "s",
                               "time from each AllReduce's start (its last rank's arrival) to "
                               "its end, summed")) {
-  if (ranks < 1) throw std::invalid_argument("a cluster needs at least one rank");
+  if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
+    throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
+}
+
+double Hccl::hierarchical_all_reduce_s(const HcclConfig& cfg, int servers, int per_server, double bytes,
+                                       double hbm_gbps) {
+  if (servers <= 1) return ring_all_reduce_s(cfg, per_server, bytes, hbm_gbps);
+  const double m = per_server, k = servers, piece = bytes / m;
+  // Reduce-scatter and all-gather on the server's ring: (m-1) steps each, m-1 reductions.
+  const double intra = 2 * (m - 1) * (cfg.step_latency_us * 1e-6 + piece / (cfg.link_bandwidth_gbps * 1e9)) +
+                       (m - 1) * 3 * piece / (hbm_gbps * 1e9);
+  // The S/m piece on a ring of the k servers over RoCE.
+  const double inter = 2 * (k - 1) * (cfg.roce_step_latency_us * 1e-6 + piece / k / (cfg.roce_bandwidth_gbps * 1e9)) +
+                       (k - 1) * 3 * piece / k / (hbm_gbps * 1e9);
+  return intra + inter;
+}
+
+double Hccl::all_reduce_s(double bytes) const {
+  return hierarchical_all_reduce_s(m_cfg, m_ranks / m_per_server, m_per_server, bytes, m_hbm_gbps);
 }
 
 double Hccl::ring_all_reduce_s(const HcclConfig& cfg, int ranks, double bytes, double hbm_gbps) {
@@ -46,7 +65,7 @@ void Hccl::all_reduce(int rank, std::int64_t bytes) {
     throw std::logic_error("Hccl: ranks disagree on AllReduce " + std::to_string(seq) + "'s size");
   in.bytes = bytes;
   if (++in.arrived == m_ranks) {
-    const double t = ring_all_reduce_s(m_cfg, m_ranks, static_cast<double>(bytes), m_hbm_gbps);
+    const double t = all_reduce_s(static_cast<double>(bytes));
     ++m_count;
     m_bytes += static_cast<double>(bytes);
     m_busy_s += t;

@@ -9,6 +9,10 @@
 // time is exact for the model, 2(N-1)·(α + S/(N·B)) + (N-1)·3S/(N·H) with α the per-step latency,
 // B the link bandwidth and H the HBM bandwidth. Broadcast (the parameters at start) is a
 // pipelined ring of N-1 hops.
+//
+// Across servers AllReduce is hierarchical: a reduce-scatter on each server's ring (m devices),
+// an AllReduce of each S/m piece on a ring of the k servers' devices of the same local rank, each
+// over its own RoCE port (the k-rings run side by side), and an all-gather on each server's ring.
 #pragma once
 
 #include <cstdint>
@@ -32,13 +36,19 @@ class CollectiveIf : public virtual sc_core::sc_interface {
 
 class Hccl : public sc_core::sc_module, public CollectiveIf {
  public:
-  /// `hbm_gbps`: each device's HBM bandwidth, for the reduction steps.
-  Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps);
+  /// `hbm_gbps`: each device's HBM bandwidth, for the reduction steps; `per_server`: devices of
+  /// one server (ranks is a multiple of it).
+  Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps, int per_server = 8);
 
   void all_reduce(int rank, std::int64_t bytes) override;
 
   /// The ring AllReduce of `bytes` on `ranks` devices, in seconds (see above).
   static double ring_all_reduce_s(const HcclConfig& cfg, int ranks, double bytes, double hbm_gbps);
+  /// The hierarchical AllReduce of `bytes` on `servers` servers of `per_server` devices.
+  static double hierarchical_all_reduce_s(const HcclConfig& cfg, int servers, int per_server, double bytes,
+                                          double hbm_gbps);
+  /// What all_reduce takes on this cluster.
+  double all_reduce_s(double bytes) const;
   /// The pipelined ring Broadcast of `bytes` from one rank to `ranks`, in `chunks` pieces.
   static double ring_broadcast_s(const HcclConfig& cfg, int ranks, double bytes, int chunks);
 
@@ -52,7 +62,7 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
     sc_core::sc_event done;
   };
   HcclConfig m_cfg;
-  int m_ranks;
+  int m_ranks, m_per_server;
   double m_hbm_gbps;
   std::vector<std::int64_t> m_calls;        ///< per rank: collectives asked so far
   std::map<std::int64_t, Instance> m_open;  ///< by sequence number, until every rank has left

@@ -101,6 +101,34 @@ BENCHMARK(BM_ResNet50Compare200StepsTraced)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+/// ResNet-50 at batch 256 per device on 8 devices (one server), one ImageNet epoch per rank (625
+/// steps), two AllReduce groups.
+void BM_ResNet50Batch256EightDevicesEpoch(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.batch_size = 256;
+  req.devices = 8;
+  req.all_reduce_fusion = {85, 160};
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50Batch256EightDevicesEpoch)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// ResNet-50 at batch 32 per device on N devices (servers of 8), 20 steps per rank. Run the
+/// largest in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices/1024$
+void BM_ResNet50Devices(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.devices = state.range(0);
+  req.all_reduce_fusion = {85, 160};
+  req.steps_per_epoch = 20;
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50Devices)->Arg(8)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// LeNet-5 under loop sink for N steps (one sink): memory must not grow with N. Run each size in
 /// its own process (peak RSS is the process's): --benchmark_filter=BM_LeNetLoopSinkSteps/100000$
 void BM_LeNetLoopSinkSteps(benchmark::State& state) {

@@ -59,8 +59,14 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   std::string out;
   if (!runs.empty()) {
     const Session& s = runs.front().session;
-    out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
-                       s.steps_per_epoch);
+    if (h.devices > 1)
+      out += fmt::format(
+          "{} on {} x {} (one server, data parallel), batch {} per device, {} epoch(s) x {} steps per "
+          "rank",
+          h.workload, h.devices, h.chip, h.batch_size, s.epochs, s.steps_per_epoch);
+    else
+      out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
+                         s.steps_per_epoch);
     // Say what runs where a strategy runs something else: loop sink's sinks of S steps.
     for (const auto& r : runs)
       if (r.session.strategy == Strategy::LoopSink && r.session.effective_sink_size() != r.session.steps_per_epoch) {

@@ -25,7 +25,7 @@ workloads::Workload build_workload(const RunRequest& r);
 workloads::Workload request_workload(const RunRequest& req) { return build_workload(req); }
 
 namespace {
-constexpr std::int64_t kServerDevices = 8;
+constexpr std::int64_t kMaxDevices = 4096;
 
 workloads::Workload build_workload(const RunRequest& r) {
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
@@ -33,10 +33,11 @@ workloads::Workload build_workload(const RunRequest& r) {
     throw InputError(
         "batch_size", "batch_size",
         "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
-  if (r.devices < 1 || r.devices > kServerDevices)
+  if (r.devices < 1 || r.devices > kMaxDevices || (r.devices > kDevicesPerServer && r.devices % kDevicesPerServer))
     throw InputError("devices", "devices",
-                     std::to_string(r.devices) + ": one server of 1 to " + std::to_string(kServerDevices) +
-                         " devices is modelled so far");
+                     std::to_string(r.devices) + ": give 1 to " + std::to_string(kDevicesPerServer) +
+                         " devices (one server) or whole servers of " + std::to_string(kDevicesPerServer) + ", up to " +
+                         std::to_string(kMaxDevices));
   workloads::Workload w;
   try {
     w = workloads::make_workload(r.workload, r.batch_size, r.recipe);

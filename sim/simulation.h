@@ -11,6 +11,9 @@
 
 namespace ascendsim::sim {
 
+/// Devices of one server: its ranks share the server's host cores.
+constexpr int kDevicesPerServer = 8;
+
 class Simulation {
  public:
   Simulation() = default;
@@ -55,7 +58,7 @@ class Simulation {
   struct Run {
     std::size_t first = 0, ranks = 1;
     std::unique_ptr<aicpu::Hccl> hccl;
-    std::unique_ptr<runtime::HostCores> host_cores;
+    std::vector<std::unique_ptr<runtime::HostCores>> host_cores;  ///< per server
   };
   std::vector<Run> m_runs;
   std::vector<std::unique_ptr<System>> m_systems;

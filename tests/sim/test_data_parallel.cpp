@@ -17,10 +17,11 @@ namespace ascendsim {
 namespace {
 
 /// N ranks that each start an AllReduce of `bytes` at time `arrive[r]`; returns when each left.
-std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t bytes, const std::vector<double>& arrive) {
+std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t bytes, const std::vector<double>& arrive,
+                                  int per_server = 8) {
   sim::KernelScope kernel;
   const int n = static_cast<int>(arrive.size());
-  aicpu::Hccl hccl("hccl", cfg, n, 1200);
+  aicpu::Hccl hccl("hccl", cfg, n, 1200, per_server);
   std::vector<double> left(arrive.size(), -1);
   for (int r = 0; r < n; ++r)
     sc_core::sc_spawn([&, r] {
@@ -45,6 +46,23 @@ TEST(DataParallel, RingAllReduceFollowsItsFormula) {
   // C6's two points, which set α and B: 765 µs and 2630 µs on 8 ranks (reduction time aside).
   EXPECT_NEAR(aicpu::Hccl::ring_all_reduce_s(cfg, 8, 8192, 1e12), 765e-6, 0.01 * 765e-6);
   EXPECT_NEAR(aicpu::Hccl::ring_all_reduce_s(cfg, 8, 64.0 * 1024 * 1024, 1e12), 2630e-6, 0.01 * 2630e-6);
+}
+
+TEST(DataParallel, AcrossServersAllReduceIsHierarchical) {
+  // Reduce-scatter and all-gather on each server's ring of m, the pieces all-reduced on a ring of
+  // the k servers over RoCE.
+  const aicpu::HcclConfig cfg;
+  const double s = 100e6, m = 8, k = 4;
+  const double expect = 2 * (m - 1) * (54.6e-6 + s / m / 63e9) + (m - 1) * 3 * s / m / 1200e9 +
+                        2 * (k - 1) * (60e-6 + s / m / k / 12.5e9) + (k - 1) * 3 * s / m / k / 1200e9;
+  const std::vector<double> left = all_reduce_at(cfg, 100000000, std::vector<double>(32, 0));
+  for (double t : left) EXPECT_NEAR(t, expect, 0.02 * expect);
+  // One server: the plain ring.
+  EXPECT_DOUBLE_EQ(aicpu::Hccl::hierarchical_all_reduce_s(cfg, 1, 8, s, 1200),
+                   aicpu::Hccl::ring_all_reduce_s(cfg, 8, s, 1200));
+  // A cluster is whole servers.
+  sim::KernelScope kernel;
+  EXPECT_THROW(aicpu::Hccl("odd", cfg, 12, 1200, 8), std::invalid_argument);
 }
 
 TEST(DataParallel, AnAllReduceStartsWhenItsLastRankArrives) {
@@ -116,6 +134,17 @@ TEST(DataParallel, EachRankReadsItsShardAndScalingStaysBelowLinear) {
   EXPECT_EQ(single.devices, 1);
   EXPECT_GT(eight.samples_per_s(), single.samples_per_s());
   EXPECT_LE(eight.samples_per_s(), 8 * single.samples_per_s());  // scaling efficiency <= 1
+}
+
+TEST(DataParallel, TwoServersSpendLongerInAllReduceThanOne) {
+  const auto one = sim::run(resnet(8)).runs.front();
+  const auto two = sim::run(resnet(16)).runs.front();
+  ASSERT_TRUE(one.failure.empty() && two.failure.empty());
+  const auto comm = static_cast<std::size_t>(sim::Phase::Comm);
+  EXPECT_GT(two.breakdown_s[comm], one.breakdown_s[comm]);
+  EXPECT_GT(two.steps.tail.stats().mean_ms, one.steps.tail.stats().mean_ms);
+  EXPECT_EQ(two.rank_step_mean_ms.size(), 16u);
+  EXPECT_GT(two.samples_per_s(), one.samples_per_s());
 }
 
 TEST(DataParallel, EightRanksGiveTheSameReportEveryTime) {
