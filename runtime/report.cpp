@@ -60,10 +60,10 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   if (!runs.empty()) {
     const Session& s = runs.front().session;
     if (h.devices > 1)
-      out += fmt::format(
-          "{} on {} x {} (one server, data parallel), batch {} per device, {} epoch(s) x {} steps per "
-          "rank",
-          h.workload, h.devices, h.chip, h.batch_size, s.epochs, s.steps_per_epoch);
+      out += fmt::format("{} on {} x {} ({}, data parallel), batch {} per device, {} epoch(s) x {} steps per rank",
+                         h.workload, h.devices, h.chip,
+                         h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"),
+                         h.batch_size, s.epochs, s.steps_per_epoch);
     else
       out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
                          s.steps_per_epoch);

@@ -22,6 +22,7 @@ struct ReportHeader {
   nlohmann::ordered_json recipe;  ///< the training recipe (null: not reported)
   /// The executed graph pass by pass: [{"pass", "ops", "hbm_bytes"}] (null: not reported).
   nlohmann::ordered_json graph_passes;
+  std::int64_t servers = 1;  ///< the servers the devices fill
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

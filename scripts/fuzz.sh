@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every input parser with libFuzzer (clang, AddressSanitizer, UndefinedBehaviorSanitizer):
 # MNIST idx (in memory, and dataset directories with gzip), CIFAR-10, YAML configuration files and
-# --set overrides. Usage: scripts/fuzz.sh [seconds per target, default 60]
+# --set overrides, and rank tables. Usage: scripts/fuzz.sh [seconds per target, default 60]
 # Seeds come from tests/fuzz/corpus (left unchanged); the growing corpus and any crash inputs go
 # to build-fuzz/. Exits non-zero if a target crashed.
 set -euo pipefail
@@ -10,7 +10,7 @@ seconds="${1:-60}"
 scripts/install-deps.sh --fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASCENDSIM_FUZZ=ON \
   -DASCENDSIM_BUILD_TESTS=OFF -DASCENDSIM_BUILD_BENCH=OFF >/dev/null
-targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config)
+targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config fuzz_rank_table)
 cmake --build build-fuzz -j2 --target "${targets[@]}" >/dev/null
 status=0
 for t in "${targets[@]}"; do

@@ -33,10 +33,14 @@ workloads::Workload build_workload(const RunRequest& r) {
     throw InputError(
         "batch_size", "batch_size",
         "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
-  if (r.devices < 1 || r.devices > kMaxDevices || (r.devices > kDevicesPerServer && r.devices % kDevicesPerServer))
+  const std::int64_t m = r.devices_per_server;
+  if (m < 1 || m > kDevicesPerServer)
+    throw InputError("devices_per_server", "devices_per_server",
+                     std::to_string(m) + ": a server holds 1 to " + std::to_string(kDevicesPerServer) + " devices");
+  if (r.devices < 1 || r.devices > kMaxDevices || (r.devices > m && r.devices % m))
     throw InputError("devices", "devices",
-                     std::to_string(r.devices) + ": give 1 to " + std::to_string(kDevicesPerServer) +
-                         " devices (one server) or whole servers of " + std::to_string(kDevicesPerServer) + ", up to " +
+                     std::to_string(r.devices) + ": give 1 to " + std::to_string(m) +
+                         " devices (one server) or whole servers of " + std::to_string(m) + ", up to " +
                          std::to_string(kMaxDevices));
   workloads::Workload w;
   try {
@@ -45,6 +49,7 @@ workloads::Workload build_workload(const RunRequest& r) {
     throw InputError("workload", "workload", e.what());
   }
   w.parallel.devices = r.devices;
+  w.parallel.devices_per_server = std::min(m, r.devices);
   w.parallel.all_reduce_fusion = r.all_reduce_fusion;
   std::int64_t params = 0;
   for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
@@ -196,7 +201,14 @@ RunOutcome run(const RunRequest& req) {
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
 
   RunOutcome out;
-  out.header = {w.name, cfg.chip.name, w.batch_size, req.devices, setting_line(cfg, w), recipe_json(w.recipe), {}};
+  out.header = {w.name,
+                cfg.chip.name,
+                w.batch_size,
+                req.devices,
+                setting_line(cfg, w),
+                recipe_json(w.recipe),
+                {},
+                w.parallel.devices / w.parallel.devices_per_server};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
@@ -334,7 +346,14 @@ SweepOutcome sweep(const SweepRequest& req) {
     }
   }
   const auto& w0 = workloads_by_value.front();
-  out.header = {w0.name, base.chip.name, w0.batch_size, o.devices, setting_line(base, w0), recipe_json(w0.recipe), {}};
+  out.header = {w0.name,
+                base.chip.name,
+                w0.batch_size,
+                o.devices,
+                setting_line(base, w0),
+                recipe_json(w0.recipe),
+                {},
+                w0.parallel.devices / w0.parallel.devices_per_server};
 
   {
     KernelScope kernel;

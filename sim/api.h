@@ -41,6 +41,7 @@ struct RunRequest {
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass
   std::vector<std::int64_t> all_reduce_fusion;
+  std::int64_t devices_per_server = 8;  ///< [rank_table] devices of one server (a rank table's)
   bool trace = false;                                      ///< record a timeline
   sim::TraceFormat trace_format = sim::TraceFormat::Json;  ///< Chrome JSON or Perfetto protobuf
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)

@@ -28,6 +28,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
+#include "sim/rank_table.h"
 #include "sim/regression.h"
 #include "sim/system.h"
 #include "workloads/workload.h"
@@ -72,7 +73,7 @@ struct Options {
   std::int64_t batch_size = 32;
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
-  std::string all_reduce_fusion;
+  std::string all_reduce_fusion, rank_table;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv, per_step, step_trace;
@@ -178,9 +179,12 @@ po::options_description run_options(Options& o) {
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
       "devices", po::value(&o.devices)->default_value(o.devices),
       "data-parallel devices on one server (1 to 8): each rank reads 1/N of the dataset, gradients are summed by "
-      "AllReduce")("all-reduce-fusion", po::value(&o.all_reduce_fusion),
-                   "AllReduce groups as each group's last gradient index in gradient order, e.g. 85,160 (MindSpore's "
-                   "all_reduce_fusion_config; default one group after the backward pass)")(
+      "AllReduce")("rank-table", po::value(&o.rank_table),
+                   "MindSpore rank table (RANK_TABLE_FILE, the seed's format or version 1.0): the job's devices and "
+                   "servers")(
+      "all-reduce-fusion", po::value(&o.all_reduce_fusion),
+      "AllReduce groups as each group's last gradient index in gradient order, e.g. 85,160 (MindSpore's "
+      "all_reduce_fusion_config; default one group after the backward pass)")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
@@ -340,6 +344,15 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.steps_per_epoch = o.steps_per_epoch;
   r.dataset = o.dataset;
   r.devices = o.devices;
+  if (!o.rank_table.empty()) {
+    const RankTable t = load_rank_table(o.rank_table);
+    const auto n = static_cast<std::int64_t>(t.devices.size());
+    if (o.devices != 1 && o.devices != n)
+      throw InputError("--devices " + std::to_string(o.devices) + " disagrees with --rank-table " + o.rank_table +
+                       " (" + std::to_string(n) + " devices); give one of them");
+    r.devices = n;
+    r.devices_per_server = t.devices_per_server();
+  }
   if (!o.all_reduce_fusion.empty()) {
     std::stringstream parts(o.all_reduce_fusion);
     for (std::string part; std::getline(parts, part, ',');) {

@@ -1,5 +1,7 @@
 #include "sim/regression.h"
 
+#include "sim/rank_table.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +75,10 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.sink_size = whole(v, at, key);
     } else if (key == "devices") {
       r.devices = whole(v, at, key);
+    } else if (key == "rank_table") {
+      const RankTable t = load_rank_table(scalar(v, at, key));
+      r.devices = static_cast<std::int64_t>(t.devices.size());
+      r.devices_per_server = t.devices_per_server();
     } else if (key == "all_reduce_fusion") {
       if (!v.IsSequence()) throw InputError(at + ": 'all_reduce_fusion' is a list of gradient indices, e.g. [85, 160]");
       for (const auto& x : v) r.all_reduce_fusion.push_back(whole(x, at, key));
@@ -101,11 +107,11 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
         throw InputError(at + ": 'set' is a mapping of parameter keys to values (or a list of key=value)");
       }
     } else {
-      throw InputError(
-          at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
-          "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, all_reduce_fusion, chip, "
-          "dataset, "
-          "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
+      throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
+                       "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, rank_table, "
+                       "all_reduce_fusion, chip, "
+                       "dataset, "
+                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }
   }
   return r;

@@ -22,12 +22,14 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     const runtime::CompiledGraph graph = compile_checked(cfg, workload, session);
     run.ranks = static_cast<std::size_t>(devices);
     run.hccl = std::make_unique<aicpu::Hccl>((name + "_hccl").c_str(), cfg.chip.hccl, static_cast<int>(devices),
-                                             cfg.chip.memory.hbm_bandwidth_gbps, kDevicesPerServer);
-    for (std::int64_t s = 0; s < (devices + kDevicesPerServer - 1) / kDevicesPerServer; ++s)
+                                             cfg.chip.memory.hbm_bandwidth_gbps,
+                                             static_cast<int>(workload.parallel.devices_per_server));
+    const std::int64_t per_server = workload.parallel.devices_per_server;
+    for (std::int64_t s = 0; s < devices / per_server; ++s)
       run.host_cores.push_back(std::make_unique<runtime::HostCores>(cfg.host.cpu_cores));  // each server's host
     for (std::int64_t r = 0; r < devices; ++r) {
       RankPlace place{static_cast<int>(r), run.hccl.get(),
-                      run.host_cores[static_cast<std::size_t>(r / kDevicesPerServer)].get()};
+                      run.host_cores[static_cast<std::size_t>(r / per_server)].get()};
       m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), cfg, workload, session,
                                                    place, &graph));
     }

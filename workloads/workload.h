@@ -34,6 +34,7 @@ struct RecipeOverrides {
 /// of the dataset; gradients are summed across ranks by AllReduce, in groups.
 struct Parallel {
   std::int64_t devices = 1;
+  std::int64_t devices_per_server = 8;  ///< the ranks of one server share its host
   /// The index of each group's last gradient, in gradient order (the order the backward pass
   /// produces them); empty: one group of every gradient, after the backward pass.
   std::vector<std::int64_t> all_reduce_fusion;

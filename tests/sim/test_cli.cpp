@@ -164,6 +164,17 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
   EXPECT_EQ(run("train --strategy loop-sink --devices 8 --all-reduce-fusion 8 --steps-per-epoch 2").code,
             2);                                                                                    // LeNet-5 has 8
   EXPECT_EQ(run("train --strategy loop-sink --all-reduce-fusion 3 --steps-per-epoch 2").code, 2);  // one device
+  // A rank table gives the devices; --devices may repeat it but not contradict it.
+  const std::string table = ASCENDSIM_SOURCE_DIR "/configs/rank_table_16pcs.json";
+  const Result ok = run("train --strategy loop-sink --steps-per-epoch 2 --rank-table " + table + " --json");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out)["runs"][0]["devices"], 16);
+  const Result clash = run("train --strategy loop-sink --steps-per-epoch 2 --devices 8 --rank-table " + table);
+  EXPECT_EQ(clash.code, 2);
+  EXPECT_THAT(clash.err, HasSubstr("disagrees with --rank-table"));
+  const Result missing = run("train --strategy loop-sink --rank-table /nonexistent.json");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent.json: cannot read the rank table"));
   EXPECT_EQ(run("compare --steps-per-epoch 0").code, 2);
   EXPECT_EQ(run("compare --batch-size 99999999999").code, 2);
   const Result huge = run("compare --epochs 99999999999");
