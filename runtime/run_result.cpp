@@ -66,9 +66,17 @@ nlohmann::ordered_json RunResult::to_json() const {
       {"iteration_interval", summary(steps.interval)}, {"fp_bp", summary(steps.fp_bp)}, {"tail", summary(steps.tail)}};
   if (devices > 1) {
     j["devices"] = devices;
-    const auto slowest = std::max_element(rank_step_mean_ms.begin(), rank_step_mean_ms.end());
+    // The ranks step together; the one the others wait for in each AllReduce is the one with the
+    // least exposed communication (it arrives last). Named when the spread is over 1%.
+    nlohmann::ordered_json straggler = nullptr;
+    if (!rank_comm_s.empty()) {
+      const auto [lo, hi] = std::minmax_element(rank_comm_s.begin(), rank_comm_s.end());
+      if (*hi - *lo > 0.01 * sim_time_s) straggler = lo - rank_comm_s.begin();
+    }
     j["ranks"] = {{"step_time_ms_mean", rank_step_mean_ms},
-                  {"slowest_rank", slowest == rank_step_mean_ms.end() ? 0 : slowest - rank_step_mean_ms.begin()}};
+                  {"wait_data_s", rank_wait_data_s},
+                  {"comm_s", rank_comm_s},
+                  {"straggler", straggler}};
     j["all_reduce_groups"] = comm_groups;
   }
   if (!data.is_null()) j["data"] = data;

@@ -72,6 +72,7 @@ struct RunResult {
   /// the AllReduce groups ({first, last, bytes} in gradient order).
   std::int64_t devices = 1;
   std::vector<double> rank_step_mean_ms;
+  std::vector<double> rank_wait_data_s, rank_comm_s;  ///< per rank: waiting for data, exposed communication
   nlohmann::ordered_json comm_groups;
 
   /// Time of each complete dataset epoch (steps_per_epoch steps).

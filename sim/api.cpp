@@ -212,7 +212,22 @@ RunOutcome run(const RunRequest& req) {
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
-  for (const auto& s : sessions) simulation.add(cfg, w, s);
+  std::map<std::int64_t, SystemConfig> rank_cfgs;
+  for (const auto& [rank, sets] : req.rank_sets) {
+    if (rank < 0 || rank >= req.devices)
+      throw InputError("rank_set", "rank_set",
+                       "rank " + std::to_string(rank) + " is not one of the " + std::to_string(req.devices) +
+                           " devices (0 to " + std::to_string(req.devices - 1) + ")");
+    ConfigRequest c = req.config;
+    for (const auto& s : sets) {
+      if (s.rfind("host.", 0) != 0 && s.rfind("pipeline.", 0) != 0)
+        throw InputError("rank_set", "rank_set",
+                         "'" + s + "': a rank's own settings are its host's and pipeline's (host.*, pipeline.*)");
+      c.sets.push_back(s);
+    }
+    rank_cfgs.emplace(rank, load_config(c));
+  }
+  for (const auto& s : sessions) simulation.add(cfg, w, s, rank_cfgs);
   if (simulation.size() > 0) {
     out.header.graph_passes = nlohmann::ordered_json::array();
     for (const auto& p : simulation.system(0).compiled().pass_effects)

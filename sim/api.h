@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -42,6 +43,9 @@ struct RunRequest {
   /// all_reduce_fusion_config); empty: one group after the backward pass
   std::vector<std::int64_t> all_reduce_fusion;
   std::int64_t devices_per_server = 8;  ///< [rank_table] devices of one server (a rank table's)
+  /// [rank_set] host.* and pipeline.* overrides ("key=value") for single ranks, over the run's
+  /// configuration: a slower host or pipeline on one rank (a straggler)
+  std::map<std::int64_t, std::vector<std::string>> rank_sets;
   bool trace = false;                                      ///< record a timeline
   sim::TraceFormat trace_format = sim::TraceFormat::Json;  ///< Chrome JSON or Perfetto protobuf
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)

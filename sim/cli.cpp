@@ -74,6 +74,7 @@ struct Options {
   std::optional<std::int64_t> steps_per_epoch;  // unset: from the dataset
   std::int64_t devices = 1;
   std::string all_reduce_fusion, rank_table;
+  std::vector<std::string> rank_sets;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv, per_step, step_trace;
@@ -179,12 +180,14 @@ po::options_description run_options(Options& o) {
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
       "devices", po::value(&o.devices)->default_value(o.devices),
       "data-parallel devices on one server (1 to 8): each rank reads 1/N of the dataset, gradients are summed by "
-      "AllReduce")("rank-table", po::value(&o.rank_table),
-                   "MindSpore rank table (RANK_TABLE_FILE, the seed's format or version 1.0): the job's devices and "
-                   "servers")(
-      "all-reduce-fusion", po::value(&o.all_reduce_fusion),
-      "AllReduce groups as each group's last gradient index in gradient order, e.g. 85,160 (MindSpore's "
-      "all_reduce_fusion_config; default one group after the backward pass)")(
+      "AllReduce")("rank-set", po::value(&o.rank_sets)->composing(),
+                   "one rank's own host or pipeline setting, RANK:key=value (repeatable), e.g. "
+                   "3:pipeline.num_parallel_workers=1 for a straggler")(
+      "rank-table", po::value(&o.rank_table),
+      "MindSpore rank table (RANK_TABLE_FILE, the seed's format or version 1.0): the job's devices and "
+      "servers")("all-reduce-fusion", po::value(&o.all_reduce_fusion),
+                 "AllReduce groups as each group's last gradient index in gradient order, e.g. 85,160 (MindSpore's "
+                 "all_reduce_fusion_config; default one group after the backward pass)")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
@@ -344,6 +347,19 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.steps_per_epoch = o.steps_per_epoch;
   r.dataset = o.dataset;
   r.devices = o.devices;
+  for (const auto& set : o.rank_sets) {
+    const auto colon = set.find(':');
+    std::size_t used = 0;
+    long long rank = -1;
+    try {
+      rank = colon == std::string::npos ? -1 : std::stoll(set.substr(0, colon), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (colon == std::string::npos || used != colon || rank < 0)
+      throw InputError("--rank-set '" + set + "': expected RANK:key=value, e.g. 3:pipeline.num_parallel_workers=1");
+    r.rank_sets[rank].push_back(set.substr(colon + 1));
+  }
   if (!o.rank_table.empty()) {
     const RankTable t = load_rank_table(o.rank_table);
     const auto n = static_cast<std::int64_t>(t.devices.size());

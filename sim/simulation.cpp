@@ -10,7 +10,7 @@
 namespace ascendsim::sim {
 
 std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& workload,
-                            const runtime::Session& session) {
+                            const runtime::Session& session, const std::map<std::int64_t, SystemConfig>& rank_cfgs) {
   if (m_ran) throw std::logic_error("Simulation::add after run()");
   const std::string name = "run" + std::to_string(m_runs.size());
   Run run;
@@ -30,8 +30,10 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     for (std::int64_t r = 0; r < devices; ++r) {
       RankPlace place{static_cast<int>(r), run.hccl.get(),
                       run.host_cores[static_cast<std::size_t>(r / per_server)].get()};
-      m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), cfg, workload, session,
-                                                   place, &graph));
+      const auto own = rank_cfgs.find(r);
+      m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(),
+                                                   own == rank_cfgs.end() ? cfg : own->second, workload, session, place,
+                                                   &graph));
     }
   }
   m_runs.push_back(std::move(run));
@@ -90,6 +92,8 @@ runtime::RunResult Simulation::result(std::size_t index) {
   for (std::size_t k = 0; k < run.ranks; ++k) {
     const runtime::RunResult rank = k == 0 ? r : m_systems.at(run.first + k)->result();
     r.rank_step_mean_ms.push_back(rank.steps.step.stats().mean_ms);
+    r.rank_wait_data_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::WaitData)]);
+    r.rank_comm_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::Comm)]);
     r.sim_time_s = std::max(r.sim_time_s, rank.sim_time_s);
     if (r.failure.empty() && !rank.failure.empty()) r.failure = "rank " + std::to_string(k) + ": " + rank.failure;
   }

@@ -2,6 +2,7 @@
 // per process): add every run, then run() them together.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <ostream>
 #include <vector>
@@ -25,8 +26,10 @@ class Simulation {
   /// Adds a run; returns its index. A workload trained on several devices (its `parallel`) adds
   /// one system per rank: the ranks share the compiled graph, the cluster's collectives and, on
   /// one server, the host's cores. Throws InputError for a run that cannot start (bad session,
-  /// out of device memory). Must be called before run().
-  std::size_t add(const SystemConfig& cfg, const workloads::Workload& workload, const runtime::Session& session);
+  /// out of device memory). `rank_cfgs`: a rank's own configuration where it differs (its host
+  /// and pipeline; the chip must be the run's). Must be called before run().
+  std::size_t add(const SystemConfig& cfg, const workloads::Workload& workload, const runtime::Session& session,
+                  const std::map<std::int64_t, SystemConfig>& rank_cfgs = {});
   /// Simulates all runs to completion (or failure).
   void run();
   runtime::RunResult result(std::size_t index);

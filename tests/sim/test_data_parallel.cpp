@@ -9,6 +9,7 @@
 #include "aicpu/hccl.h"
 #include "runtime/graph_compiler.h"
 #include "sim/api.h"
+#include "sim/core/error.h"
 #include "sim/kernel.h"
 #include "sim/system.h"
 #include "tests/test_support.h"
@@ -134,6 +135,31 @@ TEST(DataParallel, EachRankReadsItsShardAndScalingStaysBelowLinear) {
   EXPECT_EQ(single.devices, 1);
   EXPECT_GT(eight.samples_per_s(), single.samples_per_s());
   EXPECT_LE(eight.samples_per_s(), 8 * single.samples_per_s());  // scaling efficiency <= 1
+}
+
+TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
+  sim::RunRequest r = resnet(8);
+  r.steps_per_epoch = 60;
+  const auto even = sim::run(r).runs.front();
+  r.rank_sets[3] = {"pipeline.num_parallel_workers=1"};
+  const auto slow = sim::run(r).runs.front();
+  ASSERT_TRUE(even.failure.empty() && slow.failure.empty());
+  for (std::size_t k = 0; k < 8; ++k) {
+    EXPECT_GT(slow.rank_step_mean_ms[k], 1.2 * even.rank_step_mean_ms[k]) << "rank " << k;  // everyone waits
+    EXPECT_DOUBLE_EQ(slow.rank_step_mean_ms[k], slow.rank_step_mean_ms[3]);
+  }
+  // The straggler waits for its data; the others wait for it in the AllReduce.
+  EXPECT_EQ(slow.to_json()["ranks"]["straggler"], 3);
+  for (std::size_t k = 0; k < 8; ++k)
+    if (k != 3) {
+      EXPECT_GT(slow.rank_comm_s[k], slow.rank_comm_s[3]);
+      EXPECT_LT(slow.rank_wait_data_s[k], slow.rank_wait_data_s[3]);
+    }
+  // A rank's own settings are its host's and pipeline's, for a rank that exists.
+  r.rank_sets = {{3, {"aicore.cores=16"}}};
+  EXPECT_THROW(sim::run(r), sim::InputError);
+  r.rank_sets = {{8, {"pipeline.num_parallel_workers=1"}}};
+  EXPECT_THROW(sim::run(r), sim::InputError);
 }
 
 TEST(DataParallel, TwoServersSpendLongerInAllReduceThanOne) {
