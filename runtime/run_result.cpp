@@ -78,6 +78,7 @@ nlohmann::ordered_json RunResult::to_json() const {
                   {"comm_s", rank_comm_s},
                   {"straggler", straggler}};
     j["all_reduce_groups"] = comm_groups;
+    if (scaling_efficiency >= 0) j["scaling_efficiency"] = scaling_efficiency;
   }
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;

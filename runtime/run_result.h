@@ -74,6 +74,7 @@ struct RunResult {
   std::vector<double> rank_step_mean_ms;
   std::vector<double> rank_wait_data_s, rank_comm_s;  ///< per rank: waiting for data, exposed communication
   nlohmann::ordered_json comm_groups;
+  double scaling_efficiency = -1;  ///< against one device (--scaling); negative: not computed
 
   /// Time of each complete dataset epoch (steps_per_epoch steps).
   const std::vector<double>& epoch_s() const { return steps.epoch_s; }

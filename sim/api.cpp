@@ -477,4 +477,73 @@ std::string SweepOutcome::csv() const {
   return csv;
 }
 
+std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& on_n_devices) {
+  if (req.devices <= 1) return std::vector<double>(on_n_devices.runs.size(), 1.0);
+  RunRequest one = req;
+  one.devices = 1;
+  one.devices_per_server = 8;
+  one.all_reduce_fusion.clear();
+  one.rank_sets.clear();
+  one.trace = false;
+  one.trace_out = nullptr;
+  one.progress = nullptr;
+  one.warnings = nullptr;
+  one.steps_per_epoch = on_n_devices.runs.empty()
+                            ? req.steps_per_epoch
+                            : std::optional<std::int64_t>(on_n_devices.runs.front().session.steps_per_epoch);
+  const RunOutcome single = run(one);
+  if (single.failed()) throw RunError("the one-device run for --scaling failed: " + single.failure_message());
+  std::vector<double> out;
+  for (std::size_t i = 0; i < on_n_devices.runs.size(); ++i) {
+    const double base = single.runs.at(i).samples_per_s();
+    out.push_back(base > 0 ? on_n_devices.runs[i].samples_per_s() / (static_cast<double>(req.devices) * base) : 0.0);
+  }
+  return out;
+}
+
+FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
+  if (req.devices <= 1)
+    throw InputError("devices", "devices", "fusion splits group AllReduces across devices; give devices > 1");
+  if (stride < 1) throw InputError("stride", "stride", "must be a positive whole number");
+  FusionAdvice advice;
+  const workloads::Workload w = build_workload(req);
+  for (const auto& t : w.graph.tensors()) advice.gradients += t.role == workloads::TensorRole::Parameter;
+  const std::int64_t n = advice.gradients;
+  std::vector<std::vector<std::int64_t>> splits = {{}};
+  for (std::int64_t a = stride - 1; a < n - 1; a += stride) splits.push_back({a});
+  for (std::int64_t a = 4 * stride - 1; a < n - 1; a += 4 * stride)
+    for (std::int64_t b = a + 4 * stride; b < n - 1; b += 4 * stride) splits.push_back({a, b});
+  if (!req.all_reduce_fusion.empty() && std::find(splits.begin(), splits.end(), req.all_reduce_fusion) == splits.end())
+    splits.push_back(req.all_reduce_fusion);
+  for (const auto& split : splits) {
+    RunRequest r = req;
+    r.strategies = {runtime::Strategy::LoopSink};
+    r.all_reduce_fusion = split;
+    r.trace = false;
+    r.trace_out = nullptr;
+    r.progress = nullptr;
+    const RunOutcome out = run(r);
+    if (out.failed()) throw RunError("split failed: " + out.failure_message());
+    const auto& run0 = out.runs.front();
+    advice.candidates.push_back({split, run0.steps.tail.stats().mean_ms, run0.steps.step.stats().mean_ms,
+                                 run0.breakdown_s[static_cast<std::size_t>(Phase::Comm)]});
+  }
+  std::stable_sort(advice.candidates.begin(), advice.candidates.end(), [](const auto& a, const auto& b) {
+    return a.tail_ms != b.tail_ms ? a.tail_ms < b.tail_ms : a.step_ms < b.step_ms;
+  });
+  return advice;
+}
+
+std::string FusionAdvice::table(std::size_t top) const {
+  runtime::TextTable t({"all_reduce_fusion", "tail ms", "step ms", "exposed comm s"});
+  for (std::size_t i = 0; i < candidates.size() && i < top; ++i) {
+    const auto& c = candidates[i];
+    std::string split;
+    for (auto v : c.split) split += (split.empty() ? "" : ",") + std::to_string(v);
+    t.add({split.empty() ? std::string("(one group)") : split, fmt::format("{:.4f}", c.tail_ms),
+           fmt::format("{:.4f}", c.step_ms), fmt::format("{:.4f}", c.comm_s)});
+  }
+  return t.render();
+}
+
 }  // namespace ascendsim::sim

@@ -140,4 +140,24 @@ struct SweepOutcome {
 
 SweepOutcome sweep(const SweepRequest& req);
 
+/// Scaling: the request's job on one device (the same batch per device and steps per rank) next
+/// to its run on `req.devices`. Per strategy: samples/s on N devices over N times samples/s on
+/// one, in the order of the request's strategies.
+std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& on_n_devices);
+
+/// A search for AllReduce fusion splits (`all_reduce_fusion`) with the shortest step tail.
+struct FusionAdvice {
+  struct Candidate {
+    std::vector<std::int64_t> split;  ///< each group's last gradient index; empty: one group
+    double tail_ms = 0, step_ms = 0, comm_s = 0;
+  };
+  std::int64_t gradients = 0;
+  std::vector<Candidate> candidates;  ///< shortest tail first (then shortest step)
+  std::string table(std::size_t top) const;
+};
+/// Simulates the request (loop sink, devices > 1) with one group, every single split on a grid of
+/// `stride` gradients, every pair of splits on a grid of `4 * stride`, and the request's own
+/// split if it has one.
+FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride);
+
 }  // namespace ascendsim::sim

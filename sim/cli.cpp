@@ -51,6 +51,7 @@ const char* kUsage =
     "  compare   run the workload under all four strategies and compare them\n"
     "  train     run the workload under one strategy (--strategy)\n"
     "  sweep     run the strategies over values of sink_size or any parameter (--param, --values)\n"
+    "  advise-fusion  search AllReduce fusion splits (all_reduce_fusion) for the shortest step tail\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
@@ -75,6 +76,7 @@ struct Options {
   std::int64_t devices = 1;
   std::string all_reduce_fusion, rank_table;
   std::vector<std::string> rank_sets;
+  bool scaling = false;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv, per_step, step_trace;
@@ -180,9 +182,11 @@ po::options_description run_options(Options& o) {
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
       "devices", po::value(&o.devices)->default_value(o.devices),
       "data-parallel devices on one server (1 to 8): each rank reads 1/N of the dataset, gradients are summed by "
-      "AllReduce")("rank-set", po::value(&o.rank_sets)->composing(),
-                   "one rank's own host or pipeline setting, RANK:key=value (repeatable), e.g. "
-                   "3:pipeline.num_parallel_workers=1 for a straggler")(
+      "AllReduce")("scaling", po::bool_switch(&o.scaling),
+                   "also run the job on one device and report the scaling efficiency of N devices")(
+      "rank-set", po::value(&o.rank_sets)->composing(),
+      "one rank's own host or pipeline setting, RANK:key=value (repeatable), e.g. "
+      "3:pipeline.num_parallel_workers=1 for a straggler")(
       "rank-table", po::value(&o.rank_table),
       "MindSpore rank table (RANK_TABLE_FILE, the seed's format or version 1.0): the job's devices and "
       "servers")("all-reduce-fusion", po::value(&o.all_reduce_fusion),
@@ -409,7 +413,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   add_outputs(files, o);
   RunRequest req = make_request(o, strategies);
   if (req.trace) req.trace_out = &files.stream(o.trace);  // written as the runs record it
-  const RunOutcome out = run(req);
+  RunOutcome out = run(req);
   if (out.failed()) {
     std::istringstream lines(out.failure_message());
     for (std::string line; std::getline(lines, line);) std::cerr << "error: " << line << "\n";
@@ -417,10 +421,21 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     std::cerr << "no report written\n";
     return kExitRunFailed;
   }
+  std::string scaling;
+  if (o.scaling) {
+    if (req.devices <= 1) throw InputError("--scaling compares N devices with one; give --devices N > 1");
+    const std::vector<double> eff = scaling_efficiency(req, out);
+    scaling = fmt::format("scaling against one device (same batch per device and steps per rank):");
+    for (std::size_t i = 0; i < out.runs.size(); ++i) {
+      out.runs[i].scaling_efficiency = eff[i];
+      scaling += fmt::format(" {} {:.1f}%", runtime::strategy_name(out.runs[i].session.strategy), 100 * eff[i]);
+    }
+    scaling += " of linear\n";
+  }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
   if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
-  if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs);
+  if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs) << scaling;
   files.commit();
   return 0;
 }
@@ -453,6 +468,28 @@ std::vector<std::string> split_list(const std::string& s, const std::string& opt
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+int cmd_advise_fusion(int argc, char* argv[]) {
+  Options o;
+  std::int64_t stride = 10;
+  std::size_t top = 10;
+  po::options_description desc = common_options(o);
+  desc.add(run_options(o));
+  desc.add_options()("stride", po::value(&stride)->default_value(stride),
+                     "one split at every STRIDE-th gradient, two at every 4*STRIDE-th")(
+      "top", po::value(&top)->default_value(top), "splits to print");
+  if (!parse(argc, argv, desc, "advise-fusion")) return 0;
+  RunRequest req = make_request(o, {runtime::Strategy::LoopSink});
+  req.progress = nullptr;
+  const FusionAdvice advice = advise_fusion(req, stride);
+  std::cout << fmt::format(
+      "{} on {} devices, batch {} per device: {} gradients, {} splits simulated (loop sink, {} "
+      "steps per rank); shortest step tail first\n\n",
+      req.workload, req.devices, req.batch_size, advice.gradients, advice.candidates.size(),
+      req.steps_per_epoch ? std::to_string(*req.steps_per_epoch) : std::string("an epoch of"));
+  std::cout << advice.table(top);
+  return 0;
 }
 
 int cmd_sweep(int argc, char* argv[]) {
@@ -975,6 +1012,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "info") return cmd_info(argc - 1, argv + 1);
     if (command == "op") return cmd_op(argc - 1, argv + 1);
     if (command == "sweep") return cmd_sweep(argc - 1, argv + 1);
+    if (command == "advise-fusion") return cmd_advise_fusion(argc - 1, argv + 1);
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
     if (command == "stats") return cmd_stats(argc - 1, argv + 1);
