@@ -99,7 +99,10 @@ runtime::RunResult Simulation::result(std::size_t index) {
   }
   r.comm_groups = nlohmann::ordered_json::array();
   for (const auto& g : m_systems.at(run.first)->compiled().comm_groups)
-    r.comm_groups.push_back({{"first", g.first}, {"last", g.last}, {"bytes", g.bytes}});
+    r.comm_groups.push_back({{"first", g.first},
+                             {"last", g.last},
+                             {"bytes", g.bytes},
+                             {"all_reduce_ms", 1e3 * run.hccl->all_reduce_s(static_cast<double>(g.bytes))}});
   return r;
 }
 

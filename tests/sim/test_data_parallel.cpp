@@ -110,6 +110,9 @@ TEST(DataParallel, TwoGroupsHideCommunicationThatOneGroupExposes) {
   EXPECT_EQ(two.comm_groups[0]["bytes"].get<std::int64_t>() + two.comm_groups[1]["bytes"].get<std::int64_t>(),
             one.comm_groups[0]["bytes"].get<std::int64_t>());
   EXPECT_EQ(one.comm_groups[0]["bytes"], 25557032 * 4);
+  for (const auto& g : two.comm_groups)
+    EXPECT_DOUBLE_EQ(g["all_reduce_ms"].get<double>(),
+                     1e3 * aicpu::Hccl::ring_all_reduce_s({}, 8, g["bytes"].get<double>(), 1200));
   // The first group's AllReduce runs under the rest of the backward pass: a shorter tail, less
   // exposed communication, a shorter step.
   EXPECT_LT(two.steps.tail.stats().mean_ms, one.steps.tail.stats().mean_ms);
