@@ -261,6 +261,61 @@ std::string escape_xml(const std::string& s) {
   return o;
 }
 
+/// Data-parallel runs: each AllReduce group (bytes, collective time) and each rank's waits, per
+/// strategy: how long it waited for its data and for the others in the AllReduce.
+std::string cluster_section(const std::vector<RunResult>& runs) {
+  std::string s = "<h2>Cluster</h2>\n";
+  const auto& groups = runs.front().comm_groups;
+  s += "<h3>AllReduce groups</h3>\n<table id=\"allreduce-groups\"><tr><th>group</th><th>gradients</th>"
+       "<th>MB</th><th>AllReduce ms</th></tr>\n";
+  double max_ms = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const double ms = groups[g].value("all_reduce_ms", 0.0);
+    max_ms = std::max(max_ms, ms);
+    s += fmt::format("<tr><td>{}</td><td>{} to {}</td><td>{:.1f}</td><td>{:.3f}</td></tr>\n", g,
+                     groups[g]["first"].get<std::int64_t>(), groups[g]["last"].get<std::int64_t>(),
+                     groups[g]["bytes"].get<double>() / 1e6, ms);
+  }
+  s += "</table>\n";
+  // Per strategy, each rank's wait for data and exposed communication as two bars.
+  for (const auto& r : runs) {
+    const std::size_t n = r.rank_comm_s.size();
+    if (n == 0) continue;
+    double top = 0;
+    for (std::size_t k = 0; k < n; ++k) top = std::max({top, r.rank_comm_s[k], r.rank_wait_data_s[k]});
+    const double left = 60, width = 700, row = 16, height = 30 + static_cast<double>(n) * (2 * row + 6);
+    s += fmt::format("<h3>{}: each rank's waits (s)</h3>\n", strategy_name(r.session.strategy));
+    const auto straggler = r.to_json()["ranks"]["straggler"];
+    if (!straggler.is_null())
+      s += fmt::format("<p class=\"note\">The others wait for rank {} in the AllReduce.</p>\n",
+                       straggler.get<std::int64_t>());
+    s += fmt::format(
+        "<svg id=\"chart-ranks-{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
+        "aria-label=\"each rank's wait for data and exposed communication\">",
+        strategy_name(r.session.strategy), left + width + 120, height);
+    s += legend({{"wait for data", phase_color(static_cast<std::size_t>(sim::Phase::WaitData))},
+                 {"exposed communication", phase_color(static_cast<std::size_t>(sim::Phase::Comm))}},
+                left, 4);
+    for (std::size_t k = 0; k < n; ++k) {
+      const double y = 24 + static_cast<double>(k) * (2 * row + 6);
+      s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">rank {}</text>", left - 6, y + row, k);
+      const double values[2] = {r.rank_wait_data_s[k], r.rank_comm_s[k]};
+      const sim::Phase phases[2] = {sim::Phase::WaitData, sim::Phase::Comm};
+      for (int b = 0; b < 2; ++b) {
+        const double w = top > 0 ? values[b] / top * width : 0;
+        s += fmt::format(
+            "<rect class=\"bar\" x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\">"
+            "<title>rank {}: {:.4f} s</title></rect>",
+            left, y + b * row, w, row - 2, phase_color(static_cast<std::size_t>(phases[b])), k, values[b]);
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.3f}</text>", left + w + 4, y + b * row + row - 5,
+                         values[b]);
+      }
+    }
+    s += "</svg>\n";
+  }
+  return s;
+}
+
 std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string body;
   if (!runs.empty()) {
@@ -314,6 +369,7 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     body += "<h2>Data queue depth over time</h2>\n" + line_chart("chart-queue-depth", "data queue depth over time",
                                                                  {"simulated time (s)"},
                                                                  {"batches queued", false, true}, "batches", depth);
+  if (!runs.empty() && runs.front().devices > 1) body += cluster_section(runs);
   body += "<h2>Data pipeline</h2>\n<ul>\n";
   for (const auto& r : runs)
     if (!r.data.is_null())

@@ -8,6 +8,7 @@
 
 #include "aicpu/hccl.h"
 #include "runtime/graph_compiler.h"
+#include "runtime/html_report.h"
 #include "sim/api.h"
 #include "sim/core/error.h"
 #include "sim/kernel.h"
@@ -158,6 +159,14 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
       EXPECT_GT(slow.rank_comm_s[k], slow.rank_comm_s[3]);
       EXPECT_LT(slow.rank_wait_data_s[k], slow.rank_wait_data_s[3]);
     }
+  // The HTML report shows every rank's waits and names the straggler.
+  const std::string page = runtime::html_compare({}, {slow});
+  EXPECT_NE(page.find("id=\"allreduce-groups\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"chart-ranks-loop-sink\""), std::string::npos);
+  EXPECT_NE(page.find("wait for rank 3"), std::string::npos);
+  std::size_t bars = 0;
+  for (auto at = page.find("<title>rank "); at != std::string::npos; at = page.find("<title>rank ", at + 1)) ++bars;
+  EXPECT_EQ(bars, 2u * 8);
   // A rank's own settings are its host's and pipeline's, for a rank that exists.
   r.rank_sets = {{3, {"aicore.cores=16"}}};
   EXPECT_THROW(sim::run(r), sim::InputError);
