@@ -138,7 +138,7 @@ RankTable parse_rank_table(const std::string& body, const std::string& path) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range
     root.fail(std::string("not JSON: ") + e.what());
   }
   if (!j.is_object()) root.fail("expected a JSON object");

@@ -140,6 +140,8 @@ TEST(RankTable, MalformedTablesAreRejectedNamingTheEntryAndField) {
     EXPECT_THAT(e.what(), HasSubstr("rt.json: not JSON"));
   }
   EXPECT_THROW(sim::load_rank_table("/nonexistent/rank_table.json"), sim::InputError);
+  // Found by fuzzing: a number beyond double's range is a rejection, not a crash.
+  EXPECT_THROW(sim::parse_rank_table("{\"version\": [ 1e11111 ]}", "rt.json"), sim::InputError);
 }
 
 }  // namespace
