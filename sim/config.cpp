@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -94,17 +96,42 @@ void walk(ParamSet& ps, const YAML::Node& node, const std::string& prefix, const
 void apply_yaml_file(ParamSet& ps, const std::string& path) {
   if (fs::is_directory(path)) throw InputError(path + ": is a directory; give a YAML configuration file");
   if (!fs::exists(path)) throw InputError(path + ": no such configuration file");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InputError(path + ": cannot read the configuration file");
+  std::stringstream text;
+  text << file.rdbuf();
+  // One document: a '---' (or a '...' end) after content starts another. Found by line, because
+  // yaml-cpp's LoadAll never returns on some malformed inputs (",key: 1" yields empty documents
+  // without end).
+  bool content = false;
+  {
+    std::istringstream lines(text.str());
+    bool ended = false;
+    int number = 0;
+    for (std::string line; std::getline(lines, line);) {
+      ++number;
+      const bool marker = line.rfind("---", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
+      const bool end = line.rfind("...", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
+      const auto first = line.find_first_not_of(" \t\r");
+      const bool blank = first == std::string::npos || line[first] == '#';
+      if ((marker && content) || (ended && !blank && !end))
+        throw InputError(path + ":" + std::to_string(number) + ": a second YAML document ('---'); " +
+                         "a configuration file holds one");
+      if (end) ended = true;
+      if (!blank && !marker && !end) content = true;
+    }
+  }
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAllFromFile(path);
-    if (docs.size() > 1)
-      throw InputError(path + ":" + std::to_string(docs[1].Mark().line + 1) + ": a second YAML document ('---'); " +
-                       "a configuration file holds one");
-    if (!docs.empty()) root = docs.front();
+    root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                      ": malformed YAML: " + e.msg);
   }
+  if (root.IsNull() && content)  // yaml-cpp reads nothing from some malformed text (",key: 1")
+    throw InputError(path +
+                     ": malformed YAML: no mapping could be read (a key may start with a flow indicator "
+                     "such as ',', '[' or '{'; quote it)");
   if (root.IsNull()) return;  // an empty file changes nothing
   if (!root.IsMap())
     throw InputError(path + ": the top level must be a mapping of sections (chip, aicore, link, host, ...)");

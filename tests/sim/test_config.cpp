@@ -184,6 +184,12 @@ TEST_F(ConfigInputTest, YamlThatWouldBeMisreadIsRejectedPrecisely) {
   EXPECT_THAT(error_of_file("host:\n  op_launch_us: 5\n---\nhost:\n  op_launch_us: 6\n"),
               HasSubstr("a second YAML document"));
   EXPECT_THAT(error_of_file("? [a, b]\n: 1\n"), HasSubstr("a key must be a plain name"));
+  // Found by fuzzing: yaml-cpp reads no document from a key that starts with ',' (and its LoadAll
+  // never ends on it); the file is rejected, not skipped or looped over.
+  EXPECT_THAT(error_of_file(",ost:\n  op_launch_us: 2\n"), HasSubstr("malformed YAML: no mapping could be read"));
+  EXPECT_THAT(error_of_file("host:\n  op_launch_us: 5\n...\nhost:\n  op_launch_us: 6\n"),
+              HasSubstr(":4: a second YAML document"));
+  EXPECT_EQ(error_of_file("---\nhost:\n  op_launch_us: 5\n...\n# the end\n"), "");
   EXPECT_THAT(error_of_file("chip:\n  name: ascend310\n"), HasSubstr("chip.name is the preset's name"));
   ConfigRequest dir = test::config_request();
   dir.config_file = std::filesystem::temp_directory_path().string();
