@@ -584,9 +584,6 @@ int cmd_info(int argc, char* argv[]) {
   for (const auto& p : g.pass_effects) passes.push_back({{"pass", p.name}, {"ops", p.ops}, {"hbm_bytes", p.bytes}});
   j["graph_passes"] = passes;
   ordered_json ops = ordered_json::array();
-  ordered_json groups = ordered_json::array();
-  for (const auto& cg : g.comm_groups) groups.push_back({{"first", cg.first}, {"last", cg.last}, {"bytes", cg.bytes}});
-  if (w.parallel.devices > 1) j["all_reduce_groups"] = groups;
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;  // events and collectives
     const auto& c = g.step_tasks[i].cost;
@@ -633,9 +630,6 @@ int cmd_info(int argc, char* argv[]) {
   }
   std::cout << fmt::format("  executed graph            {}\n\n", passes_line);
   std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
-  for (const auto& cg : g.comm_groups)
-    std::cout << fmt::format("  AllReduce group           gradients {} to {}, {}\n", cg.first, cg.last,
-                             format_bytes(static_cast<double>(cg.bytes)));
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;
     const auto& c = g.step_tasks[i].cost;
