@@ -194,94 +194,97 @@ std::vector<TensorId> gradient_order(const workloads::Graph& executed) {
 }
 
 CompilePass all_reduce_pass() {
-  return {"all_reduce", [](CompileState& s) {
-            const auto& par = s.workload.parallel;
-            const workloads::Graph& g = s.graph;
-            const auto flows = param_flows(g, s.ops);
-            const auto n = static_cast<std::int64_t>(flows.size());
-            // Group boundaries: the index of each group's last gradient, in gradient order.
-            std::vector<std::int64_t> ends = par.all_reduce_fusion;
-            for (std::size_t k = 0; k < ends.size(); ++k)
-              if (ends[k] < 0 || ends[k] >= n || (k > 0 && ends[k] <= ends[k - 1]))
-                throw std::invalid_argument("all_reduce_fusion: group ends must increase within the " +
-                                            std::to_string(n) + " gradients (0 to " + std::to_string(n - 1) +
-                                            "), got " + std::to_string(ends[k]));
-            if (ends.empty() || ends.back() != n - 1) ends.push_back(n - 1);
-            struct Group {
-              int ready = -1;
-              std::size_t first_use = SIZE_MAX;
-              std::int64_t bytes = 0;
-            };
-            std::vector<Group> groups(ends.size());
-            std::vector<int> group_of_root(g.tensors().size(), -1);
-            for (std::size_t k = 0, p = 0; k < ends.size(); ++k) {
-              CompiledGraph::CommGroup cg;
-              cg.first = static_cast<std::int64_t>(p);
-              for (; static_cast<std::int64_t>(p) <= ends[k]; ++p) {
-                const auto& f = flows[p];
-                groups[k].ready = std::max(groups[k].ready, f.ready);
-                const auto& t = g.tensor(f.param);
-                groups[k].bytes += t.elements() * workloads::dtype_bytes(t.dtype);
-                for (auto r : f.gradient) group_of_root[static_cast<std::size_t>(r)] = static_cast<int>(k);
-              }
-              cg.last = ends[k];
-              cg.bytes = groups[k].bytes;
-              s.out.comm_groups.push_back(cg);
+  return {
+      "all_reduce", [](CompileState& s) {
+        const auto& par = s.workload.parallel;
+        const workloads::Graph& g = s.graph;
+        const auto flows = param_flows(g, s.ops);
+        const auto n = static_cast<std::int64_t>(flows.size());
+        // Group boundaries: the index of each group's last gradient, in gradient order.
+        std::vector<std::int64_t> ends = par.all_reduce_fusion;
+        for (std::size_t k = 0; k < ends.size(); ++k)
+          if (ends[k] < 0 || ends[k] >= n || (k > 0 && ends[k] <= ends[k - 1]))
+            throw std::invalid_argument("all_reduce_fusion: group ends must increase within the " + std::to_string(n) +
+                                        " gradients (0 to " + std::to_string(n - 1) + "), got " +
+                                        std::to_string(ends[k]));
+        if (ends.empty() || ends.back() != n - 1) ends.push_back(n - 1);
+        struct Group {
+          int ready = -1;
+          std::size_t first_use = SIZE_MAX;
+          std::int64_t bytes = 0;
+        };
+        std::vector<Group> groups(ends.size());
+        std::vector<int> group_of_root(g.tensors().size(), -1);
+        for (std::size_t k = 0, p = 0; k < ends.size(); ++k) {
+          CompiledGraph::CommGroup cg;
+          cg.first = static_cast<std::int64_t>(p);
+          for (; static_cast<std::int64_t>(p) <= ends[k]; ++p) {
+            const auto& f = flows[p];
+            groups[k].ready = std::max(groups[k].ready, f.ready);
+            const auto& t = g.tensor(f.param);
+            groups[k].bytes += t.elements() * workloads::dtype_bytes(t.dtype);
+            for (auto r : f.gradient) group_of_root[static_cast<std::size_t>(r)] = static_cast<int>(k);
+          }
+          if (groups[k].ready < 0)  // its AllReduce could never start, and the optimizer would wait forever
+            throw std::logic_error("all_reduce: no backward op produces the gradients of group " + std::to_string(k));
+          cg.last = ends[k];
+          cg.bytes = groups[k].bytes;
+          s.out.comm_groups.push_back(cg);
+        }
+        // The first optimizer op that reads a group's gradients waits for its AllReduce.
+        const auto roots = gradient_roots(g, s.ops);
+        for (std::size_t i = 0; i < s.ops.size(); ++i)
+          for (auto r : roots[i]) {
+            const int k = group_of_root[static_cast<std::size_t>(r)];
+            if (k >= 0)
+              groups[static_cast<std::size_t>(k)].first_use =
+                  std::min(groups[static_cast<std::size_t>(k)].first_use, i);
+          }
+        auto task = [](hostif::TaskKind kind, const std::string& name, std::int32_t stream, std::int32_t event) {
+          hostif::Task t;
+          t.kind = kind;
+          t.name = name;
+          t.part = hostif::StepPart::Optimizer;  // after the backward pass: the step's tail
+          t.stream = stream;
+          t.event = event;
+          return t;
+        };
+        CompiledGraph& c = s.out;
+        hostif::TaskList tasks;
+        std::vector<aicore::OpDesc> descs;
+        std::vector<std::string> types;
+        auto add = [&](hostif::Task t, const aicore::OpDesc& d, const std::string& type) {
+          tasks.push_back(std::move(t));
+          descs.push_back(d);
+          types.push_back(type);
+        };
+        for (std::size_t i = 0; i < c.step_tasks.size(); ++i) {
+          for (std::size_t k = 0; k < groups.size(); ++k)
+            if (groups[k].first_use == i) {
+              const std::string name = "AllReduce/group" + std::to_string(k);
+              add(task(hostif::TaskKind::EventWait, name + "/wait", 0, static_cast<std::int32_t>(2 * k + 1)), {},
+                  "EventWait");
             }
-            // The first optimizer op that reads a group's gradients waits for its AllReduce.
-            const auto roots = gradient_roots(g, s.ops);
-            for (std::size_t i = 0; i < s.ops.size(); ++i)
-              for (auto r : roots[i]) {
-                const int k = group_of_root[static_cast<std::size_t>(r)];
-                if (k >= 0)
-                  groups[static_cast<std::size_t>(k)].first_use =
-                      std::min(groups[static_cast<std::size_t>(k)].first_use, i);
-              }
-            auto task = [](hostif::TaskKind kind, const std::string& name, std::int32_t stream, std::int32_t event) {
-              hostif::Task t;
-              t.kind = kind;
-              t.name = name;
-              t.part = hostif::StepPart::Optimizer;  // after the backward pass: the step's tail
-              t.stream = stream;
-              t.event = event;
-              return t;
-            };
-            CompiledGraph& c = s.out;
-            hostif::TaskList tasks;
-            std::vector<aicore::OpDesc> descs;
-            std::vector<std::string> types;
-            auto add = [&](hostif::Task t, const aicore::OpDesc& d, const std::string& type) {
-              tasks.push_back(std::move(t));
-              descs.push_back(d);
-              types.push_back(type);
-            };
-            for (std::size_t i = 0; i < c.step_tasks.size(); ++i) {
-              for (std::size_t k = 0; k < groups.size(); ++k)
-                if (groups[k].first_use == i) {
-                  const std::string name = "AllReduce/group" + std::to_string(k);
-                  add(task(hostif::TaskKind::EventWait, name + "/wait", 0, static_cast<std::int32_t>(2 * k + 1)), {},
-                      "EventWait");
-                }
-              add(c.step_tasks[i], c.descs[i], c.op_types[i]);
-              for (std::size_t k = 0; k < groups.size(); ++k)
-                if (groups[k].ready == static_cast<int>(i)) {
-                  const std::string name = "AllReduce/group" + std::to_string(k);
-                  const auto e = static_cast<std::int32_t>(2 * k);
-                  add(task(hostif::TaskKind::EventRecord, name + "/ready", 0, e), {}, "EventRecord");
-                  add(task(hostif::TaskKind::EventWait, name + "/start", 1, e), {}, "EventWait");
-                  hostif::Task comm = task(hostif::TaskKind::Comm, name, 1, -1);
-                  comm.comm_bytes = groups[k].bytes;
-                  add(comm, {}, "AllReduce");
-                  add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
-                }
+          add(c.step_tasks[i], c.descs[i], c.op_types[i]);
+          for (std::size_t k = 0; k < groups.size(); ++k)
+            if (groups[k].ready == static_cast<int>(i)) {
+              const std::string name = "AllReduce/group" + std::to_string(k);
+              const auto e = static_cast<std::int32_t>(2 * k);
+              add(task(hostif::TaskKind::EventRecord, name + "/ready", 0, e), {}, "EventRecord");
+              add(task(hostif::TaskKind::EventWait, name + "/start", 1, e), {}, "EventWait");
+              hostif::Task comm = task(hostif::TaskKind::Comm, name, 1, -1);
+              comm.comm_bytes = groups[k].bytes;
+              add(comm, {}, "AllReduce");
+              add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
             }
-            c.step_tasks = std::move(tasks);
-            c.descs = std::move(descs);
-            c.op_types = std::move(types);
-            hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
-            sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
-            c.sink_tasks = std::move(sink);
-          }};
+        }
+        c.step_tasks = std::move(tasks);
+        c.descs = std::move(descs);
+        c.op_types = std::move(types);
+        hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
+        sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
+        c.sink_tasks = std::move(sink);
+      }};
 }
 
 }  // namespace ascendsim::runtime
