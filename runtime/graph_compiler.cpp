@@ -212,6 +212,7 @@ CompilePass all_reduce_pass() {
           int ready = -1;
           std::size_t first_use = SIZE_MAX;
           std::int64_t bytes = 0;
+          std::vector<TensorId> params;
         };
         std::vector<Group> groups(ends.size());
         std::vector<int> group_of_root(g.tensors().size(), -1);
@@ -223,6 +224,7 @@ CompilePass all_reduce_pass() {
             groups[k].ready = std::max(groups[k].ready, f.ready);
             const auto& t = g.tensor(f.param);
             groups[k].bytes += t.elements() * workloads::dtype_bytes(t.dtype);
+            groups[k].params.push_back(f.param);
             for (auto r : f.gradient) group_of_root[static_cast<std::size_t>(r)] = static_cast<int>(k);
           }
           if (groups[k].ready < 0)  // its AllReduce could never start, and the optimizer would wait forever
@@ -264,6 +266,20 @@ CompilePass all_reduce_pass() {
               const std::string name = "AllReduce/group" + std::to_string(k);
               add(task(hostif::TaskKind::EventWait, name + "/wait", 0, static_cast<std::int32_t>(2 * k + 1)), {},
                   "EventWait");
+              // gradients_mean (the model zoo's DATA_PARALLEL setting): each summed gradient is
+              // scaled by 1/devices, a Mul per gradient, before the optimizer reads it.
+              for (auto p : groups[k].params) {
+                const auto& t = g.tensor(p);
+                aicore::OpDesc d;
+                d.kind = aicore::OpKind::Mul;
+                d.precision = d.out_precision = workloads::storage_precision(t.dtype);
+                d.elements = t.elements();
+                hostif::Task mul = task(hostif::TaskKind::AiCore, "GradientsMean/" + t.name, 0, -1);
+                mul.cost = s.model.estimate(d);
+                mul.time = sim::seconds(mul.cost.time_s);
+                c.device_compute_s += mul.cost.time_s;
+                add(mul, d, "Mul");
+              }
             }
           add(c.step_tasks[i], c.descs[i], c.op_types[i]);
           for (std::size_t k = 0; k < groups.size(); ++k)

@@ -69,7 +69,8 @@ struct CompilePass {
 std::vector<CompilePass> default_passes();
 /// The AllReduce of each gradient group on a communication stream (stream 1), ordered by events
 /// against the compute stream: a group's AllReduce starts once the backward pass has produced its
-/// last gradient, and the optimizer reads the group's gradients only after it. Runs after `cost`
+/// last gradient, and the optimizer reads the group's gradients only after it, each scaled by
+/// 1/devices first (gradients_mean: a Mul per gradient). Runs after `cost`
 /// on a workload trained on several devices (compile() inserts it). Throws
 /// std::invalid_argument for a fusion split that is not increasing or names no gradient.
 CompilePass all_reduce_pass();

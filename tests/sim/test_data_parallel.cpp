@@ -86,6 +86,43 @@ TEST(DataParallel, GradientOrderFollowsTheBackwardPass) {
   EXPECT_EQ(w.graph.tensor(order.back()).name, "conv1.weight");
 }
 
+TEST(DataParallel, TheStepOrdersTheAllReducesAndAveragesEveryGradient) {
+  auto w = workloads::make_workload("resnet50", 32);
+  w.parallel.devices = 8;
+  w.parallel.all_reduce_fusion = {85, 160};
+  aicore::CachedCostModel model(aicore::make_pipe_cost_model({}, {}));
+  const runtime::CompiledGraph c = runtime::compile(w, model, 16);
+  ASSERT_EQ(c.comm_groups.size(), 2u);
+  // Per group: ready on stream 0, start / AllReduce / done on stream 1, and stream 0 waits for
+  // done before the group's 1/8 Muls (gradients_mean), which come before its optimizer ops.
+  std::vector<std::size_t> comm, waits;
+  std::size_t means = 0, first_mean[2] = {0, 0};
+  for (std::size_t i = 0; i < c.step_tasks.size(); ++i) {
+    const auto& t = c.step_tasks[i];
+    if (t.kind == hostif::TaskKind::Comm) {
+      comm.push_back(i);
+      EXPECT_EQ(t.stream, 1);
+      EXPECT_EQ(c.step_tasks[i - 1].kind, hostif::TaskKind::EventWait);
+      EXPECT_EQ(c.step_tasks[i + 1].kind, hostif::TaskKind::EventRecord);
+    }
+    if (t.kind == hostif::TaskKind::EventWait && t.stream == 0) waits.push_back(i);
+    if (t.name.rfind("GradientsMean/", 0) == 0) {
+      if (means == 0) first_mean[0] = i;
+      ++means;
+      EXPECT_EQ(t.stream, 0);
+    }
+  }
+  EXPECT_EQ(comm.size(), 2u);
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_EQ(means, 161u);
+  EXPECT_EQ(first_mean[0], waits[0] + 1);
+  EXPECT_LT(comm[0], comm[1]);  // the first group (the later layers) is ready first
+  EXPECT_EQ(c.comm_groups[0].bytes + c.comm_groups[1].bytes, 25557032 * 4);
+  // The same workload on one device has none of it.
+  auto one = workloads::make_workload("resnet50", 32);
+  for (const auto& t : runtime::compile(one, model, 16).step_tasks) EXPECT_EQ(t.kind, hostif::TaskKind::AiCore);
+}
+
 sim::RunRequest resnet(std::int64_t devices, std::vector<std::int64_t> split = {}) {
   sim::RunRequest r;
   r.config = test::config_request();
