@@ -326,4 +326,78 @@ CompilePass graph_kernel_fusion_pass() {
           }};
 }
 
+CompilePass momentum_fusion_pass() {
+  return {"momentum_fusion", [](CompileState& s) {
+            Graph& g = s.graph;
+            const auto& ops = g.ops();
+            const std::size_t n = ops.size(), nt = g.tensors().size();
+            std::vector<int> producer(nt, -1);
+            std::vector<int> readers(nt, 0);
+            for (std::size_t i = 0; i < n; ++i) {
+              for (auto t : ops[i].inputs) ++readers[static_cast<std::size_t>(t)];
+              for (auto t : ops[i].outputs)
+                if (std::find(ops[i].inputs.begin(), ops[i].inputs.end(), t) == ops[i].inputs.end())
+                  producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
+            }
+            // An optimizer-pass op of `type` that produces `t` for one reader only, or -1.
+            auto sole = [&](TensorId t, const char* type) {
+              const int p = producer[static_cast<std::size_t>(t)];
+              if (p < 0 || readers[static_cast<std::size_t>(t)] != 1) return -1;
+              const Op& op = ops[static_cast<std::size_t>(p)];
+              return op.type == type && op.pass == workloads::Pass::Optimizer ? p : -1;
+            };
+            auto scalar = [&](TensorId t) { return g.tensor(t).elements() == 1; };
+            std::vector<int> fused_at(n, -1);
+            std::map<std::size_t, Op> kernels;
+            for (std::size_t i = 0; i < n; ++i) {
+              const Op& am = ops[i];
+              if (am.type != "ApplyMomentum") continue;  // param, accum, lr, grad, momentum
+              const TensorId param = am.inputs[0], grad = am.inputs[3];
+              std::vector<std::size_t> members;
+              const char* type = nullptr;
+              if (const int add = sole(grad, "Add"); add >= 0) {
+                // grad = Mul(param, wd) + Mul(g, 1/loss_scale): weight decay and the unscale.
+                const Op& a = ops[static_cast<std::size_t>(add)];
+                int decay = -1, unscale = -1;
+                for (auto x : a.inputs) {
+                  const int m = sole(x, "Mul");
+                  if (m < 0 || !scalar(ops[static_cast<std::size_t>(m)].inputs[1])) continue;
+                  (ops[static_cast<std::size_t>(m)].inputs[0] == param ? decay : unscale) = m;
+                }
+                if (decay >= 0 && unscale >= 0) {
+                  members = {static_cast<std::size_t>(unscale), static_cast<std::size_t>(decay),
+                             static_cast<std::size_t>(add), i};
+                  type = "FusedWeightScaleApplyMomentum";
+                }
+              } else if (const int mul = sole(grad, "Mul"); mul >= 0 && scalar(ops[static_cast<std::size_t>(mul)].inputs[1])) {
+                members = {static_cast<std::size_t>(mul), i};
+                type = "FusedMulApplyMomentum";
+              }
+              if (!type) continue;
+              std::sort(members.begin(), members.end());
+              std::vector<TensorId> inputs;
+              std::int64_t vector_ops = 0;
+              for (auto m : members) {
+                vector_ops += ops[m].def->vector_ops;
+                for (auto t : ops[m].inputs) {
+                  const int p = producer[static_cast<std::size_t>(t)];
+                  const bool inside = p >= 0 && std::find(members.begin(), members.end(), static_cast<std::size_t>(p)) !=
+                                                    members.end();
+                  if (!inside && std::find(inputs.begin(), inputs.end(), t) == inputs.end()) inputs.push_back(t);
+                }
+              }
+              OpAttrs attrs;
+              attrs.count = vector_ops;
+              kernels.emplace(i, rewritten(type, am.name + "/" + type, am.pass, inputs, am.outputs, attrs));
+              for (auto m : members) fused_at[m] = static_cast<int>(i);
+            }
+            std::vector<Op> out;
+            for (std::size_t i = 0; i < n; ++i) {
+              if (fused_at[i] < 0) out.push_back(ops[i]);
+              else if (static_cast<std::size_t>(fused_at[i]) == i) out.push_back(std::move(kernels.at(i)));
+            }
+            g.set_ops(std::move(out));
+          }};
+}
+
 }  // namespace ascendsim::runtime

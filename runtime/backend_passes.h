@@ -13,7 +13,10 @@
 //                   in the layout of their first consumer and never converted per step)
 //   atomic_clean    an AtomicAddrClean before each kernel whose blocks add partial results into
 //                   its output (Cube ops with K split over blocks, reductions over several blocks)
-//   graph_kernel_fusion (optional, --graph-kernel-fusion; after atomic_clean) element-wise ops
+//   momentum_fusion the optimizer chains Ascend's IR fusion passes merge by default: the unscale
+//                   Mul and ApplyMomentum become FusedMulApplyMomentum, with weight decay
+//                   (Mul, Add) FusedWeightScaleApplyMomentum
+//   graph_kernel_fusion (optional, --graph-kernel-fusion; after momentum_fusion) element-wise ops
 //                   joined through tensors only they use (same pass, same size) become one
 //                   kernel that reads its inputs and writes its outputs once; a reduction may end
 //                   such a group (e.g. BNTrainingUpdate + ReLU, Add + ReLU, the unscale, weight
@@ -30,6 +33,7 @@ CompilePass cube_precision_pass();
 CompilePass bn_split_pass();
 CompilePass format_pass();
 CompilePass atomic_clean_pass();
+CompilePass momentum_fusion_pass();
 CompilePass graph_kernel_fusion_pass();
 
 /// Device ops (views excluded) and the bytes they read and write in HBM, each tensor counted in

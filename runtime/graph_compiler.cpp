@@ -36,6 +36,7 @@ std::vector<CompilePass> default_passes() {
       bn_split_pass(),
       format_pass(),
       atomic_clean_pass(),
+      momentum_fusion_pass(),
       {"lower",
        [](CompileState& s) {
          const auto& g = s.graph;
@@ -103,7 +104,7 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
 
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {
   auto passes = default_passes();
-  if (w.recipe.graph_kernel_fusion) insert_pass(passes, "atomic_clean", graph_kernel_fusion_pass());
+  if (w.recipe.graph_kernel_fusion) insert_pass(passes, "momentum_fusion", graph_kernel_fusion_pass());
   if (w.parallel.devices > 1) insert_pass(passes, "cost", all_reduce_pass());
   return compile(w, model, queue_capacity, passes);
 }

@@ -710,43 +710,46 @@ void register_builtin_ops(OpRegistry& r) {
            return d;
          }});
 
-  r.add({"FusedElementwise",
-         false,
-         // element-wise ops (and a reduction ending them) as one kernel; attrs.count: Vector
-         // operations per element. Made by the graph-kernel fusion pass, which gives its outputs.
-         [](const Graph&, const Inputs&, OpAttrs&) -> std::vector<OutputSpec> {
-           throw std::invalid_argument("FusedElementwise is made by the graph-kernel fusion pass only");
-         },
-         {},
-         [](const Graph& g, const Op& op) {
-           std::int64_t size = 0;
-           for (auto t : op.inputs) size = std::max(size, g.tensor(t).elements());
-           for (auto t : op.outputs) size = std::max(size, g.tensor(t).elements());
-           OpDesc d;
-           d.kind = OpKind::FusedElementwise;
-           d.elements = size;
-           d.operands = d.results = 0;
-           d.out_elements = 0;
-           d.fused_ops = op.count;
-           bool in_set = false, out_set = false;
-           for (auto t : op.inputs)
-             if (g.tensor(t).elements() == size) {
-               ++d.operands;
-               if (!in_set) d.precision = storage_precision(g.tensor(t).dtype);
-               in_set = true;
+  // The optimizer chains Ascend's backend fuses by default take the same form: the unscale Mul
+  // and ApplyMomentum (FusedMulApplyMomentum), with weight decay too (FusedWeightScaleApplyMomentum).
+  for (const char* fused : {"FusedElementwise", "FusedMulApplyMomentum", "FusedWeightScaleApplyMomentum"})
+    r.add({fused,
+           false,
+           // element-wise ops (and a reduction ending them) as one kernel; attrs.count: Vector
+           // operations per element. Made by the graph-kernel fusion pass, which gives its outputs.
+           [](const Graph&, const Inputs&, OpAttrs&) -> std::vector<OutputSpec> {
+             throw std::invalid_argument("fused kernels are made by the compiler's fusion passes only");
+           },
+           {},
+           [](const Graph& g, const Op& op) {
+             std::int64_t size = 0;
+             for (auto t : op.inputs) size = std::max(size, g.tensor(t).elements());
+             for (auto t : op.outputs) size = std::max(size, g.tensor(t).elements());
+             OpDesc d;
+             d.kind = OpKind::FusedElementwise;
+             d.elements = size;
+             d.operands = d.results = 0;
+             d.out_elements = 0;
+             d.fused_ops = op.count;
+             bool in_set = false, out_set = false;
+             for (auto t : op.inputs)
+               if (g.tensor(t).elements() == size) {
+                 ++d.operands;
+                 if (!in_set) d.precision = storage_precision(g.tensor(t).dtype);
+                 in_set = true;
+               }
+             for (auto t : op.outputs) {
+               if (g.tensor(t).elements() < size) {
+                 d.out_elements += g.tensor(t).elements();
+                 continue;
+               }
+               ++d.results;
+               if (!out_set) d.out_precision = storage_precision(g.tensor(t).dtype);
+               out_set = true;
              }
-           for (auto t : op.outputs) {
-             if (g.tensor(t).elements() < size) {
-               d.out_elements += g.tensor(t).elements();
-               continue;
-             }
-             ++d.results;
-             if (!out_set) d.out_precision = storage_precision(g.tensor(t).dtype);
-             out_set = true;
-           }
-           if (!out_set) d.out_precision = aicore::Precision::FP32;  // a fused reduction's sums
-           return d;
-         }});
+             if (!out_set) d.out_precision = aicore::Precision::FP32;  // a fused reduction's sums
+             return d;
+           }});
 
   r.add({"AtomicAddrClean",
          false,

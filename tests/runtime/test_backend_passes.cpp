@@ -285,14 +285,47 @@ TEST(BackendPasses, FusedBatchNormUpdateAndReluWriteOnlyWhatOthersRead) {
   EXPECT_LT(cost(fused, *kernel), cost(plain, *update) + cost(plain, *relu));
 }
 
+TEST(BackendPasses, MomentumFusionMergesEachOptimizerChainAsAscendsBackendDoes) {
+  // ResNet-50 (loss scale 1024, weight decay on the 54 conv and dense weights): every weight's
+  // unscale Mul, decay Mul, Add and ApplyMomentum become FusedWeightScaleApplyMomentum; the 107
+  // BatchNorm gammas, betas and the bias get FusedMulApplyMomentum.
+  const Workload w = workloads::make_workload("resnet50", 32);
+  const std::vector<runtime::CompilePass> before = {runtime::cube_precision_pass(), runtime::bn_split_pass(),
+                                                    runtime::format_pass(), runtime::atomic_clean_pass()};
+  auto with = before;
+  with.push_back(runtime::momentum_fusion_pass());
+  const Graph plain = after(w, before), fused = after(w, with);
+  EXPECT_EQ(count(fused, "FusedWeightScaleApplyMomentum"), 54);
+  EXPECT_EQ(count(fused, "FusedMulApplyMomentum"), 107);
+  EXPECT_EQ(count(fused, "ApplyMomentum"), 0);
+  EXPECT_EQ(fused.ops().size(), plain.ops().size() - 54 * 3 - 107);
+  // Each kernel updates its parameter and accumulator in place and reads its gradient as the
+  // backward pass left it; it moves fewer bytes than the ops it replaces.
+  for (const auto& op : fused.ops()) {
+    if (op.type != "FusedWeightScaleApplyMomentum" && op.type != "FusedMulApplyMomentum") continue;
+    ASSERT_EQ(op.outputs.size(), 2u);
+    EXPECT_EQ(fused.tensor(op.outputs[0]).role, workloads::TensorRole::Parameter);
+    EXPECT_EQ(fused.tensor(op.outputs[1]).role, workloads::TensorRole::OptimizerState);
+  }
+  EXPECT_LT(runtime::graph_traffic(fused).bytes, runtime::graph_traffic(plain).bytes);
+  // LeNet-5 trains without loss scale or weight decay: nothing to fuse.
+  const Workload lenet = workloads::make_workload("lenet5", 32);
+  EXPECT_EQ(after(lenet, with).ops().size(), after(lenet, before).ops().size());
+}
+
 TEST(BackendPasses, TheCompiledStepRecordsEachPassEffect) {
   const Workload w = workloads::make_workload("resnet50", 32);
   const runtime::CompiledGraph c = runtime::compile(w, model(), 16);
-  ASSERT_EQ(c.pass_effects.size(), 5u);
+  ASSERT_EQ(c.pass_effects.size(), 6u);
   EXPECT_EQ(c.pass_effects[0].name, "framework");
   EXPECT_EQ(c.pass_effects[0].ops, workloads::device_op_count(w.graph));
   EXPECT_EQ(c.pass_effects.back().ops, static_cast<std::int64_t>(c.step_tasks.size()));
   for (std::size_t i = 1; i < c.pass_effects.size(); ++i) {
+    if (c.pass_effects[i].name == "momentum_fusion") {  // fusion only removes
+      EXPECT_LT(c.pass_effects[i].ops, c.pass_effects[i - 1].ops);
+      EXPECT_LT(c.pass_effects[i].bytes, c.pass_effects[i - 1].bytes);
+      continue;
+    }
     EXPECT_GE(c.pass_effects[i].ops, c.pass_effects[i - 1].ops) << c.pass_effects[i].name;  // these passes only add
     EXPECT_GE(c.pass_effects[i].bytes, c.pass_effects[i - 1].bytes) << c.pass_effects[i].name;
   }

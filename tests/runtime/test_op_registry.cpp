@@ -127,8 +127,8 @@ TEST(GraphCompiler, PassesRunInOrderAndCanBeExtended) {
   auto passes = runtime::default_passes();
   std::vector<std::string> names;
   for (const auto& p : passes) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"cube_precision", "bn_split", "formats", "atomic_clean", "lower",
-                                             "precision", "cost", "memory_plan"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cube_precision", "bn_split", "formats", "atomic_clean",
+                                             "momentum_fusion", "lower", "precision", "cost", "memory_plan"}));
   // A pass inserted after `precision` sees the lowered ops before they are costed: here it makes
   // every vector op twice as large, and the step's device time grows accordingly.
   runtime::insert_pass(passes, "precision", {"double_vectors", [](runtime::CompileState& s) {
