@@ -36,6 +36,40 @@ Op rewritten(const std::string& type, const std::string& name, workloads::Pass p
 
 std::size_t rank(const Graph& g, TensorId t) { return g.tensor(t).shape.size(); }
 
+/// A fused kernel of `type` standing for `members` (indices into `ops`, ascending) at the place of
+/// the last: it reads what the members read from outside the group, once each, writes `outputs`,
+/// and does the members' Vector operations per element (attrs.count).
+Op fused_kernel(const std::string& type, const std::string& name, const std::vector<Op>& ops,
+                const std::vector<std::size_t>& members, const std::vector<int>& producer,
+                std::vector<TensorId> outputs) {
+  std::vector<TensorId> inputs;
+  OpAttrs attrs;
+  for (auto m : members) {
+    attrs.count += ops[m].def->vector_ops;
+    for (auto t : ops[m].inputs) {
+      const int p = producer[static_cast<std::size_t>(t)];
+      const bool inside = p >= 0 && std::binary_search(members.begin(), members.end(), static_cast<std::size_t>(p));
+      if (!inside && std::find(inputs.begin(), inputs.end(), t) == inputs.end()) inputs.push_back(t);
+    }
+  }
+  const Op& last = ops[members.back()];
+  return rewritten(type, name, last.pass, std::move(inputs), std::move(outputs), attrs);
+}
+
+/// `ops` with each fused group replaced by its kernel: `kernels` maps a group's last member to the
+/// kernel, `fused_at` each member to its group's last member (-1: not fused).
+std::vector<Op> with_kernels(const std::vector<Op>& ops, const std::vector<int>& fused_at,
+                             std::map<std::size_t, Op>& kernels) {
+  std::vector<Op> out;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (fused_at[i] < 0)
+      out.push_back(ops[i]);
+    else if (static_cast<std::size_t>(fused_at[i]) == i)
+      out.push_back(std::move(kernels.at(i)));
+  }
+  return out;
+}
+
 }  // namespace
 
 GraphTraffic graph_traffic(const Graph& g) {
@@ -117,14 +151,8 @@ CompilePass format_pass() {
         Graph& g = s.graph;
         const std::size_t nt = g.tensors().size();
         std::vector<bool> known(nt, false), pinned(nt, false);
-        std::vector<int> producer(nt, -1);
+        const std::vector<int> producer = workloads::tensor_producers(g);
         const auto& old = g.ops();
-        for (std::size_t i = 0; i < old.size(); ++i)
-          for (auto t : old[i].outputs) {
-            const bool in_place = std::find(old[i].inputs.begin(), old[i].inputs.end(), t) != old[i].inputs.end();
-            if (!in_place && producer[static_cast<std::size_t>(t)] < 0)
-              producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
-          }
         auto wanted = [](const Op& op, std::size_t i) {
           return i < op.def->formats.size() ? op.def->formats[i] : Format::Any;
         };
@@ -182,8 +210,7 @@ CompilePass format_pass() {
           }
           for (std::size_t o = 0; o < op.outputs.size(); ++o) {
             const TensorId t = op.outputs[o];
-            const bool in_place = std::find(op.inputs.begin(), op.inputs.end(), t) != op.inputs.end();
-            if (in_place || known[static_cast<std::size_t>(t)]) continue;
+            if (workloads::updates_in_place(op, t) || known[static_cast<std::size_t>(t)]) continue;
             known[static_cast<std::size_t>(t)] = true;
             Format f = Format::ND;
             if (rank(g, t) >= 2) {
@@ -230,18 +257,14 @@ CompilePass graph_kernel_fusion_pass() {
             const std::size_t n = ops.size(), nt = g.tensors().size();
             // Who produces and who reads each tensor (an in-place output is not a production; the
             // AtomicAddrClean before a kernel does not read what it clears).
-            std::vector<int> producer(nt, -1);
+            const std::vector<int> producer = workloads::tensor_producers(g);
             std::vector<std::vector<std::size_t>> readers(nt);
             for (std::size_t i = 0; i < n; ++i) {
-              const Op& op = ops[i];
-              if (op.type == "AtomicAddrClean") continue;
-              for (auto t : op.inputs) {
+              if (ops[i].type == "AtomicAddrClean") continue;
+              for (auto t : ops[i].inputs) {
                 auto& r = readers[static_cast<std::size_t>(t)];
                 if (r.empty() || r.back() != i) r.push_back(i);
               }
-              for (auto t : op.outputs)
-                if (std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end())
-                  producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
             }
             std::vector<std::size_t> parent(n);
             for (std::size_t i = 0; i < n; ++i) parent[i] = i;
@@ -277,20 +300,12 @@ CompilePass graph_kernel_fusion_pass() {
               if (members.size() < 2) continue;
               const std::size_t last = members.back();
               std::set<std::size_t> in_group(members.begin(), members.end());
-              std::vector<TensorId> inputs, outputs;
-              std::int64_t vector_ops = 0;
+              std::vector<TensorId> outputs;
               std::string types;
               bool placeable = true;
               for (auto m : members) {
                 const Op& op = ops[m];
-                vector_ops += op.def->vector_ops;
                 types += (types.empty() ? "" : "_") + op.type;
-                for (auto t : op.inputs) {
-                  const int p = producer[static_cast<std::size_t>(t)];
-                  if ((p < 0 || !in_group.count(static_cast<std::size_t>(p))) &&
-                      std::find(inputs.begin(), inputs.end(), t) == inputs.end())
-                    inputs.push_back(t);
-                }
                 for (auto t : op.outputs) {
                   const auto ti = static_cast<std::size_t>(t);
                   const auto& rd = readers[ti];
@@ -309,20 +324,11 @@ CompilePass graph_kernel_fusion_pass() {
                 }
               }
               if (!placeable) continue;
-              OpAttrs a;
-              a.count = vector_ops;
-              kernels.emplace(last, rewritten("FusedElementwise", ops[last].name + "/Fused_" + types, ops[last].pass,
-                                              inputs, outputs, a));
+              kernels.emplace(last, fused_kernel("FusedElementwise", ops[last].name + "/Fused_" + types, ops, members,
+                                                 producer, outputs));
               for (auto m : members) fused_at[m] = static_cast<int>(last);
             }
-            std::vector<Op> out;
-            for (std::size_t i = 0; i < n; ++i) {
-              if (fused_at[i] < 0)
-                out.push_back(ops[i]);
-              else if (static_cast<std::size_t>(fused_at[i]) == i)
-                out.push_back(std::move(kernels.at(i)));
-            }
-            g.set_ops(std::move(out));
+            g.set_ops(with_kernels(ops, fused_at, kernels));
           }};
 }
 
@@ -331,14 +337,10 @@ CompilePass momentum_fusion_pass() {
             Graph& g = s.graph;
             const auto& ops = g.ops();
             const std::size_t n = ops.size(), nt = g.tensors().size();
-            std::vector<int> producer(nt, -1);
+            const std::vector<int> producer = workloads::tensor_producers(g);
             std::vector<int> readers(nt, 0);
-            for (std::size_t i = 0; i < n; ++i) {
-              for (auto t : ops[i].inputs) ++readers[static_cast<std::size_t>(t)];
-              for (auto t : ops[i].outputs)
-                if (std::find(ops[i].inputs.begin(), ops[i].inputs.end(), t) == ops[i].inputs.end())
-                  producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
-            }
+            for (const auto& op : ops)
+              for (auto t : op.inputs) ++readers[static_cast<std::size_t>(t)];
             // An optimizer-pass op of `type` that produces `t` for one reader only, or -1.
             auto sole = [&](TensorId t, const char* type) {
               const int p = producer[static_cast<std::size_t>(t)];
@@ -369,34 +371,17 @@ CompilePass momentum_fusion_pass() {
                              static_cast<std::size_t>(add), i};
                   type = "FusedWeightScaleApplyMomentum";
                 }
-              } else if (const int mul = sole(grad, "Mul"); mul >= 0 && scalar(ops[static_cast<std::size_t>(mul)].inputs[1])) {
+              } else if (const int mul = sole(grad, "Mul");
+                         mul >= 0 && scalar(ops[static_cast<std::size_t>(mul)].inputs[1])) {
                 members = {static_cast<std::size_t>(mul), i};
                 type = "FusedMulApplyMomentum";
               }
               if (!type) continue;
               std::sort(members.begin(), members.end());
-              std::vector<TensorId> inputs;
-              std::int64_t vector_ops = 0;
-              for (auto m : members) {
-                vector_ops += ops[m].def->vector_ops;
-                for (auto t : ops[m].inputs) {
-                  const int p = producer[static_cast<std::size_t>(t)];
-                  const bool inside = p >= 0 && std::find(members.begin(), members.end(), static_cast<std::size_t>(p)) !=
-                                                    members.end();
-                  if (!inside && std::find(inputs.begin(), inputs.end(), t) == inputs.end()) inputs.push_back(t);
-                }
-              }
-              OpAttrs attrs;
-              attrs.count = vector_ops;
-              kernels.emplace(i, rewritten(type, am.name + "/" + type, am.pass, inputs, am.outputs, attrs));
+              kernels.emplace(i, fused_kernel(type, am.name + "/" + type, ops, members, producer, am.outputs));
               for (auto m : members) fused_at[m] = static_cast<int>(i);
             }
-            std::vector<Op> out;
-            for (std::size_t i = 0; i < n; ++i) {
-              if (fused_at[i] < 0) out.push_back(ops[i]);
-              else if (static_cast<std::size_t>(fused_at[i]) == i) out.push_back(std::move(kernels.at(i)));
-            }
-            g.set_ops(std::move(out));
+            g.set_ops(with_kernels(ops, fused_at, kernels));
           }};
 }
 

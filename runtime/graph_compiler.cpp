@@ -115,31 +115,6 @@ using workloads::TensorId;
 
 /// For each op of `ops`: the tensors produced by the backward pass that an optimizer op reads,
 /// directly or through other optimizer ops (the gradients as the backward pass left them).
-std::vector<std::vector<TensorId>> gradient_roots(const workloads::Graph& g,
-                                                  const std::vector<const workloads::Op*>& ops) {
-  std::vector<int> producer(g.tensors().size(), -1);
-  std::vector<std::vector<TensorId>> roots(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const auto& op = *ops[i];
-    if (op.pass == workloads::Pass::Optimizer)
-      for (auto t : op.inputs) {
-        const int p = producer[static_cast<std::size_t>(t)];
-        if (p < 0) continue;
-        auto& r = roots[i];
-        if (ops[static_cast<std::size_t>(p)]->pass == workloads::Pass::Backward) {
-          if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
-        } else if (ops[static_cast<std::size_t>(p)]->pass == workloads::Pass::Optimizer) {
-          for (auto x : roots[static_cast<std::size_t>(p)])
-            if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
-        }
-      }
-    for (auto t : op.outputs)
-      if (std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end())
-        producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
-  }
-  return roots;
-}
-
 std::vector<const workloads::Op*> device_ops(const workloads::Graph& g) {
   std::vector<const workloads::Op*> ops;
   for (const auto& op : g.ops())
@@ -154,43 +129,62 @@ struct ParamFlow {
   std::vector<TensorId> gradient;  ///< the backward tensors its update reads
 };
 
-/// Every parameter with its update and when its gradient is ready, in gradient order: by the
-/// backward op that finishes it, then the later-created parameter first (the backward pass walks
-/// the network in reverse).
-std::vector<ParamFlow> param_flows(const workloads::Graph& g, const std::vector<const workloads::Op*>& ops) {
-  const auto roots = gradient_roots(g, ops);
-  std::vector<int> producer(g.tensors().size(), -1);
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    for (auto t : ops[i]->outputs)
-      if (std::find(ops[i]->inputs.begin(), ops[i]->inputs.end(), t) == ops[i]->inputs.end())
-        producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
-  std::vector<ParamFlow> flows;
-  for (std::size_t t = 0; t < g.tensors().size(); ++t) {
-    if (g.tensors()[t].role != workloads::TensorRole::Parameter) continue;
-    const auto param = static_cast<TensorId>(t);
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const auto& op = *ops[i];
-      if (op.pass != workloads::Pass::Optimizer) continue;
-      const bool in_place = std::find(op.outputs.begin(), op.outputs.end(), param) != op.outputs.end() &&
-                            std::find(op.inputs.begin(), op.inputs.end(), param) != op.inputs.end();
-      if (!in_place) continue;
-      ParamFlow f{param, i, -1, roots[i]};
-      for (auto r : f.gradient) f.ready = std::max(f.ready, producer[static_cast<std::size_t>(r)]);
-      flows.push_back(f);
-      break;
+/// How gradients flow from the backward pass into the optimizer, over `ops` (indices are theirs).
+struct GradientFlow {
+  /// Per op: for optimizer ops, the backward-produced tensors they read, directly or through other
+  /// optimizer ops (a parameter's gradient as the backward pass left it).
+  std::vector<std::vector<TensorId>> roots;
+  /// Every updated parameter with its update and when its gradient is ready, in gradient order:
+  /// by the backward op that finishes it, then the later-created parameter first (the backward
+  /// pass walks the network in reverse).
+  std::vector<ParamFlow> params;
+};
+
+GradientFlow gradient_flow(const workloads::Graph& g, const std::vector<const workloads::Op*>& ops) {
+  GradientFlow flow;
+  flow.roots.resize(ops.size());
+  std::vector<int> producer(g.tensors().size(), -1), update(g.tensors().size(), -1);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = *ops[i];
+    const bool optimizer = op.pass == workloads::Pass::Optimizer;
+    if (optimizer)
+      for (auto t : op.inputs) {
+        const int p = producer[static_cast<std::size_t>(t)];
+        if (p < 0) continue;
+        auto& r = flow.roots[i];
+        if (ops[static_cast<std::size_t>(p)]->pass == workloads::Pass::Backward) {
+          if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
+        } else if (ops[static_cast<std::size_t>(p)]->pass == workloads::Pass::Optimizer) {
+          for (auto x : flow.roots[static_cast<std::size_t>(p)])
+            if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+        }
+      }
+    for (auto t : op.outputs) {
+      const auto ti = static_cast<std::size_t>(t);
+      if (!workloads::updates_in_place(op, t))
+        producer[ti] = static_cast<int>(i);
+      else if (optimizer && update[ti] < 0 && g.tensor(t).role == workloads::TensorRole::Parameter)
+        update[ti] = static_cast<int>(i);
     }
   }
-  std::stable_sort(flows.begin(), flows.end(), [](const ParamFlow& a, const ParamFlow& b) {
+  for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+    if (update[t] < 0) continue;
+    const auto u = static_cast<std::size_t>(update[t]);
+    ParamFlow f{static_cast<TensorId>(t), u, -1, flow.roots[u]};
+    for (auto r : f.gradient) f.ready = std::max(f.ready, producer[static_cast<std::size_t>(r)]);
+    flow.params.push_back(std::move(f));
+  }
+  std::stable_sort(flow.params.begin(), flow.params.end(), [](const ParamFlow& a, const ParamFlow& b) {
     return a.ready != b.ready ? a.ready < b.ready : a.param > b.param;
   });
-  return flows;
+  return flow;
 }
 
 }  // namespace
 
 std::vector<TensorId> gradient_order(const workloads::Graph& executed) {
   std::vector<TensorId> out;
-  for (const auto& f : param_flows(executed, device_ops(executed))) out.push_back(f.param);
+  for (const auto& f : gradient_flow(executed, device_ops(executed)).params) out.push_back(f.param);
   return out;
 }
 
@@ -199,7 +193,8 @@ CompilePass all_reduce_pass() {
       "all_reduce", [](CompileState& s) {
         const auto& par = s.workload.parallel;
         const workloads::Graph& g = s.graph;
-        const auto flows = param_flows(g, s.ops);
+        const GradientFlow flow = gradient_flow(g, s.ops);
+        const auto& flows = flow.params;
         const auto n = static_cast<std::int64_t>(flows.size());
         // Group boundaries: the index of each group's last gradient, in gradient order.
         std::vector<std::int64_t> ends = par.all_reduce_fusion;
@@ -235,7 +230,7 @@ CompilePass all_reduce_pass() {
           s.out.comm_groups.push_back(cg);
         }
         // The first optimizer op that reads a group's gradients waits for its AllReduce.
-        const auto roots = gradient_roots(g, s.ops);
+        const auto& roots = flow.roots;
         for (std::size_t i = 0; i < s.ops.size(); ++i)
           for (auto r : roots[i]) {
             const int k = group_of_root[static_cast<std::size_t>(r)];

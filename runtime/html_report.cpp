@@ -285,10 +285,8 @@ std::string cluster_section(const std::vector<RunResult>& runs) {
     for (std::size_t k = 0; k < n; ++k) top = std::max({top, r.rank_comm_s[k], r.rank_wait_data_s[k]});
     const double left = 60, width = 700, row = 16, height = 30 + static_cast<double>(n) * (2 * row + 6);
     s += fmt::format("<h3>{}: each rank's waits (s)</h3>\n", strategy_name(r.session.strategy));
-    const auto straggler = r.to_json()["ranks"]["straggler"];
-    if (!straggler.is_null())
-      s += fmt::format("<p class=\"note\">The others wait for rank {} in the AllReduce.</p>\n",
-                       straggler.get<std::int64_t>());
+    if (r.straggler() >= 0)
+      s += fmt::format("<p class=\"note\">The others wait for rank {} in the AllReduce.</p>\n", r.straggler());
     s += fmt::format(
         "<svg id=\"chart-ranks-{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
         "aria-label=\"each rank's wait for data and exposed communication\">",

@@ -30,6 +30,12 @@ double RunResult::samples_per_s() const {
   return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size * devices) / sim_time_s : 0.0;
 }
 
+std::int64_t RunResult::straggler() const {
+  if (rank_comm_s.empty()) return -1;
+  const auto [lo, hi] = std::minmax_element(rank_comm_s.begin(), rank_comm_s.end());
+  return *hi - *lo > 0.01 * sim_time_s ? lo - rank_comm_s.begin() : -1;
+}
+
 double RunResult::device_busy_fraction() const {
   return sim_time_s > 0 ? breakdown_s[static_cast<std::size_t>(sim::Phase::DeviceCompute)] / sim_time_s : 0.0;
 }
@@ -66,17 +72,11 @@ nlohmann::ordered_json RunResult::to_json() const {
       {"iteration_interval", summary(steps.interval)}, {"fp_bp", summary(steps.fp_bp)}, {"tail", summary(steps.tail)}};
   if (devices > 1) {
     j["devices"] = devices;
-    // The ranks step together; the one the others wait for in each AllReduce is the one with the
-    // least exposed communication (it arrives last). Named when the spread is over 1%.
-    nlohmann::ordered_json straggler = nullptr;
-    if (!rank_comm_s.empty()) {
-      const auto [lo, hi] = std::minmax_element(rank_comm_s.begin(), rank_comm_s.end());
-      if (*hi - *lo > 0.01 * sim_time_s) straggler = lo - rank_comm_s.begin();
-    }
+    const std::int64_t slow = straggler();
     j["ranks"] = {{"step_time_ms_mean", rank_step_mean_ms},
                   {"wait_data_s", rank_wait_data_s},
                   {"comm_s", rank_comm_s},
-                  {"straggler", straggler}};
+                  {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()}};
     j["all_reduce_groups"] = comm_groups;
     if (scaling_efficiency >= 0) j["scaling_efficiency"] = scaling_efficiency;
   }

@@ -80,6 +80,10 @@ struct RunResult {
   const std::vector<double>& epoch_s() const { return steps.epoch_s; }
 
   double samples_per_s() const;
+  /// Data-parallel runs: the rank the others wait for in each AllReduce — the one with the least
+  /// exposed communication, as it arrives last — when the ranks' exposed communication differs by
+  /// over 1% of the run; -1 otherwise.
+  std::int64_t straggler() const;
   double device_busy_fraction() const;
   nlohmann::ordered_json to_json() const;
 };

@@ -477,17 +477,24 @@ std::string SweepOutcome::csv() const {
   return csv;
 }
 
+namespace {
+/// `req` for a run of its own inside another command: no trace, progress or warnings.
+RunRequest quiet(RunRequest req) {
+  req.trace = false;
+  req.trace_out = nullptr;
+  req.progress = nullptr;
+  req.warnings = nullptr;
+  return req;
+}
+}  // namespace
+
 std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& on_n_devices) {
   if (req.devices <= 1) return std::vector<double>(on_n_devices.runs.size(), 1.0);
-  RunRequest one = req;
+  RunRequest one = quiet(req);
   one.devices = 1;
   one.devices_per_server = 8;
   one.all_reduce_fusion.clear();
   one.rank_sets.clear();
-  one.trace = false;
-  one.trace_out = nullptr;
-  one.progress = nullptr;
-  one.warnings = nullptr;
   one.steps_per_epoch = on_n_devices.runs.empty()
                             ? req.steps_per_epoch
                             : std::optional<std::int64_t>(on_n_devices.runs.front().session.steps_per_epoch);
@@ -516,12 +523,9 @@ FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
   if (!req.all_reduce_fusion.empty() && std::find(splits.begin(), splits.end(), req.all_reduce_fusion) == splits.end())
     splits.push_back(req.all_reduce_fusion);
   for (const auto& split : splits) {
-    RunRequest r = req;
+    RunRequest r = quiet(req);
     r.strategies = {runtime::Strategy::LoopSink};
     r.all_reduce_fusion = split;
-    r.trace = false;
-    r.trace_out = nullptr;
-    r.progress = nullptr;
     const RunOutcome out = run(r);
     if (out.failed()) throw RunError("split failed: " + out.failure_message());
     const auto& run0 = out.runs.front();

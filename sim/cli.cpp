@@ -218,22 +218,25 @@ po::options_description run_options(Options& o) {
   return d;
 }
 
+/// `s` as a whole number if all of it is one.
+std::optional<std::int64_t> whole_number(const std::string& s) {
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s) {
   if (s.empty()) return {0, INT64_MAX};
   const auto colon = s.find(':');
-  std::int64_t a = -1, b = -1;
-  try {
-    if (colon != std::string::npos) {
-      std::size_t used_a = 0, used_b = 0;
-      a = std::stoll(s.substr(0, colon), &used_a);
-      b = std::stoll(s.substr(colon + 1), &used_b);
-      if (used_a != colon || used_b != s.size() - colon - 1) a = -1;
-    }
-  } catch (const std::exception&) {
-    a = -1;
-  }
-  if (a < 0 || b <= a) throw InputError("--trace-steps '" + s + "': expected A:B with 0 <= A < B, e.g. 100:120");
-  return {a, b};
+  const auto a = colon == std::string::npos ? std::nullopt : whole_number(s.substr(0, colon));
+  const auto b = colon == std::string::npos ? std::nullopt : whole_number(s.substr(colon + 1));
+  if (!a || !b || *a < 0 || *b <= *a)
+    throw InputError("--trace-steps '" + s + "': expected A:B with 0 <= A < B, e.g. 100:120");
+  return {*a, *b};
 }
 
 bool progress_wanted(const Options& o) { return !o.quiet && (o.progress || isatty(2)); }
@@ -353,16 +356,10 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.devices = o.devices;
   for (const auto& set : o.rank_sets) {
     const auto colon = set.find(':');
-    std::size_t used = 0;
-    long long rank = -1;
-    try {
-      rank = colon == std::string::npos ? -1 : std::stoll(set.substr(0, colon), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (colon == std::string::npos || used != colon || rank < 0)
+    const auto rank = colon == std::string::npos ? std::nullopt : whole_number(set.substr(0, colon));
+    if (!rank || *rank < 0)
       throw InputError("--rank-set '" + set + "': expected RANK:key=value, e.g. 3:pipeline.num_parallel_workers=1");
-    r.rank_sets[rank].push_back(set.substr(colon + 1));
+    r.rank_sets[*rank].push_back(set.substr(colon + 1));
   }
   if (!o.rank_table.empty()) {
     const RankTable t = load_rank_table(o.rank_table);
@@ -376,17 +373,11 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   if (!o.all_reduce_fusion.empty()) {
     std::stringstream parts(o.all_reduce_fusion);
     for (std::string part; std::getline(parts, part, ',');) {
-      std::size_t used = 0;
-      long long v = -1;
-      try {
-        v = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != part.size())
+      const auto v = whole_number(part);
+      if (!v)
         throw InputError("--all-reduce-fusion '" + o.all_reduce_fusion +
                          "': expected gradient indices separated by commas, e.g. 85,160");
-      r.all_reduce_fusion.push_back(v);
+      r.all_reduce_fusion.push_back(*v);
     }
   }
   if (!o.trace.empty()) {

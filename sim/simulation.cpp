@@ -90,7 +90,9 @@ runtime::RunResult Simulation::result(std::size_t index) {
   if (run.ranks == 1) return r;
   r.devices = static_cast<std::int64_t>(run.ranks);
   for (std::size_t k = 0; k < run.ranks; ++k) {
-    const runtime::RunResult rank = k == 0 ? r : m_systems.at(run.first + k)->result();
+    runtime::RunResult other;
+    if (k > 0) other = m_systems.at(run.first + k)->result();
+    const runtime::RunResult& rank = k == 0 ? r : other;
     r.rank_step_mean_ms.push_back(rank.steps.step.stats().mean_ms);
     r.rank_wait_data_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::WaitData)]);
     r.rank_comm_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::Comm)]);

@@ -2,6 +2,7 @@
 
 #include "workloads/op_registry.h"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
@@ -220,6 +221,19 @@ TensorId Graph::gather(const std::string& name, TensorId table, TensorId index) 
 }
 void Graph::assign_add(const std::string& name, TensorId counter, TensorId one) {
   apply("AssignAdd", name, {counter, one});
+}
+
+bool updates_in_place(const Op& op, TensorId t) {
+  return std::find(op.inputs.begin(), op.inputs.end(), t) != op.inputs.end();
+}
+
+std::vector<int> tensor_producers(const Graph& g) {
+  std::vector<int> producer(g.tensors().size(), -1);
+  const auto& ops = g.ops();
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (auto t : ops[i].outputs)
+      if (!updates_in_place(ops[i], t)) producer[static_cast<std::size_t>(t)] = static_cast<int>(i);
+  return producer;
 }
 
 std::int64_t op_macs(const Graph& g, const Op& op) { return op.def && op.def->macs ? op.def->macs(g, op) : 0; }

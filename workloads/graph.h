@@ -151,6 +151,12 @@ class Graph {
   Pass m_pass = Pass::Forward;
 };
 
+/// True if `op` writes `t` in place: an output that is also one of its inputs.
+bool updates_in_place(const Op& op, TensorId t);
+/// Per tensor of `g`: the index in g.ops() of the op that produces it (in-place updates do not
+/// count), or -1 for tensors nothing produces (batch inputs, parameters, state).
+std::vector<int> tensor_producers(const Graph& g);
+
 /// Multiply-accumulates of a Conv2D/MatMul-family op (0 for others).
 std::int64_t op_macs(const Graph& g, const Op& op);
 /// Sum of Parameter tensor elements.
