@@ -1,11 +1,14 @@
 #include "aicpu/hccl.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/core/time.h"
 
 namespace ascendsim::aicpu {
+
+using hostif::Collective;
 
 Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps, int per_server)
     : sc_module(name),
@@ -19,57 +22,154 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
       m_bytes(m_stats.scalar("all_reduce_bytes", "B", "bytes each rank contributed to AllReduce collectives")),
       m_busy_s(m_stats.scalar("all_reduce_s", "s",
                               "time from each AllReduce's start (its last rank's arrival) to "
-                              "its end, summed")) {
+                              "its end, summed")),
+      m_broadcasts(m_stats.scalar("broadcasts", "count", "Broadcast collectives completed (the parameters at start)")),
+      m_gathers(m_stats.scalar("gathers", "count", "AllGather and ReduceScatter collectives completed")),
+      m_hccs_bytes(m_stats.scalar("hccs_bytes", "B", "bytes the server rings' links carried, summed over links")),
+      m_hccs_busy_s(m_stats.scalar("hccs_busy_s", "s", "time a collective used the server rings")),
+      m_roce_bytes(m_stats.scalar("roce_bytes", "B", "bytes the devices' RoCE ports sent, summed over ports")),
+      m_roce_busy_s(m_stats.scalar("roce_busy_s", "s", "time a collective used the RoCE rings between servers")) {
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
 }
 
-double Hccl::hierarchical_all_reduce_s(const HcclConfig& cfg, int servers, int per_server, double bytes,
-                                       double hbm_gbps) {
-  if (servers <= 1) return ring_all_reduce_s(cfg, per_server, bytes, hbm_gbps);
-  const double m = per_server, k = servers, piece = bytes / m;
-  // Reduce-scatter and all-gather on the server's ring: (m-1) steps each, m-1 reductions.
-  const double intra = 2 * (m - 1) * (cfg.step_latency_us * 1e-6 + piece / (cfg.link_bandwidth_gbps * 1e9)) +
-                       (m - 1) * 3 * piece / (hbm_gbps * 1e9);
-  // The S/m piece on a ring of the k servers over RoCE.
-  const double inter = 2 * (k - 1) * (cfg.roce_step_latency_us * 1e-6 + piece / k / (cfg.roce_bandwidth_gbps * 1e9)) +
-                       (k - 1) * 3 * piece / k / (hbm_gbps * 1e9);
-  return intra + inter;
+namespace {
+/// One ring of n devices with step latency `alpha` (s) and link bandwidth `bw` (B/s).
+struct Ring {
+  double n, alpha, bw, hbm;
+  /// (n-1) steps each moving one piece of `bytes`/n, with a reduction of it when `reduce`.
+  double half(double bytes, bool reduce) const {
+    if (n <= 1) return 0;
+    const double piece = bytes / n;
+    return (n - 1) * (alpha + piece / bw) + (reduce ? (n - 1) * 3 * piece / hbm : 0.0);
+  }
+  /// Pipelined broadcast in the number of chunks that minimises (n-2+c)·(α + S/(c·B)).
+  double broadcast(double bytes) const {
+    if (n <= 1) return 0;
+    const double best = std::sqrt(std::max(0.0, (n - 2) * bytes / (alpha * bw)));
+    double t = INFINITY;
+    for (double c : {std::floor(best), std::ceil(best)}) {
+      c = std::max(1.0, c);
+      t = std::min(t, (n - 2 + c) * (alpha + bytes / c / bw));
+    }
+    return t;
+  }
+};
+}  // namespace
+
+double Hccl::ring_s(const HcclConfig& cfg, Collective kind, int ranks, double bytes, double hbm_gbps) {
+  return cost(cfg, kind, 1, ranks, bytes, hbm_gbps).seconds;
 }
 
-double Hccl::all_reduce_s(double bytes) const {
-  return hierarchical_all_reduce_s(m_cfg, m_ranks / m_per_server, m_per_server, bytes, m_hbm_gbps);
+CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, int servers, int per_server, double bytes,
+                          double hbm_gbps) {
+  const double m = per_server, k = std::max(1, servers);
+  const Ring intra{m, cfg.step_latency_us * 1e-6, cfg.link_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
+  const Ring inter{k, cfg.roce_step_latency_us * 1e-6, cfg.roce_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
+  CollectiveCost c;
+  auto part = [&](const char* what, bool roce, double s) {
+    if (s > 0) c.parts.push_back({what, roce, s});
+    c.seconds += s;
+  };
+  // Bytes one ring link carries in a half (reduce-scatter or all-gather) of `bytes` on n devices.
+  auto half_bytes = [](double n, double s) { return n > 1 ? (n - 1) * s / n : 0.0; };
+  const double links = m > 1 ? m * k : 0, ports = k > 1 ? m * k : 0;
+  switch (kind) {
+    case Collective::AllReduce:
+      part("reduce-scatter", false, intra.half(bytes, true));
+      part("all-reduce", true, inter.half(bytes / m, true) + inter.half(bytes / m, false));
+      part("all-gather", false, intra.half(bytes, false));
+      c.hccs_bytes = links * 2 * half_bytes(m, bytes);
+      c.roce_bytes = ports * 2 * half_bytes(k, bytes / m);
+      break;
+    case Collective::ReduceScatter:
+      part("reduce-scatter", false, intra.half(bytes, true));
+      part("reduce-scatter", true, inter.half(bytes / m, true));
+      c.hccs_bytes = links * half_bytes(m, bytes);
+      c.roce_bytes = ports * half_bytes(k, bytes / m);
+      break;
+    case Collective::AllGather:
+      part("all-gather", true, inter.half(bytes / m, false));
+      part("all-gather", false, intra.half(bytes, false));
+      c.hccs_bytes = links * half_bytes(m, bytes);
+      c.roce_bytes = ports * half_bytes(k, bytes / m);
+      break;
+    case Collective::Broadcast:
+      // The root's RoCE ring to the other servers (k-1 ports send S), then every server's ring
+      // (m-1 links each carry S).
+      part("broadcast", true, inter.broadcast(bytes));
+      part("broadcast", false, intra.broadcast(bytes));
+      c.hccs_bytes = m > 1 ? k * (m - 1) * bytes : 0.0;
+      c.roce_bytes = k > 1 ? (k - 1) * bytes : 0.0;
+      break;
+  }
+  return c;
 }
 
-double Hccl::ring_all_reduce_s(const HcclConfig& cfg, int ranks, double bytes, double hbm_gbps) {
-  if (ranks <= 1) return 0;
-  const double n = ranks, piece = bytes / n;
-  const double transfer = 2 * (n - 1) * (cfg.step_latency_us * 1e-6 + piece / (cfg.link_bandwidth_gbps * 1e9));
-  const double reduce = (n - 1) * 3 * piece / (hbm_gbps * 1e9);
-  return transfer + reduce;
+double Hccl::hccs_utilisation(double seconds) const {
+  const double cap = hccs_links() * m_cfg.link_bandwidth_gbps * 1e9 * seconds;
+  return cap > 0 ? m_hccs_bytes.value() / cap : 0.0;
 }
 
-double Hccl::ring_broadcast_s(const HcclConfig& cfg, int ranks, double bytes, int chunks) {
-  if (ranks <= 1) return 0;
-  chunks = std::max(1, chunks);
-  // A chunk takes one step per hop; the pipeline is full after N-1 hops.
-  const double step = cfg.step_latency_us * 1e-6 + bytes / chunks / (cfg.link_bandwidth_gbps * 1e9);
-  return (ranks - 1 + chunks - 1) * step;
+double Hccl::roce_utilisation(double seconds) const {
+  const double cap = roce_ports() * m_cfg.roce_bandwidth_gbps * 1e9 * seconds;
+  return cap > 0 ? m_roce_bytes.value() / cap : 0.0;
 }
 
-void Hccl::all_reduce(int rank, std::int64_t bytes) {
+void Hccl::set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window) {
+  m_trace = trace;
+  m_window = window;
+  m_server_tracks.clear();
+  if (!trace) return;
+  if (m_per_server > 1)
+    for (int s = 0; s < servers(); ++s)
+      m_server_tracks.push_back(trace->track("server " + std::to_string(s) + " HCCS ring"));
+  if (servers() > 1) m_roce_track = trace->track("RoCE rings between servers");
+}
+
+void Hccl::trace(const CollectiveCost& c, Collective kind, std::int64_t bytes) {
+  sc_core::sc_time at = sc_core::sc_time_stamp();
+  for (const auto& p : c.parts) {
+    const sc_core::sc_time end = at + sim::seconds(p.seconds);
+    const std::string name =
+        std::string(hostif::collective_name(kind)) + " " + p.what + " " + std::to_string(bytes) + " B";
+    if (p.roce)
+      m_trace->span(m_roce_track, name, at, end);
+    else
+      for (int t : m_server_tracks) m_trace->span(t, name, at, end);
+    at = end;
+  }
+}
+
+void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
   if (rank < 0 || rank >= m_ranks) throw std::logic_error("Hccl: no rank " + std::to_string(rank));
   const std::int64_t seq = m_calls[static_cast<std::size_t>(rank)]++;
   Instance& in = m_open[seq];
-  if (in.bytes >= 0 && in.bytes != bytes)
-    throw std::logic_error("Hccl: ranks disagree on AllReduce " + std::to_string(seq) + "'s size");
+  if (in.bytes >= 0 && (in.bytes != bytes || in.kind != kind))
+    throw std::logic_error("Hccl: ranks disagree on collective " + std::to_string(seq));
   in.bytes = bytes;
+  in.kind = kind;
   if (++in.arrived == m_ranks) {
-    const double t = all_reduce_s(static_cast<double>(bytes));
-    ++m_count;
-    m_bytes += static_cast<double>(bytes);
-    m_busy_s += t;
-    in.done.notify(sim::seconds(t));
+    const CollectiveCost c = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
+    switch (kind) {
+      case Collective::AllReduce:
+        ++m_count;
+        m_bytes += static_cast<double>(bytes);
+        m_busy_s += c.seconds;
+        break;
+      case Collective::Broadcast:
+        ++m_broadcasts;
+        break;
+      case Collective::AllGather:
+      case Collective::ReduceScatter:
+        ++m_gathers;
+        break;
+    }
+    m_hccs_bytes += c.hccs_bytes;
+    m_roce_bytes += c.roce_bytes;
+    for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : m_hccs_busy_s) += p.seconds;
+    if (m_trace && (!m_window || m_window->active())) trace(c, kind, bytes);
+    in.done.notify(sim::seconds(c.seconds));
   }
   sc_core::wait(in.done);
   if (++in.left == m_ranks) m_open.erase(seq);

@@ -2,36 +2,56 @@
 // scheduler calls when its communication stream reaches a collective task. A collective starts
 // when the last rank arrives (the ring needs every member) and ends for all at once.
 //
-// AllReduce within one server runs as a ring: reduce-scatter then all-gather, 2(N-1) steps each
-// moving S/N bytes over one link per rank in each direction, and N-1 reduction steps on the
-// device's Vector units (S/N elements read twice and written once from HBM per step). A rank's
-// collectives run one at a time on its communication stream, so no two share a link: the ring's
-// time is exact for the model, 2(N-1)·(α + S/(N·B)) + (N-1)·3S/(N·H) with α the per-step latency,
-// B the link bandwidth and H the HBM bandwidth. Broadcast (the parameters at start) is a
-// pipelined ring of N-1 hops.
+// Within one server the collectives run on a ring of its N devices (α the per-step latency, B a
+// link's bandwidth in one direction, H the HBM bandwidth for the reductions):
+//   AllReduce      reduce-scatter + all-gather: 2(N-1)·(α + S/(N·B)) + (N-1)·3S/(N·H)
+//   ReduceScatter  (N-1)·(α + S/(N·B)) + (N-1)·3S/(N·H)    (each step reads two S/N pieces, writes one)
+//   AllGather      (N-1)·(α + S/(N·B))                      (S is the gathered result)
+//   Broadcast      pipelined ring in c chunks: (N-2+c)·(α + S/(c·B)), c chosen to minimise it
+// A rank's collectives run one at a time on its communication stream, so no two share a link and
+// the ring's time is exact for the model.
 //
-// Across servers AllReduce is hierarchical: a reduce-scatter on each server's ring (m devices),
-// an AllReduce of each S/m piece on a ring of the k servers' devices of the same local rank, each
-// over its own RoCE port (the k-rings run side by side), and an all-gather on each server's ring.
+// Across k servers of m devices the algorithm is hierarchical: AllReduce is a reduce-scatter on
+// each server's ring, an AllReduce of each S/m piece on a ring of the k devices with the same
+// local rank (each over its own RoCE port, the k-rings side by side), and an all-gather on each
+// server's ring; ReduceScatter and AllGather are their halves; Broadcast crosses the servers on
+// the root's RoCE ring, then each server's ring.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <systemc>
 
 #include "aicpu/aicpu_config.h"
+#include "hostif/task.h"
 #include "sim/core/stats.h"
+#include "sim/core/trace.h"
 
 namespace ascendsim::aicpu {
 
 /// What a rank's communication stream asks of the cluster.
 class CollectiveIf : public virtual sc_core::sc_interface {
  public:
-  /// Blocks the calling thread until every rank has asked for its `seq`-th AllReduce of `bytes`
-  /// and it has completed. Call from an SC_THREAD.
-  virtual void all_reduce(int rank, std::int64_t bytes) = 0;
+  /// Blocks the calling thread until every rank has asked for its next collective (the same kind
+  /// and size on every rank) and it has completed. Call from an SC_THREAD.
+  virtual void collective(int rank, hostif::Collective kind, std::int64_t bytes) = 0;
+};
+
+/// A collective's time and what it puts on the links.
+struct CollectiveCost {
+  /// The algorithm's phases in order, each on one class of link (for the trace).
+  struct Part {
+    const char* what;  ///< "reduce-scatter", "all-gather", "all-reduce", "broadcast"
+    bool roce;         ///< between servers (RoCE) or within a server (HCCS)
+    double seconds;
+  };
+  std::vector<Part> parts;
+  double seconds = 0;
+  double hccs_bytes = 0;  ///< bytes all of the cluster's HCCS ring links carry, summed
+  double roce_bytes = 0;  ///< bytes all RoCE ports send, summed
 };
 
 class Hccl : public sc_core::sc_module, public CollectiveIf {
@@ -40,36 +60,75 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   /// one server (ranks is a multiple of it).
   Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps, int per_server = 8);
 
-  void all_reduce(int rank, std::int64_t bytes) override;
+  void collective(int rank, hostif::Collective kind, std::int64_t bytes) override;
+  void all_reduce(int rank, std::int64_t bytes) { collective(rank, hostif::Collective::AllReduce, bytes); }
 
-  /// The ring AllReduce of `bytes` on `ranks` devices, in seconds (see above).
-  static double ring_all_reduce_s(const HcclConfig& cfg, int ranks, double bytes, double hbm_gbps);
-  /// The hierarchical AllReduce of `bytes` on `servers` servers of `per_server` devices.
+  /// A collective of `bytes` on a ring of `ranks` devices of one server, in seconds (see above).
+  static double ring_s(const HcclConfig& cfg, hostif::Collective kind, int ranks, double bytes, double hbm_gbps);
+  /// The same on `servers` servers of `per_server` devices, with its phases and link traffic.
+  static CollectiveCost cost(const HcclConfig& cfg, hostif::Collective kind, int servers, int per_server, double bytes,
+                             double hbm_gbps);
+  static double ring_all_reduce_s(const HcclConfig& cfg, int ranks, double bytes, double hbm_gbps) {
+    return ring_s(cfg, hostif::Collective::AllReduce, ranks, bytes, hbm_gbps);
+  }
   static double hierarchical_all_reduce_s(const HcclConfig& cfg, int servers, int per_server, double bytes,
-                                          double hbm_gbps);
-  /// What all_reduce takes on this cluster.
-  double all_reduce_s(double bytes) const;
-  /// The pipelined ring Broadcast of `bytes` from one rank to `ranks`, in `chunks` pieces.
-  static double ring_broadcast_s(const HcclConfig& cfg, int ranks, double bytes, int chunks);
+                                          double hbm_gbps) {
+    return cost(cfg, hostif::Collective::AllReduce, servers, per_server, bytes, hbm_gbps).seconds;
+  }
+  /// What a collective of `bytes` takes on this cluster.
+  double seconds(hostif::Collective kind, double bytes) const {
+    return cost(m_cfg, kind, servers(), m_per_server, bytes, m_hbm_gbps).seconds;
+  }
+  double all_reduce_s(double bytes) const { return seconds(hostif::Collective::AllReduce, bytes); }
 
   int ranks() const { return m_ranks; }
+  int servers() const { return m_ranks / m_per_server; }
+  int per_server() const { return m_per_server; }
+  /// Links of each class: one ring link out of every device (none on a one-device server), one
+  /// RoCE port per device (used only across servers).
+  int hccs_links() const { return m_per_server > 1 ? m_ranks : 0; }
+  int roce_ports() const { return servers() > 1 ? m_ranks : 0; }
+  /// The links' utilisation over `seconds` of run time: bytes carried / (links · bandwidth · time).
+  double hccs_utilisation(double seconds) const;
+  double roce_utilisation(double seconds) const;
+  const HcclConfig& config() const { return m_cfg; }
+  double hccs_bytes() const { return m_hccs_bytes.value(); }
+  double hccs_busy_s() const { return m_hccs_busy_s.value(); }
+  double roce_bytes() const { return m_roce_bytes.value(); }
+  double roce_busy_s() const { return m_roce_busy_s.value(); }
   sim::StatsGroup& stats() { return m_stats; }
+  /// Records each collective's phases on a track per server ring and one for the RoCE rings,
+  /// while `window` (a rank's recorder, which knows the step) is active.
+  void set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window);
 
  private:
   struct Instance {
     int arrived = 0, left = 0;
+    hostif::Collective kind = hostif::Collective::AllReduce;
     std::int64_t bytes = -1;
     sc_core::sc_event done;
   };
+  void trace(const CollectiveCost& c, hostif::Collective kind, std::int64_t bytes);
+
   HcclConfig m_cfg;
   int m_ranks, m_per_server;
   double m_hbm_gbps;
   std::vector<std::int64_t> m_calls;        ///< per rank: collectives asked so far
   std::map<std::int64_t, Instance> m_open;  ///< by sequence number, until every rank has left
+  sim::TraceRecorder* m_trace = nullptr;
+  const sim::TraceRecorder* m_window = nullptr;
+  std::vector<int> m_server_tracks;
+  int m_roce_track = -1;
   sim::StatsGroup m_stats;
   sim::Scalar& m_count;
   sim::Scalar& m_bytes;
   sim::Scalar& m_busy_s;
+  sim::Scalar& m_broadcasts;
+  sim::Scalar& m_gathers;
+  sim::Scalar& m_hccs_bytes;
+  sim::Scalar& m_hccs_busy_s;
+  sim::Scalar& m_roce_bytes;
+  sim::Scalar& m_roce_busy_s;
 };
 
 }  // namespace ascendsim::aicpu

@@ -264,14 +264,26 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       ++m_comm_tasks;
       const sc_time start = sc_core::sc_time_stamp();
       set_active(s, false);
-      m_account.begin(Device::Comm);
+      // One-time set-up (the parameters' broadcast) is charged to the host's `setup` phase.
+      const bool setup = task.part == StepPart::Setup;
+      if (!setup) m_account.begin(Device::Comm);
+      const sc_time exposed_before = task.comm_group >= 0 ? m_account.charged(sim::Phase::Comm) : sc_time();
       if (task.comm_bytes > 0 && collectives.size() > 0) {
         wait(m_dispatch);
-        collectives->all_reduce(m_rank, task.comm_bytes);  // until every rank's part is done
+        collectives->collective(m_rank, task.collective, task.comm_bytes);  // until every rank's part is done
       } else {
         wait(m_dispatch + task.time);
       }
-      m_account.end(Device::Comm);
+      if (task.comm_group >= 0) {
+        const auto g = static_cast<std::size_t>(task.comm_group);
+        if (m_comm_timing.size() <= g) m_comm_timing.resize(g + 1);
+        CommTiming& c = m_comm_timing[g];
+        ++c.count;
+        if (m_step_started) c.start_s += (start - m_marks.fp_start).to_seconds();
+        c.duration_s += (sc_core::sc_time_stamp() - start).to_seconds();
+        c.exposed_s += (m_account.charged(sim::Phase::Comm) - exposed_before).to_seconds();
+      }
+      if (!setup) m_account.end(Device::Comm);
       set_active(s, true);
       if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
       return true;

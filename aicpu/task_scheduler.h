@@ -68,6 +68,15 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
 
   sim::StatsGroup& stats() { return m_stats; }
 
+  /// Per gradient group (Task::comm_group): how its collectives went on this rank.
+  struct CommTiming {
+    std::int64_t count = 0;
+    double start_s = 0;     ///< summed over steps: this rank's arrival after the step's first forward task
+    double duration_s = 0;  ///< summed: arrival to end, waiting for the other ranks included
+    double exposed_s = 0;   ///< summed: the part no computation hid (charged to `comm`)
+  };
+  const std::vector<CommTiming>& comm_timing() const { return m_comm_timing; }
+
  private:
   /// Consecutive AI core tasks of a single-stream graph, run with one wait when nothing can
   /// observe the device in between (no trace, no other stream, the cores all free).
@@ -146,6 +155,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;
   int m_rank = 0;
+  std::vector<CommTiming> m_comm_timing;
   std::unordered_map<const Task*, int> m_trace_labels;  ///< per task: its AI core span's trace label
 
   std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;

@@ -35,14 +35,25 @@ void DmaChannel::transfer(std::uint64_t bytes) {
     wait(m_latency);
   } else {
     Request r{bytes, {}};
-    m_active.push_back(&r);
-    m_kick.notify(sc_core::SC_ZERO_TIME);
+    Request up{bytes, {}};
+    enqueue(&r);
+    if (m_uplink) m_uplink->enqueue(&up);
     wait(r.done);
+    if (m_uplink && !up.finished) wait(up.done);
   }
   ++m_transfers;
   m_bytes += static_cast<double>(bytes);
+  if (m_uplink) {
+    ++m_uplink->m_transfers;
+    m_uplink->m_bytes += static_cast<double>(bytes);
+  }
   if (m_trace && m_trace->active())
     m_trace->span(m_track, std::to_string(bytes) + " B", start, sc_core::sc_time_stamp());
+}
+
+void DmaChannel::enqueue(Request* r) {
+  m_active.push_back(r);
+  m_kick.notify(sc_core::SC_ZERO_TIME);
 }
 
 void DmaChannel::serve() {
@@ -68,9 +79,10 @@ void DmaChannel::serve() {
     m_busy_s += elapsed.to_seconds();
     m_chunks += static_cast<double>((moved + m_chunk_bytes - 1) / m_chunk_bytes);
     r->remaining -= moved;
-    if (r->remaining == 0)
+    if (r->remaining == 0) {
+      r->finished = true;
       r->done.notify(m_latency);
-    else
+    } else
       m_active.push_back(r);
     if (m_active.empty() && m_trace && m_trace->active()) m_trace->counter(m_counter, sc_core::sc_time_stamp(), 0);
   }

@@ -23,6 +23,13 @@ class DmaChannel : public sc_core::sc_module {
 
   /// Moves `bytes` across the link and returns when they have arrived. Call from an SC_THREAD.
   void transfer(std::uint64_t bytes);
+  /// Transfers also cross `uplink` (a PCIe switch's link to the host, shared with other
+  /// devices' channels): the bytes stream through both at once, cut through the switch, and
+  /// arrive when both have carried them. nullptr: a link of its own.
+  void set_uplink(DmaChannel* uplink) { m_uplink = uplink; }
+
+  double bytes() const { return m_bytes.value(); }
+  double busy_s() const { return m_busy_s.value(); }
 
   sim::StatsGroup& stats() { return m_stats; }
   /// Records transfers on a track named after this channel, and its bandwidth as a counter.
@@ -32,8 +39,10 @@ class DmaChannel : public sc_core::sc_module {
   struct Request {
     std::uint64_t remaining;
     sc_core::sc_event done;
+    bool finished = false;  ///< its last chunk has crossed (done fires after the latency)
   };
   void serve();
+  void enqueue(Request* r);
 
   double m_bandwidth_gbps;
   sc_core::sc_time m_latency;
@@ -41,6 +50,7 @@ class DmaChannel : public sc_core::sc_module {
   sc_core::sc_time m_setup;
   std::deque<Request*> m_active;
   sc_core::sc_event m_kick;
+  DmaChannel* m_uplink = nullptr;
   sim::TraceRecorder* m_trace = nullptr;
   int m_track = 0;
   std::string m_counter;

@@ -15,6 +15,10 @@ struct LinkConfig {
   double dma_setup_ns = 1000;       ///< per transfer: descriptor build and fetch
   double doorbell_ns = 600;         ///< host MMIO doorbell until the device sees a submission
   double completion_ns = 2000;      ///< device completion until the host is notified (interrupt/poll)
+  /// A server's PCIe topology (data-parallel runs): devices behind one PCIe switch, whose uplink
+  /// to the host they share in each direction.
+  std::int64_t pcie_switch_devices = 4;
+  double pcie_uplink_gbps = 24;  ///< effective bandwidth of a switch's uplink, per direction
 
   void declare(sim::ParamSet& ps);
 };

@@ -20,6 +20,20 @@ const char* task_kind_name(TaskKind k) {
   return "?";
 }
 
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce:
+      return "AllReduce";
+    case Collective::Broadcast:
+      return "Broadcast";
+    case Collective::AllGather:
+      return "AllGather";
+    case Collective::ReduceScatter:
+      return "ReduceScatter";
+  }
+  return "?";
+}
+
 std::vector<std::int32_t> streams_of(const TaskList& tasks) {
   std::vector<std::int32_t> s;
   for (const auto& t : tasks)

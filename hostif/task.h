@@ -18,23 +18,37 @@ enum class TaskKind : std::uint8_t {
   GetNext,      ///< AICPU: pop one batch from the device data queue
   EventRecord,  ///< marks `event` recorded on this task's stream
   EventWait,    ///< blocks this task's stream until `event` has been recorded (one record per wait)
-  Comm,         ///< communication: an AllReduce of comm_bytes across the cluster's ranks, or (comm_bytes
+  Comm,         ///< communication: a collective of comm_bytes across the cluster's ranks, or (comm_bytes
                 ///< 0) a transfer occupying its stream for cost.time_s; no AI core
 };
 const char* task_kind_name(TaskKind k);
 
+/// HCCL's collectives. `bytes` of a Comm task: AllReduce and ReduceScatter, the buffer each rank
+/// contributes; AllGather, the gathered result (each rank contributes bytes/N); Broadcast, the
+/// root's buffer.
+enum class Collective : std::uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter };
+const char* collective_name(Collective c);
+
 /// Where a task sits in a training step, for the step trace.
-enum class StepPart : std::uint8_t { Data, Forward, Backward, Optimizer };
+enum class StepPart : std::uint8_t {
+  Data,
+  Forward,
+  Backward,
+  Optimizer,
+  Setup,  ///< one-time work before the first step (the parameters' broadcast); charged to `setup`
+};
 
 struct Task {
   TaskKind kind = TaskKind::AiCore;
   aicore::OpCost cost;  ///< AiCore tasks: the op's modelled cost; Comm tasks: time_s
   std::string name;
   StepPart part = StepPart::Forward;
-  std::int32_t stream = 0;  ///< device stream; tasks of one stream run in order, streams concurrently
-  std::int32_t event = -1;  ///< EventRecord / EventWait: the event id
-  std::int64_t comm_bytes = 0;  ///< Comm: the bytes this rank contributes to an AllReduce
-  sc_core::sc_time time;    ///< cost.time_s as simulation time, set once when the graph is compiled
+  std::int32_t stream = 0;      ///< device stream; tasks of one stream run in order, streams concurrently
+  std::int32_t event = -1;      ///< EventRecord / EventWait: the event id
+  std::int64_t comm_bytes = 0;  ///< Comm: the collective's size (see Collective)
+  Collective collective = Collective::AllReduce;  ///< Comm: which collective
+  std::int32_t comm_group = -1;                   ///< Comm: the gradient group it reduces (-1: none)
+  sc_core::sc_time time;  ///< cost.time_s as simulation time, set once when the graph is compiled
 };
 
 /// Per-step marks on the device (MindSpore's iteration trajectory).

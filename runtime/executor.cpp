@@ -55,6 +55,7 @@ class Executor::Span {
 };
 
 void Executor::main_thread() {
+  broadcast_parameters();
   train();
   finish();
 }
@@ -149,6 +150,15 @@ void Executor::load_graph() {
   m_device.h2d.transfer(static_cast<std::uint64_t>(bytes));
   ++m_io.h2d_copies;
   m_io.h2d_bytes += bytes;
+}
+
+void Executor::broadcast_parameters() {
+  if (m_graph.setup_tasks.empty()) return;
+  m_account.set_host(Phase::Setup);
+  Span s(*this, m_host_track, "broadcast parameters");
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  for (const auto& t : m_graph.setup_tasks) m_device.submit_task(t, now, false);
+  m_device.wait_all_completed();
 }
 
 void Executor::synchronize() {

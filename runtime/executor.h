@@ -61,6 +61,8 @@ class Executor : public sc_core::sc_module {
   void launch_graph(std::int64_t iterations, bool loop_control);
   void create_channel();
   void load_graph();
+  /// The cluster's one-time collectives before training (the parameters' broadcast), if any.
+  void broadcast_parameters();
   void synchronize();
   void return_loss();
   void step_overhead();

@@ -286,6 +286,7 @@ CompilePass all_reduce_pass() {
               add(task(hostif::TaskKind::EventWait, name + "/start", 1, e), {}, "EventWait");
               hostif::Task comm = task(hostif::TaskKind::Comm, name, 1, -1);
               comm.comm_bytes = groups[k].bytes;
+              comm.comm_group = static_cast<std::int32_t>(k);
               add(comm, {}, "AllReduce");
               add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
             }
@@ -296,6 +297,20 @@ CompilePass all_reduce_pass() {
         hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
         sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
         c.sink_tasks = std::move(sink);
+        // parameter_broadcast: rank 0's initialised training network — weights, BatchNorm
+        // statistics and optimizer state, as MindSpore marks the whole train network — to all.
+        if (par.parameter_broadcast) {
+          std::int64_t bytes = 0;
+          for (const auto& t : g.tensors())
+            if (t.role == workloads::TensorRole::Parameter || t.role == workloads::TensorRole::OptimizerState ||
+                t.role == workloads::TensorRole::State)
+              bytes += t.bytes();
+          hostif::Task b = task(hostif::TaskKind::Comm, "Broadcast/parameters", 0, -1);
+          b.part = hostif::StepPart::Setup;
+          b.collective = hostif::Collective::Broadcast;
+          b.comm_bytes = bytes;
+          c.setup_tasks.push_back(b);
+        }
       }};
 }
 

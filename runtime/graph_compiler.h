@@ -26,8 +26,10 @@
 namespace ascendsim::runtime {
 
 struct CompiledGraph {
-  hostif::TaskList step_tasks;        ///< one step launched op by op (non-sink): device ops in order
-  hostif::TaskList sink_tasks;        ///< one step fed from the data queue: GetNext, then the device ops
+  hostif::TaskList step_tasks;  ///< one step launched op by op (non-sink): device ops in order
+  hostif::TaskList sink_tasks;  ///< one step fed from the data queue: GetNext, then the device ops
+  /// Once before the first step, on every rank of a cluster: the parameters' Broadcast.
+  hostif::TaskList setup_tasks;
   std::vector<aicore::OpDesc> descs;  ///< per step_tasks entry
   std::vector<std::string> op_types;  ///< per step_tasks entry: the graph op's registered type (or the task kind's
                                       ///< name for communication and events)

@@ -55,6 +55,64 @@ std::string TextTable::render() const {
   return out;
 }
 
+std::string format_cluster(const std::vector<RunResult>& runs) {
+  std::string out = "\ncluster (per rank: mean step; the slowest rank; exposed communication per rank)\n";
+  {
+    TextTable t({"strategy", "step ms (ranks' mean)", "slowest rank", "comm s (mean / max)", "straggler", "scaling"});
+    for (const auto& r : runs) {
+      const auto& m = r.rank_step_mean_ms;
+      if (m.empty()) continue;
+      const auto slow = std::max_element(m.begin(), m.end());
+      double mean = 0, comm = 0, comm_max = 0;
+      for (double v : m) mean += v / static_cast<double>(m.size());
+      for (double v : r.rank_comm_s) {
+        comm += v / static_cast<double>(r.rank_comm_s.size());
+        comm_max = std::max(comm_max, v);
+      }
+      const std::int64_t s = r.straggler();
+      t.add({strategy_name(r.session.strategy), fmt::format("{:.4f}", mean),
+             fmt::format("{} ({:.4f} ms)", slow - m.begin(), *slow), fmt::format("{:.4f} / {:.4f}", comm, comm_max),
+             s >= 0 ? "rank " + std::to_string(s) : std::string("none"),
+             r.scaling_efficiency >= 0 ? fmt::format("{:.3f}", r.scaling_efficiency) : std::string("-")});
+    }
+    out += t.render();
+  }
+  out +=
+      "\nAllReduce groups (ms per step, ranks' mean: start after the step's first forward op, duration with the wait "
+      "for the last rank, exposed = not hidden by computation)\n";
+  {
+    TextTable t(
+        {"strategy", "group", "gradients", "MB", "AllReduce ms", "start", "duration", "exposed", "exposed max"});
+    for (const auto& r : runs)
+      for (std::size_t g = 0; g < r.comm_groups.size(); ++g) {
+        const auto& c = r.comm_groups[g];
+        t.add({strategy_name(r.session.strategy), std::to_string(g),
+               fmt::format("{} to {}", c["first"].get<std::int64_t>(), c["last"].get<std::int64_t>()),
+               fmt::format("{:.1f}", c["bytes"].get<double>() / 1e6),
+               fmt::format("{:.3f}", c.value("all_reduce_ms", 0.0)), fmt::format("{:.3f}", c.value("start_ms", 0.0)),
+               fmt::format("{:.3f}", c.value("duration_ms", 0.0)), fmt::format("{:.3f}", c.value("exposed_ms", 0.0)),
+               fmt::format("{:.3f}", c.value("exposed_max_ms", 0.0))});
+      }
+    out += t.render();
+  }
+  const auto& l = runs.front().cluster_links;
+  if (l.is_object()) {
+    out += fmt::format("parameters broadcast from rank 0 before training: {:.1f} MB in {:.3f} ms\n",
+                       l["broadcast_bytes"].get<double>() / 1e6, l["broadcast_ms"].get<double>());
+    for (const auto& r : runs) {
+      const auto& k = r.cluster_links;
+      std::string line = fmt::format("{:<11} links: HCCS {} x {:g} GB/s, {:.1f}% used",
+                                     strategy_name(r.session.strategy), k["hccs"]["links"].get<int>(),
+                                     k["hccs"]["gbps"].get<double>(), 100 * k["hccs"]["utilisation"].get<double>());
+      if (k["roce"]["ports"].get<int>() > 0)
+        line += fmt::format("; RoCE {} x {:g} GB/s, {:.1f}% used", k["roce"]["ports"].get<int>(),
+                            k["roce"]["gbps"].get<double>(), 100 * k["roce"]["utilisation"].get<double>());
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string out;
   if (!runs.empty()) {
@@ -122,6 +180,7 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       t.add({strategy_name(r.session.strategy), cell(r.steps.interval), cell(r.steps.fp_bp), cell(r.steps.tail)});
     out += t.render();
   }
+  if (h.devices > 1) out += format_cluster(runs);
   // Per step for a chosen window (--step-trace A:B).
   for (const auto& r : runs) {
     const auto& k = r.steps;

@@ -48,6 +48,8 @@ class TextTable {
 };
 
 /// The tables: per-strategy figures and interactions, where the time goes, the step trace.
+/// The cluster part of the text report (data-parallel runs): ranks, AllReduce groups, links.
+std::string format_cluster(const std::vector<RunResult>& runs);
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs);
 
 }  // namespace ascendsim::runtime

@@ -78,6 +78,7 @@ nlohmann::ordered_json RunResult::to_json() const {
                   {"comm_s", rank_comm_s},
                   {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()}};
     j["all_reduce_groups"] = comm_groups;
+    j["cluster_links"] = cluster_links;
     if (scaling_efficiency >= 0) j["scaling_efficiency"] = scaling_efficiency;
   }
   if (!data.is_null()) j["data"] = data;

@@ -69,11 +69,14 @@ struct RunResult {
   nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
   /// Data-parallel runs: the ranks (each ran steps_completed steps of batch_size samples; this
   /// result is rank 0's, its sim_time_s the last rank's end), each rank's mean step time, and
-  /// the AllReduce groups ({first, last, bytes, all_reduce_ms} in gradient order).
+  /// the AllReduce groups in gradient order ({first, last, bytes, all_reduce_ms, start_ms,
+  /// duration_ms, exposed_ms, exposed_max_ms}), the parameters' broadcast and the links
+  /// (`cluster_links`, see docs/reports.md).
   std::int64_t devices = 1;
   std::vector<double> rank_step_mean_ms;
   std::vector<double> rank_wait_data_s, rank_comm_s;  ///< per rank: waiting for data, exposed communication
   nlohmann::ordered_json comm_groups;
+  nlohmann::ordered_json cluster_links;
   double scaling_efficiency = -1;  ///< against one device (--scaling); negative: not computed
 
   /// Time of each complete dataset epoch (steps_per_epoch steps).

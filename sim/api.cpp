@@ -51,6 +51,7 @@ workloads::Workload build_workload(const RunRequest& r) {
   w.parallel.devices = r.devices;
   w.parallel.devices_per_server = std::min(m, r.devices);
   w.parallel.all_reduce_fusion = r.all_reduce_fusion;
+  w.parallel.parameter_broadcast = r.parameter_broadcast;
   std::int64_t params = 0;
   for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
   const auto& split = r.all_reduce_fusion;

@@ -42,6 +42,9 @@ struct RunRequest {
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass
   std::vector<std::int64_t> all_reduce_fusion;
+  /// [parameter_broadcast] broadcast the initialised parameters from rank 0 before training, as
+  /// MindSpore does by default in DATA_PARALLEL mode
+  bool parameter_broadcast = true;
   std::int64_t devices_per_server = 8;  ///< [rank_table] devices of one server (a rank table's)
   /// [rank_set] host.* and pipeline.* overrides ("key=value") for single ranks, over the run's
   /// configuration: a slower host or pipeline on one rank (a straggler)

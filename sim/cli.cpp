@@ -77,6 +77,7 @@ struct Options {
   std::string all_reduce_fusion, rank_table;
   std::vector<std::string> rank_sets;
   bool scaling = false;
+  bool parameter_broadcast = true;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv, per_step, step_trace;
@@ -192,6 +193,12 @@ po::options_description run_options(Options& o) {
       "servers")("all-reduce-fusion", po::value(&o.all_reduce_fusion),
                  "AllReduce groups as each group's last gradient index in gradient order, e.g. 85,160 (MindSpore's "
                  "all_reduce_fusion_config; default one group after the backward pass)")(
+      "parameter-broadcast", po::value<std::string>()->notifier([&o](const std::string& v) {
+        if (v != "true" && v != "false") throw InputError("--parameter-broadcast '" + v + "': use true or false");
+        o.parameter_broadcast = v == "true";
+      }),
+      "true | false: broadcast the initialised parameters from rank 0 before training (default true, as "
+      "MindSpore's DATA_PARALLEL mode)")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
@@ -295,6 +302,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"dataset", "--dataset"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
+                                                       {"parameter_broadcast", "--parameter-broadcast"},
                                                        {"strategy", "--strategy"},
                                                        {"param", "--param"},
                                                        {"values", "--values"},
@@ -354,6 +362,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.steps_per_epoch = o.steps_per_epoch;
   r.dataset = o.dataset;
   r.devices = o.devices;
+  r.parameter_broadcast = o.parameter_broadcast;
   for (const auto& set : o.rank_sets) {
     const auto colon = set.find(':');
     const auto rank = colon == std::string::npos ? std::nullopt : whole_number(set.substr(0, colon));

@@ -82,6 +82,10 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
     } else if (key == "all_reduce_fusion") {
       if (!v.IsSequence()) throw InputError(at + ": 'all_reduce_fusion' is a list of gradient indices, e.g. [85, 160]");
       for (const auto& x : v) r.all_reduce_fusion.push_back(whole(x, at, key));
+    } else if (key == "parameter_broadcast") {
+      const std::string b = scalar(v, at, key);
+      if (b != "true" && b != "false") throw InputError(at + ": 'parameter_broadcast' is true or false");
+      r.parameter_broadcast = b == "true";
     } else if (key == "chip") {
       r.config.chip = scalar(v, at, key);
     } else if (key == "dataset") {
@@ -109,7 +113,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
     } else {
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, rank_table, "
-                       "all_reduce_fusion, chip, "
+                       "all_reduce_fusion, parameter_broadcast, chip, "
                        "dataset, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }

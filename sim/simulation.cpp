@@ -27,9 +27,19 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     const std::int64_t per_server = workload.parallel.devices_per_server;
     for (std::int64_t s = 0; s < devices / per_server; ++s)
       run.host_cores.push_back(std::make_unique<runtime::HostCores>(cfg.host.cpu_cores));  // each server's host
+    // Each server's devices sit behind PCIe switches of link.pcie_switch_devices, in rank order.
+    const std::int64_t per_switch = std::min(cfg.link.pcie_switch_devices, per_server);
+    const std::int64_t switches_per_server = (per_server + per_switch - 1) / per_switch;
+    for (std::int64_t s = 0; s < devices / per_server * switches_per_server; ++s)
+      for (auto* v : {&run.h2d_uplinks, &run.d2h_uplinks})
+        v->push_back(std::make_unique<hostif::DmaChannel>(
+            (name + (v == &run.h2d_uplinks ? "_h2d_uplink" : "_d2h_uplink") + std::to_string(s)).c_str(),
+            cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0));
     for (std::int64_t r = 0; r < devices; ++r) {
+      const auto sw = static_cast<std::size_t>(r / per_server * switches_per_server + r % per_server / per_switch);
       RankPlace place{static_cast<int>(r), run.hccl.get(),
-                      run.host_cores[static_cast<std::size_t>(r / per_server)].get()};
+                      run.host_cores[static_cast<std::size_t>(r / per_server)].get(), run.h2d_uplinks[sw].get(),
+                      run.d2h_uplinks[sw].get()};
       const auto own = rank_cfgs.find(r);
       m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(),
                                                    own == rank_cfgs.end() ? cfg : own->second, workload, session, place,
@@ -99,12 +109,66 @@ runtime::RunResult Simulation::result(std::size_t index) {
     r.sim_time_s = std::max(r.sim_time_s, rank.sim_time_s);
     if (r.failure.empty() && !rank.failure.empty()) r.failure = "rank " + std::to_string(k) + ": " + rank.failure;
   }
+  // Each gradient group: its collective's time once every rank has arrived, and as the ranks saw
+  // it per step — when it started after the step's first forward op, how long it took with the
+  // wait for the last rank, and the part no computation hid (mean over ranks; the most exposed).
   r.comm_groups = nlohmann::ordered_json::array();
-  for (const auto& g : m_systems.at(run.first)->compiled().comm_groups)
-    r.comm_groups.push_back({{"first", g.first},
-                             {"last", g.last},
-                             {"bytes", g.bytes},
-                             {"all_reduce_ms", 1e3 * run.hccl->all_reduce_s(static_cast<double>(g.bytes))}});
+  const auto& groups = m_systems.at(run.first)->compiled().comm_groups;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    double start = 0, duration = 0, exposed = 0, exposed_max = 0;
+    for (std::size_t k = 0; k < run.ranks; ++k) {
+      const auto& timing = m_systems.at(run.first + k)->comm_timing();
+      if (g >= timing.size() || timing[g].count == 0) continue;
+      const auto& t = timing[g];
+      const auto n = static_cast<double>(t.count);
+      start += t.start_s / n;
+      duration += t.duration_s / n;
+      exposed += t.exposed_s / n;
+      exposed_max = std::max(exposed_max, t.exposed_s / n);
+    }
+    const auto ranks = static_cast<double>(run.ranks);
+    r.comm_groups.push_back({{"first", groups[g].first},
+                             {"last", groups[g].last},
+                             {"bytes", groups[g].bytes},
+                             {"all_reduce_ms", 1e3 * run.hccl->all_reduce_s(static_cast<double>(groups[g].bytes))},
+                             {"start_ms", 1e3 * start / ranks},
+                             {"duration_ms", 1e3 * duration / ranks},
+                             {"exposed_ms", 1e3 * exposed / ranks},
+                             {"exposed_max_ms", 1e3 * exposed_max}});
+  }
+  // The links: bytes carried over the run and utilisation (bytes / (links · bandwidth · run time)).
+  const aicpu::Hccl& h = *run.hccl;
+  const auto& setup = m_systems.at(run.first)->compiled().setup_tasks;
+  const double broadcast_bytes = setup.empty() ? 0.0 : static_cast<double>(setup.front().comm_bytes);
+  r.cluster_links = {{"broadcast_bytes", broadcast_bytes},
+                     {"broadcast_ms", 1e3 * h.seconds(hostif::Collective::Broadcast, broadcast_bytes)},
+                     {"hccs",
+                      {{"links", h.hccs_links()},
+                       {"gbps", h.config().link_bandwidth_gbps},
+                       {"bytes", h.hccs_bytes()},
+                       {"busy_s", h.hccs_busy_s()},
+                       {"utilisation", h.hccs_utilisation(r.sim_time_s)}}},
+                     {"roce",
+                      {{"ports", h.roce_ports()},
+                       {"gbps", h.config().roce_bandwidth_gbps},
+                       {"bytes", h.roce_bytes()},
+                       {"busy_s", h.roce_busy_s()},
+                       {"utilisation", h.roce_utilisation(r.sim_time_s)}}}};
+  // The PCIe switches' uplinks to the host: bytes and utilisation, host to device.
+  double up_bytes = 0, up_busy = 0;
+  for (const auto& u : run.h2d_uplinks) {
+    up_bytes += u->bytes();
+    up_busy += u->busy_s();
+  }
+  const double up_gbps = m_systems.at(run.first)->config().link.pcie_uplink_gbps;
+  const auto switches = static_cast<double>(run.h2d_uplinks.size());
+  r.cluster_links["pcie_uplinks"] = {
+      {"switches", run.h2d_uplinks.size()},
+      {"devices_per_switch", static_cast<std::int64_t>(run.ranks) / static_cast<std::int64_t>(run.h2d_uplinks.size())},
+      {"gbps", up_gbps},
+      {"h2d_bytes", up_bytes},
+      {"h2d_busy_s", up_busy},
+      {"h2d_utilisation", r.sim_time_s > 0 ? up_bytes / (switches * up_gbps * 1e9 * r.sim_time_s) : 0.0}};
   return r;
 }
 
@@ -139,6 +203,14 @@ void Simulation::enable_trace(std::ostream& os, TraceFormat format, std::int64_t
   m_trace = make_trace_sink(format, os);
   for (std::size_t i = 0; i < m_systems.size(); ++i)
     m_systems[i]->enable_trace(*m_trace, static_cast<int>(i + 1), first_step, last_step);
+  // A cluster's links: a process after the ranks', recording while rank 0 records its steps.
+  int pid = static_cast<int>(m_systems.size());
+  for (std::size_t i = 0; i < m_runs.size(); ++i) {
+    Run& run = m_runs[i];
+    if (!run.hccl) continue;
+    run.links = std::make_unique<TraceRecorder>(*m_trace, ++pid, "links (run" + std::to_string(i) + ")");
+    run.hccl->set_trace(run.links.get(), m_systems[run.first]->trace());
+  }
 }
 
 }  // namespace ascendsim::sim

@@ -62,6 +62,9 @@ class Simulation {
     std::size_t first = 0, ranks = 1;
     std::unique_ptr<aicpu::Hccl> hccl;
     std::vector<std::unique_ptr<runtime::HostCores>> host_cores;  ///< per server
+    std::unique_ptr<TraceRecorder> links;                         ///< the links' tracks, when tracing
+    /// Per PCIe switch (servers × switches per server): its uplink to the host, h2d and d2h.
+    std::vector<std::unique_ptr<hostif::DmaChannel>> h2d_uplinks, d2h_uplinks;
   };
   std::vector<Run> m_runs;
   std::vector<std::unique_ptr<System>> m_systems;

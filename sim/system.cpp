@@ -109,6 +109,8 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
                  m_session.steps_per_epoch, place.host_cores) {
   m_chip.scheduler.set_rank(place.rank);
   if (place.collectives) m_chip.scheduler.collectives.bind(*place.collectives);
+  m_chip.hostif.h2d.set_uplink(place.h2d_uplink);
+  m_chip.hostif.d2h.set_uplink(place.d2h_uplink);
   // connect
   m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
   m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size, m_chip.hostif,

@@ -26,6 +26,8 @@ struct RankPlace {
   int rank = 0;
   aicpu::CollectiveIf* collectives = nullptr;
   runtime::HostCores* host_cores = nullptr;
+  hostif::DmaChannel* h2d_uplink = nullptr;  ///< its PCIe switch's uplink, shared with the switch's other devices
+  hostif::DmaChannel* d2h_uplink = nullptr;
 };
 
 class System : public sc_core::sc_module {
@@ -41,6 +43,11 @@ class System : public sc_core::sc_module {
   /// Records this run's timeline (process `pid` in the trace) for steps in [first, last).
   void enable_trace(TraceSink& sink, int pid, std::int64_t first_step, std::int64_t last_step);
   const runtime::CompiledGraph& compiled() const { return m_graph; }
+  const SystemConfig& config() const { return m_cfg; }
+  /// Its timeline recorder, once enable_trace was called.
+  const TraceRecorder* trace() const { return m_trace.get(); }
+  /// How this rank's gradient groups' collectives went (see aicpu::TaskScheduler::CommTiming).
+  const std::vector<aicpu::TaskScheduler::CommTiming>& comm_timing() const { return m_chip.scheduler.comm_timing(); }
   std::int64_t steps_done() const { return m_executor->steps_done(); }
   /// Keep every step's values in the result (per-step outputs), not only their summary.
   void keep_each_step(bool keep) { m_executor->keep_each_step(keep); }

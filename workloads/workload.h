@@ -38,6 +38,9 @@ struct Parallel {
   /// The index of each group's last gradient, in gradient order (the order the backward pass
   /// produces them); empty: one group of every gradient, after the backward pass.
   std::vector<std::int64_t> all_reduce_fusion;
+  /// Broadcast the initialised parameters from rank 0 before training (MindSpore's
+  /// `parameter_broadcast`, on by default in DATA_PARALLEL mode).
+  bool parameter_broadcast = true;
 };
 
 struct Workload {

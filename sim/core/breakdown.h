@@ -51,6 +51,12 @@ class BreakdownAccountant {
   void begin_at(Device d, const sc_core::sc_time& at) { schedule(at, d, +1); }
   void end_at(Device d, const sc_core::sc_time& at) { schedule(at, d, -1); }
 
+  /// The time charged to `p` so far, up to now.
+  sc_core::sc_time charged(Phase p) {
+    if (!m_closed) charge(sc_core::sc_time_stamp());
+    return m_time[static_cast<std::size_t>(p)];
+  }
+
   /// Charges the time up to `at` and stops accounting; later changes are ignored. Returns the
   /// per-phase totals in seconds.
   const std::array<double, kPhaseCount>& close(const sc_core::sc_time& at);

@@ -19,8 +19,8 @@ namespace ascendsim {
 namespace {
 
 /// N ranks that each start an AllReduce of `bytes` at time `arrive[r]`; returns when each left.
-std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t bytes, const std::vector<double>& arrive,
-                                  int per_server = 8) {
+std::vector<double> collective_at(hostif::Collective kind, const aicpu::HcclConfig& cfg, std::int64_t bytes,
+                                  const std::vector<double>& arrive, int per_server = 8) {
   sim::KernelScope kernel;
   const int n = static_cast<int>(arrive.size());
   aicpu::Hccl hccl("hccl", cfg, n, 1200, per_server);
@@ -28,11 +28,16 @@ std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t byt
   for (int r = 0; r < n; ++r)
     sc_core::sc_spawn([&, r] {
       sc_core::wait(sc_core::sc_time(arrive[static_cast<std::size_t>(r)], sc_core::SC_SEC));
-      hccl.all_reduce(r, bytes);
+      hccl.collective(r, kind, bytes);
       left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
     });
   sc_core::sc_start();
   return left;
+}
+
+std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t bytes, const std::vector<double>& arrive,
+                                  int per_server = 8) {
+  return collective_at(hostif::Collective::AllReduce, cfg, bytes, arrive, per_server);
 }
 
 TEST(DataParallel, RingAllReduceFollowsItsFormula) {
@@ -65,6 +70,57 @@ TEST(DataParallel, AcrossServersAllReduceIsHierarchical) {
   // A cluster is whole servers.
   sim::KernelScope kernel;
   EXPECT_THROW(aicpu::Hccl("odd", cfg, 12, 1200, 8), std::invalid_argument);
+}
+
+TEST(DataParallel, BroadcastGatherAndScatterFollowTheirFormulas) {
+  const aicpu::HcclConfig cfg;
+  const double a = 54.6e-6, b = 63e9, h = 1200e9, ar = 60e-6, br = 12.5e9;
+  using hostif::Collective;
+  for (int n : {2, 4, 8}) {
+    const double s = 64.0 * 1024 * 1024;
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    // AllGather: N-1 steps of S/N, no reduction; ReduceScatter: the same with a reduction each.
+    const double gather = (n - 1) * (a + s / n / b);
+    for (double t : collective_at(Collective::AllGather, cfg, 64 << 20, std::vector<double>(n, 0)))
+      EXPECT_NEAR(t, gather, 0.02 * gather);
+    const double scatter = gather + (n - 1) * 3 * s / n / h;
+    for (double t : collective_at(Collective::ReduceScatter, cfg, 64 << 20, std::vector<double>(n, 0)))
+      EXPECT_NEAR(t, scatter, 0.02 * scatter);
+    // An AllReduce is a ReduceScatter followed by an AllGather.
+    EXPECT_NEAR(aicpu::Hccl::ring_all_reduce_s(cfg, n, s, 1200), gather + scatter, 1e-12);
+    // Broadcast: a pipelined ring, (N-2+c)(α + S/(cB)) at its best chunk count c, checked
+    // against every c up to 1000: no chunk count does better, and one does as well.
+    double best = INFINITY;
+    for (int c = 1; c <= 1000; ++c) best = std::min(best, (n - 2 + c) * (a + s / c / b));
+    for (double t : collective_at(Collective::Broadcast, cfg, 64 << 20, std::vector<double>(n, 0)))
+      EXPECT_NEAR(t, best, 1e-9);
+    // It is never faster than sending S once over one link, nor slower than N-1 whole hops.
+    EXPECT_GE(best, s / b);
+    EXPECT_LE(best, (n - 1) * (a + s / b));
+  }
+  // Across 4 servers of 8: Broadcast crosses the root's RoCE ring, then each server's ring;
+  // AllGather gathers the S/8 pieces across servers, then within each server.
+  const double s = 100e6;
+  const double k4 = aicpu::Hccl::cost(cfg, Collective::Broadcast, 1, 4, s, 1200).seconds;  // a ring of 4
+  aicpu::HcclConfig roce = cfg;
+  roce.step_latency_us = 60;
+  roce.link_bandwidth_gbps = 12.5;
+  const double inter = aicpu::Hccl::cost(roce, Collective::Broadcast, 1, 4, s, 1200).seconds;
+  const double intra = aicpu::Hccl::cost(cfg, Collective::Broadcast, 1, 8, s, 1200).seconds;
+  EXPECT_GT(inter, k4);  // the RoCE ring is the slower one
+  for (double t : collective_at(Collective::Broadcast, cfg, 100000000, std::vector<double>(32, 0)))
+    EXPECT_NEAR(t, inter + intra, 1e-9);
+  const double gather = 3 * (ar + s / 8 / 4 / br) + 7 * (a + s / 8 / b);
+  for (double t : collective_at(Collective::AllGather, cfg, 100000000, std::vector<double>(32, 0)))
+    EXPECT_NEAR(t, gather, 0.02 * gather);
+  // The links carry what the algorithms send: an AllReduce puts 2(m-1)S/m on each ring link and
+  // 2(k-1)S/(mk) out of each RoCE port.
+  const aicpu::CollectiveCost c = aicpu::Hccl::cost(cfg, Collective::AllReduce, 4, 8, s, 1200);
+  EXPECT_DOUBLE_EQ(c.hccs_bytes, 32 * 2 * 7 * s / 8);
+  EXPECT_DOUBLE_EQ(c.roce_bytes, 32 * 2 * 3 * s / 32);
+  double parts = 0;
+  for (const auto& p : c.parts) parts += p.seconds;
+  EXPECT_DOUBLE_EQ(parts, c.seconds);
 }
 
 TEST(DataParallel, AnAllReduceStartsWhenItsLastRankArrives) {
@@ -160,6 +216,79 @@ TEST(DataParallel, TwoGroupsHideCommunicationThatOneGroupExposes) {
   // The ranks step together.
   ASSERT_EQ(two.rank_step_mean_ms.size(), 8u);
   for (double ms : two.rank_step_mean_ms) EXPECT_NEAR(ms, two.rank_step_mean_ms[0], 0.01 * ms);
+}
+
+TEST(DataParallel, EachGroupsTimingAddsUpToTheRunsCommunication) {
+  const sim::RunOutcome out = sim::run(resnet(8, {85, 160}));
+  const auto& r = out.runs.front();
+  ASSERT_EQ(r.comm_groups.size(), 2u);
+  // Each rank's exposed communication is its groups' exposed parts, step by step: the groups'
+  // means times the steps, averaged over the ranks, equal the ranks' mean `comm` phase.
+  double exposed = 0, rank_comm = 0;
+  for (const auto& g : r.comm_groups) {
+    exposed += g["exposed_ms"].get<double>() * 1e-3 * static_cast<double>(r.steps_completed);
+    // A collective lasts at least its time once every rank has arrived; no more is exposed than it lasts.
+    EXPECT_GE(g["duration_ms"].get<double>(), g["all_reduce_ms"].get<double>() * (1 - 1e-9));
+    EXPECT_LE(g["exposed_ms"].get<double>(), g["duration_ms"].get<double>());
+    EXPECT_LE(g["exposed_ms"].get<double>(), g["exposed_max_ms"].get<double>());
+  }
+  for (double s : r.rank_comm_s) rank_comm += s / 8;
+  EXPECT_NEAR(exposed, rank_comm, 1e-6 * rank_comm);
+  // The first group starts during the backward pass, the last after it.
+  const double fp_bp = r.steps.fp_bp.stats().mean_ms;
+  EXPECT_LT(r.comm_groups[0]["start_ms"].get<double>(), fp_bp);
+  EXPECT_GE(r.comm_groups[1]["start_ms"].get<double>(), fp_bp);
+  // The links carried each step's two AllReduces and the parameters' broadcast, on 8 ring links.
+  const auto& l = r.cluster_links;
+  const double b = l["broadcast_bytes"].get<double>();
+  double expect = 7 * b;  // the broadcast: 7 of the ring's 8 links carry every byte
+  for (const auto& g : r.comm_groups)
+    expect += static_cast<double>(r.steps_completed) * 8 * 2 * 7 * g["bytes"].get<double>() / 8;
+  EXPECT_NEAR(l["hccs"]["bytes"].get<double>(), expect, 1e-9 * expect);
+  EXPECT_EQ(l["hccs"]["links"], 8);
+  EXPECT_EQ(l["roce"]["ports"], 0);
+  EXPECT_NEAR(l["hccs"]["utilisation"].get<double>(), expect / (8 * 63e9 * r.sim_time_s), 1e-9);
+  EXPECT_GT(l["hccs"]["utilisation"].get<double>(), 0);
+  EXPECT_LT(l["hccs"]["utilisation"].get<double>(), 1);
+  // The broadcast holds the training network's persistent tensors (fp32 weights, their momentum,
+  // the BatchNorm statistics) and is charged to `setup`, before the first step.
+  EXPECT_GT(b, 2 * 25557032 * 4);
+  EXPECT_NEAR(l["broadcast_ms"].get<double>(), 1e3 * aicpu::Hccl::ring_s({}, hostif::Collective::Broadcast, 8, b, 1200),
+              1e-9);
+  // Without it, the run's setup is shorter by the broadcast and the steps are the same.
+  sim::RunRequest off = resnet(8, {85, 160});
+  off.parameter_broadcast = false;
+  const auto& q = sim::run(off).runs.front();
+  const auto setup = static_cast<std::size_t>(sim::Phase::Setup);
+  EXPECT_NEAR(r.breakdown_s[setup] - q.breakdown_s[setup], l["broadcast_ms"].get<double>() * 1e-3, 1e-5);
+  EXPECT_NEAR(q.steps.step.stats().p50_ms, r.steps.step.stats().p50_ms, 1e-6);
+}
+
+TEST(DataParallel, DevicesBehindOnePcieSwitchShareItsUplink) {
+  // Data sink, 8 devices: each step moves one batch per device host to device. With a 1 GB/s
+  // uplink per switch, a switch of 4 devices needs 4 batches' bytes per step through it.
+  sim::RunRequest r = resnet(8);
+  r.strategies = {runtime::Strategy::DataSink};
+  r.steps_per_epoch = 40;
+  r.config.sets = {"link.pcie_uplink_gbps=1", "link.pcie_switch_devices=4"};
+  const auto shared = sim::run(r).runs.front();
+  r.config.sets = {"link.pcie_uplink_gbps=1", "link.pcie_switch_devices=1"};
+  const auto own = sim::run(r).runs.front();
+  ASSERT_TRUE(shared.failure.empty() && own.failure.empty());
+  const double batch = static_cast<double>(shared.interactions.h2d_bytes) / static_cast<double>(shared.steps_completed);
+  const double p50 = shared.steps.step.stats().p50_ms * 1e-3, own_p50 = own.steps.step.stats().p50_ms * 1e-3;
+  EXPECT_GE(p50, 4 * batch / 1e9 * 0.999);  // the uplink bounds the step ...
+  EXPECT_LE(p50, 4 * batch / 1e9 * 1.05);   // ... and nothing else does
+  EXPECT_GE(own_p50, batch / 1e9 * 0.999);
+  EXPECT_LT(own_p50, p50 / 3);
+  // The uplinks carried every rank's batches; 2 switches of 4, nearly always busy.
+  const auto& up = shared.cluster_links["pcie_uplinks"];
+  EXPECT_EQ(up["switches"], 2);
+  EXPECT_EQ(up["devices_per_switch"], 4);
+  EXPECT_DOUBLE_EQ(up["h2d_bytes"].get<double>(), 8.0 * static_cast<double>(shared.interactions.h2d_bytes));
+  EXPECT_GT(up["h2d_utilisation"].get<double>(), 0.9);
+  EXPECT_LE(up["h2d_utilisation"].get<double>(), 1.0);
+  EXPECT_EQ(own.cluster_links["pcie_uplinks"]["switches"], 8);
 }
 
 TEST(DataParallel, EachRankReadsItsShardAndScalingStaysBelowLinear) {
