@@ -164,9 +164,10 @@ struct Axis {
 using Series = std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>;
 
 /// A line chart with nice ticks on both axes; `mark_x` (if > 0) draws a marked vertical line.
+/// `ref_y` (if > 0) draws a dashed horizontal reference line labelled `ref_label`.
 std::string line_chart(const std::string& id, const std::string& label, const Axis& xa, const Axis& ya,
                        const std::string& y_unit, const Series& series, double mark_x = 0,
-                       const std::string& mark_label = {}) {
+                       const std::string& mark_label = {}, double ref_y = 0, const std::string& ref_label = {}) {
   double min_x = INFINITY, max_x = 0, max_y = 0;
   for (const auto& [st, pts] : series)
     for (const auto& [x, y] : pts) {
@@ -174,6 +175,7 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
       max_x = std::max(max_x, x);
       max_y = std::max(max_y, y);
     }
+  max_y = std::max(max_y, ref_y);
   if (!(max_x > 0)) max_x = 1;
   if (!std::isfinite(min_x)) min_x = 0;
   const std::vector<double> xt = xa.log ? charts::log_ticks(min_x, max_x) : nice_ticks(0, max_x, 5, xa.integer);
@@ -211,6 +213,12 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
     s += fmt::format("<text class=\"mark-label\" x=\"{:.2f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
                      px(mark_x), top - 4, esc(mark_label));
   }
+  if (ref_y > 0)
+    s += fmt::format(
+        "<line class=\"reference\" x1=\"{0}\" x2=\"{1}\" y1=\"{2:.2f}\" y2=\"{2:.2f}\" stroke=\"#444\" "
+        "stroke-dasharray=\"6 4\"><title>{3}</title></line><text class=\"mark-label\" x=\"{1}\" y=\"{4:.2f}\" "
+        "text-anchor=\"end\">{3}</text>",
+        left, left + w, py(ref_y), esc(ref_label), py(ref_y) - 4);
   for (const auto& [st, pts] : series) {
     std::string points;
     for (const auto& [x, y] : pts) points += fmt::format("{:.2f},{:.2f} ", px(x), py(y));
@@ -261,6 +269,71 @@ std::string escape_xml(const std::string& s) {
   return o;
 }
 
+/// Per strategy, a mean step on one row per stream: forward and backward on the compute stream,
+/// each AllReduce group on the communication stream from its start for its duration, the part
+/// no computation hid drawn at its end; the step's end marked.
+std::string group_timeline(const std::vector<RunResult>& runs) {
+  std::string s;
+  for (const auto& r : runs) {
+    const auto& groups = r.comm_groups;
+    if (!groups.is_array() || groups.empty()) continue;
+    // The step ends after its tail; the interval before the first forward op is not drawn.
+    const double fp_bp = r.steps.fp_bp.stats().mean_ms, step = fp_bp + r.steps.tail.stats().mean_ms;
+    double end = std::max(fp_bp, step);
+    for (const auto& g : groups) end = std::max(end, g.value("start_ms", 0.0) + g.value("duration_ms", 0.0));
+    const std::vector<double> xt = nice_ticks(0, end);
+    const double left = 150, width = 640, row = 20, top = 28;
+    const double height = top + static_cast<double>(groups.size() + 1) * (row + 6) + 40;
+    auto px = [&](double ms) { return left + ms / xt.back() * width; };
+    const std::string name = strategy_name(r.session.strategy);
+    s += fmt::format("<h3>{}: the AllReduce groups in a mean step (ms)</h3>\n", name);
+    s += fmt::format(
+        "<svg id=\"chart-groups-{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
+        "aria-label=\"forward and backward pass and each AllReduce group over a mean step\">",
+        name, left + width + 40, height);
+    const char* compute = phase_color(static_cast<std::size_t>(sim::Phase::DeviceCompute));
+    const char* exposed = phase_color(static_cast<std::size_t>(sim::Phase::Comm));
+    const char* hidden = "#c8c8c8";
+    s += legend({{"forward + backward", compute}, {"communication hidden", hidden}, {"exposed", exposed}}, left, 4);
+    auto bar = [&](double y, double from, double to, const char* color, const std::string& title) {
+      s += fmt::format(
+          "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\">"
+          "<title>{}</title></rect>",
+          px(from), y, std::max(0.5, px(to) - px(from)), row, color, esc(title));
+    };
+    double y = top;
+    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">compute stream</text>", left - 6, y + 14);
+    bar(y, 0, fp_bp, compute, fmt::format("forward + backward: {:.3f} ms", fp_bp));
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      y += row + 6;
+      const auto& g = groups[k];
+      const double start = g.value("start_ms", 0.0), dur = g.value("duration_ms", 0.0),
+                   exp = std::min(dur, g.value("exposed_ms", 0.0));
+      s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">group {} ({:.1f} MB)</text>", left - 6,
+                       y + 14, k, g["bytes"].get<double>() / 1e6);
+      bar(y, start, start + dur - exp, hidden,
+          fmt::format("group {}: starts {:.3f} ms, lasts {:.3f} ms, {:.3f} ms hidden", k, start, dur, dur - exp));
+      bar(y, start + dur - exp, start + dur, exposed, fmt::format("group {}: {:.3f} ms exposed", k, exp));
+    }
+    const double axis = y + row + 6;
+    s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#888\"/>", left, left + width,
+                     axis);
+    for (double t : xt)
+      s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", px(t),
+                       axis + 14, tick_label(t));
+    s += fmt::format(
+        "<line class=\"mark\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2:.1f}\" stroke=\"#444\" "
+        "stroke-dasharray=\"2 3\"><title>the step ends: {3:.3f} ms</title></line>",
+        px(step), top - 4, axis, step);
+    s += fmt::format(
+        "<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"middle\">ms after the "
+        "step's first forward op (dotted: the step's end, after its tail)</text>",
+        left + width / 2, axis + 32);
+    s += "</svg>\n";
+  }
+  return s;
+}
+
 /// Data-parallel runs: each AllReduce group (bytes, collective time) and each rank's waits, per
 /// strategy: how long it waited for its data and for the others in the AllReduce.
 std::string cluster_section(const std::vector<RunResult>& runs) {
@@ -277,6 +350,35 @@ std::string cluster_section(const std::vector<RunResult>& runs) {
                      groups[g]["bytes"].get<double>() / 1e6, ms);
   }
   s += "</table>\n";
+  s += group_timeline(runs);
+  // The scaling curve (--scaling): efficiency against one device, per strategy.
+  if (runs.front().scaling.is_array() && !runs.front().scaling.empty()) {
+    Series series;
+    double hi = 1;
+    for (const auto& r : runs) {
+      std::vector<std::pair<double, double>> pts;
+      for (const auto& p : r.scaling) {
+        pts.emplace_back(p["devices"].get<double>(), p["efficiency"].get<double>());
+        hi = std::max(hi, p["devices"].get<double>());
+      }
+      series.emplace_back(r.session.strategy, pts);
+    }
+    s += "<h3>Scaling</h3>\n<p class=\"note\">samples/s across the ranks over N times one device's, for the same "
+         "batch per device and steps per rank; 1 is linear.</p>\n";
+    s += line_chart("chart-scaling", "scaling efficiency against devices", {"devices", hi >= 64, true},
+                    {"scaling efficiency"}, "of linear", series, 0, {}, 1.0, "linear");
+    s += "<table id=\"scaling\"><tr><th>devices</th>";
+    for (const auto& r : runs) s += "<th>" + std::string(strategy_name(r.session.strategy)) + " samples/s</th>";
+    s += "</tr>\n";
+    for (std::size_t i = 0; i < runs.front().scaling.size(); ++i) {
+      s += fmt::format("<tr><td>{}</td>", runs.front().scaling[i]["devices"].get<std::int64_t>());
+      for (const auto& r : runs)
+        s += fmt::format("<td>{:.0f} ({:.1f}%)</td>", r.scaling[i]["samples_per_s"].get<double>(),
+                         100 * r.scaling[i]["efficiency"].get<double>());
+      s += "</tr>\n";
+    }
+    s += "</table>\n";
+  }
   // Per strategy, each rank's wait for data and exposed communication as two bars.
   for (const auto& r : runs) {
     const std::size_t n = r.rank_comm_s.size();

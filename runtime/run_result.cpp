@@ -80,6 +80,7 @@ nlohmann::ordered_json RunResult::to_json() const {
     j["all_reduce_groups"] = comm_groups;
     j["cluster_links"] = cluster_links;
     if (scaling_efficiency >= 0) j["scaling_efficiency"] = scaling_efficiency;
+    if (scaling.is_array()) j["scaling"] = scaling;
   }
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;

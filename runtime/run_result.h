@@ -78,6 +78,8 @@ struct RunResult {
   nlohmann::ordered_json comm_groups;
   nlohmann::ordered_json cluster_links;
   double scaling_efficiency = -1;  ///< against one device (--scaling); negative: not computed
+  /// --scaling: the job on 1, 2, 4, … devices ({devices, samples_per_s, step_ms, efficiency}).
+  nlohmann::ordered_json scaling;
 
   /// Time of each complete dataset epoch (steps_per_epoch steps).
   const std::vector<double>& epoch_s() const { return steps.epoch_s; }

@@ -489,6 +489,54 @@ RunRequest quiet(RunRequest req) {
 }
 }  // namespace
 
+std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome& on_n_devices) {
+  if (req.devices <= 1) throw InputError("devices", "devices", "a scaling curve needs devices > 1");
+  const std::int64_t m = std::min(req.devices_per_server, req.devices);
+  std::vector<std::int64_t> counts;
+  for (std::int64_t d = 1; d < m; d *= 2) counts.push_back(d);
+  for (std::int64_t d = m; d < req.devices; d *= 2) counts.push_back(d);
+  counts.push_back(req.devices);
+  std::vector<ScalingPoint> out;
+  const std::optional<std::int64_t> steps =
+      on_n_devices.runs.empty() ? req.steps_per_epoch
+                                : std::optional<std::int64_t>(on_n_devices.runs.front().session.steps_per_epoch);
+  for (const std::int64_t d : counts) {
+    RunOutcome own;
+    const RunOutcome* o = &on_n_devices;
+    if (d != req.devices) {
+      RunRequest r = quiet(req);
+      r.devices = d;
+      r.devices_per_server = std::min(req.devices_per_server, d);
+      r.steps_per_epoch = steps;
+      if (d == 1) {
+        r.all_reduce_fusion.clear();
+        r.devices_per_server = 8;
+      }
+      r.rank_sets.clear();
+      for (const auto& [rank, sets] : req.rank_sets)
+        if (rank < d) r.rank_sets[rank] = sets;
+      own = run(r);
+      if (own.failed())
+        throw RunError("the " + std::to_string(d) +
+                       "-device run of the scaling curve failed: " + own.failure_message());
+      o = &own;
+    }
+    ScalingPoint p;
+    p.devices = d;
+    for (const auto& x : o->runs) {
+      p.samples_per_s.push_back(x.samples_per_s());
+      p.step_ms.push_back(x.steps.step.stats().mean_ms);
+    }
+    out.push_back(std::move(p));
+  }
+  for (auto& p : out)
+    for (std::size_t i = 0; i < p.samples_per_s.size(); ++i) {
+      const double base = out.front().samples_per_s.at(i);
+      p.efficiency.push_back(base > 0 ? p.samples_per_s[i] / (static_cast<double>(p.devices) * base) : 0.0);
+    }
+  return out;
+}
+
 std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& on_n_devices) {
   if (req.devices <= 1) return std::vector<double>(on_n_devices.runs.size(), 1.0);
   RunRequest one = quiet(req);

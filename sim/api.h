@@ -148,6 +148,17 @@ SweepOutcome sweep(const SweepRequest& req);
 /// one, in the order of the request's strategies.
 std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& on_n_devices);
 
+/// One device count of a scaling curve; per strategy, in the order of the request's strategies.
+struct ScalingPoint {
+  std::int64_t devices = 1;
+  std::vector<double> samples_per_s, step_ms, efficiency;
+};
+/// The request's job on 1, 2, 4 and 8 devices (one server's worth, up to its size) and whole
+/// servers doubling up to `req.devices`, ending with `on_n_devices` itself: the same batch per
+/// device and steps per rank, the fusion split kept, a rank's own settings kept where the rank
+/// exists. Efficiency against the one-device point. Costs about twice the N-device run.
+std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome& on_n_devices);
+
 /// A search for AllReduce fusion splits (`all_reduce_fusion`) with the shortest step tail.
 struct FusionAdvice {
   struct Candidate {

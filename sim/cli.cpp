@@ -184,7 +184,8 @@ po::options_description run_options(Options& o) {
       "devices", po::value(&o.devices)->default_value(o.devices),
       "data-parallel devices on one server (1 to 8): each rank reads 1/N of the dataset, gradients are summed by "
       "AllReduce")("scaling", po::bool_switch(&o.scaling),
-                   "also run the job on one device and report the scaling efficiency of N devices")(
+                   "also run the job on 1, 2, 4, 8 devices and whole servers doubling up to N; report samples/s and "
+                   "the scaling efficiency against one device")(
       "rank-set", po::value(&o.rank_sets)->composing(),
       "one rank's own host or pipeline setting, RANK:key=value (repeatable), e.g. "
       "3:pipeline.num_parallel_workers=1 for a straggler")(
@@ -424,13 +425,30 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   std::string scaling;
   if (o.scaling) {
     if (req.devices <= 1) throw InputError("--scaling compares N devices with one; give --devices N > 1");
-    const std::vector<double> eff = scaling_efficiency(req, out);
-    scaling = fmt::format("scaling against one device (same batch per device and steps per rank):");
+    const std::vector<ScalingPoint> curve = scaling_curve(req, out);
+    const std::vector<double>& eff = curve.back().efficiency;
     for (std::size_t i = 0; i < out.runs.size(); ++i) {
       out.runs[i].scaling_efficiency = eff[i];
-      scaling += fmt::format(" {} {:.1f}%", runtime::strategy_name(out.runs[i].session.strategy), 100 * eff[i]);
+      out.runs[i].scaling = nlohmann::ordered_json::array();
+      for (const auto& p : curve)
+        out.runs[i].scaling.push_back({{"devices", p.devices},
+                                       {"samples_per_s", p.samples_per_s[i]},
+                                       {"step_ms", p.step_ms[i]},
+                                       {"efficiency", p.efficiency[i]}});
     }
-    scaling += " of linear\n";
+    scaling =
+        "\nscaling (samples/s across ranks and efficiency against one device; same batch per device and "
+        "steps per rank)\n";
+    std::vector<std::string> head = {"devices"};
+    for (const auto& r : out.runs) head.push_back(runtime::strategy_name(r.session.strategy));
+    runtime::TextTable t(head);
+    for (const auto& p : curve) {
+      std::vector<std::string> row = {std::to_string(p.devices)};
+      for (std::size_t i = 0; i < p.samples_per_s.size(); ++i)
+        row.push_back(fmt::format("{:.0f} ({:.1f}%)", p.samples_per_s[i], 100 * p.efficiency[i]));
+      t.add(row);
+    }
+    scaling += t.render();
   }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));

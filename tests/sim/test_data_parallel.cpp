@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "aicpu/hccl.h"
@@ -365,6 +366,36 @@ TEST(DataParallel, ScalingEfficiencyIsAtMostOne) {
   ASSERT_EQ(eff.size(), 1u);
   EXPECT_GT(eff[0], 0.3);
   EXPECT_LE(eff[0], 1.0);
+  // The curve: 1, 2, 4 and 8 devices, more samples/s with every doubling, never above linear,
+  // ending with the 8-device run itself.
+  const std::vector<sim::ScalingPoint> curve = sim::scaling_curve(r, eight);
+  ASSERT_EQ(curve.size(), 4u);
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    EXPECT_EQ(curve[i].devices, std::int64_t{1} << i);
+    EXPECT_LE(curve[i].efficiency[0], 1.0 + 1e-12);
+    if (i > 0) {
+      EXPECT_GT(curve[i].samples_per_s[0], curve[i - 1].samples_per_s[0]);
+    }
+  }
+  EXPECT_DOUBLE_EQ(curve.front().efficiency[0], 1.0);
+  EXPECT_DOUBLE_EQ(curve.back().efficiency[0], eff[0]);
+  EXPECT_DOUBLE_EQ(curve.back().samples_per_s[0], eight.runs.front().samples_per_s());
+  // Two servers: 1, 2, 4, 8, 16.
+  EXPECT_EQ(sim::scaling_curve(resnet(16), sim::run(resnet(16))).size(), 5u);
+  // The HTML report draws the curve with its linear reference, and each group in a mean step.
+  runtime::RunResult run = eight.runs.front();
+  run.scaling = nlohmann::ordered_json::array();
+  for (const auto& p : curve)
+    run.scaling.push_back({{"devices", p.devices},
+                           {"samples_per_s", p.samples_per_s[0]},
+                           {"step_ms", p.step_ms[0]},
+                           {"efficiency", p.efficiency[0]}});
+  const std::string page = runtime::html_compare({}, {run});
+  EXPECT_NE(page.find("id=\"chart-scaling\""), std::string::npos);
+  EXPECT_NE(page.find("class=\"reference\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"chart-groups-loop-sink\""), std::string::npos);
+  const std::string exposed = fmt::format("group 1: {:.3f} ms exposed", run.comm_groups[1]["exposed_ms"].get<double>());
+  EXPECT_NE(page.find(exposed), std::string::npos) << exposed;
 }
 
 TEST(DataParallel, TwoServersSpendLongerInAllReduceThanOne) {
