@@ -60,6 +60,7 @@ TaskScheduler::Stream& TaskScheduler::stream(std::int32_t id) {
 
 void TaskScheduler::push(std::int32_t stream_id, Work w) {
   Stream& s = stream(stream_id);
+  if (w.task && w.task->kind == TaskKind::AiCore) s.ai_work = true;
   s.queue.push_back(w);
   s.arrived.notify(sc_core::SC_ZERO_TIME);
 }
@@ -85,8 +86,14 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
       p.per_stream[static_cast<std::size_t>(i)].push_back(&t);
     }
     p.single_stream = p.streams.size() <= 1 && (p.streams.empty() || p.streams[0] == 0);
-    if (p.single_stream && !p.per_stream.empty()) {
-      const auto& tasks = p.per_stream[0];
+    int compute_streams = 0;
+    for (const auto& tasks : p.per_stream)
+      compute_streams +=
+          std::any_of(tasks.begin(), tasks.end(), [](const Task* t) { return t->kind == TaskKind::AiCore; });
+    p.one_compute_stream = compute_streams <= 1;
+    p.runs.resize(p.per_stream.size());
+    for (std::size_t k = 0; k < p.per_stream.size(); ++k) {
+      const auto& tasks = p.per_stream[k];
       for (std::size_t i = 0; i < tasks.size();) {
         if (tasks[i]->kind != TaskKind::AiCore) {
           ++i;
@@ -101,7 +108,6 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
             r.first_forward = r.total;
           }
           r.total += m_dispatch + t.time;
-          r.busy_s.push_back((m_dispatch + t.time).to_seconds());
           r.time_s.push_back(t.time.to_seconds());
           if (t.part == StepPart::Backward) {
             r.has_backward = true;
@@ -109,7 +115,7 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
           }
         }
         r.end = i;
-        if (r.end - r.begin >= 2) p.runs.push_back(std::move(r));
+        if (r.end - r.begin >= 2) p.runs[k].push_back(std::move(r));
       }
     }
     for (auto sid : p.streams) stream(sid);  // threads exist before the graph runs
@@ -182,7 +188,7 @@ void TaskScheduler::aicpu_kernel(Stream& s, const sc_time& t, sim::Scalar& count
   ++counter;
   ++m_tasks;
   const sc_time start = sc_core::sc_time_stamp();
-  m_busy_s += t.to_seconds();
+  add_busy(t);
   wait(t);
   if (m_trace && m_trace->active()) {
     m_trace->span(s.track, name, start, sc_core::sc_time_stamp());
@@ -203,7 +209,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       // Dispatch and execution in one wait when cores are free: the cores run the op right after
       // the dispatch.
       const sc_time run_start = m_cores.execute(task.cost, task.time, m_dispatch);
-      m_busy_s += (sc_core::sc_time_stamp() - start).to_seconds();
+      add_busy(sc_core::sc_time_stamp() - start);
       if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
       if (tracing) trace_ai_task(s, task, run_start - m_dispatch, sc_core::sc_time_stamp());
       return true;
@@ -232,7 +238,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       ++m_tasks;
       ++m_events_recorded;
       const sc_time start = sc_core::sc_time_stamp();
-      m_busy_s += m_dispatch.to_seconds();
+      add_busy(m_dispatch);
       wait(m_dispatch);
       const auto e = static_cast<std::size_t>(task.event);
       if (m_recorded.size() <= e) m_recorded.resize(e + 1, 0);
@@ -254,7 +260,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       }
       ++m_waited[e];
       m_event_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
-      m_busy_s += m_dispatch.to_seconds();
+      add_busy(m_dispatch);
       wait(m_dispatch);
       if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
       return true;
@@ -292,7 +298,12 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
   return false;
 }
 
-bool TaskScheduler::unobserved() const { return m_task_runs && m_streams.size() == 1 && m_cores.idle(); }
+bool TaskScheduler::unobserved(const Stream& s) const {
+  if (!m_task_runs || !m_cores.idle()) return false;
+  for (const auto& [id, other] : m_streams)
+    if (other.get() != &s && other->ai_work) return false;
+  return true;
+}
 
 void TaskScheduler::run_ops(Stream& s, const Work& first) {
   const bool tracing = m_trace && m_trace->active();
@@ -308,7 +319,7 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
       m_marks.fp_start = start;
       m_step_started = true;
     }
-    end = count_ai_task(s, t, start, t.time.to_seconds(), (m_dispatch + t.time).to_seconds(), tracing);
+    end = count_ai_task(s, t, start, t.time.to_seconds(), tracing);
     if (t.part == StepPart::Backward) m_marks.bp_end = end;
     ++n;
     ends_step = w.ends_step;
@@ -323,18 +334,20 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
   if (m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
 }
 
-sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, double time_s, double busy_s,
+sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, double time_s,
                                      bool tracing) {
   const sc_time end = start + m_dispatch + t.time;
   ++m_tasks;
   m_cores.account_free_run(t.cost, start + m_dispatch, t.time, time_s);
-  m_busy_s += busy_s;
+  add_busy(m_dispatch + t.time);
   if (tracing) trace_ai_task(s, t, start, end);
   return end;
 }
 
-bool TaskScheduler::execute_run(Stream& s, const Run& run, const std::vector<const Task*>& tasks) {
-  if (!unobserved()) return false;
+bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run,
+                                const std::vector<const Task*>& tasks) {
+  // One stream, or the only one with AI core work; every core free; runs not switched off.
+  if (!m_task_runs || !m_cores.idle() || !(plan.one_compute_stream || m_streams.size() == 1)) return false;
   const bool tracing = m_trace && m_trace->active();
   const sc_time start = sc_core::sc_time_stamp();
   if (run.has_forward && !m_step_started) {
@@ -345,47 +358,46 @@ bool TaskScheduler::execute_run(Stream& s, const Run& run, const std::vector<con
   // The statistics each task would have added, in the same order.
   sc_time at = start;
   for (std::size_t i = run.begin; i < run.end; ++i) {
-    at = count_ai_task(s, *tasks[i], at, run.time_s[i - run.begin], run.busy_s[i - run.begin], tracing);
+    at = count_ai_task(s, *tasks[i], at, run.time_s[i - run.begin], tracing);
   }
   wait(run.total);
   return true;
 }
 
+bool TaskScheduler::execute_tasks(Stream& s, const GraphPlan& plan, const std::vector<const Task*>& tasks,
+                                  const std::vector<Run>& runs) {
+  auto run = runs.begin();
+  for (std::size_t i = 0; i < tasks.size();) {
+    if (run != runs.end() && run->begin == i) {
+      const Run& r = *run++;
+      if (execute_run(s, plan, r, tasks)) {
+        i = r.end;
+        continue;
+      }
+    }
+    if (!execute(s, *tasks[i])) return false;
+    ++i;
+  }
+  return true;
+}
+
 bool TaskScheduler::run_iteration(Stream& s, const Work& w) {
   const GraphPlan& p = *w.plan;
-  if (p.single_stream) {
-    if (p.per_stream.empty()) return true;
-    const auto& tasks = p.per_stream[0];
-    auto run = p.runs.begin();
-    for (std::size_t i = 0; i < tasks.size();) {
-      if (run != p.runs.end() && run->begin == i) {
-        const Run& r = *run++;
-        if (execute_run(s, r, tasks)) {
-          i = r.end;
-          continue;
-        }
-      }
-      if (!execute(s, *tasks[i])) return false;
-      ++i;
-    }
-    return true;
-  }
-  const std::vector<const Task*>* own = nullptr;
+  if (p.single_stream) return p.per_stream.empty() || execute_tasks(s, p, p.per_stream[0], p.runs[0]);
+  std::size_t own = SIZE_MAX;
   for (std::size_t i = 0; i < p.streams.size(); ++i) {
     if (p.streams[i] == s.id) {
-      own = &p.per_stream[i];
+      own = i;
       continue;
     }
     Work slice;
+    slice.plan = &p;
     slice.slice = &p.per_stream[i];
+    slice.slice_runs = &p.runs[i];
     ++m_slices_pending;
     push(p.streams[i], slice);
   }
-  bool ok = true;
-  if (own)
-    for (const Task* t : *own)
-      if (!(ok = execute(s, *t))) break;
-  if (!ok) return false;
+  if (own != SIZE_MAX && !execute_tasks(s, p, p.per_stream[own], p.runs[own])) return false;
   if (m_slices_pending > 0) {
     set_active(s, false);
     while (m_slices_pending > 0 && m_failure.empty()) wait(m_slice_done);
@@ -423,16 +435,14 @@ void TaskScheduler::stream_thread(std::int32_t id) {
     if (!m_failure.empty()) break;
     if (w.slice) {
       set_active(s, true);
-      bool ok = true;
-      for (const Task* t : *w.slice)
-        if (!(ok = execute(s, *t))) break;
+      const bool ok = execute_tasks(s, *w.plan, *w.slice, *w.slice_runs);
       set_active(s, false);
       --m_slices_pending;
       m_slice_done.notify(sc_core::SC_ZERO_TIME);
       if (!ok) break;
       continue;
     }
-    if (w.task && w.task->kind == TaskKind::AiCore && unobserved()) {
+    if (w.task && w.task->kind == TaskKind::AiCore && unobserved(s)) {
       run_ops(s, w);
       continue;
     }

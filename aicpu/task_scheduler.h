@@ -86,7 +86,6 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     bool has_forward = false, has_backward = false;
     sc_core::sc_time first_forward;  ///< offset of the first forward task's start
     sc_core::sc_time last_backward;  ///< offset of the last backward task's end
-    std::vector<double> busy_s;      ///< per task: dispatch + time, in seconds
     std::vector<double> time_s;      ///< per task: time on the cores, in seconds
   };
   /// The tasks of one graph iteration, split by stream.
@@ -94,7 +93,10 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     std::vector<std::int32_t> streams;                 ///< streams used, ascending
     std::vector<std::vector<const Task*>> per_stream;  ///< tasks of streams[i], in order
     bool single_stream = true;
-    std::vector<Run> runs;  ///< single-stream graphs: AI core runs of two tasks or more, in order
+    /// At most one stream has AI core tasks (the others communicate and record or wait for
+    /// events): nothing another stream does can observe the cores during a run of its tasks.
+    bool one_compute_stream = true;
+    std::vector<std::vector<Run>> runs;  ///< per stream: AI core runs of two tasks or more, in order
   };
   struct Work {
     // A submission (task or graph) ...
@@ -107,13 +109,15 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     sc_core::sc_time arrival;
     // ... or a slice of a multi-stream graph iteration run for its launch stream.
     const std::vector<const Task*>* slice = nullptr;
+    const std::vector<Run>* slice_runs = nullptr;
   };
   struct Stream {
     std::int32_t id = 0;
     std::deque<Work> queue;
     sc_core::sc_event arrived;
     int track = 0, core_track = 0;
-    bool active = false;  ///< counted as busy in the time breakdown
+    bool active = false;   ///< counted as busy in the time breakdown
+    bool ai_work = false;  ///< has been given an AI core task on its own (not in a graph)
   };
 
   Stream& stream(std::int32_t id);
@@ -122,24 +126,29 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   void push(std::int32_t stream_id, Work w);
   bool run_submission(Stream& s, const Work& w);  // false: the run failed
   bool run_iteration(Stream& s, const Work& w);
+  /// Executes one stream's tasks of a graph iteration, its runs of AI core tasks with one wait
+  /// each where `plan` allows; false if the run failed.
+  bool execute_tasks(Stream& s, const GraphPlan& plan, const std::vector<const Task*>& tasks,
+                     const std::vector<Run>& runs);
   bool execute(Stream& s, const Task& task);
   /// Executes a run of AI core tasks with one wait; false if the device could be observed in
   /// between (the caller then executes them one by one).
-  bool execute_run(Stream& s, const Run& run, const std::vector<const Task*>& tasks);
+  bool execute_run(Stream& s, const GraphPlan& plan, const Run& run, const std::vector<const Task*>& tasks);
   void name_tracks(Stream& s);
   /// Statistics (and trace) of an AI core task a run executes without its own wait: dispatched at
-  /// `start`; `time_s` its time on the cores and `busy_s` dispatch plus time, in seconds. Returns
+  /// `start`; `time_s` its time on the cores, in seconds. Returns
   /// its end.
   sc_core::sc_time count_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, double time_s,
-                                 double busy_s, bool tracing);
+                                 bool tracing);
   /// Records an AI core task that ran from `start` (its dispatch) to `end`.
   void trace_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, const sc_core::sc_time& end);
-  /// True if nothing can observe the device between tasks: one stream, every core free. (A trace
-  /// records the tasks of a run with their computed times.)
-  bool unobserved() const;
+  /// True if nothing can observe the device between `s`'s tasks: no other stream was given AI core
+  /// work (a communication stream's collectives and events take no core), every core free. (A
+  /// trace records the tasks of a run with their computed times.)
+  bool unobserved(const Stream& s) const;
   /// Runs op-by-op submissions of AI core tasks — `first` and those queued behind it, up to the
   /// step's last — with one wait, announcing the device's busy and idle spans to the time
-  /// accounting. Call only when unobserved().
+  /// accounting. Call only when unobserved(s).
   void run_ops(Stream& s, const Work& first);
   void set_active(Stream& s, bool active);
   void aicpu_kernel(Stream& s, const sc_core::sc_time& t, sim::Scalar& counter, const char* name);
@@ -184,6 +193,11 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::Scalar& m_event_wait_s;
   sim::Scalar& m_comm_tasks;
   sim::Scalar& m_busy_s;
+  sc_core::sc_time m_busy;  ///< busy_s summed in whole picoseconds: the same in any order
+  void add_busy(const sc_core::sc_time& t) {
+    m_busy += t;
+    m_busy_s.set(m_busy.to_seconds());
+  }
 };
 
 }  // namespace ascendsim::aicpu

@@ -26,6 +26,7 @@ class Scalar {
     m_value += 1;
     return *this;
   }
+  void set(double v) { m_value = v; }
   void sample_max(double v) {
     if (v > m_value) m_value = v;
   }

@@ -92,10 +92,21 @@ TEST(Api, SweepsInProcessEqualTheCommandLine) {
 TEST(Api, RunsOfTasksWithOneWaitGiveWhatOneWaitPerTaskGives) {
   // The device runs each step's AI core tasks with one wait; the reference executes them one by
   // one. Every figure and statistic must agree exactly, and so must the timelines.
-  for (const char* workload : {"lenet5", "resnet50"}) {
+  // The 8-device run's graph has a communication stream beside the compute stream: runs of
+  // tasks there too, with AllReduces ending in the middle of them.
+  for (const char* workload : {"lenet5", "resnet50", "resnet50 x 8"}) {
+    const bool cluster = std::string(workload) == "resnet50 x 8";
     sim::RunRequest r = lenet(std::string(workload) == "lenet5" ? 6 : 3);
-    r.workload = workload;
+    r.workload = cluster ? "resnet50" : workload;
     r.config.sets = {"pipeline.num_parallel_workers=2"};  // ResNet-50 then waits for data at times
+    if (cluster) {
+      r.devices = 8;
+      r.all_reduce_fusion = {85, 160};
+      r.rank_sets[5] = {"pipeline.num_parallel_workers=1"};  // a straggler: the ranks wait for it
+      // Every device its own PCIe switch: which of two transfers arriving at one instant a shared
+      // uplink serves first follows the kernel's event order, which the number of waits changes.
+      r.config.sets.push_back("link.pcie_switch_devices=1");
+    }
     r.trace = true;
     const auto fast = sim::run(r);
     r.one_wait_per_task = true;
