@@ -174,6 +174,7 @@ void TaskScheduler::set_active(Stream& s, bool active) {
 }
 
 void TaskScheduler::step_done() {
+  if (m_values) m_values->step();
   m_marks.end = sc_core::sc_time_stamp();
   if (!m_step_started) m_marks.fp_start = m_marks.bp_end = m_marks.end;
   host->step_ended(m_marks);
@@ -231,6 +232,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
         return false;
       }
       set_active(s, true);
+      if (m_values) m_values->get_next();
       aicpu_kernel(s, m_getnext_t, m_getnext, "GetNext");
       return true;
     }

@@ -26,6 +26,7 @@
 #include "aicpu/aicpu_config.h"
 #include "aicpu/hccl.h"
 #include "hostif/device_if.h"
+#include "hostif/values_if.h"
 #include "sim/core/breakdown.h"
 #include "sim/core/stats.h"
 #include "sim/core/trace.h"
@@ -48,6 +49,8 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sc_core::sc_port<CollectiveIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> collectives;
   /// This chip's rank in its cluster.
   void set_rank(int rank) { m_rank = rank; }
+  /// Functional mode: GetNext moves the queue's batch into the inputs, a step's end computes it.
+  void set_values(hostif::ValuesIf* values) { m_values = values; }
 
   /// Records tasks on the recorder's tracks while it is active — per stream its tasks and the AI
   /// cores its ops occupy (one span per op, the block count as an argument), and the AICPU;
@@ -164,6 +167,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;
   int m_rank = 0;
+  hostif::ValuesIf* m_values = nullptr;
   std::vector<CommTiming> m_comm_timing;
   std::unordered_map<const Task*, int> m_trace_labels;  ///< per task: its AI core span's trace label
 

@@ -126,3 +126,95 @@ workloads::DatasetSpec load_dataset_dir(const std::string& dir_name) {
 }
 
 }  // namespace ascendsim::runtime
+
+namespace ascendsim::runtime {
+
+namespace {
+std::uint32_t big_endian(const std::string& s, std::size_t at) {
+  return (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at])) << 24) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 1])) << 16) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 2])) << 8) |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 3]));
+}
+}  // namespace
+
+DatasetValues load_dataset_values(const std::string& dir_name, bool test) {
+  const fs::path dir(dir_name);
+  if (!fs::is_directory(dir)) throw sim::InputError("dataset", "dataset", dir_name + ": not a directory");
+  DatasetValues v;
+  const std::string prefix = test ? "t10k" : "train";
+  const fs::path images = find_one(dir, prefix + "-images-idx3-ubyte");
+  const fs::path labels = find_one(dir, prefix + "-labels-idx1-ubyte");
+  if (!images.empty() && !labels.empty()) {
+    GzFile img(images);
+    GzFile lbl(labels);
+    const std::string ih = img.read(16), lh = lbl.read(8);
+    if (ih.size() < 16 || big_endian(ih, 0) != 0x803)
+      throw sim::InputError(images.string() + ": not an MNIST idx3 image file (bad header)");
+    if (lh.size() < 8 || big_endian(lh, 0) != 0x801)
+      throw sim::InputError(labels.string() + ": not an MNIST idx1 label file (bad header)");
+    const std::int64_t n = big_endian(ih, 4);
+    v.height = big_endian(ih, 8);
+    v.width = big_endian(ih, 12);
+    v.channels = 1;
+    v.classes = 10;
+    if (big_endian(lh, 4) != n)
+      throw sim::InputError(labels.string() + ": " + std::to_string(big_endian(lh, 4)) + " labels for " +
+                            std::to_string(n) + " images in " + images.string());
+    const std::string px = img.read(static_cast<std::size_t>(n * v.height * v.width));
+    const std::string lb = lbl.read(static_cast<std::size_t>(n));
+    if (static_cast<std::int64_t>(px.size()) != n * v.height * v.width)
+      throw sim::InputError(images.string() + ": truncated (" + std::to_string(px.size()) + " pixel bytes of " +
+                            std::to_string(n * v.height * v.width) + ")");
+    if (static_cast<std::int64_t>(lb.size()) != n) throw sim::InputError(labels.string() + ": truncated");
+    v.pixels.assign(px.begin(), px.end());
+    for (char c : lb) {
+      const auto l = static_cast<std::int32_t>(static_cast<unsigned char>(c));
+      if (l >= 10) throw sim::InputError(labels.string() + ": label " + std::to_string(l) + " is not a digit class");
+      v.labels.push_back(l);
+    }
+    return v;
+  }
+  // CIFAR-10: records of one label byte and 32x32 pixels per channel plane (R, G, B).
+  fs::path cifar = dir;
+  if (fs::is_directory(dir / "cifar-10-batches-bin")) cifar = dir / "cifar-10-batches-bin";
+  std::vector<fs::path> files;
+  if (fs::is_directory(cifar))
+    for (const auto& e : fs::directory_iterator(cifar)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file() && (test ? name == "test_batch.bin" : name.rfind("data_batch_", 0) == 0) &&
+          e.path().extension() == ".bin")
+        files.push_back(e.path());
+    }
+  if (files.empty())
+    throw sim::InputError("dataset", "dataset",
+                          dir_name + ": no " + (test ? "test" : "training") + " split found (" +
+                              (test ? "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz], or test_batch.bin"
+                                    : "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz], or "
+                                      "data_batch_*.bin") +
+                              ")");
+  std::sort(files.begin(), files.end());
+  v.height = v.width = 32;
+  v.channels = 3;
+  v.classes = 10;
+  constexpr std::size_t kRecord = 1 + 3 * 32 * 32;
+  for (const auto& p : files) {
+    GzFile f(p);
+    const std::string data = f.rest();
+    if (data.size() % kRecord != 0)
+      throw sim::InputError(p.string() + ": " + std::to_string(data.size()) + " bytes is not a whole number of " +
+                            std::to_string(kRecord) + "-byte CIFAR-10 records");
+    for (std::size_t r = 0; r < data.size(); r += kRecord) {
+      const auto l = static_cast<std::int32_t>(static_cast<unsigned char>(data[r]));
+      if (l >= 10)
+        throw sim::InputError(p.string() + ": record " + std::to_string(r / kRecord) + " has label " +
+                              std::to_string(l) + " (CIFAR-10 has 10 classes)");
+      v.labels.push_back(l);
+      for (std::size_t i = 0; i < 32 * 32; ++i)
+        for (std::size_t c = 0; c < 3; ++c) v.pixels.push_back(static_cast<std::uint8_t>(data[r + 1 + c * 1024 + i]));
+    }
+  }
+  return v;
+}
+
+}  // namespace ascendsim::runtime

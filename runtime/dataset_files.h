@@ -1,7 +1,9 @@
 // Opening dataset files: MNIST idx (plain or .gz) and CIFAR-10 binary batches in a directory.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "workloads/dataset.h"
 
@@ -11,5 +13,18 @@ namespace ascendsim::runtime {
 /// plain or .gz), or data_batch_*.bin (also inside cifar-10-batches-bin/). Throws
 /// sim::InputError naming the file and what is wrong with it.
 workloads::DatasetSpec load_dataset_dir(const std::string& dir);
+
+/// A dataset's samples as stored: 8-bit pixels, height x width x channels per sample, and labels.
+struct DatasetValues {
+  std::int64_t height = 0, width = 0, channels = 0, classes = 0;
+  std::vector<std::uint8_t> pixels;  ///< sample after sample, HWC
+  std::vector<std::int32_t> labels;
+  std::int64_t count() const { return static_cast<std::int64_t>(labels.size()); }
+  const std::uint8_t* sample(std::int64_t i) const { return pixels.data() + i * height * width * channels; }
+};
+
+/// Reads every sample of the training split (`test` false) or the test split (t10k-*-idx*-ubyte,
+/// test_batch.bin) in `dir`. Throws sim::InputError naming the file and what is wrong with it.
+DatasetValues load_dataset_values(const std::string& dir, bool test);
 
 }  // namespace ascendsim::runtime

@@ -86,6 +86,7 @@ void Executor::channel_thread() {
       m_io.h2d_bytes += bytes;
     }
     hostif.queue.commit(static_cast<std::uint64_t>(m_graph.batch_bytes));
+    if (m_values) m_values->send_batch_to_queue();
   }
 }
 
@@ -104,6 +105,7 @@ void Executor::memcpy_inputs_h2d() {
     ++m_io.h2d_copies;
     m_io.h2d_bytes += bytes;
   }
+  if (m_values) m_values->copy_batch_to_device();
 }
 
 void Executor::launch_ops(const hostif::TaskList& tasks) {
@@ -180,6 +182,20 @@ void Executor::return_loss() {
   ++m_io.d2h_copies;
   m_io.d2h_bytes += kLossBytes;
   ++m_losses;
+  if (m_values) {
+    // MindSpore's LossMonitor: per step, its epoch and step in the epoch; per sink under loop
+    // sink, the sink's number and size (the last step's loss).
+    LossRecord l;
+    l.loss = m_values->read_loss();
+    if (m_session.strategy == Strategy::LoopSink) {
+      l.epoch = m_losses;
+      l.step = m_session.effective_sink_size();
+    } else {
+      l.epoch = (m_steps_done - 1) / m_session.steps_per_epoch + 1;
+      l.step = (m_steps_done - 1) % m_session.steps_per_epoch + 1;
+    }
+    m_loss_values.push_back(l);
+  }
 }
 
 void Executor::step_overhead() {
@@ -216,6 +232,7 @@ RunResult Executor::result() {
   r.breakdown_s = m_account.close(end);
   r.interactions = m_io;
   r.losses_returned = m_losses;
+  r.loss_values = m_loss_values;
   r.device_loop_iterations = m_loop_iterations;
   r.failure = m_device.failure();
   return r;

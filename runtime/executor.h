@@ -19,6 +19,7 @@
 #include <systemc>
 
 #include "hostif/host_interface.h"
+#include "hostif/values_if.h"
 #include "runtime/data_pipeline.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/host_config.h"
@@ -50,6 +51,8 @@ class Executor : public sc_core::sc_module {
   }
   /// Records host actions on the recorder's tracks while it is active; nullptr disables.
   void set_trace(sim::TraceRecorder* trace);
+  /// Functional mode: the values the host moves and reads (nullptr: timing only).
+  void set_values(hostif::ValuesIf* values) { m_values = values; }
 
  protected:
   virtual void train() = 0;
@@ -97,6 +100,8 @@ class Executor : public sc_core::sc_module {
   class Span;
   Interactions m_io;
   std::int64_t m_losses = 0;
+  hostif::ValuesIf* m_values = nullptr;
+  std::vector<LossRecord> m_loss_values;
   std::int64_t m_loop_iterations = 0;
 };
 

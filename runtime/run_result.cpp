@@ -82,6 +82,15 @@ nlohmann::ordered_json RunResult::to_json() const {
     if (scaling_efficiency >= 0) j["scaling_efficiency"] = scaling_efficiency;
     if (scaling.is_array()) j["scaling"] = scaling;
   }
+  if (functional) {
+    nlohmann::ordered_json losses = nlohmann::ordered_json::array();
+    for (const auto& l : loss_values) losses.push_back({l.epoch, l.step, l.loss});
+    j["functional"] = {{"losses", losses}};
+    if (accuracy >= 0) {
+      j["functional"]["accuracy"] = accuracy;
+      j["functional"]["eval_samples"] = eval_samples;
+    }
+  }
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,14 @@ struct StepRecord {
   std::int64_t m_index = 0;
 };
 
+class FunctionalModel;
+
+/// Functional mode: one LossMonitor line — MindSpore's epoch and step in it, and the loss read.
+struct LossRecord {
+  std::int64_t epoch = 0, step = 0;
+  double loss = 0;
+};
+
 struct RunResult {
   Session session;
   std::int64_t batch_size = 0;
@@ -63,6 +72,15 @@ struct RunResult {
   std::array<double, sim::kPhaseCount> breakdown_s{};
   Interactions interactions;
   std::int64_t losses_returned = 0;
+  /// Functional mode: the losses the host read, as LossMonitor prints them; the test-set accuracy
+  /// (--eval; negative: not evaluated) over `eval_samples`.
+  std::vector<LossRecord> loss_values;
+  bool functional = false;
+  double accuracy = -1;
+  std::int64_t eval_samples = 0;
+  /// Functional mode: the model as the run left it (weights, the batches kept for a dump); not
+  /// part of the report.
+  std::shared_ptr<const FunctionalModel> values;
   std::int64_t device_loop_iterations = 0;  ///< loop sink: iterations run under on-device loop control
   std::string failure;                      ///< empty if the run completed
   nlohmann::ordered_json stats;             ///< per-module statistics

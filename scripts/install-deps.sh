@@ -19,7 +19,9 @@ packages=(
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev
   dataset-fashion-mnist
+  python3-numpy python3-torch
 )
 [ $fuzz -eq 1 ] && packages+=(clang libfuzzer-14-dev)
 

@@ -228,7 +228,7 @@ RunOutcome run(const RunRequest& req) {
     }
     rank_cfgs.emplace(rank, load_config(c));
   }
-  for (const auto& s : sessions) simulation.add(cfg, w, s, rank_cfgs);
+  for (const auto& s : sessions) simulation.add(cfg, w, s, rank_cfgs, req.functional);
   if (simulation.size() > 0) {
     out.header.graph_passes = nlohmann::ordered_json::array();
     for (const auto& p : simulation.system(0).compiled().pass_effects)

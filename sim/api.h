@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/functional.h"
 #include "runtime/html_report.h"
 #include "runtime/report.h"
 #include "runtime/run_result.h"
@@ -49,6 +50,7 @@ struct RunRequest {
   /// [rank_set] host.* and pipeline.* overrides ("key=value") for single ranks, over the run's
   /// configuration: a slower host or pipeline on one rank (a straggler)
   std::map<std::int64_t, std::vector<std::string>> rank_sets;
+  runtime::FunctionalOptions functional;                   ///< [functional] compute the values too (one device)
   bool trace = false;                                      ///< record a timeline
   sim::TraceFormat trace_format = sim::TraceFormat::Json;  ///< Chrome JSON or Perfetto protobuf
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)

@@ -78,6 +78,8 @@ struct Options {
   std::vector<std::string> rank_sets;
   bool scaling = false;
   bool parameter_broadcast = true;
+  runtime::FunctionalOptions functional;
+  std::string dump_batches, save_weights;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string trace, trace_steps, html, csv, per_step, step_trace;
@@ -221,6 +223,19 @@ po::options_description run_options(Options& o) {
       "print the step trace of steps A to B-1 per step, as A:B (counted from 0, like --trace-steps)")(
       "per-step", po::value(&o.per_step),
       "write every step's time and iteration trajectory as CSV to FILE (the report keeps summaries)")(
+      "functional", po::bool_switch(&o.functional.enabled),
+      "also compute the values: read the dataset's samples, run every op of the training graph and print the "
+      "loss as MindSpore's LossMonitor (needs --dataset; one device)")(
+      "eval", po::bool_switch(&o.functional.eval), "functional mode: report the test split's accuracy after training")(
+      "seed", po::value(&o.functional.seed)->default_value(o.functional.seed),
+      "functional mode: seed of the initial weights, the shuffle and the random map ops")(
+      "init-from", po::value(&o.functional.init_from),
+      "functional mode: initial weights from FILE (a JSON index and its raw float32 data, docs/functional.md)")(
+      "save-weights", po::value(&o.save_weights),
+      "functional mode: write the weights after training to FILE (JSON index) and its .bin data beside it")(
+      "dump-batches", po::value(&o.dump_batches),
+      "functional mode: write the first --dump-steps batches fed to the device to directory DIR")(
+      "dump-steps", po::value(&o.functional.dump_steps)->default_value(50), "batches --dump-batches writes")(
       "quiet,q", po::bool_switch(&o.quiet), "no progress on stderr")(
       "progress", po::bool_switch(&o.progress), "progress on stderr even when it is not a terminal");
   return d;
@@ -342,6 +357,12 @@ std::string cli_message(const InputError& e) {
   return origin + ": " + detail;
 }
 
+/// The raw data file beside a weights index: FILE.json -> FILE.bin, else FILE.bin appended.
+std::string weights_data_path(const std::string& index) {
+  const std::filesystem::path p(index);
+  return p.extension() == ".json" ? std::filesystem::path(p).replace_extension(".bin").string() : index + ".bin";
+}
+
 /// Every output of the command, checked before anything is simulated.
 void add_outputs(Outputs& out, const Options& o) {
   out.add(o.json, "--json");
@@ -349,6 +370,18 @@ void add_outputs(Outputs& out, const Options& o) {
   out.add(o.trace, "--trace");
   out.add(o.csv, "--csv");
   out.add(o.per_step, "--per-step");
+  if (!o.save_weights.empty()) {
+    out.add(o.save_weights, "--save-weights");
+    out.add(weights_data_path(o.save_weights), "--save-weights");
+  }
+  if (!o.dump_batches.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dump_batches, ec);
+    if (ec)
+      throw InputError("--dump-batches " + o.dump_batches + ": cannot create the directory (" + ec.message() + ")");
+    for (const char* f : {"batches.json", "images.bin", "labels.bin"})
+      out.add((std::filesystem::path(o.dump_batches) / f).string(), "--dump-batches");
+  }
 }
 
 RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& strategies) {
@@ -364,6 +397,15 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.dataset = o.dataset;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
+  r.functional = o.functional;
+  const bool functional_only =
+      o.functional.eval || !o.functional.init_from.empty() || !o.save_weights.empty() || !o.dump_batches.empty();
+  if (functional_only && !o.functional.enabled)
+    throw InputError(
+        "--eval, --init-from, --save-weights and --dump-batches belong to functional mode; add --functional");
+  if (o.functional.dump_steps < 0)
+    throw InputError("--dump-steps " + std::to_string(o.functional.dump_steps) + ": give 0 or more");
+  if (o.dump_batches.empty()) r.functional.dump_steps = 0;
   for (const auto& set : o.rank_sets) {
     const auto colon = set.find(':');
     const auto rank = colon == std::string::npos ? std::nullopt : whole_number(set.substr(0, colon));
@@ -450,10 +492,40 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     }
     scaling += t.render();
   }
+  std::string losses;
+  for (const auto& r : out.runs) {
+    if (!r.functional) continue;
+    const std::string who = out.runs.size() > 1 ? std::string(runtime::strategy_name(r.session.strategy)) + ": " : "";
+    for (const auto& l : r.loss_values)
+      losses += fmt::format("{}epoch: {} step: {}, loss is {}\n", who, l.epoch, l.step, l.loss);
+    if (r.accuracy >= 0)
+      losses += fmt::format("{}accuracy on the test split: {:.4f} ({} samples)\n", who, r.accuracy, r.eval_samples);
+    if (r.values)
+      losses +=
+          fmt::format("{}values of {} steps computed in {:.2f} s wall ({:.0f} samples/s)\n", who,
+                      r.values->steps_computed(), r.values->compute_wall_s(),
+                      r.values->compute_wall_s() > 0
+                          ? static_cast<double>(r.values->steps_computed() * r.batch_size) / r.values->compute_wall_s()
+                          : 0.0);
+  }
+  if (!losses.empty()) losses += "\n";
+  if (const auto* v = out.runs.empty() ? nullptr : out.runs.front().values.get()) {
+    if (!o.save_weights.empty()) {
+      files.stage(o.save_weights,
+                  v->weights_index(std::filesystem::path(weights_data_path(o.save_weights)).filename().string()));
+      files.stage(weights_data_path(o.save_weights), v->weights_data());
+    }
+    if (!o.dump_batches.empty()) {
+      const std::filesystem::path d(o.dump_batches);
+      files.stage((d / "batches.json").string(), v->batches_index());
+      files.stage((d / "images.bin").string(), v->batches_images());
+      files.stage((d / "labels.bin").string(), v->batches_labels());
+    }
+  }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
   if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
-  if (o.json != "-") std::cout << runtime::format_table(out.header, out.runs) << scaling;
+  if (o.json != "-") std::cout << losses << runtime::format_table(out.header, out.runs) << scaling;
   files.commit();
   return 0;
 }

@@ -5,20 +5,27 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "sim/core/error.h"
 #include "sim/core/time.h"
 
 namespace ascendsim::sim {
 
 std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& workload,
-                            const runtime::Session& session, const std::map<std::int64_t, SystemConfig>& rank_cfgs) {
+                            const runtime::Session& session, const std::map<std::int64_t, SystemConfig>& rank_cfgs,
+                            const runtime::FunctionalOptions& functional) {
   if (m_ran) throw std::logic_error("Simulation::add after run()");
   const std::string name = "run" + std::to_string(m_runs.size());
   Run run;
   run.first = m_systems.size();
   const std::int64_t devices = workload.parallel.devices;
   if (devices <= 1) {
-    m_systems.push_back(std::make_unique<System>(name.c_str(), cfg, workload, session));
+    m_systems.push_back(
+        std::make_unique<System>(name.c_str(), cfg, workload, session, RankPlace{}, nullptr, functional));
   } else {
+    if (functional.enabled)
+      throw InputError("functional", "functional",
+                       "functional mode computes one device's values; data-parallel values (the AllReduce of real "
+                       "gradients) are not computed — give devices 1");
     const runtime::CompiledGraph graph = compile_checked(cfg, workload, session);
     run.ranks = static_cast<std::size_t>(devices);
     run.hccl = std::make_unique<aicpu::Hccl>((name + "_hccl").c_str(), cfg.chip.hccl, static_cast<int>(devices),

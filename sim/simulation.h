@@ -29,7 +29,8 @@ class Simulation {
   /// out of device memory). `rank_cfgs`: a rank's own configuration where it differs (its host
   /// and pipeline; the chip must be the run's). Must be called before run().
   std::size_t add(const SystemConfig& cfg, const workloads::Workload& workload, const runtime::Session& session,
-                  const std::map<std::int64_t, SystemConfig>& rank_cfgs = {});
+                  const std::map<std::int64_t, SystemConfig>& rank_cfgs = {},
+                  const runtime::FunctionalOptions& functional = {});
   /// Simulates all runs to completion (or failure).
   void run();
   runtime::RunResult result(std::size_t index);

@@ -98,7 +98,8 @@ const runtime::Session& validated(const runtime::Session& s) {
 }  // namespace
 
 System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const workloads::Workload& workload,
-               const runtime::Session& session, const RankPlace& place, const runtime::CompiledGraph* compiled)
+               const runtime::Session& session, const RankPlace& place, const runtime::CompiledGraph* compiled,
+               const runtime::FunctionalOptions& functional)
     : sc_module(name),
       m_cfg(cfg),
       m_session(validated(session)),
@@ -115,6 +116,14 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
   m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
   m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size, m_chip.hostif,
                                       m_pipeline, m_account);
+  if (functional.enabled) {
+    const std::string& dir = workload.data.dataset.source;
+    m_values = std::make_shared<runtime::FunctionalModel>(workload, functional, dir == "synthetic" ? "" : dir,
+                                                          m_session.steps_per_epoch);
+    m_executor->set_values(m_values.get());
+    m_chip.scheduler.set_values(m_values.get());
+    m_eval = functional.eval;
+  }
 }
 
 void System::enable_trace(TraceSink& sink, int pid, std::int64_t first_step, std::int64_t last_step) {
@@ -144,6 +153,14 @@ runtime::RunResult System::result() {
   }
   m_chip.hostif.queue.finish(sim::seconds(r.sim_time_s));
   r.stats = stats_tree(*this);
+  if (m_values) {
+    r.functional = true;
+    if (m_eval && r.failure.empty()) {
+      r.accuracy = m_values->evaluate();
+      r.eval_samples = m_values->evaluated();
+    }
+    r.values = m_values;
+  }
 
   runtime::DataRates rates;
   rates.has_later_epochs = m_session.steps() > m_session.steps_per_epoch;

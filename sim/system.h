@@ -10,6 +10,7 @@
 #include "aicore/cost_model.h"
 #include "runtime/data_pipeline.h"
 #include "runtime/executor.h"
+#include "runtime/functional.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/run_result.h"
 #include "runtime/session.h"
@@ -34,9 +35,10 @@ class System : public sc_core::sc_module {
  public:
   /// Compiles the workload and checks it fits device memory (InputError otherwise). `compiled`:
   /// the graph compiled already (the ranks of a cluster share it).
+  /// `functional`: compute the values too (functional mode; one device).
   System(sc_core::sc_module_name name, const SystemConfig& cfg, const workloads::Workload& workload,
-         const runtime::Session& session, const RankPlace& place = {},
-         const runtime::CompiledGraph* compiled = nullptr);
+         const runtime::Session& session, const RankPlace& place = {}, const runtime::CompiledGraph* compiled = nullptr,
+         const runtime::FunctionalOptions& functional = {});
 
   /// The run's result with every module's statistics. Call after the simulation.
   runtime::RunResult result();
@@ -66,6 +68,8 @@ class System : public sc_core::sc_module {
   runtime::DataPipeline m_pipeline;
   std::unique_ptr<runtime::Executor> m_executor;
   std::unique_ptr<TraceRecorder> m_trace;
+  std::shared_ptr<runtime::FunctionalModel> m_values;
+  bool m_eval = false;
 };
 
 /// The workload compiled for the chip of `cfg` (its cost model and data queue); InputError if the

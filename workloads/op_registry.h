@@ -43,6 +43,10 @@ class BackwardContext {
   virtual void give(TensorId t, TensorId grad) = 0;
 };
 
+struct KernelIO;
+/// Functional mode: computes an op's outputs from its inputs (kernels.h).
+using Compute = std::function<void(KernelIO&)>;
+
 struct OpDef {
   std::string name;  ///< "Conv2D"; what Op::type names
   /// A view (Reshape): metadata only, never launched, its output aliases its input's buffer.
@@ -73,6 +77,8 @@ struct OpDef {
   /// a reduction may end one (its element-wise producers fused into it).
   enum class Fusion { None, Elementwise, Reduction } fusion = Fusion::None;
   std::int64_t vector_ops = 1;  ///< Vector operations per element, as part of a fused kernel
+  /// Functional mode: the op's values (unset: the op cannot be computed; functional mode names it).
+  Compute compute{};
 };
 
 class OpRegistry {
@@ -87,6 +93,8 @@ class OpRegistry {
   /// The op named `name`; throws std::invalid_argument naming it and the known ops.
   const OpDef& at(const std::string& name) const;
   std::vector<std::string> names() const;
+  /// Gives a registered op its kernel; throws std::invalid_argument for an unknown op.
+  void set_compute(const std::string& name, Compute fn);
 
  private:
   std::map<std::string, std::unique_ptr<OpDef>> m_ops;

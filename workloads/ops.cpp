@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "workloads/kernels.h"
 #include "workloads/op_registry.h"
 
 namespace ascendsim::workloads {
@@ -16,9 +17,16 @@ OpRegistry& OpRegistry::global() {
   static OpRegistry* r = [] {
     auto* reg = new OpRegistry;  // never destroyed: ops may be looked up during static destruction
     register_builtin_ops(*reg);
+    register_builtin_kernels(*reg);
     return reg;
   }();
   return *r;
+}
+
+void OpRegistry::set_compute(const std::string& name, Compute fn) {
+  auto it = m_ops.find(name);
+  if (it == m_ops.end()) throw std::invalid_argument("set_compute: no op " + name);
+  it->second->compute = std::move(fn);
 }
 
 const OpDef& OpRegistry::add(OpDef def) {

@@ -188,6 +188,7 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size, const Reci
   OptimizerSpec opt;
   opt.loss_scale = recipe.loss_scale;
   opt.weight_decay = 1e-4;
+  w.hyper = {0.1, 0.9, opt.weight_decay};
   opt.decayed = b.decayed();
   opt.lr_schedule_steps = kLrScheduleEpochs * w.steps_per_epoch();
   append_momentum(g, append_backward(g, w.loss, sens), opt);

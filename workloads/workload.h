@@ -53,7 +53,12 @@ struct Workload {
   DataRecipe data;        ///< the dataset (its samples fix the epoch length) and its map ops
   std::string optimizer;  ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
   Recipe recipe;          ///< how it trains
-  Parallel parallel;      ///< on how many devices
+  /// The optimizer's hyper-parameters (functional mode's values; a per-step schedule holds the
+  /// base rate at every step).
+  struct Hyper {
+    double learning_rate = 0.01, momentum = 0.9, weight_decay = 0;
+  } hyper;
+  Parallel parallel;  ///< on how many devices
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder

@@ -1,0 +1,463 @@
+#include "runtime/functional.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.h"
+#include "workloads/kernels.h"
+#include "workloads/op_registry.h"
+
+namespace ascendsim::runtime {
+
+using workloads::DType;
+using workloads::MapOpType;
+using workloads::TensorRole;
+
+namespace {
+
+/// MindSpore's TruncatedNormal(sigma): normal draws outside two standard deviations are redrawn.
+float truncated_normal(std::mt19937_64& rng, double sigma) {
+  std::normal_distribution<double> d(0.0, 1.0);
+  for (;;) {
+    const double v = d(rng);
+    if (std::fabs(v) <= 2.0) return static_cast<float>(v * sigma);
+  }
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// The normalisation the dataset's recipe uses (the seed's LeNet script for MNIST; the model
+/// zoo's CIFAR-10 ResNet script), per channel.
+void dataset_mean_std(std::int64_t channels, std::vector<double>& mean, std::vector<double>& std) {
+  if (channels == 1) {
+    mean = {0.1307};
+    std = {0.3081};
+  } else {
+    mean = {0.4914, 0.4822, 0.4465};
+    std = {0.2023, 0.1994, 0.2010};
+  }
+}
+
+/// Bilinear resize of an HWC image with half-pixel centres (OpenCV's INTER_LINEAR, which
+/// MindSpore's Resize(Inter.LINEAR) uses).
+std::vector<float> resize_bilinear(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c,
+                                   std::int64_t oh, std::int64_t ow) {
+  std::vector<float> out(static_cast<std::size_t>(oh * ow * c));
+  const double sy = static_cast<double>(h) / static_cast<double>(oh),
+               sx = static_cast<double>(w) / static_cast<double>(ow);
+  for (std::int64_t y = 0; y < oh; ++y) {
+    const double fy = std::max(0.0, (static_cast<double>(y) + 0.5) * sy - 0.5);
+    const auto y0 = std::min<std::int64_t>(static_cast<std::int64_t>(fy), h - 1);
+    const std::int64_t y1 = std::min<std::int64_t>(y0 + 1, h - 1);
+    const double dy = fy - static_cast<double>(y0);
+    for (std::int64_t x = 0; x < ow; ++x) {
+      const double fx = std::max(0.0, (static_cast<double>(x) + 0.5) * sx - 0.5);
+      const auto x0 = std::min<std::int64_t>(static_cast<std::int64_t>(fx), w - 1);
+      const std::int64_t x1 = std::min<std::int64_t>(x0 + 1, w - 1);
+      const double dx = fx - static_cast<double>(x0);
+      for (std::int64_t k = 0; k < c; ++k) {
+        auto at = [&](std::int64_t yy, std::int64_t xx) { return in[static_cast<std::size_t>((yy * w + xx) * c + k)]; };
+        const double v =
+            (1 - dy) * ((1 - dx) * at(y0, x0) + dx * at(y0, x1)) + dy * ((1 - dx) * at(y1, x0) + dx * at(y1, x1));
+        out[static_cast<std::size_t>((y * ow + x) * c + k)] = static_cast<float>(v);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalOptions& opt,
+                                 const std::string& dataset_dir, std::int64_t steps_per_epoch)
+    : m_w(w), m_opt(opt), m_dir(dataset_dir), m_steps_per_epoch(steps_per_epoch) {
+  if (dataset_dir.empty())
+    throw sim::InputError("dataset", "dataset",
+                          "functional mode computes on real samples: give --dataset DIR (e.g. "
+                          "/usr/share/datasets/fashion-mnist)");
+  // Every op must have a kernel and every map op a transform before anything runs.
+  std::map<std::string, std::string> missing;
+  for (const auto& op : m_w.graph.ops())
+    if (!op.def->compute) missing.emplace(op.type, op.name);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& [type, name] : missing) list += (list.empty() ? "" : ", ") + type + " (first: " + name + ")";
+    throw sim::InputError("functional", "functional",
+                          m_w.name + " cannot be computed in functional mode: no kernel for " + list);
+  }
+  for (const auto& m : m_w.data.maps)
+    if (m.type == MapOpType::Decode || m.type == MapOpType::CenterCrop ||
+        (m.type == MapOpType::RandomCrop && m.area != 1.0))
+      throw sim::InputError("functional", "functional",
+                            m_w.name + "'s recipe has " + workloads::map_op_name(m.type) +
+                                ", which functional mode does not compute (it reads MNIST and CIFAR-10 samples)");
+  m_data = load_dataset_values(dataset_dir, false);
+  if (m_data.count() < m_w.batch_size)
+    throw sim::InputError("dataset", "dataset", dataset_dir + ": fewer samples than one batch");
+  m_state.resize(m_w.graph.ops().size());
+  init_tensors();
+  if (!m_opt.init_from.empty()) load_weights(m_opt.init_from);
+}
+
+FunctionalModel::~FunctionalModel() = default;
+
+void FunctionalModel::init_tensors() {
+  const auto& g = m_w.graph;
+  m_values.resize(g.tensors().size());
+  std::mt19937_64 rng(m_opt.seed);
+  const bool lenet = m_w.name == "lenet5";
+  for (std::size_t i = 0; i < g.tensors().size(); ++i) {
+    const auto& t = g.tensors()[i];
+    auto& v = m_values[i];
+    v.assign(static_cast<std::size_t>(t.elements()), 0.0f);
+    const std::string& n = t.name;
+    switch (t.role) {
+      case TensorRole::Parameter:
+        if (ends_with(n, ".gamma")) {
+          std::fill(v.begin(), v.end(), 1.0f);
+        } else if (ends_with(n, ".beta")) {
+          // zeros
+        } else if (lenet) {  // the seed: TruncatedNormal(0.02) for every weight and bias
+          for (auto& x : v) x = truncated_normal(rng, 0.02);
+        } else if (t.shape.size() == 4) {  // He normal, fan out (the model zoo's ResNet convolutions)
+          const double fan_out = static_cast<double>(t.shape[0] * t.shape[2] * t.shape[3]);
+          for (auto& x : v)
+            x = truncated_normal(rng, std::sqrt(2.0 / fan_out) / 0.8796);  // 0.8796: std of N(0,1) cut at 2
+        } else if (t.shape.size() == 2) {
+          for (auto& x : v) x = truncated_normal(rng, 0.01);
+        }
+        break;
+      case TensorRole::State:
+        if (ends_with(n, "moving_variance")) std::fill(v.begin(), v.end(), 1.0f);
+        break;
+      case TensorRole::OptimizerState:
+        if (n == "learning_rate")
+          std::fill(v.begin(), v.end(), static_cast<float>(m_w.hyper.learning_rate));
+        else if (n == "momentum")
+          v[0] = static_cast<float>(m_w.hyper.momentum);
+        else if (n != "global_step" && n.rfind("moments.", 0) != 0)
+          throw std::logic_error("functional mode: no initial value for optimizer tensor " + n);
+        break;
+      case TensorRole::Constant:
+        if (n == "sens" || n == "loss_scale")
+          v[0] = static_cast<float>(m_w.recipe.loss_scale);
+        else if (n == "loss_scale_reciprocal")
+          v[0] = static_cast<float>(1.0 / m_w.recipe.loss_scale);
+        else if (n == "weight_decay")
+          v[0] = static_cast<float>(m_w.hyper.weight_decay);
+        else if (n == "one")
+          v[0] = 1.0f;
+        else
+          throw std::logic_error("functional mode: no value for constant " + n);
+        break;
+      default:
+        break;
+    }
+    if (t.dtype == DType::F16)
+      for (auto& x : v) x = workloads::round_to_fp16(x);
+  }
+}
+
+void FunctionalModel::load_weights(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw sim::InputError("init_from", "init_from", path + ": cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw sim::InputError("init_from", "init_from", path + ": not a JSON weights index (" + e.what() + ")");
+  }
+  if (!j.is_object() || !j.contains("data") || !j["data"].is_string() || !j.contains("tensors") ||
+      !j["tensors"].is_array())
+    throw sim::InputError("init_from", "init_from", path + ": expected {\"data\": FILE, \"tensors\": [...]}");
+  const std::filesystem::path data = std::filesystem::path(path).parent_path() / j["data"].get<std::string>();
+  std::ifstream bin(data, std::ios::binary);
+  if (!bin)
+    throw sim::InputError("init_from", "init_from", path + ": its data file " + data.string() + " cannot be opened");
+  const std::string bytes((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
+  std::map<std::string, const nlohmann::json*> given;
+  for (const auto& e : j["tensors"]) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string())
+      throw sim::InputError("init_from", "init_from", path + ": a tensor entry without a name");
+    given[e["name"].get<std::string>()] = &e;
+  }
+  const auto& g = m_w.graph;
+  for (std::size_t i = 0; i < g.tensors().size(); ++i) {
+    const auto& t = g.tensors()[i];
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State) continue;
+    const auto it = given.find(t.name);
+    if (it == given.end()) {
+      if (t.role == TensorRole::State) continue;  // statistics keep their initial values
+      throw sim::InputError("init_from", "init_from",
+                            path + ": no tensor '" + t.name + "' (a parameter of " + m_w.name + ")");
+    }
+    const auto& e = *it->second;
+    std::vector<std::int64_t> shape;
+    if (e.contains("shape") && e["shape"].is_array())
+      for (const auto& d : e["shape"]) shape.push_back(d.is_number_integer() ? d.get<std::int64_t>() : -1);
+    if (shape != t.shape)
+      throw sim::InputError("init_from", "init_from",
+                            path + ": tensor '" + t.name + "' has shape " + workloads::shape_string(shape) + ", " +
+                                m_w.name + " needs " + workloads::shape_string(t.shape));
+    if (e.value("dtype", std::string("float32")) != "float32")
+      throw sim::InputError("init_from", "init_from", path + ": tensor '" + t.name + "' is not float32");
+    const std::int64_t offset = e.value("offset", std::int64_t{-1});
+    const auto need = static_cast<std::int64_t>(t.elements() * 4);
+    if (offset < 0 || offset + need > static_cast<std::int64_t>(bytes.size()))
+      throw sim::InputError("init_from", "init_from",
+                            path + ": tensor '" + t.name + "' lies outside " + data.string() + " (offset " +
+                                std::to_string(offset) + ", " + std::to_string(need) + " bytes of " +
+                                std::to_string(bytes.size()) + ")");
+    std::memcpy(m_values[i].data(), bytes.data() + offset, static_cast<std::size_t>(need));
+    if (t.dtype == DType::F16)
+      for (auto& x : m_values[i]) x = workloads::round_to_fp16(x);
+    given.erase(it);
+  }
+  if (!given.empty())
+    throw sim::InputError("init_from", "init_from",
+                          path + ": tensor '" + given.begin()->first + "' is not a parameter of " + m_w.name);
+}
+
+void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::vector<float>& out, bool augment) {
+  std::int64_t h = m_data.height, w = m_data.width;
+  const std::int64_t c = m_data.channels;
+  const std::uint8_t* px = m_data.sample(sample);
+  std::vector<float> img(px, px + h * w * c);  // HWC
+  std::mt19937_64 rng(m_opt.seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<std::uint64_t>(epoch) << 32) ^
+                      static_cast<std::uint64_t>(sample));
+  std::vector<double> mean, sd;
+  dataset_mean_std(c, mean, sd);
+  bool chw = false;
+  for (const auto& m : m_w.data.maps) {
+    if (m.random() && !augment) continue;  // evaluation reads the samples as they are
+    switch (m.type) {
+      case MapOpType::Resize:
+        img = resize_bilinear(img, h, w, c, m.height, m.width);
+        h = m.height;
+        w = m.width;
+        break;
+      case MapOpType::RandomCrop: {  // pad 4 with zeros, crop at a random offset (CIFAR-10 recipe)
+        const std::int64_t pad = 4, ph = h + 2 * pad, pw = w + 2 * pad;
+        std::uniform_int_distribution<std::int64_t> oy(0, ph - m.height), ox(0, pw - m.width);
+        const std::int64_t y0 = oy(rng), x0 = ox(rng);
+        std::vector<float> o(static_cast<std::size_t>(m.height * m.width * c), 0.0f);
+        for (std::int64_t y = 0; y < m.height; ++y)
+          for (std::int64_t x = 0; x < m.width; ++x) {
+            const std::int64_t sy = y + y0 - pad, sx = x + x0 - pad;
+            if (sy < 0 || sy >= h || sx < 0 || sx >= w) continue;
+            for (std::int64_t k = 0; k < c; ++k)
+              o[static_cast<std::size_t>((y * m.width + x) * c + k)] =
+                  img[static_cast<std::size_t>((sy * w + sx) * c + k)];
+          }
+        img = std::move(o);
+        h = m.height;
+        w = m.width;
+        break;
+      }
+      case MapOpType::RandomHorizontalFlip:
+        if (std::bernoulli_distribution(0.5)(rng))
+          for (std::int64_t y = 0; y < h; ++y)
+            for (std::int64_t x = 0; x < w / 2; ++x)
+              for (std::int64_t k = 0; k < c; ++k)
+                std::swap(img[static_cast<std::size_t>((y * w + x) * c + k)],
+                          img[static_cast<std::size_t>((y * w + (w - 1 - x)) * c + k)]);
+        break;
+      case MapOpType::Rescale:
+        for (auto& v : img) v = static_cast<float>(v * (1.0 / 255.0));
+        break;
+      case MapOpType::Normalize:
+        for (std::size_t i = 0; i < img.size(); ++i) {
+          const std::size_t k = i % static_cast<std::size_t>(c);
+          img[i] = static_cast<float>((img[i] - mean[k]) / sd[k]);
+        }
+        break;
+      case MapOpType::HWC2CHW: {
+        std::vector<float> o(img.size());
+        for (std::int64_t y = 0; y < h; ++y)
+          for (std::int64_t x = 0; x < w; ++x)
+            for (std::int64_t k = 0; k < c; ++k)
+              o[static_cast<std::size_t>((k * h + y) * w + x)] = img[static_cast<std::size_t>((y * w + x) * c + k)];
+        img = std::move(o);
+        chw = true;
+        break;
+      }
+      default:  // TypeCast (the labels' int32); the rest are refused up front
+        break;
+    }
+  }
+  if (!chw && c > 1) throw std::logic_error("functional mode: the recipe never transposes to CHW");
+  out.insert(out.end(), img.begin(), img.end());
+}
+
+FunctionalModel::Batch FunctionalModel::make_batch(std::int64_t index) {
+  // MindSpore's shuffle reorders every pass over the dataset; here a seeded permutation per pass.
+  const std::int64_t epoch = index / m_steps_per_epoch, pos = index % m_steps_per_epoch;
+  if (epoch != m_perm_epoch) {
+    m_perm.resize(static_cast<std::size_t>(m_data.count()));
+    for (std::int64_t i = 0; i < m_data.count(); ++i) m_perm[static_cast<std::size_t>(i)] = i;
+    std::mt19937_64 rng(m_opt.seed + 0x51ED2701ULL * static_cast<std::uint64_t>(epoch + 1));
+    std::shuffle(m_perm.begin(), m_perm.end(), rng);
+    m_perm_epoch = epoch;
+  }
+  Batch b;
+  const auto& image = m_w.graph.tensor(m_w.batch_inputs.at(0));
+  b.image.reserve(static_cast<std::size_t>(image.elements()));
+  for (std::int64_t k = 0; k < m_w.batch_size; ++k) {
+    const std::int64_t s = m_perm[static_cast<std::size_t>((pos * m_w.batch_size + k) % m_data.count())];
+    transform(epoch, s, b.image, true);
+    b.label.push_back(static_cast<float>(m_data.labels[static_cast<std::size_t>(s)]));
+  }
+  if (static_cast<std::int64_t>(b.image.size()) != image.elements())
+    throw sim::InputError("dataset", "dataset",
+                          m_dir + ": a transformed sample has " +
+                              std::to_string(b.image.size() / static_cast<std::size_t>(m_w.batch_size)) + " values; " +
+                              m_w.name + "'s input " + workloads::shape_string(image.shape) + " needs " +
+                              std::to_string(image.elements() / m_w.batch_size) + " per sample");
+  return b;
+}
+
+void FunctionalModel::feed(Batch b) {
+  if (static_cast<std::int64_t>(m_dumped.size()) < m_opt.dump_steps) m_dumped.push_back(b);
+  const auto& g = m_w.graph;
+  m_values[static_cast<std::size_t>(m_w.batch_inputs[0])] = std::move(b.image);
+  m_values[static_cast<std::size_t>(m_w.batch_inputs[1])] = std::move(b.label);
+  if (g.tensor(m_w.batch_inputs[0]).dtype == DType::F16)
+    for (auto& x : m_values[static_cast<std::size_t>(m_w.batch_inputs[0])]) x = workloads::round_to_fp16(x);
+}
+
+void FunctionalModel::copy_batch_to_device() { feed(make_batch(m_next_batch++)); }
+
+void FunctionalModel::send_batch_to_queue() { m_queue.push_back(make_batch(m_next_batch++)); }
+
+void FunctionalModel::get_next() {
+  if (m_queue.empty()) throw std::logic_error("functional mode: GetNext on an empty data queue");
+  feed(std::move(m_queue.front()));
+  m_queue.pop_front();
+}
+
+void FunctionalModel::run_ops(bool forward_only) {
+  const auto& g = m_w.graph;
+  for (std::size_t i = 0; i < g.ops().size(); ++i) {
+    const auto& op = g.ops()[i];
+    if (forward_only && op.pass != workloads::Pass::Forward) continue;
+    workloads::KernelIO io{g, op, {}, {}, &m_state[i]};
+    for (auto t : op.inputs) io.in.push_back(m_values[static_cast<std::size_t>(t)].data());
+    for (auto t : op.outputs) io.out.push_back(m_values[static_cast<std::size_t>(t)].data());
+    op.def->compute(io);
+    for (auto t : op.outputs)
+      if (g.tensor(t).dtype == DType::F16)
+        for (auto& x : m_values[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
+  }
+}
+
+void FunctionalModel::step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  run_ops(false);
+  ++m_steps;
+  m_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double FunctionalModel::read_loss() { return m_values[static_cast<std::size_t>(m_w.loss)].at(0); }
+
+double FunctionalModel::evaluate() {
+  const auto& g = m_w.graph;
+  // The logits: what the forward pass's softmax cross-entropy reads.
+  workloads::TensorId logits = -1;
+  for (const auto& op : g.ops())
+    if (op.pass == workloads::Pass::Forward && op.type.find("SoftmaxCrossEntropy") != std::string::npos)
+      logits = op.inputs[0];
+  if (logits < 0) throw std::logic_error("functional mode: no softmax cross-entropy to read logits from");
+  const DatasetValues test = load_dataset_values(m_dir, true);
+  // Forward ops update BatchNorm statistics in place: keep them as training left them.
+  std::vector<std::pair<std::size_t, std::vector<float>>> kept;
+  for (std::size_t i = 0; i < g.tensors().size(); ++i)
+    if (g.tensors()[i].role == TensorRole::State) kept.emplace_back(i, m_values[i]);
+  DatasetValues train = std::move(m_data);
+  m_data = test;
+  const std::int64_t classes = g.tensor(logits).shape[1];
+  std::int64_t correct = 0;
+  for (std::int64_t first = 0; first < test.count(); first += m_w.batch_size) {
+    Batch b;
+    for (std::int64_t k = 0; k < m_w.batch_size; ++k) {
+      const std::int64_t s = std::min(first + k, test.count() - 1);  // pad a last partial batch
+      transform(0, s, b.image, false);
+      b.label.push_back(static_cast<float>(test.labels[static_cast<std::size_t>(s)]));
+    }
+    const std::int64_t dump = m_opt.dump_steps;
+    m_opt.dump_steps = 0;
+    feed(std::move(b));
+    m_opt.dump_steps = dump;
+    run_ops(true);
+    const float* l = m_values[static_cast<std::size_t>(logits)].data();
+    for (std::int64_t k = 0; k < m_w.batch_size && first + k < test.count(); ++k) {
+      const float* row = l + k * classes;
+      const auto best = std::max_element(row, row + classes) - row;
+      correct += best == test.labels[static_cast<std::size_t>(first + k)];
+    }
+  }
+  m_data = std::move(train);
+  for (auto& [i, v] : kept) m_values[i] = std::move(v);
+  m_evaluated = test.count();
+  return static_cast<double>(correct) / static_cast<double>(test.count());
+}
+
+std::string FunctionalModel::weights_index(const std::string& bin_name) const {
+  nlohmann::ordered_json j = {{"format", "ascendsim-weights"}, {"version", 1}, {"data", bin_name}};
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  std::int64_t offset = 0;
+  for (const auto& t : m_w.graph.tensors()) {
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State) continue;
+    list.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", "float32"}, {"offset", offset}});
+    offset += t.elements() * 4;
+  }
+  j["tensors"] = list;
+  return j.dump(2) + "\n";
+}
+
+std::string FunctionalModel::weights_data() const {
+  std::string out;
+  for (std::size_t i = 0; i < m_w.graph.tensors().size(); ++i) {
+    const auto& t = m_w.graph.tensors()[i];
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State) continue;
+    out.append(reinterpret_cast<const char*>(m_values[i].data()), m_values[i].size() * sizeof(float));
+  }
+  return out;
+}
+
+std::string FunctionalModel::batches_index() const {
+  const auto& image = m_w.graph.tensor(m_w.batch_inputs.at(0));
+  nlohmann::ordered_json j = {{"format", "ascendsim-batches"}, {"version", 1},
+                              {"batches", m_dumped.size()},    {"batch_size", m_w.batch_size},
+                              {"image_shape", image.shape},    {"images", "images.bin"},
+                              {"images_dtype", "float32"},     {"labels", "labels.bin"},
+                              {"labels_dtype", "int32"}};
+  return j.dump(2) + "\n";
+}
+
+std::string FunctionalModel::batches_images() const {
+  std::string out;
+  for (const auto& b : m_dumped)
+    out.append(reinterpret_cast<const char*>(b.image.data()), b.image.size() * sizeof(float));
+  return out;
+}
+
+std::string FunctionalModel::batches_labels() const {
+  std::string out;
+  for (const auto& b : m_dumped)
+    for (float l : b.label) {
+      const auto v = static_cast<std::int32_t>(l);
+      out.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  return out;
+}
+
+}  // namespace ascendsim::runtime

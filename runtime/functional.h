@@ -1,0 +1,99 @@
+// Functional mode: the training graph computed on real values while the timing model runs. The
+// host side reads the dataset's samples and applies the workload's map recipe (resize, rescale,
+// normalize, crops and flips with a seeded generator, HWC2CHW) in a seeded shuffle, batch after
+// batch; each batch moves by the strategy's path (hostif::ValuesIf: H2D copy, or the device data
+// queue and GetNext); each device step runs every op of the graph — forward, backward, optimizer —
+// through its registered kernel (workloads/kernels.h), in the graph's precision (fp16 tensors are
+// rounded to fp16 after every op that writes them). The values take no simulated time: the timing
+// report is the same with or without them.
+//
+// The graph computed is the training graph as the framework builds it (after autodiff and the
+// recipe's mixed precision); the backend's changes of layout (TransData) and kernel boundaries
+// (BatchNorm split, fusion) do not change values, and the Cube's fp16 execution of fp32
+// convolutions is not applied.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hostif/values_if.h"
+#include "runtime/dataset_files.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::runtime {
+
+struct FunctionalOptions {
+  bool enabled = false;
+  bool eval = false;            ///< after training: accuracy over the dataset's test split
+  std::uint64_t seed = 1;       ///< initial weights, shuffle and random map ops
+  std::string init_from;        ///< weights file (see docs/functional.md) replacing the initialisers
+  std::int64_t dump_steps = 0;  ///< keep the first this many batches fed to the device (--dump-batches)
+};
+
+class FunctionalModel : public hostif::ValuesIf {
+ public:
+  /// Reads the samples of `dataset_dir` (InputError if it has none or the workload cannot be
+  /// computed: an op without a kernel, a map op without a transform) and initialises the tensors.
+  FunctionalModel(const workloads::Workload& w, const FunctionalOptions& opt, const std::string& dataset_dir,
+                  std::int64_t steps_per_epoch);
+  ~FunctionalModel() override;
+
+  // hostif::ValuesIf
+  void copy_batch_to_device() override;
+  void send_batch_to_queue() override;
+  void get_next() override;
+  void step() override;
+  double read_loss() override;
+
+  /// Top-1 accuracy of the current weights over the dataset's test split, batch by batch (a last
+  /// partial batch is padded and only its real samples count). Sets evaluated().
+  double evaluate();
+  std::int64_t evaluated() const { return m_evaluated; }
+
+  std::int64_t steps_computed() const { return m_steps; }
+  double compute_wall_s() const { return m_wall_s; }
+
+  /// The trainable parameters in the weights format: a JSON index naming `bin_name` and the raw
+  /// little-endian float32 data.
+  std::string weights_index(const std::string& bin_name) const;
+  std::string weights_data() const;
+  /// The first dump_steps batches fed to the device: a JSON index, images (float32) and labels
+  /// (int32), raw little-endian.
+  std::string batches_index() const;
+  std::string batches_images() const;
+  std::string batches_labels() const;
+
+ private:
+  struct Batch {
+    std::vector<float> image, label;
+  };
+  Batch make_batch(std::int64_t index);
+  /// Sample `sample` through the map recipe, appended to `out`; random ops only if `augment`.
+  void transform(std::int64_t epoch, std::int64_t sample, std::vector<float>& out, bool augment);
+  void feed(Batch b);
+  void init_tensors();
+  void load_weights(const std::string& path);
+  void run_ops(bool forward_only);
+
+  workloads::Workload m_w;
+  FunctionalOptions m_opt;
+  std::string m_dir;
+  DatasetValues m_data;
+  std::int64_t m_steps_per_epoch;
+  std::vector<std::vector<float>> m_values;    ///< per tensor
+  std::vector<std::shared_ptr<void>> m_state;  ///< per op: its kernel's kept state
+  std::deque<Batch> m_queue;                   ///< the device data queue's batches
+  std::int64_t m_next_batch = 0;               ///< the host's next batch, counted from 0
+  std::vector<std::int64_t> m_perm;            ///< this epoch's sample order
+  std::int64_t m_perm_epoch = -1;
+  std::vector<Batch> m_dumped;
+  std::int64_t m_steps = 0, m_evaluated = 0;
+  double m_wall_s = 0;
+};
+
+}  // namespace ascendsim::runtime
