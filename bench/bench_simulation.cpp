@@ -129,6 +129,27 @@ void BM_ResNet50Devices(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50Devices)->Arg(8)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// Functional mode: one LeNet-5 epoch (1875 steps at batch 32) of Fashion-MNIST computed through
+/// the simulated device under loop sink; samples/s counts the values computed.
+void BM_LeNetFunctionalEpoch(benchmark::State& state) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    state.SkipWithError("dataset-fashion-mnist is not installed");
+    return;
+  }
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.dataset = "/usr/share/datasets/fashion-mnist";
+  req.functional.enabled = true;
+  req.strategies = {runtime::Strategy::LoopSink};
+  double samples = 0;
+  for (auto _ : state) {
+    const sim::RunOutcome out = sim::run(req);
+    samples += static_cast<double>(out.runs.front().steps_completed * out.runs.front().batch_size);
+  }
+  state.counters["samples_per_s"] = benchmark::Counter(samples, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_LeNetFunctionalEpoch)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// LeNet-5 under loop sink for N steps (one sink): memory must not grow with N. Run each size in
 /// its own process (peak RSS is the process's): --benchmark_filter=BM_LeNetLoopSinkSteps/100000$
 void BM_LeNetLoopSinkSteps(benchmark::State& state) {

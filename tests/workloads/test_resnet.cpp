@@ -18,9 +18,10 @@ struct Canonical {
 // torchvision.models definitions (parameters: weights, biases, BatchNorm gamma/beta; forward MACs
 // of conv and dense layers for one 224x224 image — the 1.81/3.66/4.09/7.80/11.51 G of its docs).
 const Canonical kCanonical[] = {
-    {"resnet18", 11689512, 1814073344},   {"resnet34", 21797672, 3663761408},
-    {"resnet50", 25557032, 4089184256},   {"resnet101", 44549160, 7801405440},
-    {"resnet152", 60192808, 11513626624}, {"resnet50-cifar10", 23528522, 4087156736},
+    {"resnet18", 11689512, 1814073344},         {"resnet34", 21797672, 3663761408},
+    {"resnet50", 25557032, 4089184256},         {"resnet101", 44549160, 7801405440},
+    {"resnet152", 60192808, 11513626624},       {"resnet50-cifar10", 23528522, 4087156736},
+    {"resnet18-cifar10", 11181642, 1813566464},
 };
 
 TEST(ResNet, ParameterAndMacCountsMatchTorchvision) {
