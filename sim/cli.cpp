@@ -542,8 +542,17 @@ int cmd_train(int argc, char* argv[]) {
   Options o;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
-  desc.add_options()("strategy,s", po::value(&o.strategy)->required(), "non-sink | data-sink | graph-sink | loop-sink");
+  desc.add_options()("strategy,s", po::value(&o.strategy),
+                     "non-sink | data-sink | graph-sink | loop-sink (with --sink-size alone: loop-sink, as "
+                     "Model.train(..., dataset_sink_mode=True, sink_size=N))");
   if (!parse(argc, argv, desc, "train")) return 0;
+  if (o.strategy.empty()) {
+    if (o.sink_size < 0)
+      throw InputError(
+          "train needs --strategy (non-sink, data-sink, graph-sink or loop-sink), or --sink-size N for "
+          "loop sink");
+    o.strategy = "loop-sink";
+  }
   return run_strategies(o, {runtime::parse_strategy(o.strategy)});
 }
 
