@@ -259,7 +259,7 @@ TEST(DataParallel, EachGroupsTimingAddsUpToTheRunsCommunication) {
   // Without it, the run's setup is shorter by the broadcast and the steps are the same.
   sim::RunRequest off = resnet(8, {85, 160});
   off.parameter_broadcast = false;
-  const auto& q = sim::run(off).runs.front();
+  const runtime::RunResult q = sim::run(off).runs.front();
   const auto setup = static_cast<std::size_t>(sim::Phase::Setup);
   EXPECT_NEAR(r.breakdown_s[setup] - q.breakdown_s[setup], l["broadcast_ms"].get<double>() * 1e-3, 1e-5);
   EXPECT_NEAR(q.steps.step.stats().p50_ms, r.steps.step.stats().p50_ms, 1e-6);
