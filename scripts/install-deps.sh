@@ -22,6 +22,7 @@ packages=(
   libdnnl-dev
   dataset-fashion-mnist
   python3-numpy python3-torch
+  pybind11-dev python3-dev python3-pytest python3-pandas python3-matplotlib python3-dask python3-distributed
 )
 [ $fuzz -eq 1 ] && packages+=(clang libfuzzer-14-dev)
 

@@ -872,12 +872,27 @@ int cmd_params(int argc, char* argv[]) {
   desc.add_options()("help,h", "show this help")("chip", po::value(&o.config.chip)->default_value(o.config.chip),
                                                  "show values of this preset")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
-      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)");
+      "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
+      "json", po::value(&o.json)->implicit_value("-"), "write them as JSON to FILE ('-' or no value: stdout)");
   if (!parse(argc, argv, desc, "params")) return 0;
   SystemConfig cfg = load_config(o.request());
   SystemConfig defaults;
   const ParamSet ps = bind_params(cfg);
   const ParamSet ds = bind_params(defaults);
+  if (!o.json.empty()) {
+    const ordered_json values = ps.to_json();
+    ordered_json j = ordered_json::object();
+    for (const ParamSpec& s : ps.specs()) {
+      ordered_json v = values;
+      for (std::size_t at = 0, dot = 0; dot != std::string::npos; at = dot + 1) {  // "a.b.c" in the nested values
+        dot = s.key.find('.', at);
+        v = v.at(s.key.substr(at, dot == std::string::npos ? std::string::npos : dot - at));
+      }
+      j[s.key] = {{"value", v}, {"unit", s.unit}, {"range", ParamSet::range_string(s)}, {"description", s.description}};
+    }
+    write_output(o.json, j.dump(2) + "\n");
+    return 0;
+  }
   std::cout << fmt::format("{:<34} {:>12} {:>12} {:<9} {:<18} {}\n", "parameter", o.config.chip, "built-in", "unit",
                            "range", "description");
   for (std::size_t i = 0; i < ps.specs().size(); ++i) {
@@ -1069,18 +1084,23 @@ int cmd_diff(int argc, char* argv[]) {
 
 int cmd_chips(int argc, char* argv[]) {
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help");
+  std::string json;
+  desc.add_options()("help,h", "show this help")("json", po::value(&json)->implicit_value("-"),
+                                                 "write them as JSON to FILE ('-' or no value: stdout)");
   if (!parse(argc, argv, desc, "chips")) return 0;
   const std::string dir = default_config_dir();
   const auto names = chip_presets(dir);
   if (names.empty()) throw InputError("no chip presets in " + dir + "/chips; set ASCENDSIM_CONFIG_DIR");
+  ordered_json j = ordered_json::object();
   for (const auto& n : names) {
     ConfigRequest req;
     req.dir = dir;
     req.chip = n;
     const SystemConfig cfg = load_config(req);
-    std::cout << fmt::format("{:<12} {}\n", n, cfg.chip.description);
+    if (json.empty()) std::cout << fmt::format("{:<12} {}\n", n, cfg.chip.description);
+    j[n] = cfg.chip.description;
   }
+  if (!json.empty()) write_output(json, j.dump(2) + "\n");
   return 0;
 }
 

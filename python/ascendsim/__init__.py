@@ -1,0 +1,348 @@
+"""ascendsim from Python: simulate MindSpore training on an Ascend-style accelerator.
+
+    >>> import ascendsim
+    >>> r = ascendsim.compare("lenet5", epochs=1)
+    >>> [run["samples_per_s"] for run in r.runs]
+
+Every function runs the simulator in this process (the run releases the GIL) and returns what
+the command line's JSON holds: ``train``/``compare`` a :class:`Report`, ``info``/``op``/
+``params``/``chips`` dictionaries. Bad input raises :class:`InputError`, a simulated job that fails
+(e.g. GetNext timing out) :class:`RunError`, with the command line's messages. ``sweep`` runs a
+grid of configurations, locally or as tasks on a ``dask.distributed`` cluster.
+
+MindSpore's words map to the strategies as the seeds use them: ``dataset_sink_mode=False`` is
+``non-sink``; ``dataset_sink_mode=True`` is ``loop-sink`` (``Model.train(...,
+dataset_sink_mode=True, sink_size=N)`` and ``data_sink(fn, dataset, sink_size=N,
+jit_config=JitConfig())`` both run N steps per launch on the device; ``sink_size=-1``, one
+epoch). ``data-sink`` and ``graph-sink`` are named explicitly with ``strategy=``.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import sys
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _ascendsim
+
+__all__ = [
+    "InputError", "RunError", "Report", "SweepResult", "STRATEGIES",
+    "train", "compare", "info", "op", "params", "chips", "sweep", "cli",
+]
+
+STRATEGIES: Tuple[str, ...] = ("non-sink", "data-sink", "graph-sink", "loop-sink")
+
+
+class InputError(ValueError):
+    """Bad input: an unknown workload or key, a malformed file, a value out of range."""
+
+
+class RunError(RuntimeError):
+    """The simulated job failed (e.g. GetNext timed out waiting for data)."""
+
+
+def cli(*args: Any) -> str:
+    """Runs ``ascendsim ARGS...`` in this process and returns its standard output; raises
+    InputError (exit 2) or RunError (exit 3) with its error lines."""
+    code, out, err = _ascendsim.cli([str(a) for a in args])
+    if code == 0:
+        return out
+    lines = [l[len("error: "):] if l.startswith("error: ") else l for l in err.splitlines() if l.strip()]
+    message = "\n".join(lines) if lines else f"ascendsim exited with {code}"
+    if code == 2:
+        raise InputError(message)
+    if code == 3:
+        raise RunError(message)
+    raise RuntimeError(message)
+
+
+class Report:
+    """A run's report: exactly the command line's JSON (``--json``).
+
+    ``to_dict()`` gives its content, ``to_json()`` its text as the command line writes it,
+    ``runs`` the list of runs (one per strategy), ``to_dataframe()`` one row per run with the
+    headline figures (needs pandas)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._data: Dict[str, Any] = json.loads(text)
+
+    @property
+    def runs(self) -> List[Dict[str, Any]]:
+        return self._data["runs"]
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return copy.deepcopy(self._data)
+
+    def to_json(self) -> str:
+        return self._text
+
+    def to_dataframe(self) -> "Any":
+        import pandas  # Debian python3-pandas
+
+        return pandas.DataFrame([_row(run) for run in self.runs])
+
+    def __repr__(self) -> str:
+        return (f"<ascendsim.Report {self._data.get('workload')} on {self._data.get('chip')}: "
+                + ", ".join(f"{r['strategy']} {r['step_time_ms']['mean']:.4f} ms/step" for r in self.runs) + ">")
+
+
+def _row(run: Mapping[str, Any]) -> Dict[str, Any]:
+    row: Dict[str, Any] = {
+        "strategy": run["strategy"], "steps": run["steps"], "sim_time_s": run["sim_time_s"],
+        "samples_per_s": run["samples_per_s"], "step_ms_mean": run["step_time_ms"]["mean"],
+        "step_ms_p50": run["step_time_ms"]["p50"], "step_ms_p99": run["step_time_ms"]["p99"],
+        "device_busy_fraction": run["device_busy_fraction"],
+    }
+    for phase, seconds in run["breakdown_s"].items():
+        row[f"{phase}_s"] = seconds
+    return row
+
+
+def _strategy(strategy: Optional[str], dataset_sink_mode: Optional[bool]) -> Optional[str]:
+    if strategy is not None:
+        if dataset_sink_mode is not None:
+            raise InputError("give strategy or dataset_sink_mode, not both")
+        return strategy
+    if dataset_sink_mode is None:
+        return None
+    return "loop-sink" if dataset_sink_mode else "non-sink"
+
+
+def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
+              steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
+              overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
+              config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
+              rank_table: Optional[str] = None, amp_level: Optional[str] = None,
+              loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
+              seed: Optional[int] = None) -> List[str]:
+    a = ["--workload", workload, "--epochs", epochs, "--sink-size", sink_size, "--chip", chip,
+         "--devices", devices]
+    if batch_size is not None:
+        a += ["--batch-size", batch_size]
+    if steps_per_epoch is not None:
+        a += ["--steps-per-epoch", steps_per_epoch]
+    if dataset is not None:
+        a += ["--dataset", dataset]
+    if config is not None:
+        a += ["--config", config]
+    if all_reduce_fusion:
+        a += ["--all-reduce-fusion", ",".join(str(int(i)) for i in all_reduce_fusion)]
+    if rank_table is not None:
+        a += ["--rank-table", rank_table]
+    if amp_level is not None:
+        a += ["--amp-level", amp_level]
+    if loss_scale is not None:
+        a += ["--loss-scale", loss_scale]
+    if functional:
+        a += ["--functional"]
+    if eval:
+        a += ["--eval"]
+    if seed is not None:
+        a += ["--seed", seed]
+    for key, value in (overrides or {}).items():
+        a += ["--set", f"{key}={value}"]
+    return [str(x) for x in a]
+
+
+def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_sink_mode: Optional[bool] = None,
+          sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
+          steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
+          overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None, config: Optional[str] = None,
+          all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
+          amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
+          eval: bool = False, seed: Optional[int] = None) -> Report:
+    """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
+    "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
+    ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
+    :func:`params`); ``sink_size`` is loop sink's steps per launch (-1: one epoch)."""
+    s = _strategy(strategy, dataset_sink_mode)
+    if s is None:
+        raise InputError("train needs strategy= or dataset_sink_mode=")
+    return Report(cli("train", "--strategy", s, *_run_args(
+        workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
+        devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
+        all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
+        functional=functional, eval=eval, seed=seed), "--json", "-", "-q"))
+
+
+def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
+            steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
+            overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
+            config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
+            rank_table: Optional[str] = None, amp_level: Optional[str] = None,
+            loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
+            seed: Optional[int] = None) -> Report:
+    """The same job under all four strategies (runs in the order of STRATEGIES)."""
+    return Report(cli("compare", *_run_args(
+        workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
+        devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
+        all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
+        functional=functional, eval=eval, seed=seed), "--json", "-", "-q"))
+
+
+def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, chip: str = "ascend910",
+         overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None) -> Dict[str, Any]:
+    """Parameters, MACs, ops and device memory of a workload (``ascendsim info --json``)."""
+    a = ["info", "--workload", workload, "--chip", chip]
+    if batch_size is not None:
+        a += ["--batch-size", batch_size]
+    if amp_level is not None:
+        a += ["--amp-level", amp_level]
+    for key, value in (overrides or {}).items():
+        a += ["--set", f"{key}={value}"]
+    return json.loads(cli(*a, "--json", "-"))
+
+
+def op(type: str, *, chip: str = "ascend910", overrides: Optional[Mapping[str, Any]] = None,
+       **dims: Any) -> Dict[str, Any]:
+    """One op on the AI cores (``ascendsim op --type TYPE --json``); ``dims`` are its options
+    with ``_`` for ``-`` (e.g. ``op("MatMul", m=1024, k=1024, n=1024)``)."""
+    a: List[Any] = ["op", "--type", type, "--chip", chip]
+    for key, value in dims.items():
+        a += [f"--{key.replace('_', '-')}", value]
+    for key, value in (overrides or {}).items():
+        a += ["--set", f"{key}={value}"]
+    return json.loads(cli(*a, "--json", "-"))
+
+
+def params(chip: str = "ascend910") -> Dict[str, Dict[str, Any]]:
+    """Every configuration parameter of a chip preset: value, unit, range, description."""
+    return json.loads(cli("params", "--chip", chip, "--json", "-"))
+
+
+def chips() -> Dict[str, str]:
+    """The chip presets and their descriptions."""
+    return json.loads(cli("chips", "--json", "-"))
+
+
+# Sweeps ------------------------------------------------------------------------------------------
+
+#: Grid keys that are arguments of train()/compare(); any other key with a dot is a parameter.
+RUN_KEYS = ("sink_size", "epochs", "batch_size", "steps_per_epoch", "devices", "chip", "dataset",
+            "all_reduce_fusion", "amp_level", "loss_scale", "workload")
+
+
+def _point_kwargs(workload: str, point: Mapping[str, Any], common: Mapping[str, Any]) -> Dict[str, Any]:
+    kw = dict(common)
+    overrides = dict(kw.pop("overrides", None) or {})
+    kw["workload"] = workload
+    for key, value in point.items():
+        if key in RUN_KEYS:
+            kw[key] = value
+        elif "." in key:
+            overrides[key] = value
+        else:
+            raise InputError(f"sweep grid key '{key}': neither a run setting ({', '.join(RUN_KEYS)}) "
+                             "nor a parameter (`ascendsim params`)")
+    kw["overrides"] = overrides
+    return kw
+
+
+def run_point(workload: str, point: Mapping[str, Any], strategies: Optional[Sequence[str]],
+              common: Mapping[str, Any]) -> Dict[str, Any]:
+    """One grid point (a Dask task): {"point", "report"} or {"point", "error", "kind"}."""
+    try:
+        kw = _point_kwargs(workload, point, common)
+        wl = kw.pop("workload")
+        if strategies is not None and len(strategies) == 1:
+            report = train(wl, strategies[0], **kw)
+        else:
+            report = compare(wl, **kw)
+            if strategies is not None:
+                data = report.to_dict()
+                data["runs"] = [r for r in data["runs"] if r["strategy"] in strategies]
+                report = Report(json.dumps(data))
+        return {"point": dict(point), "report": report.to_json()}
+    except (InputError, RunError) as e:
+        return {"point": dict(point), "error": str(e), "kind": type(e).__name__}
+
+
+class SweepResult:
+    """A sweep's points in grid order: each with its report or its error."""
+
+    def __init__(self, points: List[Dict[str, Any]]) -> None:
+        self.points = points
+
+    @property
+    def failed(self) -> List[Dict[str, Any]]:
+        return [p for p in self.points if "error" in p]
+
+    def reports(self) -> List[Optional[Report]]:
+        return [Report(p["report"]) if "report" in p else None for p in self.points]
+
+    def rows(self) -> List[Dict[str, Any]]:
+        """One row per point and strategy: the point's values and the run's headline figures."""
+        out = []
+        for p in self.points:
+            if "report" not in p:
+                out.append({**p["point"], "error": p["error"]})
+                continue
+            for run in Report(p["report"]).runs:
+                out.append({**p["point"], **_row(run)})
+        return out
+
+    def to_dataframe(self) -> "Any":
+        import pandas
+
+        return pandas.DataFrame(self.rows())
+
+
+def grid_points(grid: Union[Mapping[str, Iterable[Any]], Sequence[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
+    """The Cartesian product of the grid, the last key varying fastest; a list of points (dicts)
+    is taken as it is (for values that go together, e.g. sink_size with the epochs that keep the
+    steps equal)."""
+    if not isinstance(grid, Mapping):
+        return [dict(p) for p in grid]
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(list(grid[k]) for k in keys))]
+
+
+def sweep(workload: str, grid: Union[Mapping[str, Iterable[Any]], Sequence[Mapping[str, Any]]], *, strategies: Optional[Sequence[str]] = None,
+          client: Optional[Any] = None, progress: Optional[Callable[[int, int, int], None]] = None,
+          **common: Any) -> SweepResult:
+    """Runs ``workload`` at every point of ``grid`` (run settings such as ``sink_size`` or
+    parameters such as ``"link.h2d_bandwidth_gbps"``), under ``strategies`` (default all four).
+
+    With a ``dask.distributed.Client`` each point is a task on the cluster's workers; the points
+    come back in grid order and equal a local run's. A point that fails is reported with its error
+    (``SweepResult.failed``); the others complete. ``progress(done, failed, total)`` is called as
+    points finish (default: a line on stderr with a client, nothing without). ``common`` holds
+    further arguments of train()/compare() for every point."""
+    points = grid_points(grid)
+    total = len(points)
+    strategies = list(strategies) if strategies is not None else None
+    if progress is None and client is not None:
+        def progress(done: int, failed: int, total: int) -> None:
+            print(f"\rsweep: {done}/{total} points done, {failed} failed", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+    results: List[Optional[Dict[str, Any]]] = [None] * total
+    done = failed = 0
+    if client is None:
+        for i, p in enumerate(points):
+            results[i] = run_point(workload, p, strategies, common)
+            done += 1
+            failed += "error" in results[i]
+            if progress:
+                progress(done, failed, total)
+    else:
+        from distributed import as_completed  # Debian python3-distributed
+
+        futures = client.map(run_point, [workload] * total, points, [strategies] * total, [common] * total,
+                             pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        for future in as_completed(futures):
+            i = index[future.key]
+            try:
+                results[i] = future.result()
+            except Exception as e:  # a worker lost, an error outside the simulator
+                results[i] = {"point": points[i], "error": f"{type(e).__name__}: {e}", "kind": "TaskError"}
+            done += 1
+            failed += "error" in results[i]
+            if progress:
+                progress(done, failed, total)
+    return SweepResult([r for r in results if r is not None])

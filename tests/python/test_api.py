@@ -1,0 +1,128 @@
+"""The Python API (run by ctest with PYTHONPATH=build/python and ASCENDSIM_BIN=the CLI)."""
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+
+import ascendsim
+
+BIN = os.environ.get("ASCENDSIM_BIN", "ascendsim")
+
+
+def cli_stdout(*args):
+    return subprocess.run([BIN, *map(str, args)], check=True, capture_output=True, text=True).stdout
+
+
+def cli_error(*args):
+    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True)
+    return p.returncode, [l[len("error: "):] for l in p.stderr.splitlines() if l.startswith("error: ")]
+
+
+def test_reports_equal_the_command_lines_json_byte_for_byte():
+    r = ascendsim.compare("lenet5", epochs=2, steps_per_epoch=40, sink_size=10)
+    assert r.to_json() == cli_stdout("compare", "--workload", "lenet5", "--epochs", 2, "--steps-per-epoch", 40,
+                                     "--sink-size", 10, "--json", "-", "-q")
+    assert [run["strategy"] for run in r.runs] == list(ascendsim.STRATEGIES)
+    t = ascendsim.train("resnet50", "graph-sink", batch_size=32, steps_per_epoch=20,
+                        overrides={"link.h2d_bandwidth_gbps": 8})
+    assert t.to_json() == cli_stdout("train", "--workload", "resnet50", "--strategy", "graph-sink", "--steps-per-epoch",
+                                     20, "--set", "link.h2d_bandwidth_gbps=8", "--json", "-", "-q")
+    assert r.to_dict() == json.loads(r.to_json())
+
+
+def test_mindsporess_words_name_the_strategies():
+    a = ascendsim.train("lenet5", dataset_sink_mode=False, steps_per_epoch=30)
+    assert a.runs[0]["strategy"] == "non-sink"
+    b = ascendsim.train("lenet5", dataset_sink_mode=True, sink_size=10, epochs=3, steps_per_epoch=30)
+    assert b.runs[0]["strategy"] == "loop-sink" and b.runs[0]["sink_size"] == 10 and b.runs[0]["steps"] == 30
+    assert b.to_json() == ascendsim.train("lenet5", "loop-sink", sink_size=10, epochs=3, steps_per_epoch=30).to_json()
+    with pytest.raises(ascendsim.InputError):
+        ascendsim.train("lenet5", "loop-sink", dataset_sink_mode=True)
+
+
+def test_errors_raise_with_the_command_lines_messages():
+    with pytest.raises(ascendsim.InputError) as e:
+        ascendsim.compare("lenet6")
+    code, lines = cli_error("compare", "--workload", "lenet6")
+    assert code == 2 and str(e.value) == "\n".join(lines)
+    with pytest.raises(ascendsim.InputError) as e:
+        ascendsim.train("lenet5", "loop-sink", overrides={"link.h2d_bandwidth_gbps": -1})
+    assert "link.h2d_bandwidth_gbps" in str(e.value)
+    # ResNet-50 fed by one pipeline worker with a 10 ms GetNext timeout: the job fails midway.
+    starving = {"pipeline.num_parallel_workers": 1, "aicpu.op_timeout_s": 0.01, "host.graph_load_us": 2000000}
+    with pytest.raises(ascendsim.RunError) as e:
+        ascendsim.train("resnet50", "loop-sink", steps_per_epoch=100, overrides=starving)
+    assert "GetNext timed out" in str(e.value)
+
+
+def test_runs_in_threads_equal_runs_one_after_another():
+    kw = dict(steps_per_epoch=60, epochs=2)
+    alone = [ascendsim.train("lenet5", s, **kw).to_json() for s in ("non-sink", "loop-sink")]
+    got = [None, None]
+
+    def run(i, s):
+        got[i] = ascendsim.train("lenet5", s, **kw).to_json()
+
+    threads = [threading.Thread(target=run, args=(i, s)) for i, s in enumerate(("non-sink", "loop-sink"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == alone
+
+
+def test_info_op_params_and_chips():
+    i = ascendsim.info("resnet50", batch_size=32)
+    assert i["workload"] == "resnet50" and i["batch_size"] == 32
+    o = ascendsim.op("matmul", m=1024, k=1024, n=1024)
+    assert o == json.loads(cli_stdout("op", "--type", "matmul", "--m", 1024, "--k", 1024, "--n", 1024, "--json"))
+    p = ascendsim.params("ascend910")
+    assert p["link.h2d_bandwidth_gbps"]["value"] == 24 and p["link.h2d_bandwidth_gbps"]["unit"] == "GB/s"
+    assert set(ascendsim.chips()) >= {"ascend910", "ascend310"}
+
+
+def test_a_report_becomes_a_dataframe():
+    df = ascendsim.compare("lenet5", steps_per_epoch=20).to_dataframe()
+    assert list(df["strategy"]) == list(ascendsim.STRATEGIES)
+    assert (df["samples_per_s"] > 0).all() and "launch_s" in df.columns
+
+
+GRID = {"sink_size": [1, 10, 100], "link.h2d_bandwidth_gbps": [8, 32], "epochs": [1, 2]}
+
+
+def test_a_sweep_on_a_dask_cluster_equals_the_local_sweep_and_keeps_going_past_a_failure():
+    from distributed import Client, LocalCluster
+
+    local = ascendsim.sweep("lenet5", GRID, strategies=["loop-sink", "graph-sink"], steps_per_epoch=50)
+    assert len(local.points) == 12 and not local.failed
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        seen = []
+        remote = ascendsim.sweep("lenet5", GRID, strategies=["loop-sink", "graph-sink"], steps_per_epoch=50,
+                                 client=client, progress=lambda d, f, t: seen.append((d, f, t)))
+        assert remote.rows() == local.rows()
+        assert [p["report"] for p in remote.points] == [p["report"] for p in local.points]
+        assert seen[-1] == (12, 0, 12)
+        # sink_size 0 is no sink size: that point fails with its error, the others run.
+        bad = ascendsim.sweep("lenet5", {"sink_size": [1, 0, 10]}, strategies=["loop-sink"], steps_per_epoch=50,
+                              client=client, progress=lambda *a: None)
+    assert [p["point"]["sink_size"] for p in bad.failed] == [0]
+    assert bad.failed[0]["kind"] == "InputError" and "--sink-size" in bad.failed[0]["error"]
+    assert "report" in bad.points[0] and "report" in bad.points[2]
+    assert len(local.to_dataframe()) == 24
+
+
+def test_the_module_runs_a_sweep_from_the_shell(tmp_path):
+    out = tmp_path / "sweep.json"
+    env = dict(os.environ)
+    p = subprocess.run(["/usr/bin/python3", "-m", "ascendsim", "sweep", "--grid", "sink_size=1,10", "--strategies",
+                        "loop-sink", "--steps-per-epoch", "30", "--json", str(out)], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 0, p.stderr
+    rows = [l.split("\t") for l in p.stdout.strip().splitlines()]
+    assert rows[0][:2] == ["sink_size", "strategy"] and len(rows) == 3
+    points = json.load(open(out))
+    assert [pt["point"]["sink_size"] for pt in points] == [1, 10]
+    assert points[1]["report"]["runs"][0]["sink_size"] == 10
