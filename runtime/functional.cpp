@@ -1,5 +1,7 @@
 #include "runtime/functional.h"
 
+#include "runtime/image_ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -45,34 +47,6 @@ void dataset_mean_std(std::int64_t channels, std::vector<double>& mean, std::vec
     mean = {0.4914, 0.4822, 0.4465};
     std = {0.2023, 0.1994, 0.2010};
   }
-}
-
-/// Bilinear resize of an HWC image with half-pixel centres (OpenCV's INTER_LINEAR, which
-/// MindSpore's Resize(Inter.LINEAR) uses).
-std::vector<float> resize_bilinear(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c,
-                                   std::int64_t oh, std::int64_t ow) {
-  std::vector<float> out(static_cast<std::size_t>(oh * ow * c));
-  const double sy = static_cast<double>(h) / static_cast<double>(oh),
-               sx = static_cast<double>(w) / static_cast<double>(ow);
-  for (std::int64_t y = 0; y < oh; ++y) {
-    const double fy = std::max(0.0, (static_cast<double>(y) + 0.5) * sy - 0.5);
-    const auto y0 = std::min<std::int64_t>(static_cast<std::int64_t>(fy), h - 1);
-    const std::int64_t y1 = std::min<std::int64_t>(y0 + 1, h - 1);
-    const double dy = fy - static_cast<double>(y0);
-    for (std::int64_t x = 0; x < ow; ++x) {
-      const double fx = std::max(0.0, (static_cast<double>(x) + 0.5) * sx - 0.5);
-      const auto x0 = std::min<std::int64_t>(static_cast<std::int64_t>(fx), w - 1);
-      const std::int64_t x1 = std::min<std::int64_t>(x0 + 1, w - 1);
-      const double dx = fx - static_cast<double>(x0);
-      for (std::int64_t k = 0; k < c; ++k) {
-        auto at = [&](std::int64_t yy, std::int64_t xx) { return in[static_cast<std::size_t>((yy * w + xx) * c + k)]; };
-        const double v =
-            (1 - dy) * ((1 - dx) * at(y0, x0) + dx * at(y0, x1)) + dy * ((1 - dx) * at(y1, x0) + dx * at(y1, x1));
-        out[static_cast<std::size_t>((y * ow + x) * c + k)] = static_cast<float>(v);
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -231,7 +205,7 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
   std::int64_t h = m_data.height, w = m_data.width;
   const std::int64_t c = m_data.channels;
   const std::uint8_t* px = m_data.sample(sample);
-  std::vector<float> img(px, px + h * w * c);  // HWC
+  std::vector<float> img = image::to_float(px, h * w * c);  // HWC
   std::mt19937_64 rng(m_opt.seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<std::uint64_t>(epoch) << 32) ^
                       static_cast<std::uint64_t>(sample));
   std::vector<double> mean, sd;
@@ -241,55 +215,32 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
     if (m.random() && !augment) continue;  // evaluation reads the samples as they are
     switch (m.type) {
       case MapOpType::Resize:
-        img = resize_bilinear(img, h, w, c, m.height, m.width);
+        img = image::resize_bilinear(img, h, w, c, m.height, m.width);
         h = m.height;
         w = m.width;
         break;
       case MapOpType::RandomCrop: {  // pad 4 with zeros, crop at a random offset (CIFAR-10 recipe)
-        const std::int64_t pad = 4, ph = h + 2 * pad, pw = w + 2 * pad;
-        std::uniform_int_distribution<std::int64_t> oy(0, ph - m.height), ox(0, pw - m.width);
+        const std::int64_t pad = 4;
+        std::uniform_int_distribution<std::int64_t> oy(0, h + 2 * pad - m.height), ox(0, w + 2 * pad - m.width);
         const std::int64_t y0 = oy(rng), x0 = ox(rng);
-        std::vector<float> o(static_cast<std::size_t>(m.height * m.width * c), 0.0f);
-        for (std::int64_t y = 0; y < m.height; ++y)
-          for (std::int64_t x = 0; x < m.width; ++x) {
-            const std::int64_t sy = y + y0 - pad, sx = x + x0 - pad;
-            if (sy < 0 || sy >= h || sx < 0 || sx >= w) continue;
-            for (std::int64_t k = 0; k < c; ++k)
-              o[static_cast<std::size_t>((y * m.width + x) * c + k)] =
-                  img[static_cast<std::size_t>((sy * w + sx) * c + k)];
-          }
-        img = std::move(o);
+        img = image::crop(img, h, w, c, y0, x0, m.height, m.width, pad);
         h = m.height;
         w = m.width;
         break;
       }
       case MapOpType::RandomHorizontalFlip:
-        if (std::bernoulli_distribution(0.5)(rng))
-          for (std::int64_t y = 0; y < h; ++y)
-            for (std::int64_t x = 0; x < w / 2; ++x)
-              for (std::int64_t k = 0; k < c; ++k)
-                std::swap(img[static_cast<std::size_t>((y * w + x) * c + k)],
-                          img[static_cast<std::size_t>((y * w + (w - 1 - x)) * c + k)]);
+        if (std::bernoulli_distribution(0.5)(rng)) image::flip_horizontal(img, h, w, c);
         break;
       case MapOpType::Rescale:
-        for (auto& v : img) v = static_cast<float>(v * (1.0 / 255.0));
+        image::rescale(img, 1.0 / 255.0, 0.0);
         break;
       case MapOpType::Normalize:
-        for (std::size_t i = 0; i < img.size(); ++i) {
-          const std::size_t k = i % static_cast<std::size_t>(c);
-          img[i] = static_cast<float>((img[i] - mean[k]) / sd[k]);
-        }
+        image::normalize(img, c, mean, sd);
         break;
-      case MapOpType::HWC2CHW: {
-        std::vector<float> o(img.size());
-        for (std::int64_t y = 0; y < h; ++y)
-          for (std::int64_t x = 0; x < w; ++x)
-            for (std::int64_t k = 0; k < c; ++k)
-              o[static_cast<std::size_t>((k * h + y) * w + x)] = img[static_cast<std::size_t>((y * w + x) * c + k)];
-        img = std::move(o);
+      case MapOpType::HWC2CHW:
+        img = image::hwc2chw(img, h, w, c);
         chw = true;
         break;
-      }
       default:  // TypeCast (the labels' int32); the rest are refused up front
         break;
     }

@@ -19,7 +19,7 @@ packages=(
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev
+  libdnnl-dev libturbojpeg0-dev
   dataset-fashion-mnist
   python3-numpy python3-torch
   pybind11-dev python3-dev python3-pytest python3-pandas python3-matplotlib python3-dask python3-distributed

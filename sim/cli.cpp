@@ -20,6 +20,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "runtime/calibrate.h"
 #include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/html_report.h"
@@ -61,6 +62,7 @@ const char* kUsage =
     "  suite     run a suite of named runs (YAML) into a directory of reports\n"
     "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
+    "  calibrate-host  measure this host's data-pipeline costs and write a host profile (--out)\n"
     "\n"
     "`ascendsim <command> --help` lists the command's options; `ascendsim --version` the version.\n";
 
@@ -1104,6 +1106,61 @@ int cmd_chips(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_calibrate_host(int argc, char* argv[]) {
+  po::options_description desc("options");
+  runtime::CalibrateOptions opt;
+  std::string out;
+  bool quiet = false;
+  desc.add_options()("help,h", "show this help")("threads", po::value(&opt.threads)->default_value(1),
+                                                 "threads measuring at once (their contention is measured too)")(
+      "out", po::value(&out), "write the host profile (YAML, for --config) to FILE; default: stdout")(
+      "quick", po::bool_switch(&opt.quick), "fewer sizes and shorter timings (a rough profile in seconds)")(
+      "quiet,q", po::bool_switch(&quiet), "no progress on stderr");
+  if (!parse(argc, argv, desc, "calibrate-host")) return 0;
+  if (opt.threads < 1 || opt.threads > 1024)
+    throw InputError("--threads " + std::to_string(opt.threads) + ": give 1 to 1024");
+  if (opt.quick) {
+    opt.min_time_s = 0.005;
+    opt.repeats = 3;
+  }
+  Outputs files;
+  if (!out.empty() && out != "-") files.add(out, "--out");
+  std::ostream* progress = quiet ? nullptr : &std::cerr;
+  if (progress)
+    *progress << "calibrate-host: timing this host's pipeline operations (" << opt.threads << " thread(s))\n";
+  const runtime::HostCalibration c = runtime::calibrate_host(opt, progress);
+  // The fitted costs next to the preset's assumed ones, and how well the lines explain the timings.
+  ConfigRequest preset_request;
+  preset_request.dir = default_config_dir();
+  SystemConfig preset = load_config(preset_request);
+  const ParamSet ps = bind_params(preset);
+  const ordered_json values = ps.to_json();
+  double worst = 0;
+  std::string worst_key;
+  if (progress) *progress << fmt::format("\n{:<32} {:>10} {:>10}\n", "cost", "preset", "measured");
+  for (const auto& op : c.ops) {
+    if (op.fit.max_rel_error > worst) {
+      worst = op.fit.max_rel_error;
+      worst_key = op.key;
+    }
+    const std::string name = op.key.substr(op.key.find('.') + 1);
+    if (progress)
+      *progress << fmt::format("{:<32} {:>10.4g} {:>10.4g}  ns/{}\n", op.key, values.at("host").at(name).get<double>(),
+                               op.per_unit_ns(), op.unit);
+  }
+  if (progress)
+    *progress << fmt::format("the fitted costs explain every timing within {:.1f}% (worst: {}); {:.1f} s\n",
+                             100 * worst, worst_key, c.wall_s);
+  const std::string yaml = runtime::host_profile_yaml(c);
+  if (out.empty() || out == "-") {
+    std::cout << yaml;
+  } else {
+    files.stage(out, yaml);
+    files.commit();
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char* argv[]) {
@@ -1128,6 +1185,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "advise-fusion") return cmd_advise_fusion(argc - 1, argv + 1);
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
+    if (command == "calibrate-host") return cmd_calibrate_host(argc - 1, argv + 1);
     if (command == "stats") return cmd_stats(argc - 1, argv + 1);
     if (command == "suite") return cmd_suite(argc - 1, argv + 1);
     if (command == "profile") return cmd_profile(argc - 1, argv + 1);

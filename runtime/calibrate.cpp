@@ -1,0 +1,290 @@
+#include "runtime/calibrate.h"
+
+#include <turbojpeg.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "runtime/image_ops.h"
+
+namespace ascendsim::runtime {
+
+LinearFit fit_linear(const std::vector<std::pair<double, double>>& xy) {
+  // Weighted by 1/y^2: the line with the smallest relative misses, which is what a cost model
+  // charging per sample needs at every size.
+  LinearFit f;
+  if (xy.empty()) return f;
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : xy) {
+    const double w = y != 0 ? 1.0 / (y * y) : 1.0;
+    n += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+  }
+  const double den = n * sxx - sx * sx;
+  f.slope = den != 0 ? (n * sxy - sx * sy) / den : (sx != 0 ? sy / sx : 0.0);
+  f.intercept = (sy - f.slope * sx) / n;
+  for (const auto& [x, y] : xy)
+    if (y != 0) f.max_rel_error = std::max(f.max_rel_error, std::fabs(f.slope * x + f.intercept - y) / std::fabs(y));
+  return f;
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// Seconds per call of `op`: each of `threads` threads calls it for at least min_time_s, at the
+/// same time; the median of `repeats` such rounds of the threads' mean.
+double seconds_per_call(const std::function<void(int)>& op, const CalibrateOptions& o) {
+  std::vector<double> rounds;
+  for (int r = 0; r < std::max(1, o.repeats); ++r) {
+    std::vector<double> per_thread(static_cast<std::size_t>(o.threads), 0);
+    std::atomic<int> ready{0};
+    auto body = [&](int t) {
+      ready.fetch_add(1);
+      while (ready.load() < o.threads) std::this_thread::yield();
+      const auto start = clock_type::now();
+      std::int64_t calls = 0;
+      double elapsed = 0;
+      do {
+        op(t);
+        ++calls;
+        elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+      } while (elapsed < o.min_time_s);
+      per_thread[static_cast<std::size_t>(t)] = elapsed / static_cast<double>(calls);
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < o.threads; ++t) pool.emplace_back(body, t);
+    body(0);
+    for (auto& th : pool) th.join();
+    double mean = 0;
+    for (double s : per_thread) mean += s / static_cast<double>(o.threads);
+    rounds.push_back(mean);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[rounds.size() / 2];
+}
+
+/// A photo-like RGB image: smooth gradients, a few edges and mild noise (JPEG sizes as photos).
+std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, 6);
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(w * h * 3));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < 3; ++k) {
+        double v = 128 + 70 * std::sin(0.02 * (x + 13 * k)) * std::cos(0.015 * (y - 7 * k)) +
+                   ((x / 37 + y / 53) % 2 ? 30 : -30) + noise(rng);
+        px[static_cast<std::size_t>((y * w + x) * 3 + k)] = static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
+      }
+  return px;
+}
+
+std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int w, int h) {
+  tjhandle tj = tjInitCompress();
+  if (!tj) throw std::runtime_error("libjpeg-turbo: cannot create a compressor");
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(tj, rgb.data(), w, 0, h, TJPF_RGB, &buf, &size, TJSAMP_420, 90, TJFLAG_FASTDCT);
+  std::vector<unsigned char> out;
+  if (rc == 0) out.assign(buf, buf + size);
+  tjFree(buf);
+  tjDestroy(tj);
+  if (rc != 0) throw std::runtime_error("libjpeg-turbo: encoding failed");
+  return out;
+}
+
+}  // namespace
+
+HostCalibration calibrate_host(const CalibrateOptions& opt, std::ostream* progress) {
+  const auto t0 = clock_type::now();
+  HostCalibration c;
+  c.threads = std::max(1, opt.threads);
+  CalibrateOptions o = opt;
+  o.threads = c.threads;
+  c.cpu_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  {
+    std::ifstream info("/proc/cpuinfo");
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("model name", 0) == 0) {
+        c.cpu = line.substr(line.find(':') + 2);
+        break;
+      }
+  }
+  auto add = [&](const std::string& key, const std::string& what, const std::string& unit,
+                 const std::vector<double>& units, const std::function<std::function<void(int)>(double)>& make) {
+    OpCalibration op{key, what, unit, {}, {}};
+    for (double u : units) op.points.emplace_back(u, seconds_per_call(make(u), o));
+    op.fit = fit_linear(op.points);
+    if (progress)
+      *progress << fmt::format("{:<32} {:8.3f} ns/{:<5} fixed {:7.2f} us  fit within {:4.1f}%  ({} sizes)\n", key,
+                               op.per_unit_ns(), unit, op.fit.intercept * 1e6, 100 * op.fit.max_rel_error,
+                               op.points.size())
+                << std::flush;
+    c.ops.push_back(std::move(op));
+  };
+  const int threads = o.threads;
+
+  // JPEG decode: photos from 320x240 to 800x600 (ImageNet's are about 400x350 on average).
+  std::vector<std::pair<int, int>> jpeg_sizes = {{320, 240}, {400, 300}, {500, 375}, {640, 480}, {800, 600}};
+  if (opt.quick) jpeg_sizes = {{320, 240}, {500, 375}, {800, 600}};
+  std::vector<double> pixel_counts;
+  for (const auto& [w, h] : jpeg_sizes) pixel_counts.push_back(static_cast<double>(w * h));
+  add("host.decode_ns_per_pixel", "libjpeg-turbo tjDecompress2 to RGB of generated photos (4:2:0, quality 90)", "pixel",
+      pixel_counts, [&](double pixels) {
+        const auto it = std::find(pixel_counts.begin(), pixel_counts.end(), pixels);
+        const auto [w, h] = jpeg_sizes[static_cast<std::size_t>(it - pixel_counts.begin())];
+        auto jpeg = std::make_shared<std::vector<unsigned char>>(encode_jpeg(synthetic_photo(w, h, 7), w, h));
+        auto outs = std::make_shared<std::vector<std::vector<unsigned char>>>(
+            static_cast<std::size_t>(threads), std::vector<unsigned char>(static_cast<std::size_t>(w * h * 3)));
+        // One decompressor per thread, destroyed with the last copy of the closure.
+        auto handles = std::shared_ptr<std::vector<tjhandle>>(new std::vector<tjhandle>, [](std::vector<tjhandle>* v) {
+          for (auto handle : *v) tjDestroy(handle);
+          delete v;
+        });
+        for (int t = 0; t < threads; ++t) handles->push_back(tjInitDecompress());
+        return [jpeg, outs, handles, w = w, h = h](int t) {
+          if (tjDecompress2((*handles)[static_cast<std::size_t>(t)], jpeg->data(),
+                            static_cast<unsigned long>(jpeg->size()), (*outs)[static_cast<std::size_t>(t)].data(), w, 0,
+                            h, TJPF_RGB, TJFLAG_FASTDCT) != 0)
+            throw std::runtime_error("libjpeg-turbo: decoding a generated JPEG failed");
+        };
+      });
+
+  // Per-value map ops on the sizes a pipeline works at: 192x192 to 320x320, 3 channels (images
+  // that no longer fit a core's L2 cache, as a pipeline's samples).
+  std::vector<std::int64_t> sides = {192, 224, 256, 320};
+  if (opt.quick) sides = {224, 320};
+  std::vector<double> values;
+  for (auto s : sides) values.push_back(static_cast<double>(s * s * 3));
+  const auto source =
+      std::make_shared<std::vector<float>>(image::to_float(synthetic_photo(500, 375, 3).data(), 500 * 375 * 3));
+  auto side_of = [&](double v) { return static_cast<std::int64_t>(std::lround(std::sqrt(v / 3))); };
+  add("host.resize_ns_per_value", "bilinear resize of a 500x375 RGB image", "value", values, [&](double v) {
+    const std::int64_t s = side_of(v);
+    return [source, s](int) {
+      volatile float sink = image::resize_bilinear(*source, 375, 500, 3, s, s)[0];
+      (void)sink;
+    };
+  });
+  add("host.crop_ns_per_value", "crop of a 500x375 RGB image", "value", values, [&](double v) {
+    const std::int64_t s = side_of(v);
+    return [source, s](int) {
+      volatile float sink = image::crop(*source, 375, 500, 3, 10, 20, s, s)[0];
+      (void)sink;
+    };
+  });
+  auto in_place = [&](const std::function<void(std::vector<float>&, std::int64_t)>& fn) {
+    return [&, fn](double v) {
+      const std::int64_t s = side_of(v);
+      auto bufs = std::make_shared<std::vector<std::vector<float>>>(
+          static_cast<std::size_t>(threads), std::vector<float>(source->begin(), source->begin() + s * s * 3));
+      return [bufs, s, fn](int t) { fn((*bufs)[static_cast<std::size_t>(t)], s); };
+    };
+  };
+  add("host.flip_ns_per_value", "horizontal flip", "value", values,
+      in_place([](std::vector<float>& b, std::int64_t s) { image::flip_horizontal(b, s, s, 3); }));
+  add("host.rescale_ns_per_value", "rescale x * a + b", "value", values,
+      in_place([](std::vector<float>& b, std::int64_t) { image::rescale(b, 1.0, 0.0); }));
+  add("host.normalize_ns_per_value", "normalize per channel", "value", values,
+      in_place([](std::vector<float>& b, std::int64_t) {
+        image::normalize(b, 3, {0, 0, 0}, {1, 1, 1});
+      }));
+  add("host.hwc2chw_ns_per_value", "HWC to CHW transpose", "value", values, [&](double v) {
+    const std::int64_t s = side_of(v);
+    auto img = std::make_shared<std::vector<float>>(source->begin(), source->begin() + s * s * 3);
+    return [img, s](int) {
+      volatile float sink = image::hwc2chw(*img, s, s, 3)[0];
+      (void)sink;
+    };
+  });
+  add("host.typecast_ns_per_value", "uint8 to float cast", "value", values, [&](double v) {
+    auto px = std::make_shared<std::vector<std::uint8_t>>(synthetic_photo(500, 375, 5));
+    const auto n = static_cast<std::int64_t>(v);
+    return [px, n](int) {
+      volatile float sink = image::to_float(px->data(), n)[0];
+      (void)sink;
+    };
+  });
+
+  // Reading files (from the page cache: the files were just written) and batching samples.
+  namespace fs = std::filesystem;
+  const fs::path dir = (opt.temp_dir.empty() ? fs::temp_directory_path() : fs::path(opt.temp_dir)) /
+                       fmt::format("ascendsim-calibrate-{}", static_cast<long>(::getpid()));
+  fs::create_directories(dir);
+  std::vector<double> file_sizes = {64e3, 128e3, 256e3, 512e3, 1024e3};  // ImageNet's JPEGs: ~110 kB
+  if (opt.quick) file_sizes = {64e3, 512e3};
+  try {
+    add("host.read_ns_per_byte", "reading a whole file (page cache)", "byte", file_sizes, [&](double bytes) {
+      const fs::path p = dir / fmt::format("f{}", static_cast<long>(bytes));
+      {
+        std::ofstream f(p, std::ios::binary);
+        const std::string data(static_cast<std::size_t>(bytes), 'x');
+        f.write(data.data(), static_cast<std::streamsize>(data.size()));
+      }
+      auto bufs = std::make_shared<std::vector<std::vector<char>>>(static_cast<std::size_t>(threads),
+                                                                   std::vector<char>(static_cast<std::size_t>(bytes)));
+      return [p, bufs](int t) {
+        std::ifstream f(p, std::ios::binary);
+        auto& b = (*bufs)[static_cast<std::size_t>(t)];
+        f.read(b.data(), static_cast<std::streamsize>(b.size()));
+      };
+    });
+  } catch (...) {
+    fs::remove_all(dir);
+    throw;
+  }
+  fs::remove_all(dir);
+  std::vector<double> sample_bytes = {150528, 301056, 602112, 1204224, 2408448};  // 224^2*3 uint8 .. x16
+  if (opt.quick) sample_bytes = {150528, 602112};
+  add("host.batch_ns_per_byte", "copying a sample into a batch buffer", "byte", sample_bytes, [&](double bytes) {
+    const auto n = static_cast<std::size_t>(bytes);
+    auto src =
+        std::make_shared<std::vector<std::vector<char>>>(static_cast<std::size_t>(threads), std::vector<char>(n, 1));
+    auto dst =
+        std::make_shared<std::vector<std::vector<char>>>(static_cast<std::size_t>(threads), std::vector<char>(n * 4));
+    auto slot = std::make_shared<std::vector<std::size_t>>(static_cast<std::size_t>(threads), 0);
+    return [src, dst, slot, n](int t) {
+      auto& s = (*slot)[static_cast<std::size_t>(t)];
+      std::memcpy((*dst)[static_cast<std::size_t>(t)].data() + s * n, (*src)[static_cast<std::size_t>(t)].data(), n);
+      s = (s + 1) % 4;
+    };
+  });
+  c.wall_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return c;
+}
+
+std::string host_profile_yaml(const HostCalibration& c) {
+  std::string s = fmt::format(
+      "# Host profile: this machine's data-pipeline costs, measured by `ascendsim calibrate-host`\n"
+      "# on {} ({} hardware threads), {} thread(s) measuring at once. Each cost is the slope of a\n"
+      "# straight line (cost = per-unit x units + fixed) fitted to timings at several sizes; the comment\n"
+      "# says what was timed, the sizes, how closely the line explains them and its fixed part. Use it\n"
+      "# with --config; host costs not listed keep the preset's values (configs/host.yaml).\n"
+      "host:\n"
+      "  cpu_cores: {}  # this machine's hardware threads\n",
+      c.cpu.empty() ? std::string("an unknown CPU") : c.cpu, c.cpu_cores, c.threads, c.cpu_cores);
+  for (const auto& op : c.ops) {
+    const std::string name = op.key.substr(op.key.find('.') + 1);
+    s += fmt::format("  {}: {:.4g}  # {}; {} sizes {:.0f}-{:.0f} {}s; fit within {:.1f}%, fixed {:.2f} us\n", name,
+                     std::max(0.0, op.per_unit_ns()), op.what, op.points.size(), op.points.front().first,
+                     op.points.back().first, op.unit, 100 * op.fit.max_rel_error, op.fit.intercept * 1e6);
+  }
+  return s;
+}
+
+}  // namespace ascendsim::runtime

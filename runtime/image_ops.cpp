@@ -1,0 +1,95 @@
+#include "runtime/image_ops.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace ascendsim::runtime::image {
+
+std::vector<float> resize_bilinear(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c,
+                                   std::int64_t oh, std::int64_t ow) {
+  std::vector<float> out(static_cast<std::size_t>(oh * ow * c));
+  const double sy = static_cast<double>(h) / static_cast<double>(oh),
+               sx = static_cast<double>(w) / static_cast<double>(ow);
+  // Per output column: its two source columns and weight, computed once.
+  std::vector<std::int64_t> x0s(static_cast<std::size_t>(ow)), x1s(static_cast<std::size_t>(ow));
+  std::vector<double> dxs(static_cast<std::size_t>(ow));
+  for (std::int64_t x = 0; x < ow; ++x) {
+    const double fx = std::max(0.0, (static_cast<double>(x) + 0.5) * sx - 0.5);
+    const auto x0 = std::min<std::int64_t>(static_cast<std::int64_t>(fx), w - 1);
+    x0s[static_cast<std::size_t>(x)] = x0;
+    x1s[static_cast<std::size_t>(x)] = std::min<std::int64_t>(x0 + 1, w - 1);
+    dxs[static_cast<std::size_t>(x)] = fx - static_cast<double>(x0);
+  }
+  for (std::int64_t y = 0; y < oh; ++y) {
+    const double fy = std::max(0.0, (static_cast<double>(y) + 0.5) * sy - 0.5);
+    const auto y0 = std::min<std::int64_t>(static_cast<std::int64_t>(fy), h - 1);
+    const std::int64_t y1 = std::min<std::int64_t>(y0 + 1, h - 1);
+    const double dy = fy - static_cast<double>(y0);
+    const float* r0 = in.data() + y0 * w * c;
+    const float* r1 = in.data() + y1 * w * c;
+    float* o = out.data() + y * ow * c;
+    for (std::int64_t x = 0; x < ow; ++x) {
+      const auto i = static_cast<std::size_t>(x);
+      const std::int64_t a = x0s[i] * c, b = x1s[i] * c;
+      const double dx = dxs[i];
+      for (std::int64_t k = 0; k < c; ++k)
+        o[x * c + k] = static_cast<float>((1 - dy) * ((1 - dx) * r0[a + k] + dx * r0[b + k]) +
+                                          dy * ((1 - dx) * r1[a + k] + dx * r1[b + k]));
+    }
+  }
+  return out;
+}
+
+std::vector<float> crop(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t y0,
+                        std::int64_t x0, std::int64_t oh, std::int64_t ow, std::int64_t pad) {
+  std::vector<float> out(static_cast<std::size_t>(oh * ow * c), 0.0f);
+  for (std::int64_t y = 0; y < oh; ++y) {
+    const std::int64_t sy = y + y0 - pad;
+    if (sy < 0 || sy >= h) continue;
+    // The columns inside the source, copied as one run.
+    const std::int64_t from = std::max<std::int64_t>(0, pad - x0), to = std::min<std::int64_t>(ow, w + pad - x0);
+    if (to <= from) continue;
+    std::copy(in.begin() + (sy * w + from + x0 - pad) * c, in.begin() + (sy * w + to + x0 - pad) * c,
+              out.begin() + (y * ow + from) * c);
+  }
+  return out;
+}
+
+void flip_horizontal(std::vector<float>& img, std::int64_t h, std::int64_t w, std::int64_t c) {
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t x = 0; x < w / 2; ++x)
+      for (std::int64_t k = 0; k < c; ++k)
+        std::swap(img[static_cast<std::size_t>((y * w + x) * c + k)],
+                  img[static_cast<std::size_t>((y * w + (w - 1 - x)) * c + k)]);
+}
+
+void rescale(std::vector<float>& img, double scale, double shift) {
+  const auto a = static_cast<float>(scale), b = static_cast<float>(shift);
+  for (auto& v : img) v = v * a + b;
+}
+
+void normalize(std::vector<float>& img, std::int64_t c, const std::vector<double>& mean,
+               const std::vector<double>& std) {
+  std::vector<float> m(static_cast<std::size_t>(c)), inv(static_cast<std::size_t>(c));
+  for (std::int64_t k = 0; k < c; ++k) {
+    m[static_cast<std::size_t>(k)] = static_cast<float>(mean[static_cast<std::size_t>(k)]);
+    inv[static_cast<std::size_t>(k)] = static_cast<float>(1.0 / std[static_cast<std::size_t>(k)]);
+  }
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    const std::size_t k = i % static_cast<std::size_t>(c);
+    img[i] = (img[i] - m[k]) * inv[k];
+  }
+}
+
+std::vector<float> hwc2chw(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c) {
+  std::vector<float> out(in.size());
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t x = 0; x < w; ++x)
+      for (std::int64_t k = 0; k < c; ++k)
+        out[static_cast<std::size_t>((k * h + y) * w + x)] = in[static_cast<std::size_t>((y * w + x) * c + k)];
+  return out;
+}
+
+std::vector<float> to_float(const std::uint8_t* px, std::int64_t n) { return std::vector<float>(px, px + n); }
+
+}  // namespace ascendsim::runtime::image
