@@ -79,35 +79,6 @@ double seconds_per_call(const std::function<void(int)>& op, const CalibrateOptio
   return rounds[rounds.size() / 2];
 }
 
-/// A photo-like RGB image: smooth gradients, a few edges and mild noise (JPEG sizes as photos).
-std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> noise(0, 6);
-  std::vector<std::uint8_t> px(static_cast<std::size_t>(w * h * 3));
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int k = 0; k < 3; ++k) {
-        double v = 128 + 70 * std::sin(0.02 * (x + 13 * k)) * std::cos(0.015 * (y - 7 * k)) +
-                   ((x / 37 + y / 53) % 2 ? 30 : -30) + noise(rng);
-        px[static_cast<std::size_t>((y * w + x) * 3 + k)] = static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
-      }
-  return px;
-}
-
-std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int w, int h) {
-  tjhandle tj = tjInitCompress();
-  if (!tj) throw std::runtime_error("libjpeg-turbo: cannot create a compressor");
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  const int rc = tjCompress2(tj, rgb.data(), w, 0, h, TJPF_RGB, &buf, &size, TJSAMP_420, 90, TJFLAG_FASTDCT);
-  std::vector<unsigned char> out;
-  if (rc == 0) out.assign(buf, buf + size);
-  tjFree(buf);
-  tjDestroy(tj);
-  if (rc != 0) throw std::runtime_error("libjpeg-turbo: encoding failed");
-  return out;
-}
-
 }  // namespace
 
 HostCalibration calibrate_host(const CalibrateOptions& opt, std::ostream* progress) {
@@ -148,7 +119,8 @@ HostCalibration calibrate_host(const CalibrateOptions& opt, std::ostream* progre
       pixel_counts, [&](double pixels) {
         const auto it = std::find(pixel_counts.begin(), pixel_counts.end(), pixels);
         const auto [w, h] = jpeg_sizes[static_cast<std::size_t>(it - pixel_counts.begin())];
-        auto jpeg = std::make_shared<std::vector<unsigned char>>(encode_jpeg(synthetic_photo(w, h, 7), w, h));
+        auto jpeg =
+            std::make_shared<std::vector<unsigned char>>(image::encode_jpeg(image::synthetic_photo(w, h, 7), w, h));
         auto outs = std::make_shared<std::vector<std::vector<unsigned char>>>(
             static_cast<std::size_t>(threads), std::vector<unsigned char>(static_cast<std::size_t>(w * h * 3)));
         // One decompressor per thread, destroyed with the last copy of the closure.
@@ -172,7 +144,7 @@ HostCalibration calibrate_host(const CalibrateOptions& opt, std::ostream* progre
   std::vector<double> values;
   for (auto s : sides) values.push_back(static_cast<double>(s * s * 3));
   const auto source =
-      std::make_shared<std::vector<float>>(image::to_float(synthetic_photo(500, 375, 3).data(), 500 * 375 * 3));
+      std::make_shared<std::vector<float>>(image::to_float(image::synthetic_photo(500, 375, 3).data(), 500 * 375 * 3));
   auto side_of = [&](double v) { return static_cast<std::int64_t>(std::lround(std::sqrt(v / 3))); };
   add("host.resize_ns_per_value", "bilinear resize of a 500x375 RGB image", "value", values, [&](double v) {
     const std::int64_t s = side_of(v);
@@ -213,7 +185,7 @@ HostCalibration calibrate_host(const CalibrateOptions& opt, std::ostream* progre
     };
   });
   add("host.typecast_ns_per_value", "uint8 to float cast", "value", values, [&](double v) {
-    auto px = std::make_shared<std::vector<std::uint8_t>>(synthetic_photo(500, 375, 5));
+    auto px = std::make_shared<std::vector<std::uint8_t>>(image::synthetic_photo(500, 375, 5));
     const auto n = static_cast<std::int64_t>(v);
     return [px, n](int) {
       volatile float sink = image::to_float(px->data(), n)[0];

@@ -3,7 +3,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <memory>
+#include <ostream>
 #include <stdexcept>
 #include <vector>
 
@@ -76,9 +81,84 @@ fs::path find_one(const fs::path& dir, const std::string& stem) {
   return {};
 }
 
+/// One subfolder of JPEG files per class (MindSpore's ImageFolderDataset): every file's
+/// dimensions from its JPEG header (read, not decoded) and its size.
+workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* progress) {
+  std::vector<fs::path> classes;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string()[0] != '.') classes.push_back(e.path());
+  std::sort(classes.begin(), classes.end());
+  auto files = std::make_shared<std::vector<workloads::DatasetSpec::Geometry>>();
+  std::vector<fs::path> paths;
+  for (const auto& c : classes) {
+    std::vector<fs::path> mine;
+    for (const auto& e : fs::directory_iterator(c))
+      if (e.is_regular_file() && e.path().filename().string()[0] != '.') mine.push_back(e.path());
+    if (mine.empty())
+      throw sim::InputError("dataset", "dataset",
+                            c.string() +
+                                ": an empty class folder (an image folder holds JPEG files in every class "
+                                "subfolder); remove it or add its images");
+    std::sort(mine.begin(), mine.end());
+    paths.insert(paths.end(), mine.begin(), mine.end());
+  }
+  files->reserve(paths.size());
+  using clock = std::chrono::steady_clock;
+  auto last = clock::now();
+  const auto start = last;
+  std::string buf;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const fs::path& p = paths[i];
+    std::ifstream f(p, std::ios::binary);
+    if (!f) throw sim::InputError(p.string() + ": cannot open");
+    const auto size = static_cast<std::int64_t>(fs::file_size(p));
+    workloads::JpegHeader h;
+    for (std::size_t want : {std::size_t{4096}, std::size_t{65536}, static_cast<std::size_t>(size)}) {
+      buf.resize(std::min<std::size_t>(want, static_cast<std::size_t>(size)));
+      f.seekg(0);
+      f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.resize(static_cast<std::size_t>(f.gcount()));
+      h = workloads::parse_jpeg_header(buf, buf.size() >= static_cast<std::size_t>(size));
+      if (h.status != workloads::JpegHeader::Status::NeedMore) break;
+    }
+    if (h.status != workloads::JpegHeader::Status::Found)
+      throw sim::InputError("dataset", "dataset",
+                            p.string() + ": " + (h.problem.empty() ? std::string("truncated JPEG header") : h.problem) +
+                                " — an image folder holds only JPEG files");
+    files->push_back({h.height, h.width, h.channels, size});
+    if (progress && clock::now() - last > std::chrono::seconds(1)) {
+      last = clock::now();
+      const double s = std::chrono::duration<double>(last - start).count();
+      *progress << "\rreading JPEG headers: " << i + 1 << "/" << paths.size() << " files ("
+                << static_cast<std::int64_t>(static_cast<double>(i + 1) / s) << " files/s)   " << std::flush;
+    }
+  }
+  if (progress && std::chrono::duration<double>(clock::now() - start).count() > 1)
+    *progress << "\r" << std::string(60, ' ') << "\r" << std::flush;
+  workloads::DatasetSpec d;
+  d.format = workloads::DatasetFormat::ImageFolder;
+  d.encoded = true;
+  d.samples = static_cast<std::int64_t>(files->size());
+  d.classes = static_cast<std::int64_t>(classes.size());
+  double hs = 0, ws = 0, cs = 0, bytes = 0;
+  for (const auto& g : *files) {
+    hs += static_cast<double>(g.height);
+    ws += static_cast<double>(g.width);
+    cs += static_cast<double>(g.channels);
+    bytes += static_cast<double>(g.file_bytes);
+  }
+  const auto n = static_cast<double>(files->size());
+  d.height = static_cast<std::int64_t>(std::lround(hs / n));
+  d.width = static_cast<std::int64_t>(std::lround(ws / n));
+  d.channels = static_cast<std::int64_t>(std::lround(cs / n));
+  d.record_bytes = static_cast<std::int64_t>(std::lround(bytes / n));
+  d.files = std::move(files);
+  return d;
+}
+
 }  // namespace
 
-workloads::DatasetSpec load_dataset_dir(const std::string& dir_name) {
+workloads::DatasetSpec load_dataset_dir(const std::string& dir_name, std::ostream* progress) {
   const fs::path dir(dir_name);
   if (!fs::is_directory(dir)) throw sim::InputError("dataset", "dataset", dir_name + ": not a directory");
   try {
@@ -115,14 +195,21 @@ workloads::DatasetSpec load_dataset_dir(const std::string& dir_name) {
       spec.source = dir_name;
       return spec;
     }
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory() && e.path().filename().string()[0] != '.') {
+        auto spec = load_image_folder(dir, progress);
+        spec.source = dir_name;
+        return spec;
+      }
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const sim::InputError*>(&e)) throw;
     throw sim::InputError(e.what());
   }
   throw sim::InputError("dataset", "dataset",
                         dir_name +
-                            ": no MNIST idx files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]) or "
-                            "CIFAR-10 binary batches (data_batch_*.bin) found");
+                            ": no MNIST idx files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]), "
+                            "CIFAR-10 binary batches (data_batch_*.bin) or class folders of JPEG files (an image "
+                            "folder) found");
 }
 
 }  // namespace ascendsim::runtime

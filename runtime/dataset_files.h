@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@ namespace ascendsim::runtime {
 /// Reads the training set in `dir`: train-images-idx3-ubyte / train-labels-idx1-ubyte (each
 /// plain or .gz), or data_batch_*.bin (also inside cifar-10-batches-bin/). Throws
 /// sim::InputError naming the file and what is wrong with it.
-workloads::DatasetSpec load_dataset_dir(const std::string& dir);
+/// Or an image folder: one subfolder per class of JPEG files (each file's dimensions read from its
+/// header, not decoded; a line of progress on `progress` once reading takes over a second).
+workloads::DatasetSpec load_dataset_dir(const std::string& dir, std::ostream* progress = nullptr);
 
 /// A dataset's samples as stored: 8-bit pixels, height x width x channels per sample, and labels.
 struct DatasetValues {

@@ -1,6 +1,13 @@
 #include "runtime/image_ops.h"
 
+#include <turbojpeg.h>
+
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
 #include <utility>
 
 namespace ascendsim::runtime::image {
@@ -91,5 +98,64 @@ std::vector<float> hwc2chw(const std::vector<float>& in, std::int64_t h, std::in
 }
 
 std::vector<float> to_float(const std::uint8_t* px, std::int64_t n) { return std::vector<float>(px, px + n); }
+
+std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed) {
+  // Separable waves (tables per row and column), a checker of edges and uniform noise.
+  const double phase = static_cast<double>(seed % 97);
+  std::vector<double> col(static_cast<std::size_t>(w) * 3), row(static_cast<std::size_t>(h) * 3);
+  for (int k = 0; k < 3; ++k) {
+    for (int x = 0; x < w; ++x) col[static_cast<std::size_t>(x * 3 + k)] = 70 * std::sin(0.02 * (x + 13 * k + phase));
+    for (int y = 0; y < h; ++y) row[static_cast<std::size_t>(y * 3 + k)] = std::cos(0.015 * (y - 7 * k));
+  }
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+  std::size_t at = 0;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < 3; ++k) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        const double noise = static_cast<double>(state % 21) - 10.0;
+        const double v = 128 + col[static_cast<std::size_t>(x * 3 + k)] * row[static_cast<std::size_t>(y * 3 + k)] +
+                         ((x / 37 + y / 53) % 2 ? 30 : -30) + noise;
+        px[at++] = static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
+      }
+  return px;
+}
+
+std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int w, int h, int quality) {
+  tjhandle tj = tjInitCompress();
+  if (!tj) throw std::runtime_error("libjpeg-turbo: cannot create a compressor");
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(tj, rgb.data(), w, 0, h, TJPF_RGB, &buf, &size, TJSAMP_420, quality, TJFLAG_FASTDCT);
+  std::vector<unsigned char> out;
+  if (rc == 0) out.assign(buf, buf + size);
+  tjFree(buf);
+  tjDestroy(tj);
+  if (rc != 0) throw std::runtime_error("libjpeg-turbo: encoding failed");
+  return out;
+}
+
+std::int64_t write_image_folder(const std::string& dir, int classes, int per_class, std::uint64_t seed) {
+  namespace fs = std::filesystem;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> spread(0.75, 1.25);
+  std::int64_t n = 0;
+  for (int c = 0; c < classes; ++c) {
+    const fs::path folder = fs::path(dir) / ("class" + std::to_string(c));
+    fs::create_directories(folder);
+    for (int i = 0; i < per_class; ++i) {
+      const int w = static_cast<int>(400 * spread(rng)), h = static_cast<int>(350 * spread(rng));
+      const auto jpeg = encode_jpeg(synthetic_photo(w, h, seed + static_cast<std::uint64_t>(n)), w, h);
+      std::ofstream f(folder / ("img" + std::to_string(i) + ".jpg"), std::ios::binary);
+      f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+      if (!f) throw std::runtime_error(folder.string() + ": cannot write an image");
+      ++n;
+    }
+  }
+  return n;
+}
 
 }  // namespace ascendsim::runtime::image

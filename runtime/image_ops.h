@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ascendsim::runtime::image {
@@ -25,5 +26,13 @@ void normalize(std::vector<float>& img, std::int64_t c, const std::vector<double
 std::vector<float> hwc2chw(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c);
 /// 8-bit pixels to float (TypeCast).
 std::vector<float> to_float(const std::uint8_t* px, std::int64_t n);
+
+/// A photo-like 8-bit RGB image (smooth gradients, edges, mild noise: JPEG sizes as photos).
+std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed);
+/// `rgb` as a JPEG (libjpeg-turbo, 4:2:0) of the given quality.
+std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int w, int h, int quality = 90);
+/// Writes an image folder under `dir`: `classes` subfolders of `per_class` photo-like JPEGs of
+/// ImageNet-like sizes (sides spread around 400x350), deterministic in `seed`. Returns the files.
+std::int64_t write_image_folder(const std::string& dir, int classes, int per_class, std::uint64_t seed);
 
 }  // namespace ascendsim::runtime::image

@@ -70,13 +70,15 @@ workloads::Workload build_workload(const RunRequest& r) {
 workloads::Workload build_workload_with_data(const RunRequest& r, const SystemConfig& cfg) {
   workloads::Workload w = build_workload(r);
   if (!r.dataset.empty()) {
-    workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset);
-    if (d.format != w.data.dataset.format)
+    workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset, r.progress);
+    const bool jpegs = d.format == workloads::DatasetFormat::ImageFolder &&
+                       w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg;
+    if (d.format != w.data.dataset.format && !jpegs)
       throw InputError("dataset", "dataset",
                        r.dataset + " holds " + workloads::dataset_format_name(d.format) + " files but " + w.name +
                            " reads " + workloads::dataset_format_name(w.data.dataset.format) +
                            (w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg
-                                ? " (ImageNet-like JPEGs are synthesised; give no dataset)"
+                                ? " (an image folder of JPEG files, or no dataset for synthesised ones)"
                                 : ""));
     w.data.dataset = d;
   }

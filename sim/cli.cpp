@@ -24,6 +24,7 @@
 #include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/html_report.h"
+#include "runtime/image_ops.h"
 #include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/config.h"
@@ -63,6 +64,7 @@ const char* kUsage =
     "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
     "  calibrate-host  measure this host's data-pipeline costs and write a host profile (--out)\n"
+    "  make-image-folder  write an image folder of photo-like JPEGs (ImageNet-like sizes) for --dataset\n"
     "\n"
     "`ascendsim <command> --help` lists the command's options; `ascendsim --version` the version.\n";
 
@@ -1106,6 +1108,24 @@ int cmd_chips(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_make_image_folder(int argc, char* argv[]) {
+  po::options_description desc("options");
+  std::string dir;
+  int classes = 10, per_class = 100;
+  std::uint64_t seed = 1;
+  desc.add_options()("help,h", "show this help")("out", po::value(&dir)->required(), "the folder to create")(
+      "classes", po::value(&classes)->default_value(classes), "class subfolders")(
+      "per-class", po::value(&per_class)->default_value(per_class), "JPEG files per class")(
+      "seed", po::value(&seed)->default_value(seed), "seed of the sizes and contents");
+  if (!parse(argc, argv, desc, "make-image-folder")) return 0;
+  if (classes < 1 || per_class < 1) throw InputError("--classes and --per-class: give 1 or more");
+  if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir))
+    throw InputError("--out " + dir + ": exists and is not empty; give a new folder");
+  const std::int64_t n = runtime::image::write_image_folder(dir, classes, per_class, seed);
+  std::cout << "wrote " << n << " JPEG files in " << classes << " class folders under " << dir << "\n";
+  return 0;
+}
+
 int cmd_calibrate_host(int argc, char* argv[]) {
   po::options_description desc("options");
   runtime::CalibrateOptions opt;
@@ -1186,6 +1206,7 @@ int run_cli(int argc, char* argv[]) {
     if (command == "params") return cmd_params(argc - 1, argv + 1);
     if (command == "chips") return cmd_chips(argc - 1, argv + 1);
     if (command == "calibrate-host") return cmd_calibrate_host(argc - 1, argv + 1);
+    if (command == "make-image-folder") return cmd_make_image_folder(argc - 1, argv + 1);
     if (command == "stats") return cmd_stats(argc - 1, argv + 1);
     if (command == "suite") return cmd_suite(argc - 1, argv + 1);
     if (command == "profile") return cmd_profile(argc - 1, argv + 1);

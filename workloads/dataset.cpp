@@ -12,6 +12,8 @@ const char* dataset_format_name(DatasetFormat f) {
       return "cifar10-binary";
     case DatasetFormat::SyntheticJpeg:
       return "synthetic-jpeg";
+    case DatasetFormat::ImageFolder:
+      return "image-folder";
   }
   return "?";
 }
@@ -69,6 +71,7 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64
 }  // namespace
 
 DatasetSpec::Geometry DatasetSpec::sample(std::int64_t index) const {
+  if (files && !files->empty()) return (*files)[static_cast<std::size_t>(index) % files->size()];
   if (!encoded) return {height, width, channels, record_bytes};
   // ImageNet-like spread: sides uniform within +-25% of the mean, JPEG at ~10:1.
   const std::uint64_t r = mix(static_cast<std::uint64_t>(index));
@@ -77,6 +80,45 @@ DatasetSpec::Geometry DatasetSpec::sample(std::int64_t index) const {
   const auto h = static_cast<std::int64_t>(static_cast<double>(height) * fh);
   const auto w = static_cast<std::int64_t>(static_cast<double>(width) * fw);
   return {h, w, channels, h * w * channels / 10};
+}
+
+JpegHeader parse_jpeg_header(const std::string& b, bool whole) {
+  JpegHeader h;
+  auto bad = [&](const std::string& why) {
+    h.status = JpegHeader::Status::Bad;
+    h.problem = why;
+    return h;
+  };
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(b[i]); };
+  if (b.size() < 2) return whole ? bad("shorter than a JPEG's start marker") : h;
+  if (byte(0) != 0xFF || byte(1) != 0xD8) return bad("not a JPEG file (no FF D8 start-of-image marker)");
+  std::size_t at = 2;
+  for (;;) {
+    while (at < b.size() && byte(at) == 0xFF && at + 1 < b.size() && byte(at + 1) == 0xFF) ++at;  // fill bytes
+    if (at + 4 > b.size()) return whole ? bad("truncated before its frame header") : h;
+    if (byte(at) != 0xFF) return bad("corrupt: expected a marker at byte " + std::to_string(at));
+    const unsigned m = byte(at + 1);
+    if (m == 0xD9 || m == 0xDA) return bad("no frame header (SOF) before the image data");
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {  // markers without a length
+      at += 2;
+      continue;
+    }
+    const std::size_t len = (static_cast<std::size_t>(byte(at + 2)) << 8) | byte(at + 3);
+    if (len < 2) return bad("corrupt: a segment length below 2 at byte " + std::to_string(at));
+    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+    if (sof) {
+      if (at + 10 > b.size()) return whole ? bad("truncated inside its frame header") : h;
+      h.height = (static_cast<std::int64_t>(byte(at + 5)) << 8) | byte(at + 6);
+      h.width = (static_cast<std::int64_t>(byte(at + 7)) << 8) | byte(at + 8);
+      h.channels = byte(at + 9);
+      if (h.height == 0 || h.width == 0 || h.channels == 0)
+        return bad("a frame of " + std::to_string(h.width) + "x" + std::to_string(h.height) + "x" +
+                   std::to_string(h.channels));
+      h.status = JpegHeader::Status::Found;
+      return h;
+    }
+    at += 2 + len;
+  }
 }
 
 DatasetSpec parse_mnist(const std::string& images_name, const std::string& images_header,

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace ascendsim::workloads {
 
-enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg };
+/// ImageFolder: a directory of class folders of JPEG files (MindSpore's ImageFolderDataset);
+/// the ImageNet workloads read it, or synthesise such JPEGs (SyntheticJpeg) when given none.
+enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg, ImageFolder };
 const char* dataset_format_name(DatasetFormat f);
 
 struct DatasetSpec {
@@ -27,6 +30,9 @@ struct DatasetSpec {
     std::int64_t height, width, channels, file_bytes;
   };
   Geometry sample(std::int64_t index) const;
+  /// An image folder's files, each with its JPEG dimensions (from its header) and size; sample()
+  /// reads them (shared by the copies of the spec).
+  std::shared_ptr<const std::vector<Geometry>> files;
 };
 
 /// Parses MNIST idx images and labels (any N, rows, cols). Throws std::runtime_error naming the
@@ -37,6 +43,16 @@ DatasetSpec parse_mnist(const std::string& images_name, const std::string& image
 
 /// Parses CIFAR-10 binary batches (records of 1 label byte + 3072 pixel bytes).
 DatasetSpec parse_cifar10(const std::vector<std::pair<std::string, std::string>>& batches);
+
+/// What a JPEG's header says: its size and components, from the first SOF marker.
+struct JpegHeader {
+  enum class Status { Found, NeedMore, Bad } status = Status::NeedMore;
+  std::int64_t height = 0, width = 0, channels = 0;
+  std::string problem;  ///< for Bad: what is wrong
+};
+/// Parses the markers of `bytes` (a prefix of the file, or all of it when `whole`) up to the first
+/// start-of-frame. NeedMore: the prefix ends first; Bad: not a JPEG, or truncated when `whole`.
+JpegHeader parse_jpeg_header(const std::string& bytes, bool whole);
 
 /// ImageNet-like: `samples` JPEGs with a deterministic spread of sizes around 400x350.
 DatasetSpec synthetic_imagenet(std::int64_t samples = 1281167);

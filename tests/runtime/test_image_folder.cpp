@@ -1,0 +1,161 @@
+// Image folders (MindSpore's ImageFolderDataset): epoch length from the files, each sample's
+// costs from its own JPEG header and size, bad files named.
+#include <turbojpeg.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "runtime/dataset_files.h"
+#include "runtime/image_ops.h"
+#include "sim/api.h"
+#include "sim/core/error.h"
+#include "tests/test_support.h"
+#include "workloads/dataset.h"
+
+namespace ascendsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / ("ascendsim_" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+void write_file(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+std::string jpeg(int w, int h) {
+  const auto j = runtime::image::encode_jpeg(runtime::image::synthetic_photo(w, h, 3), w, h);
+  return std::string(j.begin(), j.end());
+}
+
+TEST(ImageFolder, EverySamplesGeometryComesFromItsOwnHeader) {
+  TempDir d("imgfolder_geometry");
+  ASSERT_EQ(runtime::image::write_image_folder(d.path.string(), 3, 5, 11), 15);
+  const workloads::DatasetSpec spec = runtime::load_dataset_dir(d.path.string());
+  EXPECT_EQ(spec.format, workloads::DatasetFormat::ImageFolder);
+  EXPECT_EQ(spec.samples, 15);
+  EXPECT_EQ(spec.classes, 3);
+  ASSERT_TRUE(spec.files && spec.files->size() == 15u);
+  // In class order, files sorted: each as libjpeg-turbo reads its header, and its size on disk.
+  std::size_t i = 0;
+  tjhandle tj = tjInitDecompress();
+  for (int c = 0; c < 3; ++c)
+    for (int k = 0; k < 5; ++k, ++i) {
+      const fs::path p = d.path / ("class" + std::to_string(c)) / ("img" + std::to_string(k) + ".jpg");
+      const std::string bytes = read_file(p);
+      int w = 0, h = 0, sub = 0, space = 0;
+      ASSERT_EQ(tjDecompressHeader3(tj, reinterpret_cast<const unsigned char*>(bytes.data()),
+                                    static_cast<unsigned long>(bytes.size()), &w, &h, &sub, &space),
+                0);
+      const auto g = spec.sample(static_cast<std::int64_t>(i));
+      EXPECT_EQ(g.width, w) << p;
+      EXPECT_EQ(g.height, h) << p;
+      EXPECT_EQ(g.channels, 3);
+      EXPECT_EQ(g.file_bytes, static_cast<std::int64_t>(bytes.size()));
+    }
+  tjDestroy(tj);
+}
+
+TEST(ImageFolder, AHeaderBehindALargeExifSegmentIsFound) {
+  // SOI, then a 65,000-byte APP1 segment before the frame header: more than the first read.
+  const std::string j = jpeg(123, 77);
+  std::string app1 = "\xFF\xE1";
+  const std::size_t len = 65000;
+  app1 += static_cast<char>(len >> 8);
+  app1 += static_cast<char>(len & 0xFF);
+  app1 += std::string(len - 2, 'e');
+  TempDir d("imgfolder_exif");
+  fs::create_directories(d.path / "a");
+  write_file(d.path / "a" / "x.jpg", j.substr(0, 2) + app1 + j.substr(2));
+  const auto spec = runtime::load_dataset_dir(d.path.string());
+  EXPECT_EQ(spec.sample(0).width, 123);
+  EXPECT_EQ(spec.sample(0).height, 77);
+}
+
+TEST(ImageFolder, TheEpochAndThePipelineFollowTheFiles) {
+  TempDir small("imgfolder_small"), large("imgfolder_large");
+  for (int c = 0; c < 2; ++c) {
+    fs::create_directories(small.path / std::to_string(c));
+    fs::create_directories(large.path / std::to_string(c));
+    for (int i = 0; i < 9; ++i) {
+      write_file(small.path / std::to_string(c) / (std::to_string(i) + ".jpg"), jpeg(200, 150));
+      write_file(large.path / std::to_string(c) / (std::to_string(i) + ".jpg"), jpeg(800, 600));
+    }
+  }
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "resnet50";
+  r.batch_size = 4;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.dataset = small.path.string();
+  const auto a = sim::run(r).report()["runs"][0];
+  EXPECT_EQ(a["steps"], 18 / 4);  // 18 files, batches of 4, the remainder dropped
+  r.dataset = large.path.string();
+  const auto b = sim::run(r).report()["runs"][0];
+  // Sixteen times the pixels to decode and larger files: the same pipeline delivers fewer batches.
+  EXPECT_LT(b["data"]["pipeline_batches_per_s"].get<double>(), 0.5 * a["data"]["pipeline_batches_per_s"].get<double>());
+  // LeNet-5 reads MNIST, not JPEGs.
+  r.workload = "lenet5";
+  EXPECT_THROW(sim::run(r), sim::InputError);
+}
+
+TEST(ImageFolder, BadFilesAndFoldersAreNamed) {
+  auto error_of = [](const fs::path& dir) {
+    try {
+      runtime::load_dataset_dir(dir.string());
+    } catch (const sim::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string good = jpeg(64, 48);
+  {
+    TempDir d("imgfolder_text");
+    fs::create_directories(d.path / "cat");
+    write_file(d.path / "cat" / "a.jpg", good);
+    write_file(d.path / "cat" / "notes.txt", "not an image");
+    const std::string e = error_of(d.path);
+    EXPECT_NE(e.find("notes.txt: not a JPEG file"), std::string::npos) << e;
+  }
+  {
+    TempDir d("imgfolder_truncated");
+    fs::create_directories(d.path / "cat");
+    write_file(d.path / "cat" / "cut.jpg", good.substr(0, 20));
+    const std::string e = error_of(d.path);
+    EXPECT_NE(e.find("cut.jpg: truncated"), std::string::npos) << e;
+  }
+  {
+    TempDir d("imgfolder_empty_class");
+    fs::create_directories(d.path / "cat");
+    fs::create_directories(d.path / "dog");
+    write_file(d.path / "cat" / "a.jpg", good);
+    const std::string e = error_of(d.path);
+    EXPECT_NE(e.find("dog: an empty class folder"), std::string::npos) << e;
+  }
+  {
+    TempDir d("imgfolder_no_classes");
+    write_file(d.path / "a.jpg", good);
+    const std::string e = error_of(d.path);
+    EXPECT_NE(e.find("class folders of JPEG files"), std::string::npos) << e;
+  }
+  // A corrupt segment length is named too, and a JPEG without a frame header.
+  EXPECT_EQ(workloads::parse_jpeg_header(std::string("\xFF\xD8\xFF\xE0\x00\x01", 6), true).status,
+            workloads::JpegHeader::Status::Bad);
+  EXPECT_EQ(workloads::parse_jpeg_header(std::string("\xFF\xD8\xFF\xDA\x00\x08", 6), true).problem,
+            "no frame header (SOF) before the image data");
+}
+
+}  // namespace
+}  // namespace ascendsim
