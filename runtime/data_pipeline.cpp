@@ -96,6 +96,7 @@ PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t firs
     for (std::int64_t j = first_row; j < last_row; ++j) {
       total.read += costs[static_cast<std::size_t>(j)].read;
       total.map += costs[static_cast<std::size_t>(j)].map;
+      total.io += costs[static_cast<std::size_t>(j)].io;
     }
     return total;
   }
@@ -103,6 +104,7 @@ PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t firs
     const SampleCost& c = m_uniform[first ? 1 : 0][m_cache_on && cached(sample_index(b, j)) ? 1 : 0];
     total.read += c.read;
     total.map += c.map;
+    total.io += c.io;
   }
   return total;
 }
@@ -175,10 +177,22 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   cost.map += m_host.batch_ns_per_byte * s.values() * 4;                                  // float values into the batch
   cost.read *= 1e-9;
   cost.map *= 1e-9;
+  // Storage: a file read (not a cache hit) waits its latency, shared by the reads in flight, and
+  // its bytes at the storage's bandwidth.
+  if (!hit) {
+    cost.io = m_host.storage_file_latency_us * 1e-6 /
+              static_cast<double>(std::max<std::int64_t>(1, m_host.storage_parallel_reads));
+    if (m_host.storage_bandwidth_gbps > 0) cost.io += file_bytes / (m_host.storage_bandwidth_gbps * 1e9);
+  }
   return cost;
 }
 
-double PipelineCosts::read_s(std::int64_t b) const { return batch(b, 0, m_batch).read; }
+double PipelineCosts::read_s(std::int64_t b) const {
+  const SampleCost c = batch(b, 0, m_batch);
+  return c.read + c.io;
+}
+
+double PipelineCosts::storage_s(std::int64_t b) const { return batch(b, 0, m_batch).io; }
 
 double PipelineCosts::map_s(std::int64_t b) const { return batch(b, 0, m_batch).map; }
 
@@ -251,10 +265,15 @@ void DataPipeline::reader() {
     // what the shuffle buffer holds.
     while (b >= m_consumed + m_pipe.prefetch_batches + m_pipe.num_parallel_workers + m_shuffle_batches)
       wait(m_consumed_event);
+    // The storage wait first (no core held), then the CPU's part of the read.
+    const double io = m_costs.storage_s(b);
+    const sc_core::sc_time wait_io = sim::seconds(io);
+    if (io > 0) wait(wait_io);
     acquire_core();
-    const sc_core::sc_time t = sim::seconds(m_costs.read_s(b));
-    wait(t);
+    const sc_core::sc_time cpu = sim::seconds(m_costs.read_s(b) - io);
+    wait(cpu);
     release_core();
+    const sc_core::sc_time t = wait_io + cpu;
     if (m_trace && m_trace->active())
       m_trace->span(m_reader_track, "read batch " + std::to_string(b), sc_core::sc_time_stamp() - t,
                     sc_core::sc_time_stamp());

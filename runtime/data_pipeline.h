@@ -34,8 +34,11 @@ class PipelineCosts {
   PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                 std::int64_t batch_size, std::int64_t steps_per_epoch);
 
-  /// Reader time for batch `b` (file reads, or cache reads in later epochs).
+  /// Reader time for batch `b` (file reads, or cache reads in later epochs): its CPU work plus
+  /// the wait for storage.
   double read_s(std::int64_t b) const;
+  /// The part of read_s that waits for storage (no core held).
+  double storage_s(std::int64_t b) const;
   /// Worker time for batch `b` (map ops not served by the cache, cache writes, batching), or for
   /// its rows [first, last).
   double map_s(std::int64_t b) const;
@@ -47,6 +50,7 @@ class PipelineCosts {
  private:
   struct SampleCost {
     double read, map;
+    double io = 0;  ///< waiting for storage
   };
   SampleCost sample(std::int64_t index, bool first_epoch) const;
   /// Reader and worker time of rows [first, last) of batch `b`, in one pass over its samples.

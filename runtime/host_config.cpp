@@ -30,6 +30,12 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "data cache: inserting a sample (first epoch)");
   ps.real("host.cache_read_ns_per_byte", cache_read_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: fetching a sample from memory (later epochs)");
+  ps.real("storage.bandwidth_gbps", storage_bandwidth_gbps, "GB/s", 0, 1e5,
+          "the dataset's storage: read bandwidth (0: unlimited, the page cache)");
+  ps.real("storage.file_latency_us", storage_file_latency_us, "us", 0, 1e8,
+          "the dataset's storage: latency of one file read (open and first byte; NFS round trips)");
+  ps.integer("storage.parallel_reads", storage_parallel_reads, "reads", 1, 4096,
+             "the dataset's storage: file reads the source keeps in flight");
 }
 
 void PipelineConfig::declare(sim::ParamSet& ps) {

@@ -32,6 +32,12 @@ struct HostConfig {
   double batch_ns_per_byte = 0.1;        ///< batch op: copying samples into the batch tensor
   double cache_write_ns_per_byte = 1.0;  ///< first epoch with a cache: insert into the cache server
   double cache_read_ns_per_byte = 0.25;  ///< later epochs: fetch from the cache in memory
+  /// Where the dataset's files live (`storage.*`): each file read waits file_latency_us (up to
+  /// parallel_reads of them at once) and its bytes at bandwidth_gbps, without holding a core.
+  /// Zero latency and zero bandwidth: the page cache (no storage wait).
+  double storage_bandwidth_gbps = 0;
+  double storage_file_latency_us = 0;
+  std::int64_t storage_parallel_reads = 1;
 
   void declare(sim::ParamSet& ps);
 };

@@ -111,6 +111,39 @@ TEST(ImageFolder, TheEpochAndThePipelineFollowTheFiles) {
   EXPECT_THROW(sim::run(r), sim::InputError);
 }
 
+TEST(ImageFolder, SlowStorageMakesTheReaderTheBoundAndASourceCacheHelpsLaterEpochs) {
+  TempDir d("imgfolder_storage");
+  ASSERT_EQ(runtime::image::write_image_folder(d.path.string(), 4, 16, 2), 64);
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "resnet50";
+  r.batch_size = 8;
+  r.epochs = 3;
+  r.strategies = {runtime::Strategy::DataSink};
+  r.dataset = d.path.string();
+  // 5 ms per file, one read at a time: 25 batches/s can never be read faster than 1 / (8 x 5 ms).
+  r.config.sets = {"storage.file_latency_us=5000", "storage.parallel_reads=1"};
+  const auto slow = sim::run(r).report()["runs"][0];
+  const double per_batch = 8 * 5e-3;
+  EXPECT_LE(slow["data"]["pipeline_batches_per_s"].get<double>(), 1 / per_batch);
+  EXPECT_GT(slow["data"]["pipeline_batches_per_s"].get<double>(), 0.9 / per_batch);
+  EXPECT_TRUE(slow["data"]["data_bound"].get<bool>());
+  EXPECT_NE(slow["data"]["advice"].get<std::string>().find("source reader is the bottleneck"), std::string::npos);
+  // Eight reads in flight: eight times the rate of the reader's storage part.
+  r.config.sets = {"storage.file_latency_us=5000", "storage.parallel_reads=8"};
+  const auto parallel = sim::run(r).report()["runs"][0];
+  EXPECT_GT(parallel["data"]["pipeline_batches_per_s"].get<double>(),
+            4 * slow["data"]["pipeline_batches_per_s"].get<double>());
+  // A cache after the source: the first epoch reads storage (and writes the cache), later ones
+  // read memory.
+  r.config.sets = {"storage.file_latency_us=5000", "storage.parallel_reads=1", "pipeline.cache=source"};
+  const auto cached = sim::run(r).report()["runs"][0];
+  const auto epochs = cached["epoch_time_s"];
+  ASSERT_EQ(epochs.size(), 3u);
+  EXPECT_LT(epochs[1].get<double>(), 0.5 * epochs[0].get<double>());
+  EXPECT_LT(epochs[2].get<double>(), 0.5 * epochs[0].get<double>());
+}
+
 TEST(ImageFolder, BadFilesAndFoldersAreNamed) {
   auto error_of = [](const fs::path& dir) {
     try {
