@@ -127,7 +127,7 @@ void Hccl::set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window
   if (servers() > 1) m_roce_track = trace->track("RoCE rings between servers");
 }
 
-void Hccl::trace(const CollectiveCost& c, Collective kind, std::int64_t bytes) {
+void Hccl::trace_collective(const CollectiveCost& c, Collective kind, std::int64_t bytes) {
   sc_core::sc_time at = sc_core::sc_time_stamp();
   for (const auto& p : c.parts) {
     const sc_core::sc_time end = at + sim::seconds(p.seconds);
@@ -168,7 +168,7 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
     m_hccs_bytes += c.hccs_bytes;
     m_roce_bytes += c.roce_bytes;
     for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : m_hccs_busy_s) += p.seconds;
-    if (m_trace && (!m_window || m_window->active())) trace(c, kind, bytes);
+    if (m_trace && (!m_window || m_window->active())) trace_collective(c, kind, bytes);
     in.done.notify(sim::seconds(c.seconds));
   }
   sc_core::wait(in.done);

@@ -108,7 +108,7 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
     std::int64_t bytes = -1;
     sc_core::sc_event done;
   };
-  void trace(const CollectiveCost& c, hostif::Collective kind, std::int64_t bytes);
+  void trace_collective(const CollectiveCost& c, hostif::Collective kind, std::int64_t bytes);
 
   HcclConfig m_cfg;
   int m_ranks, m_per_server;

@@ -12,7 +12,27 @@
 
 namespace ascendsim::workloads {
 
-float round_to_fp16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+float round_to_fp16(float x) {
+  // fp16 keeps 10 of float's 23 mantissa bits and exponents down to 2^-14 (then subnormals of
+  // 2^-24); values from 65520 up round to infinity.
+  std::uint32_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  const std::uint32_t sign = u & 0x80000000u;
+  std::uint32_t mag = u & 0x7FFFFFFFu;
+  if (mag >= 0x7F800000u) return x;  // infinity or NaN
+  const float a = std::fabs(x);
+  if (a >= 65520.0f) return sign ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  if (a < 6.103515625e-05f) {  // fp16 subnormal: multiples of 2^-24, ties to even (the default mode)
+    const float q = std::nearbyint(a * 16777216.0f) / 16777216.0f;
+    return sign ? -q : q;
+  }
+  mag += 0xFFFu + ((mag >> 13) & 1u);  // round the 13 dropped bits to nearest, ties to even
+  mag &= 0xFFFFE000u;
+  u = sign | mag;
+  float r = 0;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
 
 namespace {
 

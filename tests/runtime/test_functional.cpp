@@ -37,6 +37,22 @@ TEST(Functional, Fp16RoundingIsToNearestEven) {
   EXPECT_EQ(workloads::round_to_fp16(1.0f + std::ldexp(1.0f, -10)), 1.0f + std::ldexp(1.0f, -10));  // exact
   EXPECT_TRUE(std::isinf(workloads::round_to_fp16(65520.0f)));  // beyond fp16's largest, 65504
   EXPECT_EQ(workloads::round_to_fp16(65504.0f), 65504.0f);
+  EXPECT_EQ(workloads::round_to_fp16(65519.0f), 65504.0f);
+  EXPECT_EQ(workloads::round_to_fp16(-1.0f - std::ldexp(1.0f, -11)), -1.0f);
+  // Subnormals: multiples of 2^-24, a tie to the even one; NaN stays NaN.
+  EXPECT_EQ(workloads::round_to_fp16(std::ldexp(1.0f, -25)), 0.0f);
+  EXPECT_EQ(workloads::round_to_fp16(3 * std::ldexp(1.0f, -25)), std::ldexp(1.0f, -23));
+  EXPECT_EQ(workloads::round_to_fp16(std::ldexp(5.3f, -24)), 5 * std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::isnan(workloads::round_to_fp16(NAN)));
+  // Every fp16 value is a fixed point, and the midpoint between two neighbours rounds to the one
+  // with the even mantissa.
+  for (int e = -14; e <= 15; ++e)
+    for (int m = 0; m < 1023; m += 37) {
+      const float v = std::ldexp(1.0f + static_cast<float>(m) / 1024, e);
+      EXPECT_EQ(workloads::round_to_fp16(v), v);
+      const float next = std::ldexp(1.0f + static_cast<float>(m + 1) / 1024, e);
+      EXPECT_EQ(workloads::round_to_fp16((v + next) / 2), m % 2 == 0 ? v : next) << v;
+    }
 }
 
 TEST(Functional, TheTimingReportIsTheSameWithValues) {
