@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/error.h"
 #include "sim/core/time.h"
 
 namespace ascendsim::runtime {
@@ -56,7 +57,25 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
     : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
   m_cache_on = pipe.cache != "none";
   m_source_cache = pipe.cache == "source";
-  m_cache_after = pipe.cache == "map" ? recipe.first_random() : 0;
+  m_cache_after = 0;
+  if (pipe.cache == "map") {
+    m_cache_after = pipe.cache_after < 0 ? recipe.first_random() : static_cast<std::size_t>(pipe.cache_after);
+    if (m_cache_after > recipe.maps.size())
+      throw sim::InputError(
+          "pipeline.cache_after", "pipeline.cache_after",
+          std::to_string(pipe.cache_after) + ": the recipe has " + std::to_string(recipe.maps.size()) + " map ops");
+    for (std::size_t i = 0; i < m_cache_after; ++i)
+      if (recipe.maps[i].random() && !pipe.cache_allow_random)
+        throw sim::InputError(
+            "pipeline.cache_after", "pipeline.cache_after",
+            std::to_string(m_cache_after) + " puts the cache after " + workloads::map_op_name(recipe.maps[i].type) +
+                ", a random augmentation: the first epoch's random results would be cached and every later epoch "
+                "would read them again, so the data loses its randomness and the network's accuracy suffers. "
+                "Cache after the source (pipeline.cache=source) or before the first random op "
+                "(pipeline.cache_after=-1); pipeline.cache_allow_random=true accepts it");
+    m_random_cached = false;
+    for (std::size_t i = 0; i < m_cache_after; ++i) m_random_cached = m_random_cached || recipe.maps[i].random();
+  }
   // Bytes a cached sample takes: the raw record, or the mean sample after the cached maps.
   Shape s(recipe.dataset.sample(0));
   double cached_bytes = static_cast<double>(recipe.dataset.record_bytes);
@@ -64,8 +83,10 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
     s.apply(recipe.maps[i]);
     if (i + 1 == m_cache_after) cached_bytes = s.bytes();
   }
-  const double capacity = pipe.cache_gib * 1073741824.0;
+  const double capacity =
+      pipe.cache_gib * 1073741824.0 / static_cast<double>(std::max<std::int64_t>(1, pipe.cache_sharers));
   m_cache_capacity_samples = cached_bytes > 0 ? static_cast<std::int64_t>(capacity / cached_bytes) : 0;
+  m_cached_bytes = cached_bytes;
   if (!recipe.dataset.encoded) {
     // Every sample has the same geometry: cost the four cases once. Sample 0 is cached whenever
     // any sample is; the last one is the first to miss.
@@ -119,22 +140,43 @@ std::int64_t PipelineCosts::sample_index(std::int64_t batch, std::int64_t j) con
 }
 
 bool PipelineCosts::cached(std::int64_t dataset_index) const {
-  return m_cache_on && dataset_index / m_pipe.num_shards < m_cache_capacity_samples;
+  return m_cache_on && (m_pipe.cache_spilling || dataset_index / m_pipe.num_shards < m_cache_capacity_samples);
+}
+
+bool PipelineCosts::spilled(std::int64_t dataset_index) const {
+  return m_cache_on && m_pipe.cache_spilling && dataset_index / m_pipe.num_shards >= m_cache_capacity_samples;
+}
+
+nlohmann::ordered_json PipelineCosts::cache_summary() const {
+  const std::int64_t samples = m_recipe.dataset.samples;  // this shard's
+  const std::int64_t in_memory = m_cache_on ? std::min(samples, m_cache_capacity_samples) : 0;
+  const std::int64_t on_disk = m_cache_on && m_pipe.cache_spilling ? samples - in_memory : 0;
+  return {{"placement", !m_cache_on      ? std::string("none")
+                        : m_source_cache ? std::string("after the source")
+                                         : "after " + std::to_string(m_cache_after) + " map op(s)"},
+          {"bytes_per_sample", m_cache_on ? m_cached_bytes : 0.0},
+          {"memory_bytes", static_cast<double>(in_memory) * m_cached_bytes},
+          {"spilled_bytes", static_cast<double>(on_disk) * m_cached_bytes},
+          {"later_epoch_hit_fraction",
+           samples > 0 ? static_cast<double>(in_memory + on_disk) / static_cast<double>(samples) : 0.0},
+          {"randomness_lost", m_random_cached}};
 }
 
 PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_epoch) const {
   const auto g = m_recipe.dataset.sample(index);
   const bool hit = !first_epoch && cached(index);
   const bool write = first_epoch && cached(index);
+  const double spill = spilled(index) ? m_host.cache_spill_ns_per_byte : 0.0;  // local disk, both ways
   SampleCost cost{0, 0};
   Shape s(g);
   const double file_bytes = static_cast<double>(g.file_bytes);
   const bool source_cache = m_source_cache;
   // Reader: the file, or the cache.
   if (hit && source_cache)
-    cost.read = file_bytes * m_host.cache_read_ns_per_byte;
+    cost.read = file_bytes * (m_host.cache_read_ns_per_byte + spill);
   else
-    cost.read = file_bytes * (m_host.read_ns_per_byte + (write && source_cache ? m_host.cache_write_ns_per_byte : 0));
+    cost.read =
+        file_bytes * (m_host.read_ns_per_byte + (write && source_cache ? m_host.cache_write_ns_per_byte + spill : 0));
   const std::size_t first = hit ? m_cache_after : 0;  // maps the cache serves
   double cache_bytes = 0;
   for (std::size_t i = 0; i < m_recipe.maps.size(); ++i) {
@@ -171,10 +213,10 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
     if (i < first) continue;  // served by the cache
     cost.map += ns + m_host.map_op_overhead_us * 1e3;
-    if (write && i + 1 == m_cache_after) cost.map += m_host.cache_write_ns_per_byte * cache_bytes;
+    if (write && i + 1 == m_cache_after) cost.map += (m_host.cache_write_ns_per_byte + spill) * cache_bytes;
   }
-  if (hit && m_cache_after > 0) cost.read = m_host.cache_read_ns_per_byte * cache_bytes;  // instead of the file
-  cost.map += m_host.batch_ns_per_byte * s.values() * 4;                                  // float values into the batch
+  if (hit && m_cache_after > 0) cost.read = (m_host.cache_read_ns_per_byte + spill) * cache_bytes;  // not the file
+  cost.map += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
   cost.read *= 1e-9;
   cost.map *= 1e-9;
   // Storage: a file read (not a cache hit) waits its latency, shared by the reads in flight, and

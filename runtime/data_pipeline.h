@@ -19,7 +19,9 @@
 #include <systemc>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <vector>
+
 #include "runtime/host_config.h"
 
 #include "sim/core/stats.h"
@@ -45,6 +47,8 @@ class PipelineCosts {
   double map_s(std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// Mean over the first epoch's first batches / over a later epoch's, for reports.
   double mean_read_s(bool later_epoch) const;
+  /// The cache as the report gives it: placement, memory and spilled bytes, later epochs' hits.
+  nlohmann::ordered_json cache_summary() const;
   double mean_map_s(bool later_epoch) const;
 
  private:
@@ -65,6 +69,9 @@ class PipelineCosts {
   bool m_source_cache = false;  ///< the cache holds the source records
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
   bool cached(std::int64_t dataset_index) const;
+  bool spilled(std::int64_t dataset_index) const;
+  bool m_random_cached = false;  ///< the cache follows a random op (allowed explicitly)
+  double m_cached_bytes = 0;
 
   const HostConfig& m_host;
   const PipelineConfig& m_pipe;

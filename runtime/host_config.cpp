@@ -30,6 +30,8 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "data cache: inserting a sample (first epoch)");
   ps.real("host.cache_read_ns_per_byte", cache_read_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: fetching a sample from memory (later epochs)");
+  ps.real("host.cache_spill_ns_per_byte", cache_spill_ns_per_byte, "ns/B", 0, 1e6,
+          "data cache: writing or reading a spilled sample on local disk");
   ps.real("storage.bandwidth_gbps", storage_bandwidth_gbps, "GB/s", 0, 1e5,
           "the dataset's storage: read bandwidth (0: unlimited, the page cache)");
   ps.real("storage.file_latency_us", storage_file_latency_us, "us", 0, 1e8,
@@ -49,7 +51,15 @@ void PipelineConfig::declare(sim::ParamSet& ps) {
   ps.integer("pipeline.shard_id", shard_id, "index", 0, (1 << 16) - 1, "this device's shard");
   ps.text("pipeline.cache", cache, {"none", "source", "map"},
           "data cache after the source or after the last deterministic map (--cache)");
-  ps.real("pipeline.cache_gib", cache_gib, "GiB", 0, 1 << 20, "data cache capacity");
+  ps.real("pipeline.cache_gib", cache_gib, "GiB", 0, 1 << 20,
+          "data cache capacity, shared by the ranks of a server (MindSpore's cache server size)");
+  ps.integer("pipeline.cache_after", cache_after, "map ops", -1, 64,
+             "cache map: the map ops the cache follows (-1: up to the first random one)");
+  ps.boolean("pipeline.cache_allow_random", cache_allow_random,
+             "let the cache follow a random map op (later epochs replay the first epoch's augmentation)");
+  ps.boolean("pipeline.cache_spilling", cache_spilling,
+             "samples beyond the cache's memory spill to local disk (DatasetCache spilling=True) instead of "
+             "missing");
 }
 
 }  // namespace ascendsim::runtime

@@ -38,6 +38,7 @@ struct HostConfig {
   double storage_bandwidth_gbps = 0;
   double storage_file_latency_us = 0;
   std::int64_t storage_parallel_reads = 1;
+  double cache_spill_ns_per_byte = 1.0;  ///< a spilled sample written to or read from local disk
 
   void declare(sim::ParamSet& ps);
 };
@@ -50,7 +51,13 @@ struct PipelineConfig {
   std::int64_t num_shards = 1;
   std::int64_t shard_id = 0;
   std::string cache = "none";  ///< none | source | map (after the last deterministic map)
-  double cache_gib = 64;       ///< cache capacity; samples beyond it miss every epoch
+  double cache_gib = 64;       ///< cache capacity; samples beyond it miss every epoch (or spill)
+  /// With cache "map": the map ops the cache follows; -1: all up to the first random one.
+  std::int64_t cache_after = -1;
+  bool cache_allow_random = false;  ///< let the cache follow a random op (its randomness is lost)
+  bool cache_spilling = false;      ///< samples beyond cache_gib go to local disk instead of missing
+  /// Ranks whose pipelines share this server's cache (set for data-parallel runs).
+  std::int64_t cache_sharers = 1;
 
   void declare(sim::ParamSet& ps);
 };

@@ -48,9 +48,10 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
                       run.host_cores[static_cast<std::size_t>(r / per_server)].get(), run.h2d_uplinks[sw].get(),
                       run.d2h_uplinks[sw].get()};
       const auto own = rank_cfgs.find(r);
-      m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(),
-                                                   own == rank_cfgs.end() ? cfg : own->second, workload, session, place,
-                                                   &graph));
+      SystemConfig rank_cfg = own == rank_cfgs.end() ? cfg : own->second;
+      rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server
+      m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg, workload,
+                                                   session, place, &graph));
     }
   }
   m_runs.push_back(std::move(run));

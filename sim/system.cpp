@@ -174,6 +174,11 @@ runtime::RunResult System::result() {
   for (const auto& [t, d] : m_chip.hostif.queue.depth_samples()) depth.push_back({t, d});
   r.data["queue_depth_over_time"] = depth;
   r.data["cache"] = m_cfg.pipeline.cache;
+  r.data["cache_detail"] = m_pipeline.costs().cache_summary();
+  if (r.data["cache_detail"]["randomness_lost"].get<bool>())
+    r.data["verdict"] = r.data["verdict"].get<std::string>() +
+                        "; warning: the cache follows a random map op, so every epoch after the first replays the "
+                        "first epoch's augmentation (pipeline.cache_allow_random)";
   r.data["num_parallel_workers"] = m_cfg.pipeline.num_parallel_workers;
   return r;
 }

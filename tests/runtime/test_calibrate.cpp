@@ -1,4 +1,6 @@
 // calibrate-host: the fit recovers known costs; a measured profile loads as a configuration.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -39,9 +41,11 @@ TEST(Calibrate, AMeasuredProfileLoadsAsAConfiguration) {
   o.repeats = 1;
   const runtime::HostCalibration c = runtime::calibrate_host(o, nullptr);
   ASSERT_EQ(c.ops.size(), 10u);
+  // (Timings this short on a busy machine can tilt a two-point line either way; the profile
+  // writes no negative cost.)
   for (const auto& op : c.ops) {
-    EXPECT_GT(op.per_unit_ns(), 0) << op.key;
     EXPECT_GE(op.points.size(), 2u) << op.key;
+    for (const auto& [units, seconds] : op.points) EXPECT_GT(seconds, 0) << op.key;
   }
   const auto path = std::filesystem::temp_directory_path() / "ascendsim_host_profile.yaml";
   std::ofstream(path) << runtime::host_profile_yaml(c);
@@ -51,7 +55,7 @@ TEST(Calibrate, AMeasuredProfileLoadsAsAConfiguration) {
   EXPECT_EQ(cfg.host.cpu_cores, c.cpu_cores);
   for (const auto& op : c.ops) {
     if (op.key == "host.decode_ns_per_pixel") {
-      EXPECT_NEAR(cfg.host.decode_ns_per_pixel, op.per_unit_ns(), 1e-3 * op.per_unit_ns());
+      EXPECT_NEAR(cfg.host.decode_ns_per_pixel, std::max(0.0, op.per_unit_ns()), 1e-3 * std::fabs(op.per_unit_ns()));
     }
   }
   std::filesystem::remove(path);

@@ -144,6 +144,57 @@ TEST(ImageFolder, SlowStorageMakesTheReaderTheBoundAndASourceCacheHelpsLaterEpoc
   EXPECT_LT(epochs[2].get<double>(), 0.5 * epochs[0].get<double>());
 }
 
+TEST(DataCache, ItNeverHoldsMoreThanItsSizeSpillsTheRestAndRefusesToFollowARandomOp) {
+  TempDir d("imgfolder_cache");
+  ASSERT_EQ(runtime::image::write_image_folder(d.path.string(), 2, 16, 4), 32);
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "resnet50";
+  r.batch_size = 4;
+  r.epochs = 3;
+  r.strategies = {runtime::Strategy::DataSink};
+  r.dataset = d.path.string();
+  // A source cache of 1 MB: the raw files average about 40 kB, so it holds some 25 of the 32.
+  const double capacity = 1.0 / 1024;  // GiB
+  r.config.sets = {"pipeline.cache=source", "pipeline.cache_gib=" + std::to_string(capacity)};
+  const auto small = sim::run(r).report()["runs"][0]["data"]["cache_detail"];
+  EXPECT_LE(small["memory_bytes"].get<double>(), capacity * 1073741824.0);
+  EXPECT_GT(small["memory_bytes"].get<double>(),
+            0.8 * capacity * 1073741824.0 - small["bytes_per_sample"].get<double>());
+  EXPECT_EQ(small["spilled_bytes"].get<double>(), 0.0);
+  EXPECT_LT(small["later_epoch_hit_fraction"].get<double>(), 1.0);
+  // Spilling: the rest goes to local disk, every later read hits.
+  r.config.sets.push_back("pipeline.cache_spilling=true");
+  const auto spill = sim::run(r).report()["runs"][0]["data"]["cache_detail"];
+  EXPECT_EQ(spill["memory_bytes"], small["memory_bytes"]);
+  EXPECT_GT(spill["spilled_bytes"].get<double>(), 0.0);
+  EXPECT_NEAR(spill["memory_bytes"].get<double>() + spill["spilled_bytes"].get<double>(),
+              32 * spill["bytes_per_sample"].get<double>(), 1.0);
+  EXPECT_EQ(spill["later_epoch_hit_fraction"], 1.0);
+  // The ranks of a server share its cache: each of 2 ranks gets half.
+  r.devices = 2;
+  r.config.sets = {"pipeline.cache=source", "pipeline.cache_gib=" + std::to_string(capacity)};
+  const auto shared = sim::run(r).report()["runs"][0]["data"]["cache_detail"];
+  EXPECT_LE(shared["memory_bytes"].get<double>(), capacity * 1073741824.0 / 2);
+  r.devices = 1;
+  // After RandomCrop (ResNet's recipe: Decode, RandomCrop, ...): refused with the reason ...
+  r.config.sets = {"pipeline.cache=map", "pipeline.cache_after=2"};
+  try {
+    sim::run(r);
+    ADD_FAILURE() << "accepted";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("RandomCrop, a random augmentation"), std::string::npos) << e.what();
+  }
+  // ... or accepted on request, with a warning in the verdict.
+  r.config.sets.push_back("pipeline.cache_allow_random=true");
+  const auto allowed = sim::run(r).report()["runs"][0]["data"];
+  EXPECT_TRUE(allowed["cache_detail"]["randomness_lost"].get<bool>());
+  EXPECT_NE(allowed["verdict"].get<std::string>().find("replays the first epoch's augmentation"), std::string::npos);
+  // After the decode only (deterministic): accepted without a warning.
+  r.config.sets = {"pipeline.cache=map", "pipeline.cache_after=1"};
+  EXPECT_FALSE(sim::run(r).report()["runs"][0]["data"]["cache_detail"]["randomness_lost"].get<bool>());
+}
+
 TEST(ImageFolder, BadFilesAndFoldersAreNamed) {
   auto error_of = [](const fs::path& dir) {
     try {
