@@ -83,14 +83,19 @@ fs::path find_one(const fs::path& dir, const std::string& stem) {
 
 /// One subfolder of JPEG files per class (MindSpore's ImageFolderDataset): every file's
 /// dimensions from its JPEG header (read, not decoded) and its size.
-workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* progress) {
-  std::vector<fs::path> classes;
+struct FolderListing {
+  std::vector<fs::path> classes, paths;
+  std::vector<std::int32_t> labels;
+};
+
+/// An image folder's class subfolders and their files, sorted (dot files skipped).
+FolderListing list_image_folder(const fs::path& dir) {
+  FolderListing l;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && e.path().filename().string()[0] != '.') classes.push_back(e.path());
-  std::sort(classes.begin(), classes.end());
-  auto files = std::make_shared<std::vector<workloads::DatasetSpec::Geometry>>();
-  std::vector<fs::path> paths;
-  for (const auto& c : classes) {
+    if (e.is_directory() && e.path().filename().string()[0] != '.') l.classes.push_back(e.path());
+  std::sort(l.classes.begin(), l.classes.end());
+  for (std::size_t k = 0; k < l.classes.size(); ++k) {
+    const auto& c = l.classes[k];
     std::vector<fs::path> mine;
     for (const auto& e : fs::directory_iterator(c))
       if (e.is_regular_file() && e.path().filename().string()[0] != '.') mine.push_back(e.path());
@@ -100,8 +105,17 @@ workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* prog
                                 ": an empty class folder (an image folder holds JPEG files in every class "
                                 "subfolder); remove it or add its images");
     std::sort(mine.begin(), mine.end());
-    paths.insert(paths.end(), mine.begin(), mine.end());
+    l.paths.insert(l.paths.end(), mine.begin(), mine.end());
+    l.labels.insert(l.labels.end(), mine.size(), static_cast<std::int32_t>(k));
   }
+  return l;
+}
+
+workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* progress) {
+  const FolderListing listing = list_image_folder(dir);
+  const auto& classes = listing.classes;
+  const auto& paths = listing.paths;
+  auto files = std::make_shared<std::vector<workloads::DatasetSpec::Geometry>>();
   files->reserve(paths.size());
   using clock = std::chrono::steady_clock;
   auto last = clock::now();
@@ -264,6 +278,28 @@ DatasetValues load_dataset_values(const std::string& dir_name, bool test) {
   }
   // CIFAR-10: records of one label byte and 32x32 pixels per channel plane (R, G, B).
   fs::path cifar = dir;
+  const bool has_cifar = fs::is_directory(dir / "cifar-10-batches-bin") || [&] {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".bin") return true;
+    return false;
+  }();
+  if (!has_cifar && images.empty() && labels.empty()) {
+    bool folder = false;
+    for (const auto& e : fs::directory_iterator(dir))
+      folder = folder || (e.is_directory() && e.path().filename().string()[0] != '.');
+    if (folder) {
+      if (test)
+        throw sim::InputError(
+            "dataset", "dataset",
+            dir_name + ": an image folder has no test split here; --eval needs MNIST or CIFAR-10 files");
+      FolderListing l = list_image_folder(dir);
+      for (const auto& p : l.paths) v.files.push_back(p.string());
+      v.labels = std::move(l.labels);
+      v.channels = 3;
+      v.classes = static_cast<std::int64_t>(l.classes.size());
+      return v;
+    }
+  }
   if (fs::is_directory(dir / "cifar-10-batches-bin")) cifar = dir / "cifar-10-batches-bin";
   std::vector<fs::path> files;
   if (fs::is_directory(cifar))

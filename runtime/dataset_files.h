@@ -22,12 +22,14 @@ struct DatasetValues {
   std::int64_t height = 0, width = 0, channels = 0, classes = 0;
   std::vector<std::uint8_t> pixels;  ///< sample after sample, HWC
   std::vector<std::int32_t> labels;
+  std::vector<std::string> files;  ///< an image folder: each sample's JPEG file (pixels empty)
   std::int64_t count() const { return static_cast<std::int64_t>(labels.size()); }
   const std::uint8_t* sample(std::int64_t i) const { return pixels.data() + i * height * width * channels; }
 };
 
 /// Reads every sample of the training split (`test` false) or the test split (t10k-*-idx*-ubyte,
-/// test_batch.bin) in `dir`. Throws sim::InputError naming the file and what is wrong with it.
+/// test_batch.bin) in `dir`; an image folder gives its files and class labels (decoded when
+/// used; it has no test split). Throws sim::InputError naming the file and what is wrong.
 DatasetValues load_dataset_values(const std::string& dir, bool test);
 
 }  // namespace ascendsim::runtime

@@ -68,13 +68,11 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
     throw sim::InputError("functional", "functional",
                           m_w.name + " cannot be computed in functional mode: no kernel for " + list);
   }
-  for (const auto& m : m_w.data.maps)
-    if (m.type == MapOpType::Decode || m.type == MapOpType::CenterCrop ||
-        (m.type == MapOpType::RandomCrop && m.area != 1.0))
-      throw sim::InputError("functional", "functional",
-                            m_w.name + "'s recipe has " + workloads::map_op_name(m.type) +
-                                ", which functional mode does not compute (it reads MNIST and CIFAR-10 samples)");
   m_data = load_dataset_values(dataset_dir, false);
+  for (const auto& m : m_w.data.maps)
+    if (m.type == MapOpType::Decode && m_data.files.empty())
+      throw sim::InputError("dataset", "dataset",
+                            m_w.name + "'s recipe decodes JPEG files: give an image folder (class folders of JPEGs)");
   if (m_data.count() < m_w.batch_size)
     throw sim::InputError("dataset", "dataset", dataset_dir + ": fewer samples than one batch");
   m_state.resize(m_w.graph.ops().size());
@@ -204,12 +202,38 @@ void FunctionalModel::load_weights(const std::string& path) {
 void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::vector<float>& out, bool augment) {
   std::int64_t h = m_data.height, w = m_data.width;
   const std::int64_t c = m_data.channels;
-  const std::uint8_t* px = m_data.sample(sample);
-  std::vector<float> img = image::to_float(px, h * w * c);  // HWC
+  std::vector<float> img;       // HWC
+  if (!m_data.files.empty()) {  // an image folder: the file, decoded (the recipe's Decode)
+    const std::string& path = m_data.files[static_cast<std::size_t>(sample)];
+    std::ifstream f(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    int iw = 0, ih = 0;
+    std::vector<std::uint8_t> rgb;
+    try {
+      rgb = image::decode_jpeg(bytes, iw, ih, path);
+    } catch (const std::runtime_error& e) {
+      throw sim::InputError("dataset", "dataset", e.what());
+    }
+    h = ih;
+    w = iw;
+    img = image::to_float(rgb.data(), h * w * 3);
+  } else {
+    img = image::to_float(m_data.sample(sample), h * w * c);
+  }
   std::mt19937_64 rng(m_opt.seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<std::uint64_t>(epoch) << 32) ^
                       static_cast<std::uint64_t>(sample));
   std::vector<double> mean, sd;
   dataset_mean_std(c, mean, sd);
+  // A recipe that normalises without rescaling first works on 0-255 values (ImageNet's scripts).
+  bool rescaled = false;
+  for (const auto& m : m_w.data.maps) {
+    if (m.type == MapOpType::Rescale) rescaled = true;
+    if (m.type == MapOpType::Normalize) break;
+  }
+  if (!rescaled && c == 3) {
+    mean = {0.485 * 255, 0.456 * 255, 0.406 * 255};
+    sd = {0.229 * 255, 0.224 * 255, 0.225 * 255};
+  }
   bool chw = false;
   for (const auto& m : m_w.data.maps) {
     if (m.random() && !augment) continue;  // evaluation reads the samples as they are
@@ -219,13 +243,45 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
         h = m.height;
         w = m.width;
         break;
-      case MapOpType::RandomCrop: {  // pad 4 with zeros, crop at a random offset (CIFAR-10 recipe)
+      case MapOpType::RandomCrop: {
+        if (m.area != 1.0) {  // ImageNet's random resized crop: 8-100% of the area, aspect 3/4 to 4/3
+          std::int64_t ch = h, cw = w, y0 = 0, x0 = 0;
+          std::uniform_real_distribution<double> scale(0.08, 1.0), log_ratio(std::log(3.0 / 4), std::log(4.0 / 3));
+          bool found = false;
+          for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+            const double area = static_cast<double>(h * w) * scale(rng), ratio = std::exp(log_ratio(rng));
+            cw = static_cast<std::int64_t>(std::lround(std::sqrt(area * ratio)));
+            ch = static_cast<std::int64_t>(std::lround(std::sqrt(area / ratio)));
+            if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
+              y0 = std::uniform_int_distribution<std::int64_t>(0, h - ch)(rng);
+              x0 = std::uniform_int_distribution<std::int64_t>(0, w - cw)(rng);
+              found = true;
+            }
+          }
+          if (!found) {  // the whole image
+            ch = h;
+            cw = w;
+            y0 = x0 = 0;
+          }
+          img = image::crop(img, h, w, c, y0, x0, ch, cw);
+          h = ch;
+          w = cw;
+          break;
+        }
+        // CIFAR-10's: pad 4 with zeros, crop at a random offset.
         const std::int64_t pad = 4;
         std::uniform_int_distribution<std::int64_t> oy(0, h + 2 * pad - m.height), ox(0, w + 2 * pad - m.width);
         const std::int64_t y0 = oy(rng), x0 = ox(rng);
         img = image::crop(img, h, w, c, y0, x0, m.height, m.width, pad);
         h = m.height;
         w = m.width;
+        break;
+      }
+      case MapOpType::CenterCrop: {
+        const std::int64_t ch = std::min(h, m.height), cw = std::min(w, m.width);
+        img = image::crop(img, h, w, c, (h - ch) / 2, (w - cw) / 2, ch, cw);
+        h = ch;
+        w = cw;
         break;
       }
       case MapOpType::RandomHorizontalFlip:

@@ -124,6 +124,24 @@ std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed) {
   return px;
 }
 
+std::vector<std::uint8_t> decode_jpeg(const std::string& bytes, int& w, int& h, const std::string& name) {
+  tjhandle tj = tjInitDecompress();
+  if (!tj) throw std::runtime_error("libjpeg-turbo: cannot create a decompressor");
+  int sub = 0, space = 0;
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto size = static_cast<unsigned long>(bytes.size());
+  std::vector<std::uint8_t> px;
+  bool ok = tjDecompressHeader3(tj, data, size, &w, &h, &sub, &space) == 0 && w > 0 && h > 0;
+  if (ok) {
+    px.resize(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+    ok = tjDecompress2(tj, data, size, px.data(), w, 0, h, TJPF_RGB, TJFLAG_ACCURATEDCT) == 0;
+  }
+  const std::string why = ok ? std::string() : tjGetErrorStr2(tj);
+  tjDestroy(tj);
+  if (!ok) throw std::runtime_error(name + ": cannot decode the JPEG (" + why + ")");
+  return px;
+}
+
 std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int w, int h, int quality) {
   tjhandle tj = tjInitCompress();
   if (!tj) throw std::runtime_error("libjpeg-turbo: cannot create a compressor");

@@ -27,6 +27,10 @@ std::vector<float> hwc2chw(const std::vector<float>& in, std::int64_t h, std::in
 /// 8-bit pixels to float (TypeCast).
 std::vector<float> to_float(const std::uint8_t* px, std::int64_t n);
 
+/// Decodes a JPEG to 8-bit RGB (libjpeg-turbo); sets w and h. Throws std::runtime_error naming
+/// `name` if it is not a decodable JPEG.
+std::vector<std::uint8_t> decode_jpeg(const std::string& bytes, int& w, int& h, const std::string& name);
+
 /// A photo-like 8-bit RGB image (smooth gradients, edges, mild noise: JPEG sizes as photos).
 std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed);
 /// `rgb` as a JPEG (libjpeg-turbo, 4:2:0) of the given quality.

@@ -1,11 +1,14 @@
 // Functional mode: the values computed beside the timing. The PyTorch comparison is its own test
 // (tests/functional/lenet_reference.py); these check what functional mode promises of itself.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
+#include "runtime/image_ops.h"
 #include "sim/api.h"
 #include "sim/core/error.h"
 #include "tests/test_support.h"
@@ -174,6 +177,40 @@ TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
   refused("has shape [6,1,5,4], lenet5 needs [6,1,5,5]");
   std::ofstream(dir / "w.json") << "not json";
   refused("not a JSON weights index");
+  fs::remove_all(dir);
+}
+
+TEST(Functional, AnImageNetRecipeDecodesAnImageFolder) {
+  // ResNet-18's ImageNet recipe (decode, random resized crop, resize to 224, flip, normalise on
+  // 0-255 values, HWC2CHW) on photo-like JPEGs: 1000 classes start at ln 1000.
+  const fs::path dir = fs::temp_directory_path() / "ascendsim_functional_images";
+  fs::remove_all(dir);
+  runtime::image::write_image_folder(dir.string(), 2, 3, 9);
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "resnet18";
+  r.batch_size = 2;
+  r.steps_per_epoch = 2;
+  r.strategies = {runtime::Strategy::NonSink};
+  r.dataset = dir.string();
+  r.functional.enabled = true;
+  r.functional.dump_steps = 1;
+  const auto run = sim::run(r).runs.front();
+  ASSERT_EQ(run.loss_values.size(), 2u);
+  EXPECT_NEAR(run.loss_values[0].loss, std::log(1000.0), 1.5);
+  EXPECT_TRUE(std::isfinite(run.loss_values[1].loss));
+  // The batch fed: 2 x 3 x 224 x 224 normalised values, centred near zero.
+  const std::string images = run.values->batches_images();
+  ASSERT_EQ(images.size(), 2u * 3 * 224 * 224 * sizeof(float));
+  std::vector<float> v(images.size() / sizeof(float));
+  std::memcpy(v.data(), images.data(), images.size());
+  double mean = 0;
+  for (float x : v) mean += x / static_cast<double>(v.size());
+  EXPECT_LT(std::fabs(mean), 1.5);
+  EXPECT_LT(*std::max_element(v.begin(), v.end()), 3.0f);  // (255 - 103.5) / 57.4 at most
+  // A file that is no JPEG is named when the batch is made.
+  std::ofstream(dir / "class0" / "img0.jpg") << "not a jpeg";
+  EXPECT_THROW(sim::run(r), sim::InputError);
   fs::remove_all(dir);
 }
 
