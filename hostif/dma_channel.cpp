@@ -7,7 +7,7 @@
 namespace ascendsim::hostif {
 
 DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, double latency_ns, std::int64_t chunk_bytes,
-                       double setup_ns)
+                       double setup_ns, bool fluid)
     : sc_module(name),
       m_bandwidth_gbps(bandwidth_gbps),
       m_latency(sim::ns(latency_ns)),
@@ -18,7 +18,40 @@ DmaChannel::DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, doub
       m_bytes(m_stats.scalar("bytes", "B", "bytes moved")),
       m_chunks(m_stats.scalar("chunks", "count", "chunks moved")),
       m_busy_s(m_stats.scalar("busy_s", "s", "time the link direction carried data")) {
-  SC_THREAD(serve);
+  if (fluid) {
+    SC_THREAD(serve_fluid);
+  } else {
+    SC_THREAD(serve);
+  }
+}
+
+void DmaChannel::serve_fluid() {
+  for (;;) {
+    while (m_active.empty()) wait(m_kick);
+    // Every transfer in flight moves at bandwidth / n until the smallest completes or another
+    // arrives.
+    const double rate = m_bandwidth_gbps * 1e9 / static_cast<double>(m_active.size());  // B/s each
+    std::uint64_t least = m_active.front()->remaining;
+    for (const Request* r : m_active) least = std::min(least, r->remaining);
+    const sc_core::sc_time t = sim::seconds(static_cast<double>(least) / rate);
+    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    wait(t, m_kick);
+    const sc_core::sc_time elapsed = sc_core::sc_time_stamp() - start;
+    const std::uint64_t moved =
+        elapsed >= t ? least : std::min<std::uint64_t>(least, static_cast<std::uint64_t>(elapsed.to_seconds() * rate));
+    m_busy_s += elapsed.to_seconds();
+    for (auto it = m_active.begin(); it != m_active.end();) {
+      Request* r = *it;
+      r->remaining -= std::min(moved, r->remaining);
+      if (r->remaining == 0) {
+        r->finished = true;
+        r->done.notify(m_latency);
+        it = m_active.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
 }
 
 void DmaChannel::set_trace(sim::TraceRecorder* trace) {

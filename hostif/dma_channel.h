@@ -18,8 +18,11 @@ namespace ascendsim::hostif {
 class DmaChannel : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(DmaChannel);
+  /// `fluid`: concurrent transfers share the bandwidth evenly and continuously (events only when a
+  /// transfer arrives or completes) instead of a chunk at a time; the same shares in the limit of
+  /// small chunks, at a cost independent of the transfers' sizes (a PCIe switch's uplink).
   DmaChannel(sc_core::sc_module_name name, double bandwidth_gbps, double latency_ns, std::int64_t chunk_bytes,
-             double setup_ns);
+             double setup_ns, bool fluid = false);
 
   /// Moves `bytes` across the link and returns when they have arrived. Call from an SC_THREAD.
   void transfer(std::uint64_t bytes);
@@ -42,6 +45,7 @@ class DmaChannel : public sc_core::sc_module {
     bool finished = false;  ///< its last chunk has crossed (done fires after the latency)
   };
   void serve();
+  void serve_fluid();
   void enqueue(Request* r);
 
   double m_bandwidth_gbps;

@@ -41,7 +41,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
       for (auto* v : {&run.h2d_uplinks, &run.d2h_uplinks})
         v->push_back(std::make_unique<hostif::DmaChannel>(
             (name + (v == &run.h2d_uplinks ? "_h2d_uplink" : "_d2h_uplink") + std::to_string(s)).c_str(),
-            cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0));
+            cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0, true));
     for (std::int64_t r = 0; r < devices; ++r) {
       const auto sw = static_cast<std::size_t>(r / per_server * switches_per_server + r % per_server / per_switch);
       RankPlace place{static_cast<int>(r), run.hccl.get(),
