@@ -75,6 +75,30 @@ TEST(DmaChannel, LateArrivalInterruptsAStreamingTransfer) {
   EXPECT_LT(small_done, sim::us(100) + sim::ns(kSetupNs) + 3 * sim::transfer_time(kChunk, kBw) + sim::ns(kLatencyNs));
 }
 
+TEST(DmaChannel, AFluidLinkSharesItsBandwidthEvenlyAndAnUplinkBoundsItsDevices) {
+  // Fluid sharing: 1 MB and 3 MB start together on 10 GB/s: both move at 5 GB/s until the
+  // smaller is done (0.2 ms), then the larger alone at 10 GB/s (0.2 ms more).
+  DmaChannel up("uplink", kBw, 0, kChunk, 0, true);
+  DmaChannel a("a", 100 * kBw, 0, kChunk, 0), b("b", 100 * kBw, 0, kChunk, 0);
+  a.set_uplink(&up);
+  b.set_uplink(&up);
+  sc_time small, large;
+  Threads t("t", {[&] {
+                    a.transfer(1'000'000);
+                    small = sc_core::sc_time_stamp();
+                  },
+                  [&] {
+                    b.transfer(3'000'000);
+                    large = sc_core::sc_time_stamp();
+                  }});
+  sc_core::sc_start();
+  EXPECT_NEAR(small.to_seconds(), 2e-4, 1e-12);
+  EXPECT_NEAR(large.to_seconds(), 4e-4, 1e-12);
+  // The uplink carried both, busy the whole time.
+  EXPECT_DOUBLE_EQ(up.bytes(), 4e6);
+  EXPECT_NEAR(up.busy_s(), 4e-4, 1e-12);
+}
+
 TEST(DataQueue, BoundedConservesBytesAndBlocksBothSides) {
   DataQueue q("q", 4);
   std::int64_t max_depth = 0;
