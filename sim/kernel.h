@@ -21,4 +21,11 @@ class KernelScope {
   sc_core::sc_simcontext* m_context;
 };
 
+/// AddressSanitizer builds: SystemC switches between the kernel's and its processes' stacks
+/// without telling the sanitizer, so the frames sc_start ran on this thread's stack can keep
+/// stale poison that a later, deeper call (an exception's constructor) trips over. Call right
+/// after sc_start returns: everything below the caller's frame is dead, and its shadow is
+/// cleared. Does nothing in other builds.
+void clear_dead_stack();
+
 }  // namespace ascendsim::sim

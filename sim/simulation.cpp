@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "sim/core/error.h"
+#include "sim/kernel.h"
 #include "sim/core/time.h"
 
 namespace ascendsim::sim {
@@ -64,6 +65,7 @@ void Simulation::run() {
   // Every run ends before the time limit or is reported as having run out of time (System::result).
   if (!m_progress) {
     sc_core::sc_start(time_limit(), sc_core::SC_EXIT_ON_STARVATION);
+    clear_dead_stack();
     if (m_trace) m_trace->close();
     return;
   }
@@ -98,6 +100,7 @@ void Simulation::run() {
                 << static_cast<int>(eta + 0.5) << " s   " << std::flush;
     printed = true;
   }
+  clear_dead_stack();
   if (printed) *m_progress << "\r" << std::string(72, ' ') << "\r" << std::flush;
   if (m_trace) m_trace->close();
 }
@@ -202,6 +205,7 @@ Simulation::~Simulation() {
         },
         "teardown");
     sc_core::sc_start();
+    clear_dead_stack();
   } catch (...) {  // a destructor must not throw; the context is deleted by its owner anyway
   }
 }
