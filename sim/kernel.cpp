@@ -12,7 +12,9 @@
 #define ASCENDSIM_ASAN 1
 #endif
 #ifdef ASCENDSIM_ASAN
+#include <pthread.h>
 #include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
 #endif
 
 namespace ascendsim::sim {
@@ -22,7 +24,23 @@ bool g_active = false;  // one scope at a time: SystemC has one current context 
 }  // namespace
 
 #ifdef ASCENDSIM_ASAN
-__attribute__((noinline)) void clear_dead_stack() {
+void clear_dead_stack() {
+  // SystemC tells the sanitizer when it switches to a process's stack but not always when the
+  // kernel resumes on the thread's own stack: the sanitizer then takes a process's stack for this
+  // thread's ("ASan is ignoring requested __asan_handle_no_return") and the next exception trips
+  // over stale poison. Announce the switch back to this thread's stack, then clear what the
+  // kernel's frames left below this one.
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* base = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+      void* fake = nullptr;
+      __sanitizer_start_switch_fiber(&fake, base, size);
+      __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+    }
+    pthread_attr_destroy(&attr);
+  }
   char here = 0;
   constexpr std::size_t kDepth = std::size_t{1} << 20;  // the kernel's frames lie well within 1 MiB
   __asan_unpoison_memory_region(&here - kDepth, kDepth);

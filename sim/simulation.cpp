@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "sim/core/error.h"
-#include "sim/kernel.h"
 #include "sim/core/time.h"
+#include "sim/kernel.h"
 
 namespace ascendsim::sim {
 

@@ -89,6 +89,18 @@ TEST(Api, SweepsInProcessEqualTheCommandLine) {
   EXPECT_EQ(in_process, sim::sweep(s).report().dump(2) + "\n");
 }
 
+TEST(Api, AnInputErrorAfterRunsIsThrownCleanly) {
+  // In sanitizer builds the kernel's stack switches used to leave the sanitizer on a process's
+  // stack, and the next exception's construction tripped over stale poison.
+  sim::RunRequest r = lenet(6);
+  ASSERT_FALSE(sim::run(r).failed());
+  r.workload = "resnet50";
+  r.devices = 8;
+  ASSERT_FALSE(sim::run(r).failed());
+  r.workload = "no-such-network";
+  EXPECT_THROW(sim::run(r), sim::InputError);
+}
+
 TEST(Api, RunsOfTasksWithOneWaitGiveWhatOneWaitPerTaskGives) {
   // The device runs each step's AI core tasks with one wait; the reference executes them one by
   // one. Every figure and statistic must agree exactly, and so must the timelines.
