@@ -230,11 +230,14 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
 }
 
 double PipelineCosts::read_s(std::int64_t b) const {
-  const SampleCost c = batch(b, 0, m_batch);
-  return c.read + c.io;
+  const ReadTime t = read_parts(b);
+  return t.cpu_s + t.storage_s;
 }
 
-double PipelineCosts::storage_s(std::int64_t b) const { return batch(b, 0, m_batch).io; }
+PipelineCosts::ReadTime PipelineCosts::read_parts(std::int64_t b) const {
+  const SampleCost c = batch(b, 0, m_batch);
+  return {c.read, c.io};
+}
 
 double PipelineCosts::map_s(std::int64_t b) const { return batch(b, 0, m_batch).map; }
 
@@ -308,11 +311,11 @@ void DataPipeline::reader() {
     while (b >= m_consumed + m_pipe.prefetch_batches + m_pipe.num_parallel_workers + m_shuffle_batches)
       wait(m_consumed_event);
     // The storage wait first (no core held), then the CPU's part of the read.
-    const double io = m_costs.storage_s(b);
-    const sc_core::sc_time wait_io = sim::seconds(io);
-    if (io > 0) wait(wait_io);
+    const PipelineCosts::ReadTime r = m_costs.read_parts(b);
+    const sc_core::sc_time wait_io = sim::seconds(r.storage_s);
+    if (r.storage_s > 0) wait(wait_io);
     acquire_core();
-    const sc_core::sc_time cpu = sim::seconds(m_costs.read_s(b) - io);
+    const sc_core::sc_time cpu = sim::seconds(r.cpu_s);
     wait(cpu);
     release_core();
     const sc_core::sc_time t = wait_io + cpu;

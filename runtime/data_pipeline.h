@@ -39,8 +39,11 @@ class PipelineCosts {
   /// Reader time for batch `b` (file reads, or cache reads in later epochs): its CPU work plus
   /// the wait for storage.
   double read_s(std::int64_t b) const;
-  /// The part of read_s that waits for storage (no core held).
-  double storage_s(std::int64_t b) const;
+  /// read_s in its two parts: the CPU's (a core held) and the wait for storage (none held).
+  struct ReadTime {
+    double cpu_s = 0, storage_s = 0;
+  };
+  ReadTime read_parts(std::int64_t b) const;
   /// Worker time for batch `b` (map ops not served by the cache, cache writes, batching), or for
   /// its rows [first, last).
   double map_s(std::int64_t b) const;

@@ -37,15 +37,25 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-/// The normalisation the dataset's recipe uses (the seed's LeNet script for MNIST; the model
-/// zoo's CIFAR-10 ResNet script), per channel.
-void dataset_mean_std(std::int64_t channels, std::vector<double>& mean, std::vector<double>& std) {
+/// The normalisation the dataset's recipe uses, per channel: the seed's LeNet script for MNIST;
+/// the model zoo's CIFAR-10 script (on 0-1 values); ImageNet's, for recipes that normalise
+/// without rescaling first (0-255 values).
+void dataset_mean_std(std::int64_t channels, const std::vector<workloads::MapOp>& maps, std::vector<double>& mean,
+                      std::vector<double>& std) {
+  bool rescaled = false;
+  for (const auto& m : maps) {
+    if (m.type == MapOpType::Rescale) rescaled = true;
+    if (m.type == MapOpType::Normalize) break;
+  }
   if (channels == 1) {
     mean = {0.1307};
     std = {0.3081};
-  } else {
+  } else if (rescaled) {
     mean = {0.4914, 0.4822, 0.4465};
     std = {0.2023, 0.1994, 0.2010};
+  } else {
+    mean = {0.485 * 255, 0.456 * 255, 0.406 * 255};
+    std = {0.229 * 255, 0.224 * 255, 0.225 * 255};
   }
 }
 
@@ -69,6 +79,7 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
                           m_w.name + " cannot be computed in functional mode: no kernel for " + list);
   }
   m_data = load_dataset_values(dataset_dir, false);
+  dataset_mean_std(m_data.channels, m_w.data.maps, m_mean, m_std);
   for (const auto& m : m_w.data.maps)
     if (m.type == MapOpType::Decode && m_data.files.empty())
       throw sim::InputError("dataset", "dataset",
@@ -222,18 +233,6 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
   }
   std::mt19937_64 rng(m_opt.seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<std::uint64_t>(epoch) << 32) ^
                       static_cast<std::uint64_t>(sample));
-  std::vector<double> mean, sd;
-  dataset_mean_std(c, mean, sd);
-  // A recipe that normalises without rescaling first works on 0-255 values (ImageNet's scripts).
-  bool rescaled = false;
-  for (const auto& m : m_w.data.maps) {
-    if (m.type == MapOpType::Rescale) rescaled = true;
-    if (m.type == MapOpType::Normalize) break;
-  }
-  if (!rescaled && c == 3) {
-    mean = {0.485 * 255, 0.456 * 255, 0.406 * 255};
-    sd = {0.229 * 255, 0.224 * 255, 0.225 * 255};
-  }
   bool chw = false;
   for (const auto& m : m_w.data.maps) {
     if (m.random() && !augment) continue;  // evaluation reads the samples as they are
@@ -291,7 +290,7 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
         image::rescale(img, 1.0 / 255.0, 0.0);
         break;
       case MapOpType::Normalize:
-        image::normalize(img, c, mean, sd);
+        image::normalize(img, c, m_mean, m_std);
         break;
       case MapOpType::HWC2CHW:
         img = image::hwc2chw(img, h, w, c);
@@ -332,8 +331,8 @@ FunctionalModel::Batch FunctionalModel::make_batch(std::int64_t index) {
   return b;
 }
 
-void FunctionalModel::feed(Batch b) {
-  if (static_cast<std::int64_t>(m_dumped.size()) < m_opt.dump_steps) m_dumped.push_back(b);
+void FunctionalModel::feed(Batch b, bool keep) {
+  if (keep && static_cast<std::int64_t>(m_dumped.size()) < m_opt.dump_steps) m_dumped.push_back(b);
   const auto& g = m_w.graph;
   m_values[static_cast<std::size_t>(m_w.batch_inputs[0])] = std::move(b.image);
   m_values[static_cast<std::size_t>(m_w.batch_inputs[1])] = std::move(b.label);
@@ -399,10 +398,7 @@ double FunctionalModel::evaluate() {
       transform(0, s, b.image, false);
       b.label.push_back(static_cast<float>(test.labels[static_cast<std::size_t>(s)]));
     }
-    const std::int64_t dump = m_opt.dump_steps;
-    m_opt.dump_steps = 0;
-    feed(std::move(b));
-    m_opt.dump_steps = dump;
+    feed(std::move(b), false);
     run_ops(true);
     const float* l = m_values[static_cast<std::size_t>(logits)].data();
     for (std::int64_t k = 0; k < m_w.batch_size && first + k < test.count(); ++k) {

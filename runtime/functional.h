@@ -75,7 +75,8 @@ class FunctionalModel : public hostif::ValuesIf {
   Batch make_batch(std::int64_t index);
   /// Sample `sample` through the map recipe, appended to `out`; random ops only if `augment`.
   void transform(std::int64_t epoch, std::int64_t sample, std::vector<float>& out, bool augment);
-  void feed(Batch b);
+  /// The batch becomes the device's input tensors; `keep`: it counts for --dump-batches.
+  void feed(Batch b, bool keep = true);
   void init_tensors();
   void load_weights(const std::string& path);
   void run_ops(bool forward_only);
@@ -84,6 +85,7 @@ class FunctionalModel : public hostif::ValuesIf {
   FunctionalOptions m_opt;
   std::string m_dir;
   DatasetValues m_data;
+  std::vector<double> m_mean, m_std;  ///< the recipe's Normalize, per channel
   std::int64_t m_steps_per_epoch;
   std::vector<std::vector<float>> m_values;    ///< per tensor
   std::vector<std::shared_ptr<void>> m_state;  ///< per op: its kernel's kept state
