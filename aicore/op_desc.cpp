@@ -43,6 +43,7 @@ constexpr KindName kKinds[] = {
     {OpKind::BNTrainingUpdate, "bn_training_update"},
     {OpKind::BNTrainingUpdateGrad, "bn_training_update_grad"},
     {OpKind::BNTrainingReduceGrad, "bn_training_reduce_grad"},
+    {OpKind::BNInfer, "bn_infer"},
     {OpKind::TransData, "trans_data"},
     {OpKind::AtomicAddrClean, "atomic_addr_clean"},
     {OpKind::FusedElementwise, "fused_elementwise"},

@@ -45,6 +45,7 @@ enum class OpKind {
   BNTrainingUpdate,      ///< normalise, scale and shift x; update the moving statistics
   BNTrainingUpdateGrad,  ///< per-channel sums of dy and dy*x_hat (out_elements: 2 x channels)
   BNTrainingReduceGrad,  ///< dx from dy, x and the per-channel sums
+  BNInfer,               ///< inference: normalise x by the moving statistics, scale and shift
   TransData,             ///< layout conversion (out_elements: elements written, padding included)
   AtomicAddrClean,       ///< zeroes an output that a kernel then accumulates into atomically
   /// Element-wise ops fused into one kernel (graph-kernel fusion): `operands` full-size inputs

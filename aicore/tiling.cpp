@@ -204,6 +204,8 @@ Profile vector_profile(const OpDesc& d) {
       return {d.elements, 2, out > 0 ? out / e : 0, 4, 4};
     case OpKind::BNTrainingReduceGrad:  // gamma * rstd * (dy - mean(dy) - x_hat * mean(dy * x_hat))
       return {d.elements, 2, 1, 6, 6};
+    case OpKind::BNInfer:  // (x - mean) * rsqrt(var + eps) * gamma + beta, the statistics known
+      return {d.elements, 1, 1, 4, 4};
     case OpKind::TransData:  // a strided copy into the target layout, padding written too
       return {d.elements, 1, out > 0 ? out / e : 1, 1, 1};
     case OpKind::AtomicAddrClean:  // a memset

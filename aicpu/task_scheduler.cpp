@@ -220,7 +220,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       const sc_time start = sc_core::sc_time_stamp();
       set_active(s, false);
       m_account.begin(Device::Waiting);
-      const bool ok = batches->pop(sim::seconds(m_cfg.op_timeout_s));
+      const bool ok = batches[task.queue]->pop(sim::seconds(m_cfg.op_timeout_s));
       m_account.end(Device::Waiting);
       m_getnext_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
       if (tracing && sc_core::sc_time_stamp() > start)

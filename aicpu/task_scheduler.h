@@ -43,8 +43,9 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cfg, aicore::AiCoreCluster& cores,
                 sim::BreakdownAccountant& account);
 
-  sc_core::sc_port<hostif::DeviceEventsIf> host;    ///< step ends and failures go here
-  sc_core::sc_port<hostif::BatchSourceIf> batches;  ///< GetNext pops here
+  sc_core::sc_port<hostif::DeviceEventsIf> host;  ///< step ends and failures go here
+  /// GetNext pops here: the training data's channel, then the evaluation data's (Task::queue).
+  sc_core::sc_port<hostif::BatchSourceIf, 2, sc_core::SC_ONE_OR_MORE_BOUND> batches;
   /// The cluster's collectives (AllReduce tasks); unbound on a single device.
   sc_core::sc_port<CollectiveIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> collectives;
   /// This chip's rank in its cluster.

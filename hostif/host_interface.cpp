@@ -10,6 +10,7 @@ HostInterface::HostInterface(sc_core::sc_module_name name, const LinkConfig& lin
       h2d("h2d", link.h2d_bandwidth_gbps, link.latency_ns, link.dma_chunk_kib * 1024, link.dma_setup_ns),
       d2h("d2h", link.d2h_bandwidth_gbps, link.latency_ns, link.dma_chunk_kib * 1024, link.dma_setup_ns),
       queue("queue", queue_cfg.capacity),
+      eval_queue("eval_queue", queue_cfg.capacity),
       m_doorbell(sim::ns(link.doorbell_ns)),
       m_completion(sim::ns(link.completion_ns)),
       m_stats(*this),

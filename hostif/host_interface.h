@@ -4,7 +4,7 @@
 // failure notifications out to every subscriber (device -> host).
 //
 // Bindings (made in sim/chip.cpp): `device` to the device's DeviceIf; the device's
-// DeviceEventsIf port to this module and its BatchSourceIf port to `queue`.
+// DeviceEventsIf port to this module and its BatchSourceIf port to `queue`, then `eval_queue`.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,8 @@ class HostInterface : public sc_core::sc_module, public DeviceEventsIf {
   sc_core::sc_port<DeviceIf> device;
   DmaChannel h2d;
   DmaChannel d2h;
-  DataQueue queue;
+  DataQueue queue;       ///< the training dataset's channel
+  DataQueue eval_queue;  ///< the evaluation dataset's channel (evaluation during training)
 
   // Host side.
   /// Submits one task, issued by the host at `issued` (now or later): the doorbell delays its

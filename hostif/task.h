@@ -48,6 +48,9 @@ struct Task {
   std::int64_t comm_bytes = 0;  ///< Comm: the collective's size (see Collective)
   Collective collective = Collective::AllReduce;  ///< Comm: which collective
   std::int32_t comm_group = -1;                   ///< Comm: the gradient group it reduces (-1: none)
+  /// GetNext: the dataset channel it pops, 0 the training data's, 1 the evaluation data's (each
+  /// dataset has its own channel, as MindSpore's).
+  std::int32_t queue = 0;
   sc_core::sc_time time;  ///< cost.time_s as simulation time, set once when the graph is compiled
 };
 

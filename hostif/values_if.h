@@ -19,6 +19,12 @@ class ValuesIf {
   virtual void step() = 0;
   /// The host reads the loss back (the D2H copy after a step or a sink).
   virtual double read_loss() = 0;
+  /// An evaluation pass begins (true) or ends (false): its GetNext and step ends move no training
+  /// values. Ending a pass returns the evaluation dataset's accuracy then (-1: not computed).
+  virtual double evaluating(bool on) {
+    (void)on;
+    return -1;
+  }
 };
 
 }  // namespace ascendsim::hostif

@@ -120,7 +120,12 @@ CompilePass bn_split_pass() {
             Graph& g = s.graph;
             std::vector<Op> ops;
             for (Op op : g.ops()) {
-              if (op.type == "BatchNorm") {
+              if (op.type == "BatchNorm" && !s.workload.training) {
+                // inference: the moving statistics normalise; x, gamma, beta, mean, variance -> y
+                const auto& in = op.inputs;
+                ops.push_back(rewritten("BNInfer", op.name + "/BNInfer", op.pass, {in[0], in[1], in[2], in[3], in[4]},
+                                        {op.outputs[0]}));
+              } else if (op.type == "BatchNorm") {
                 // x, gamma, beta, moving mean, moving variance -> y, batch mean, batch variance
                 const auto& in = op.inputs;
                 Op reduce = g.make_op("BNTrainingReduce", op.name + "/BNTrainingReduce", {in[0]}, {}, op.pass);

@@ -27,8 +27,14 @@ struct Shape {
   void apply(const workloads::MapOp& op) {
     switch (op.type) {
       case MapOpType::Resize:
-        h = static_cast<double>(op.height);
-        w = static_cast<double>(op.width);
+        if (op.width == 0) {  // the shorter side to `height`, the aspect kept
+          const double scale = static_cast<double>(op.height) / std::min(h, w);
+          h *= scale;
+          w *= scale;
+        } else {
+          h = static_cast<double>(op.height);
+          w = static_cast<double>(op.width);
+        }
         break;
       case MapOpType::RandomCrop:
       case MapOpType::CenterCrop:
@@ -310,6 +316,7 @@ void DataPipeline::reader() {
     // what the shuffle buffer holds.
     while (b >= m_consumed + m_pipe.prefetch_batches + m_pipe.num_parallel_workers + m_shuffle_batches)
       wait(m_consumed_event);
+    while (b >= m_open) wait(m_open_event);
     // The storage wait first (no core held), then the CPU's part of the read.
     const PipelineCosts::ReadTime r = m_costs.read_parts(b);
     const sc_core::sc_time wait_io = sim::seconds(r.storage_s);

@@ -103,6 +103,13 @@ class DataPipeline : public sc_core::sc_module {
 
   /// Blocks until the next batch (in order) is ready and takes it. Call from an SC_THREAD.
   void next();
+  /// A pipeline that reads only when asked (an evaluation pass's): call gate() before the
+  /// simulation starts; each open(n) lets the reader read n more batches.
+  void gate() { m_open = 0; }
+  void open(std::int64_t batches) {
+    m_open += batches;
+    m_open_event.notify(sc_core::SC_ZERO_TIME);
+  }
 
   const PipelineCosts& costs() const { return m_costs; }
   sim::StatsGroup& stats() { return m_stats; }
@@ -127,6 +134,8 @@ class DataPipeline : public sc_core::sc_module {
   std::int64_t m_read = 0;          // batches read
   std::int64_t m_claimed = 0;       // slices taken by workers
   std::int64_t m_consumed = 0;      // batches handed to the consumer
+  std::int64_t m_open = INT64_MAX;  // batches the reader may read (gate(), open())
+  sc_core::sc_event m_open_event;
   std::deque<std::int64_t> m_done;  // slices finished, per batch from m_consumed on
   HostCores m_own_cores;
   HostCores& m_cores;

@@ -18,16 +18,24 @@ Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const S
       m_pipeline(pipeline),
       m_account(account) {
   m_device.on_step_end([this](const hostif::StepMarks& marks) {
-    // A step's values are known when the next one ends (the last one's when the run ends).
-    if (m_steps_done > 0) record_step(m_pending.end);
+    if (m_in_eval) return;  // an evaluation step: the pass is timed as a whole
+    // A step's values are known when the next one ends (the last one's when the run ends, or an
+    // evaluation pass begins).
+    if (m_steps_done > 0 && !m_pending_recorded) record_step(m_pending.end);
     m_pending = marks;
+    m_pending_recorded = false;
     ++m_steps_done;
     if (m_trace) m_trace->on_step(m_steps_done);
   });
   m_device.on_failure([this](const std::string&) { finish(); });
   SC_THREAD(main_thread);
-  if (uses_queue(session.strategy)) SC_THREAD(channel_thread);
+  if (uses_queue(session.strategy)) {
+    SC_THREAD(channel_thread);
+    SC_THREAD(eval_channel_thread);
+  }
 }
+
+void Executor::phase(Phase p) { m_account.set_host(m_in_eval ? Phase::Eval : p); }
 
 void Executor::set_trace(sim::TraceRecorder* trace) {
   m_trace = trace;
@@ -90,35 +98,65 @@ void Executor::channel_thread() {
   }
 }
 
+void Executor::eval_channel_thread() {
+  // The evaluation dataset's channel, created at the first evaluation; it feeds each pass's
+  // batches as the evaluation pipeline yields them (the pipeline starts a pass only when the
+  // pass begins).
+  wait(m_eval_channel_start);
+  auto& hostif = m_device;
+  const std::int64_t batches = m_session.eval_passes() * m_session.eval_steps;
+  for (std::int64_t i = 0; i < batches && !m_finished; ++i) {
+    {
+      Span s(*this, m_channel_track, "wait for evaluation batch");
+      m_eval_pipeline->next();
+    }
+    {
+      Span s(*this, m_channel_track, "wait for evaluation queue slot");
+      hostif.eval_queue.reserve();
+    }
+    Span s(*this, m_channel_track, "send evaluation batch");
+    for (auto bytes : m_eval_graph->input_bytes) {
+      hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
+      ++m_eval_io.h2d_copies;
+      m_eval_io.h2d_bytes += bytes;
+    }
+    hostif.eval_queue.commit(static_cast<std::uint64_t>(m_eval_graph->batch_bytes));
+  }
+}
+
 void Executor::next_batch_from_pipeline() {
-  m_account.set_host(Phase::HostData);
+  phase(Phase::HostData);
   Span s(*this, m_host_track, "wait for batch");
   m_pipeline.next();
 }
 
 void Executor::memcpy_inputs_h2d() {
-  m_account.set_host(Phase::H2D);
-  for (auto bytes : m_graph.input_bytes) {
+  copy_h2d(m_graph.input_bytes);
+  if (m_values) m_values->copy_batch_to_device();
+}
+
+void Executor::copy_h2d(const std::vector<std::int64_t>& input_bytes) {
+  phase(Phase::H2D);
+  for (auto bytes : input_bytes) {
     Span s(*this, m_host_track, "memcpy H2D");
     wait(sim::us(m_host.memcpy_setup_us));
     m_device.h2d.transfer(static_cast<std::uint64_t>(bytes));
-    ++m_io.h2d_copies;
-    m_io.h2d_bytes += bytes;
+    ++io().h2d_copies;
+    io().h2d_bytes += bytes;
   }
-  if (m_values) m_values->copy_batch_to_device();
 }
 
 void Executor::launch_ops(const hostif::TaskList& tasks) {
   // The host launches the ops back to back, each ready after its launch cost; the device sees
   // each at its own time, so one wait covers the whole sequence.
-  m_account.set_host(Phase::Launch);
+  phase(Phase::Launch);
   const sc_core::sc_time cost = sim::us(m_host.op_launch_us);
   const sc_core::sc_time start = sc_core::sc_time_stamp();
   const bool tracing = m_trace && m_trace->active();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const sc_core::sc_time issued = start + cost * static_cast<double>(i + 1);
     m_device.submit_task(tasks[i], issued, i + 1 == tasks.size());
-    ++m_io.op_launches;
+    ++io().op_launches;
     if (tracing) {
       auto [it, added] = m_launch_labels.try_emplace(&tasks[i], 0);
       if (added) it->second = m_trace->label("launch op " + tasks[i].name);
@@ -129,34 +167,40 @@ void Executor::launch_ops(const hostif::TaskList& tasks) {
 }
 
 void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
-  m_account.set_host(Phase::Launch);
+  submit_graph(m_graph.sink_tasks, iterations, loop_control);
+}
+
+void Executor::submit_graph(const hostif::TaskList& graph, std::int64_t iterations, bool loop_control) {
+  phase(Phase::Launch);
   Span s(*this, m_host_track, "launch graph");
   wait(sim::us(m_host.graph_launch_us));
-  m_device.submit_graph(m_graph.sink_tasks, iterations, loop_control);
-  ++m_io.graph_launches;
+  m_device.submit_graph(graph, iterations, loop_control);
+  ++io().graph_launches;
   if (loop_control) m_loop_iterations += iterations;
 }
 
 void Executor::create_channel() {
-  m_account.set_host(Phase::Setup);
+  phase(Phase::Setup);
   Span s(*this, m_host_track, "create dataset channel");
   wait(sim::us(m_host.queue_create_us));
   m_channel_start.notify(sc_core::SC_ZERO_TIME);
 }
 
-void Executor::load_graph() {
-  m_account.set_host(Phase::Setup);
+void Executor::load_graph() { load(m_graph.sink_tasks); }
+
+void Executor::load(const hostif::TaskList& graph) {
+  phase(Phase::Setup);
   Span s(*this, m_host_track, "load graph");
   wait(sim::us(m_host.graph_load_us));
-  const std::int64_t bytes = m_device.graph_image_bytes(m_graph.sink_tasks);
+  const std::int64_t bytes = m_device.graph_image_bytes(graph);
   m_device.h2d.transfer(static_cast<std::uint64_t>(bytes));
-  ++m_io.h2d_copies;
-  m_io.h2d_bytes += bytes;
+  ++io().h2d_copies;
+  io().h2d_bytes += bytes;
 }
 
 void Executor::broadcast_parameters() {
   if (m_graph.setup_tasks.empty()) return;
-  m_account.set_host(Phase::Setup);
+  phase(Phase::Setup);
   Span s(*this, m_host_track, "broadcast parameters");
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   for (const auto& t : m_graph.setup_tasks) m_device.submit_task(t, now, false);
@@ -164,17 +208,17 @@ void Executor::broadcast_parameters() {
 }
 
 void Executor::synchronize() {
-  m_account.set_host(Phase::Sync);
+  phase(Phase::Sync);
   Span s(*this, m_host_track, "sync");
   if (m_device.busy()) {
     m_device.wait_all_completed();
     wait(sim::us(m_host.sync_wakeup_us));
   }
-  ++m_io.host_syncs;
+  ++io().host_syncs;
 }
 
 void Executor::return_loss() {
-  m_account.set_host(Phase::D2H);
+  phase(Phase::D2H);
   Span s(*this, m_host_track, "memcpy D2H (loss)");
   constexpr std::int64_t kLossBytes = 4;  // fp32 scalar
   wait(sim::us(m_host.memcpy_setup_us));
@@ -198,8 +242,75 @@ void Executor::return_loss() {
   }
 }
 
+void Executor::epoch_end(std::int64_t epoch) {
+  if (m_eval_graph && m_session.eval_every > 0 && epoch % m_session.eval_every == 0) evaluate(epoch);
+}
+
+void Executor::evaluate(std::int64_t epoch) {
+  // The training step before the pass ends where it ended; the next one starts after the pass.
+  if (m_steps_done > 0 && !m_pending_recorded) {
+    record_step(m_pending.end);
+    m_pending_recorded = true;
+  }
+  EvalPass pass;
+  pass.after_epoch = epoch;
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  pass.start_s = start.to_seconds();
+  m_in_eval = true;
+  phase(Phase::Eval);
+  if (m_values) m_values->evaluating(true);
+  Span whole(*this, m_host_track, "evaluation");
+  m_eval_pipeline->open(m_session.eval_steps);
+  const CompiledGraph& g = *m_eval_graph;
+  if (uses_queue(m_session.strategy) && !m_eval_loaded) {
+    {
+      Span s(*this, m_host_track, "create evaluation channel");
+      wait(sim::us(m_host.queue_create_us));
+      m_eval_channel_start.notify(sc_core::SC_ZERO_TIME);
+    }
+    if (uses_graph(m_session.strategy)) load(g.sink_tasks);
+    m_eval_loaded = true;
+  }
+  for (std::int64_t i = 0; i < m_session.eval_steps && !m_finished; ++i) {
+    switch (m_session.strategy) {
+      case Strategy::NonSink: {
+        {
+          Span s(*this, m_host_track, "wait for evaluation batch");
+          m_eval_pipeline->next();
+        }
+        copy_h2d(g.input_bytes);
+        launch_ops(g.step_tasks);
+        break;
+      }
+      case Strategy::DataSink:
+        launch_ops(g.sink_tasks);
+        break;
+      case Strategy::GraphSink:
+      case Strategy::LoopSink:
+        submit_graph(g.sink_tasks, 1, false);
+        break;
+    }
+    synchronize();
+    {
+      phase(Phase::D2H);
+      Span s(*this, m_host_track, "memcpy D2H (outputs)");
+      wait(sim::us(m_host.memcpy_setup_us));
+      m_device.d2h.transfer(static_cast<std::uint64_t>(m_eval_outputs_bytes));
+      ++io().d2h_copies;
+      io().d2h_bytes += m_eval_outputs_bytes;
+    }
+    step_overhead();  // the metrics' update per step
+    ++pass.steps;
+  }
+  if (m_values) pass.accuracy = m_values->evaluating(false);
+  m_in_eval = false;
+  pass.time_s = (sc_core::sc_time_stamp() - start).to_seconds();
+  m_eval_passes.push_back(pass);
+  m_prev_end = sc_core::sc_time_stamp();
+}
+
 void Executor::step_overhead() {
-  m_account.set_host(Phase::HostLoop);
+  phase(Phase::HostLoop);
   Span s(*this, m_host_track, "step overhead");
   wait(sim::us(m_host.step_overhead_us));
 }
@@ -226,7 +337,8 @@ RunResult Executor::result() {
   r.steps_completed = m_steps_done;
   const sc_core::sc_time end = m_finished ? m_end : sc_core::sc_time_stamp();
   r.sim_time_s = end.to_seconds();
-  if (!m_last_recorded && m_steps_done > 0) record_step(end);  // the last step runs to the end
+  // The last step runs to the end (or to the evaluation pass after it).
+  if (!m_last_recorded && m_steps_done > 0 && !m_pending_recorded) record_step(end);
   m_last_recorded = true;
   r.steps = m_record;
   r.breakdown_s = m_account.close(end);
@@ -234,6 +346,8 @@ RunResult Executor::result() {
   r.losses_returned = m_losses;
   r.loss_values = m_loss_values;
   r.device_loop_iterations = m_loop_iterations;
+  r.eval_passes = m_eval_passes;
+  r.eval_interactions = m_eval_io;
   r.failure = m_device.failure();
   return r;
 }
@@ -251,6 +365,7 @@ class NonSinkExecutor final : public Executor {
       memcpy_inputs_h2d();
       launch_ops(m_graph.step_tasks);
       return_to_host();
+      if ((s + 1) % m_session.steps_per_epoch == 0) epoch_end((s + 1) / m_session.steps_per_epoch);
     }
   }
 };
@@ -265,6 +380,7 @@ class DataSinkExecutor final : public Executor {
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_ops(m_graph.sink_tasks);
       return_to_host();
+      if ((s + 1) % m_session.steps_per_epoch == 0) epoch_end((s + 1) / m_session.steps_per_epoch);
     }
   }
 };
@@ -280,6 +396,7 @@ class GraphSinkExecutor final : public Executor {
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_graph(1, false);
       return_to_host();
+      if ((s + 1) % m_session.steps_per_epoch == 0) epoch_end((s + 1) / m_session.steps_per_epoch);
     }
   }
 };
@@ -295,6 +412,7 @@ class LoopSinkExecutor final : public Executor {
     for (std::int64_t e = 0; e < m_session.epochs; ++e) {
       launch_graph(m_session.effective_sink_size(), true);
       return_to_host();
+      epoch_end(e + 1);
     }
   }
 };

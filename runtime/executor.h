@@ -53,6 +53,15 @@ class Executor : public sc_core::sc_module {
   void set_trace(sim::TraceRecorder* trace);
   /// Functional mode: the values the host moves and reads (nullptr: timing only).
   void set_values(hostif::ValuesIf* values) { m_values = values; }
+  /// Evaluation during training (Session::eval_every): the forward-only graph (its GetNext reads
+  /// the evaluation channel) and the evaluation pipeline, which reads a pass's batches only once
+  /// the pass has begun (DataPipeline::open). Set before the simulation starts.
+  /// `outputs_bytes`: what the host reads back after each evaluation step (outputs and loss).
+  void set_evaluation(const CompiledGraph* graph, DataPipeline* pipeline, std::int64_t outputs_bytes) {
+    m_eval_graph = graph;
+    m_eval_pipeline = pipeline;
+    m_eval_outputs_bytes = outputs_bytes;
+  }
 
  protected:
   virtual void train() = 0;
@@ -64,6 +73,8 @@ class Executor : public sc_core::sc_module {
   void launch_graph(std::int64_t iterations, bool loop_control);
   void create_channel();
   void load_graph();
+  /// The end of training epoch `epoch` (1-based; a sink under loop sink): evaluates if due.
+  void epoch_end(std::int64_t epoch);
   /// The cluster's one-time collectives before training (the parameters' broadcast), if any.
   void broadcast_parameters();
   void synchronize();
@@ -80,7 +91,18 @@ class Executor : public sc_core::sc_module {
  private:
   void main_thread();
   void channel_thread();
+  void eval_channel_thread();
   void finish();
+  /// One evaluation pass, the strategy's way: per step a batch, a launch, a sync and the outputs'
+  /// copy back (MindSpore evaluates one step per launch, even in sink mode).
+  void evaluate(std::int64_t epoch);
+  /// Charges the host's time to `p` (to eval while evaluating).
+  void phase(sim::Phase p);
+  /// The interactions being counted: training's, or the evaluation's while evaluating.
+  Interactions& io() { return m_in_eval ? m_eval_io : m_io; }
+  void copy_h2d(const std::vector<std::int64_t>& input_bytes);
+  void submit_graph(const hostif::TaskList& graph, std::int64_t iterations, bool loop_control);
+  void load(const hostif::TaskList& graph);
 
   std::int64_t m_batch_size;
   DataPipeline& m_pipeline;
@@ -91,6 +113,7 @@ class Executor : public sc_core::sc_module {
   void record_step(const sc_core::sc_time& end);
   std::int64_t m_steps_done = 0;
   hostif::StepMarks m_pending;  ///< the last step that ended, not yet recorded
+  bool m_pending_recorded = false;
   sc_core::sc_time m_prev_end;
   bool m_last_recorded = false;
   StepRecord m_record;
@@ -103,6 +126,14 @@ class Executor : public sc_core::sc_module {
   hostif::ValuesIf* m_values = nullptr;
   std::vector<LossRecord> m_loss_values;
   std::int64_t m_loop_iterations = 0;
+  const CompiledGraph* m_eval_graph = nullptr;
+  DataPipeline* m_eval_pipeline = nullptr;
+  std::int64_t m_eval_outputs_bytes = 0;
+  bool m_in_eval = false;
+  bool m_eval_loaded = false;  ///< the evaluation channel exists and its graph is loaded
+  sc_core::sc_event m_eval_channel_start;
+  Interactions m_eval_io;
+  std::vector<EvalPass> m_eval_passes;
 };
 
 std::unique_ptr<Executor> make_executor(sc_core::sc_module_name name, const HostConfig& host, const Session& session,

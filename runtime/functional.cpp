@@ -344,7 +344,13 @@ void FunctionalModel::copy_batch_to_device() { feed(make_batch(m_next_batch++));
 
 void FunctionalModel::send_batch_to_queue() { m_queue.push_back(make_batch(m_next_batch++)); }
 
+double FunctionalModel::evaluating(bool on) {
+  m_evaluating = on;
+  return on ? -1 : evaluate();
+}
+
 void FunctionalModel::get_next() {
+  if (m_evaluating) return;
   if (m_queue.empty()) throw std::logic_error("functional mode: GetNext on an empty data queue");
   feed(std::move(m_queue.front()));
   m_queue.pop_front();
@@ -366,6 +372,7 @@ void FunctionalModel::run_ops(bool forward_only) {
 }
 
 void FunctionalModel::step() {
+  if (m_evaluating) return;
   const auto t0 = std::chrono::steady_clock::now();
   run_ops(false);
   ++m_steps;

@@ -48,6 +48,8 @@ class FunctionalModel : public hostif::ValuesIf {
   void send_batch_to_queue() override;
   void get_next() override;
   void step() override;
+  /// An evaluation pass moves no training values; its end evaluates the test set (evaluate()).
+  double evaluating(bool on) override;
   double read_loss() override;
 
   /// Top-1 accuracy of the current weights over the dataset's test split, batch by batch (a last
@@ -95,6 +97,7 @@ class FunctionalModel : public hostif::ValuesIf {
   std::int64_t m_perm_epoch = -1;
   std::vector<Batch> m_dumped;
   std::int64_t m_steps = 0, m_evaluated = 0;
+  bool m_evaluating = false;
   double m_wall_s = 0;
 };
 

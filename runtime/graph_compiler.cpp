@@ -105,7 +105,7 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {
   auto passes = default_passes();
   if (w.recipe.graph_kernel_fusion) insert_pass(passes, "momentum_fusion", graph_kernel_fusion_pass());
-  if (w.parallel.devices > 1) insert_pass(passes, "cost", all_reduce_pass());
+  if (w.parallel.devices > 1 && w.training) insert_pass(passes, "cost", all_reduce_pass());
   return compile(w, model, queue_capacity, passes);
 }
 

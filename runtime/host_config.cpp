@@ -57,6 +57,8 @@ void PipelineConfig::declare(sim::ParamSet& ps) {
              "cache map: the map ops the cache follows (-1: up to the first random one)");
   ps.boolean("pipeline.cache_allow_random", cache_allow_random,
              "let the cache follow a random map op (later epochs replay the first epoch's augmentation)");
+  ps.text("pipeline.eval_cache", eval_cache, {"none", "source", "map"},
+          "the evaluation pipeline's cache, after its source or its last map (--eval-cache)");
   ps.boolean("pipeline.cache_spilling", cache_spilling,
              "samples beyond the cache's memory spill to local disk (DatasetCache spilling=True) instead of "
              "missing");

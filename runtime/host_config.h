@@ -58,6 +58,10 @@ struct PipelineConfig {
   bool cache_spilling = false;      ///< samples beyond cache_gib go to local disk instead of missing
   /// Ranks whose pipelines share this server's cache (set for data-parallel runs).
   std::int64_t cache_sharers = 1;
+  /// The evaluation pipeline's cache (evaluation during training): none, or map (after its last
+  /// map, as the seed's eval cache) or source; its size and spilling are the cache_gib and
+  /// cache_spilling above (a session of its own on the same cache server).
+  std::string eval_cache = "none";
 
   void declare(sim::ParamSet& ps);
 };

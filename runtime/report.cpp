@@ -155,7 +155,7 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     // A phase no run has (communication on one device) gets no column.
     std::vector<std::size_t> shown;
     for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
-      if (static_cast<sim::Phase>(i) != sim::Phase::Comm ||
+      if ((static_cast<sim::Phase>(i) != sim::Phase::Comm && static_cast<sim::Phase>(i) != sim::Phase::Eval) ||
           std::any_of(runs.begin(), runs.end(), [i](const RunResult& r) { return r.breakdown_s[i] > 0; }))
         shown.push_back(i);
     std::vector<std::string> head = {"strategy"};
@@ -205,6 +205,20 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       for (std::size_t i = 0; i < epochs.size() && i < 8; ++i) out += fmt::format(" {:.3f}s", epochs[i]);
       out += epochs.size() > 8 ? " ...\n" : "\n";
     }
+  }
+  if (std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return !r.eval_passes.empty(); })) {
+    out += "\nevaluation during training (a forward-only pass over the evaluation dataset; MindSpore's eval_cost)\n";
+    TextTable t({"strategy", "passes", "steps/pass", "first pass", "later passes (mean)", "cache", "accuracy"});
+    for (const auto& r : runs) {
+      if (r.eval_passes.empty()) continue;
+      const EvalSummary s = r.evaluation();
+      const double acc = r.eval_passes.back().accuracy;
+      t.add({strategy_name(r.session.strategy), std::to_string(s.passes), std::to_string(r.session.eval_steps),
+             fmt::format("{:.3f} s", s.first_s), s.passes > 1 ? fmt::format("{:.3f} s", s.later_mean_s) : "-",
+             r.eval_cache.is_object() ? r.eval_cache.value("placement", "none") : "none",
+             acc >= 0 ? fmt::format("{:.2f}%", 100 * acc) : "-"});
+    }
+    out += t.render();
   }
   return out;
 }

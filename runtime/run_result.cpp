@@ -40,6 +40,48 @@ double RunResult::device_busy_fraction() const {
   return sim_time_s > 0 ? breakdown_s[static_cast<std::size_t>(sim::Phase::DeviceCompute)] / sim_time_s : 0.0;
 }
 
+EvalSummary RunResult::evaluation() const {
+  EvalSummary s;
+  s.passes = static_cast<std::int64_t>(eval_passes.size());
+  if (eval_passes.empty()) return s;
+  s.first_s = eval_passes.front().time_s;
+  double all = 0, later = 0;
+  for (std::size_t i = 0; i < eval_passes.size(); ++i) {
+    all += eval_passes[i].time_s;
+    if (i > 0) later += eval_passes[i].time_s;
+  }
+  s.mean_s = all / static_cast<double>(eval_passes.size());
+  s.later_mean_s = eval_passes.size() > 1 ? later / static_cast<double>(eval_passes.size() - 1) : s.first_s;
+  return s;
+}
+
+nlohmann::ordered_json RunResult::evaluation_json() const {
+  const EvalSummary s = evaluation();
+  nlohmann::ordered_json passes = nlohmann::ordered_json::array();
+  for (const auto& p : eval_passes) {
+    nlohmann::ordered_json e = {
+        {"after_epoch", p.after_epoch}, {"start_s", p.start_s}, {"time_s", p.time_s}, {"steps", p.steps}};
+    if (p.accuracy >= 0) e["accuracy"] = p.accuracy;
+    passes.push_back(e);
+  }
+  const Interactions& io = eval_interactions;
+  return {{"every", session.eval_every},
+          {"steps_per_pass", session.eval_steps},
+          {"samples_per_pass", session.eval_steps * batch_size},
+          {"passes", passes},
+          {"cache", eval_cache},
+          {"first_pass_s", s.first_s},
+          {"later_pass_mean_s", s.later_mean_s},
+          {"interactions",
+           {{"op_launches", io.op_launches},
+            {"graph_launches", io.graph_launches},
+            {"h2d_copies", io.h2d_copies},
+            {"d2h_copies", io.d2h_copies},
+            {"host_syncs", io.host_syncs},
+            {"h2d_bytes", io.h2d_bytes},
+            {"d2h_bytes", io.d2h_bytes}}}};
+}
+
 nlohmann::ordered_json RunResult::to_json() const {
   const StepStats st = steps.step.stats();
   nlohmann::ordered_json j;
@@ -91,6 +133,7 @@ nlohmann::ordered_json RunResult::to_json() const {
       j["functional"]["eval_samples"] = eval_samples;
     }
   }
+  if (session.eval_every > 0) j["evaluation"] = evaluation_json();
   if (!data.is_null()) j["data"] = data;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;

@@ -61,6 +61,22 @@ struct LossRecord {
   double loss = 0;
 };
 
+/// One evaluation pass during training (Session::eval_every).
+struct EvalPass {
+  std::int64_t after_epoch = 0;  ///< the epoch (sink under loop sink) it followed
+  double start_s = 0;            ///< simulated time it began
+  double time_s = 0;             ///< its duration: MindSpore's eval_cost
+  std::int64_t steps = 0;
+  double accuracy = -1;  ///< functional mode: the evaluation dataset's accuracy then
+};
+
+/// The evaluation passes' summary: the first pass's time, the later passes' mean (the first's
+/// when there is one pass) and the mean of all.
+struct EvalSummary {
+  std::int64_t passes = 0;
+  double first_s = 0, later_mean_s = 0, mean_s = 0;
+};
+
 struct RunResult {
   Session session;
   std::int64_t batch_size = 0;
@@ -82,6 +98,9 @@ struct RunResult {
   /// part of the report.
   std::shared_ptr<const FunctionalModel> values;
   std::int64_t device_loop_iterations = 0;  ///< loop sink: iterations run under on-device loop control
+  std::vector<EvalPass> eval_passes;        ///< evaluation during training, in order
+  Interactions eval_interactions;           ///< the evaluation passes' own (not in `interactions`)
+  nlohmann::ordered_json eval_cache;        ///< the evaluation pipeline's cache (PipelineCosts::cache_summary)
   std::string failure;                      ///< empty if the run completed
   nlohmann::ordered_json stats;             ///< per-module statistics
   nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
@@ -108,6 +127,9 @@ struct RunResult {
   /// over 1% of the run; -1 otherwise.
   std::int64_t straggler() const;
   double device_busy_fraction() const;
+  EvalSummary evaluation() const;
+  /// The report's "evaluation" object (docs/reports.md).
+  nlohmann::ordered_json evaluation_json() const;
   nlohmann::ordered_json to_json() const;
 };
 

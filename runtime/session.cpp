@@ -40,6 +40,14 @@ void Session::validate() const {
     throw sim::InputError(
         "sink_size", "sink_size",
         "must be -1 (the whole dataset) or a positive whole number, got " + std::to_string(sink_size));
+  if (eval_every < 0)
+    throw sim::InputError(
+        "eval_every", "eval_every",
+        "must be 0 (no evaluation) or a positive number of epochs, got " + std::to_string(eval_every));
+  if (eval_every > 0 && eval_steps <= 0)
+    throw sim::InputError("eval_every", "eval_every",
+                          "the evaluation dataset makes no batch (" + std::to_string(eval_steps) +
+                              " steps per pass); reduce batch_size or give a larger evaluation dataset");
   const std::int64_t per_epoch = strategy == Strategy::LoopSink ? effective_sink_size() : steps_per_epoch;
   if (per_epoch > kMaxSteps || epochs > kMaxSteps / per_epoch)
     throw sim::InputError("epochs", "epochs",

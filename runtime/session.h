@@ -27,6 +27,10 @@ struct Session {
   std::int64_t epochs = 1;
   std::int64_t sink_size = -1;       ///< loop sink: steps per graph launch; -1 = steps_per_epoch
   std::int64_t steps_per_epoch = 1;  ///< D: batches in one pass over the dataset
+  /// Evaluation during training (MindSpore's EvalCallBack): a pass over the evaluation dataset
+  /// after every `eval_every` epochs (sinks under loop sink, as MindSpore counts them); 0: none.
+  std::int64_t eval_every = 0;
+  std::int64_t eval_steps = 0;  ///< batches in one evaluation pass (this rank's shard)
 
   /// Throws sim::InputError for non-positive epochs/steps, a sink size that is neither -1 nor > 0,
   /// or more than kMaxSteps steps.
@@ -37,6 +41,8 @@ struct Session {
   std::int64_t steps() const {
     return strategy == Strategy::LoopSink ? epochs * effective_sink_size() : epochs * steps_per_epoch;
   }
+  /// Evaluation passes in the run: one after every eval_every epochs.
+  std::int64_t eval_passes() const { return eval_every > 0 ? epochs / eval_every : 0; }
 };
 
 }  // namespace ascendsim::runtime

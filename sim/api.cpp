@@ -82,9 +82,23 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
                                 : ""));
     w.data.dataset = d;
   }
+  if (!r.eval_dataset.empty()) {
+    if (r.eval_every <= 0)
+      throw InputError("eval_dataset", "eval_dataset", "an evaluation dataset is read only with eval_every > 0");
+    workloads::DatasetSpec d = runtime::load_dataset_dir(r.eval_dataset, r.progress);
+    if (d.format != workloads::DatasetFormat::ImageFolder ||
+        w.eval_data.dataset.format != workloads::DatasetFormat::SyntheticJpeg)
+      throw InputError("eval_dataset", "eval_dataset",
+                       r.eval_dataset + " holds " + workloads::dataset_format_name(d.format) + " files; " + w.name +
+                           (w.eval_data.dataset.format == workloads::DatasetFormat::SyntheticJpeg
+                                ? " evaluates on an image folder of JPEG files"
+                                : " evaluates on its dataset's test split (give no evaluation dataset)"));
+    w.eval_data.dataset = d;
+  }
   // This shard's samples fix the epoch: each rank reads 1/devices of the dataset (num_shards =
-  // devices, shard_id = rank).
+  // devices, shard_id = rank); evaluation is sharded the same way.
   w.data.dataset.samples /= cfg.pipeline.num_shards * w.parallel.devices;
+  w.eval_data.dataset.samples /= cfg.pipeline.num_shards * w.parallel.devices;
   return w;
 }
 
@@ -97,6 +111,8 @@ runtime::Session make_session(const RunRequest& r, const workloads::Workload& w,
   session.epochs = r.epochs;
   session.sink_size = r.sink_size;
   session.steps_per_epoch = r.steps_per_epoch.value_or(w.steps_per_epoch());
+  session.eval_every = r.eval_every;
+  if (r.eval_every > 0) session.eval_steps = w.eval_data.dataset.samples / w.batch_size;  // drop_remainder
   if (session.steps_per_epoch <= 0)
     throw InputError("batch_size", "batch_size",
                      w.name + ": " + std::to_string(w.data.dataset.samples) + " samples make no batch of " +

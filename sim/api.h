@@ -38,7 +38,11 @@ struct RunRequest {
   std::int64_t epochs = 1;                                                ///< [epochs]
   std::int64_t sink_size = -1;                                            ///< [sink_size] loop sink's S; -1: one epoch
   std::optional<std::int64_t> steps_per_epoch;                            ///< [steps_per_epoch] unset: from the dataset
-  std::string dataset;       ///< [dataset] directory of real files; "" synthetic
+  std::string dataset;  ///< [dataset] directory of real files; "" synthetic
+  /// [eval_every] evaluate on the evaluation dataset after every N epochs (MindSpore's
+  /// EvalCallBack; sinks under loop sink); 0: no evaluation
+  std::int64_t eval_every = 0;
+  std::string eval_dataset;  ///< [eval_dataset] an image folder to evaluate on; "" the workload's default
   std::int64_t devices = 1;  ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass

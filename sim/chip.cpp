@@ -12,6 +12,7 @@ Chip::Chip(sc_core::sc_module_name name, const SystemConfig& cfg, BreakdownAccou
   hostif.device(scheduler);
   scheduler.host(hostif);
   scheduler.batches(hostif.queue);
+  scheduler.batches(hostif.eval_queue);
 }
 
 }  // namespace ascendsim::sim

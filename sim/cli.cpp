@@ -86,6 +86,8 @@ struct Options {
   std::string dump_batches, save_weights;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
+  std::int64_t eval_every = 0;
+  std::string eval_dataset;
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
@@ -218,9 +220,20 @@ po::options_description run_options(Options& o) {
                                                     timeout_help.c_str())(
       "cache",
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
-      cache_help.c_str())("trace", po::value(&o.trace),
-                          "write a timeline of every run to FILE: Perfetto's protobuf format if FILE ends in .pftrace "
-                          "(smaller, faster), else Chrome JSON (Perfetto UI, chrome://tracing)")(
+      cache_help.c_str())(
+      "eval-every", po::value(&o.eval_every),
+      "evaluate on the evaluation dataset after every N epochs (sinks under loop sink), as MindSpore's "
+      "EvalCallBack: a forward-only pass with its own pipeline and channel; the report times each pass")(
+      "eval-dataset", po::value(&o.eval_dataset),
+      "an image folder to evaluate on (ImageNet workloads; default: a synthetic 50,000-image validation set)")(
+      "eval-cache", po::value<std::string>()->notifier([&o](const std::string& v) {
+        shortcut(o, "pipeline.eval_cache", "--eval-cache", v);
+      }),
+      "none | map | source: cache the evaluation pipeline after its last map (the seed's eval cache) or its "
+      "source; the first pass writes it, later passes read it")(
+      "trace", po::value(&o.trace),
+      "write a timeline of every run to FILE: Perfetto's protobuf format if FILE ends in .pftrace "
+      "(smaller, faster), else Chrome JSON (Perfetto UI, chrome://tracing)")(
       "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B (counted from 0)")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
       "step-trace", po::value(&o.step_trace),
@@ -320,6 +333,8 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"sink_size", "--sink-size"},
                                                        {"steps_per_epoch", "--steps-per-epoch"},
                                                        {"dataset", "--dataset"},
+                                                       {"eval_every", "--eval-every"},
+                                                       {"eval_dataset", "--eval-dataset"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},
@@ -399,6 +414,8 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.sink_size = o.sink_size;
   r.steps_per_epoch = o.steps_per_epoch;
   r.dataset = o.dataset;
+  r.eval_every = o.eval_every;
+  r.eval_dataset = o.eval_dataset;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;

@@ -90,6 +90,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.config.chip = scalar(v, at, key);
     } else if (key == "dataset") {
       r.dataset = scalar(v, at, key);
+    } else if (key == "eval_every") {
+      r.eval_every = whole(v, at, key);
     } else if (key == "amp_level") {
       r.recipe.amp_level = scalar(v, at, key);
     } else if (key == "keep_batchnorm_fp32") {
@@ -114,7 +116,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, chip, "
-                       "dataset, "
+                       "dataset, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }
   }
@@ -354,8 +356,11 @@ std::vector<PublishedFigure> load_figures(const std::string& path, const std::st
         throw InputError(at + ": unknown key '" + key + "' (id, value, unit, measure, configuration, source, run)");
       }
     }
-    if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops")
-      throw InputError(at + ": 'measure' is step_time_ms, samples_per_s or peak_tflops");
+    if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops" &&
+        p.measure != "eval_pass_s")
+      throw InputError(at + ": 'measure' is step_time_ms, samples_per_s, eval_pass_s or peak_tflops");
+    if (p.measure == "eval_pass_s" && p.run.eval_every <= 0)
+      throw InputError(at + ": 'eval_pass_s' measures evaluation passes; give the run eval_every > 0");
     if (p.id.empty() || !(p.value > 0)) throw InputError(at + ": a figure needs an id and a positive value");
     out.push_back(std::move(p));
   }
@@ -381,7 +386,9 @@ std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures)
       const RunOutcome out = run(req);
       if (out.failed()) throw InputError(f.id + ": the run failed: " + out.failure_message());
       const auto& run0 = out.runs.front();
-      r.simulated = f.measure == "step_time_ms" ? run0.steps.step.stats().mean_ms : run0.samples_per_s();
+      r.simulated = f.measure == "step_time_ms"  ? run0.steps.step.stats().mean_ms
+                    : f.measure == "eval_pass_s" ? run0.evaluation().later_mean_s
+                                                 : run0.samples_per_s();
     }
     r.error = (r.simulated - f.value) / f.value;
     r.compared = true;

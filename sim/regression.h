@@ -57,7 +57,7 @@ std::string diff_junit(const DiffResult& d, double tolerance);
 struct PublishedFigure {
   std::string id;
   double value = 0;
-  std::string unit, measure;  ///< measure: step_time_ms, samples_per_s or peak_tflops (of the chip)
+  std::string unit, measure;  ///< measure: step_time_ms, samples_per_s, eval_pass_s (later passes) or peak_tflops
   std::string configuration, source;
   RunRequest run;  ///< one strategy (devices > 1: not yet comparable)
 };

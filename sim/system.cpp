@@ -106,8 +106,9 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
       m_data(workload.data),
       m_graph(compiled ? *compiled : compile_checked(m_cfg, workload, m_session)),
       m_chip("chip", m_cfg, m_account),
+      m_cores(m_cfg.host.cpu_cores),
       m_pipeline("pipeline", m_cfg.host, m_cfg.pipeline, m_data, m_session.steps(), workload.batch_size,
-                 m_session.steps_per_epoch, place.host_cores) {
+                 m_session.steps_per_epoch, place.host_cores ? place.host_cores : &m_cores) {
   m_chip.scheduler.set_rank(place.rank);
   if (place.collectives) m_chip.scheduler.collectives.bind(*place.collectives);
   m_chip.hostif.h2d.set_uplink(place.h2d_uplink);
@@ -116,6 +117,26 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
   m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
   m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size, m_chip.hostif,
                                       m_pipeline, m_account);
+  if (m_session.eval_passes() > 0) {
+    // The evaluation pipeline: the evaluation recipe (nothing random, no shuffle buffer), its own
+    // cache after the last map or the source, reading a pass's batches only once the pass begins.
+    m_eval_data = workload.eval_data;
+    m_eval_pipe = m_cfg.pipeline;
+    m_eval_pipe.cache = m_cfg.pipeline.eval_cache;
+    m_eval_pipe.cache_after = -1;
+    m_eval_pipe.shuffle_buffer = 0;
+    m_eval_graph = compile_for(m_cfg, workloads::inference_workload(workload));
+    for (auto& t : m_eval_graph.sink_tasks)
+      if (t.kind == hostif::TaskKind::GetNext) t.queue = 1;  // the evaluation dataset's channel
+    m_eval_pipeline = std::make_unique<runtime::DataPipeline>(
+        "eval_pipeline", m_cfg.host, m_eval_pipe, m_eval_data, m_session.eval_passes() * m_session.eval_steps,
+        workload.batch_size, m_session.eval_steps, place.host_cores ? place.host_cores : &m_cores);
+    m_eval_pipeline->gate();
+    // Read back per step: the logits and the loss, in fp32.
+    const std::int64_t outputs =
+        4 * (workload.batch_size * std::max<std::int64_t>(1, workload.data.dataset.classes) + 1);
+    m_executor->set_evaluation(&m_eval_graph, m_eval_pipeline.get(), outputs);
+  }
   if (functional.enabled) {
     const std::string& dir = workload.data.dataset.source;
     m_values = std::make_shared<runtime::FunctionalModel>(workload, functional, dir == "synthetic" ? "" : dir,
@@ -180,6 +201,7 @@ runtime::RunResult System::result() {
                         "; warning: the cache follows a random map op, so every epoch after the first replays the "
                         "first epoch's augmentation (pipeline.cache_allow_random)";
   r.data["num_parallel_workers"] = m_cfg.pipeline.num_parallel_workers;
+  if (m_eval_pipeline) r.eval_cache = m_eval_pipeline->costs().cache_summary();
   return r;
 }
 

@@ -65,11 +65,18 @@ class System : public sc_core::sc_module {
   BreakdownAccountant m_account;
   runtime::CompiledGraph m_graph;
   Chip m_chip;
+  /// The host's cores when no cluster shares them: the training and evaluation pipelines' own.
+  runtime::HostCores m_cores;
   runtime::DataPipeline m_pipeline;
   std::unique_ptr<runtime::Executor> m_executor;
   std::unique_ptr<TraceRecorder> m_trace;
   std::shared_ptr<runtime::FunctionalModel> m_values;
   bool m_eval = false;
+  // Evaluation during training: the forward-only graph and the evaluation pipeline.
+  workloads::DataRecipe m_eval_data;
+  runtime::PipelineConfig m_eval_pipe;
+  runtime::CompiledGraph m_eval_graph;
+  std::unique_ptr<runtime::DataPipeline> m_eval_pipeline;
 };
 
 /// The workload compiled for the chip of `cfg` (its cost model and data queue); InputError if the

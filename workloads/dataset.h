@@ -73,8 +73,10 @@ const char* map_op_name(MapOpType t);
 
 struct MapOp {
   MapOpType type;
-  std::int64_t height = 0, width = 0;  ///< output size for Resize and crops
-  double area = 1.0;                   ///< RandomCrop: mean fraction of the area kept before resizing
+  /// Output size for Resize and crops; Resize with width 0 scales the shorter side to `height`,
+  /// keeping the aspect ratio.
+  std::int64_t height = 0, width = 0;
+  double area = 1.0;  ///< RandomCrop: mean fraction of the area kept before resizing
   bool random() const { return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip; }
 };
 

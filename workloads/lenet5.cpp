@@ -38,6 +38,9 @@ Workload make_lenet5(std::int64_t batch_size) {
                  {MapOpType::Normalize},
                  {MapOpType::HWC2CHW},
                  {MapOpType::TypeCast}};
+  // Evaluation: the 10,000 test images through the same maps (none of them random).
+  w.eval_data = w.data;
+  w.eval_data.dataset.samples = 10000;
   w.optimizer = "Momentum(lr=0.01, momentum=0.9)";
   Graph& g = w.graph;
   const std::int64_t n = batch_size;

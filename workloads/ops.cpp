@@ -698,6 +698,18 @@ void register_builtin_ops(OpRegistry& r) {
                    [](const Graph& g, const Op& op) { return vector_op(OpKind::BNTrainingReduceGrad, in(g, op, 1)); }},
              {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0),
       OpDef::Fusion::Elementwise, 6));
+  r.add(fusible(layout(OpDef{"BNInfer",
+                             false,
+                             // x, gamma, beta, moving mean, moving variance -> y (inference: nothing updated)
+                             [per_channel](const Graph& g, const Inputs& i, OpAttrs&) {
+                               per_channel(g, i, 1, 4);
+                               return std::vector<OutputSpec>{
+                                   out(g.tensor(i[0]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                             },
+                             {},
+                             [](const Graph& g, const Op& op) { return vector_op(OpKind::BNInfer, in(g, op, 0)); }},
+                       {Format::NC1HWC0}, Format::NC1HWC0),
+                OpDef::Fusion::Elementwise, 4));
 
   r.add({"TransData",
          false,

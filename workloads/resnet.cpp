@@ -155,12 +155,25 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size, const Reci
                    {MapOpType::Normalize},
                    {MapOpType::HWC2CHW},
                    {MapOpType::TypeCast}};
+    // Evaluation: the 10,000 test images, resized and normalised, nothing random.
+    w.eval_data.dataset = w.data.dataset;
+    w.eval_data.dataset.samples = 10000;
+    w.eval_data.maps = {{MapOpType::Resize, 224, 224},
+                        {MapOpType::Rescale},
+                        {MapOpType::Normalize},
+                        {MapOpType::HWC2CHW},
+                        {MapOpType::TypeCast}};
   } else {  // ImageNet: decode, random resized crop (mean 54% of the area kept) to 224, flip, normalise
     w.data.dataset = synthetic_imagenet(spec.dataset_samples);
     w.data.maps = {{MapOpType::Decode},           {MapOpType::RandomCrop, 0, 0, 0.54},
                    {MapOpType::Resize, 224, 224}, {MapOpType::RandomHorizontalFlip},
                    {MapOpType::Normalize},        {MapOpType::HWC2CHW},
                    {MapOpType::TypeCast}};
+    // Evaluation (the model zoo's create_dataset(do_train=False)): the 50,000 validation JPEGs,
+    // decoded, the shorter side resized to 256, the centre 224x224 cropped, normalised.
+    w.eval_data.dataset = synthetic_imagenet(50000);
+    w.eval_data.maps = {{MapOpType::Decode},    {MapOpType::Resize, 256, 0}, {MapOpType::CenterCrop, 224, 224},
+                        {MapOpType::Normalize}, {MapOpType::HWC2CHW},        {MapOpType::TypeCast}};
   }
   char scale[32];
   std::snprintf(scale, sizeof scale, "%g", recipe.loss_scale);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "workloads/op_registry.h"
+#include "workloads/workload.h"
 
 namespace ascendsim::workloads {
 
@@ -102,6 +103,39 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
         g.add_tensor({"moments." + pname, g.tensor(param).shape, g.tensor(param).dtype, TensorRole::OptimizerState});
     g.apply_momentum("Momentum/" + pname, param, accum, lr, grad, mom);
   }
+}
+
+Workload inference_workload(const Workload& train) {
+  Workload w = train;
+  // A graph of the forward ops and the tensors they touch (renumbered), so that nothing of the
+  // backward pass or the optimizer (gradients, accumulators) is left in it.
+  const Graph& from = train.graph;
+  Graph g;
+  std::vector<TensorId> id(from.tensors().size(), -1);
+  auto keep = [&](TensorId t) {
+    auto& m = id.at(static_cast<std::size_t>(t));
+    if (m < 0) m = g.add_tensor(from.tensor(t));
+    return m;
+  };
+  for (auto& t : w.batch_inputs) t = keep(t);
+  std::vector<Op> ops;
+  for (const Op& op : from.ops()) {
+    if (op.pass != Pass::Forward) continue;
+    Op o = op;
+    for (auto& t : o.inputs) t = keep(t);
+    for (auto& t : o.outputs) t = keep(t);
+    ops.push_back(std::move(o));
+  }
+  g.set_ops(std::move(ops));
+  w.graph = std::move(g);
+  w.loss = train.loss >= 0 && id.at(static_cast<std::size_t>(train.loss)) >= 0
+               ? id[static_cast<std::size_t>(train.loss)]
+               : -1;
+  w.training = false;
+  w.parallel.parameter_broadcast = false;
+  w.parallel.all_reduce_fusion.clear();
+  w.optimizer = "none (inference)";
+  return w;
 }
 
 }  // namespace ascendsim::workloads

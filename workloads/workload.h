@@ -59,10 +59,20 @@ struct Workload {
     double learning_rate = 0.01, momentum = 0.9, weight_decay = 0;
   } hyper;
   Parallel parallel;  ///< on how many devices
+  /// false: an inference graph (forward ops only, BatchNorm by its moving statistics); no
+  /// gradients, optimizer or collectives.
+  bool training = true;
+  /// The evaluation dataset and its map ops (MindSpore's `create_dataset(do_train=False)`):
+  /// evaluation during training reads it.
+  DataRecipe eval_data;
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder
 };
+
+/// The forward-only network of a training workload, as MindSpore's eval network runs it: the
+/// forward ops (the loss included), BatchNorm in inference, no backward pass or optimizer.
+Workload inference_workload(const Workload& train);
 
 /// Names accepted by make_workload.
 std::vector<std::string> workload_names();

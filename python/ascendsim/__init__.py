@@ -119,7 +119,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
               rank_table: Optional[str] = None, amp_level: Optional[str] = None,
               loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
-              seed: Optional[int] = None) -> List[str]:
+              seed: Optional[int] = None, eval_every: int = 0) -> List[str]:
     a = ["--workload", workload, "--epochs", epochs, "--sink-size", sink_size, "--chip", chip,
          "--devices", devices]
     if batch_size is not None:
@@ -144,6 +144,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
         a += ["--eval"]
     if seed is not None:
         a += ["--seed", seed]
+    if eval_every:
+        a += ["--eval-every", eval_every]
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={value}"]
     return [str(x) for x in a]
@@ -155,11 +157,12 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None, config: Optional[str] = None,
           all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
           amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
-          eval: bool = False, seed: Optional[int] = None) -> Report:
+          eval: bool = False, seed: Optional[int] = None, eval_every: int = 0) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
-    :func:`params`); ``sink_size`` is loop sink's steps per launch (-1: one epoch)."""
+    :func:`params`); ``sink_size`` is loop sink's steps per launch (-1: one epoch);
+    ``eval_every`` evaluates after every that many epochs (the report's ``evaluation``)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -167,7 +170,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
-        functional=functional, eval=eval, seed=seed), "--json", "-", "-q"))
+        functional=functional, eval=eval, seed=seed, eval_every=eval_every), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -176,13 +179,13 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
             rank_table: Optional[str] = None, amp_level: Optional[str] = None,
             loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
-            seed: Optional[int] = None) -> Report:
+            seed: Optional[int] = None, eval_every: int = 0) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
-        functional=functional, eval=eval, seed=seed), "--json", "-", "-q"))
+        functional=functional, eval=eval, seed=seed, eval_every=eval_every), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, chip: str = "ascend910",
@@ -224,7 +227,7 @@ def chips() -> Dict[str, str]:
 
 #: Grid keys that are arguments of train()/compare(); any other key with a dot is a parameter.
 RUN_KEYS = ("sink_size", "epochs", "batch_size", "steps_per_epoch", "devices", "chip", "dataset",
-            "all_reduce_fusion", "amp_level", "loss_scale", "workload")
+            "all_reduce_fusion", "amp_level", "loss_scale", "workload", "eval_every")
 
 
 def _point_kwargs(workload: str, point: Mapping[str, Any], common: Mapping[str, Any]) -> Dict[str, Any]:

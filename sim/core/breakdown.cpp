@@ -26,6 +26,8 @@ const char* phase_name(Phase p) {
       return "comm";
     case Phase::Setup:
       return "setup";
+    case Phase::Eval:
+      return "eval";
     case Phase::Count:
       break;
   }
@@ -33,6 +35,7 @@ const char* phase_name(Phase p) {
 }
 
 Phase BreakdownAccountant::current() const {
+  if (m_host == Phase::Eval) return Phase::Eval;
   if (m_device[static_cast<std::size_t>(Device::Busy)] > 0) return Phase::DeviceCompute;
   if (m_device[static_cast<std::size_t>(Device::Comm)] > 0) return Phase::Comm;
   if (m_device[static_cast<std::size_t>(Device::Waiting)] > 0) return Phase::WaitData;

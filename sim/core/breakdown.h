@@ -4,6 +4,7 @@
 //   - else while a stream runs communication the computation does not hide        -> comm
 //   - else while a stream is blocked in GetNext on an empty data queue            -> wait_data
 //   - else (the device idle), whatever the host's training thread is doing        -> that phase
+// except while the host evaluates (an evaluation pass during training): all of it    -> eval
 // This charges host work only where it is exposed, i.e. where the device has nothing to do: the
 // interaction cost a strategy removes is exactly what disappears from the host phases.
 #pragma once
@@ -27,6 +28,7 @@ enum class Phase : std::size_t {
   Sync,           ///< completion notification and host wake-up after the device finished
   Comm,           ///< device communication (collectives) that no computation hides
   Setup,          ///< one-time set-up: creating the dataset channel, loading the graph (host work and its DMA)
+  Eval,           ///< evaluation passes during training: all their time, the device's included
   Count
 };
 

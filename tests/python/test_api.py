@@ -42,6 +42,18 @@ def test_mindsporess_words_name_the_strategies():
         ascendsim.train("lenet5", "loop-sink", dataset_sink_mode=True)
 
 
+def test_evaluation_during_training_and_its_cache():
+    common = dict(workload="resnet50", batch_size=64, devices=4, steps_per_epoch=5, epochs=3, eval_every=1)
+    plain = ascendsim.train(strategy="loop-sink", **common).runs[0]["evaluation"]
+    cached = ascendsim.train(strategy="loop-sink", overrides={"pipeline.eval_cache": "map"},
+                             **common).runs[0]["evaluation"]
+    assert [p["after_epoch"] for p in plain["passes"]] == [1, 2, 3]
+    assert cached["first_pass_s"] > plain["first_pass_s"]            # the cache is written
+    assert cached["later_pass_mean_s"] < plain["later_pass_mean_s"]  # and read
+    with pytest.raises(ascendsim.InputError, match="--eval-every"):
+        ascendsim.train(strategy="loop-sink", eval_every=-2)
+
+
 def test_errors_raise_with_the_command_lines_messages():
     with pytest.raises(ascendsim.InputError) as e:
         ascendsim.compare("lenet6")

@@ -114,6 +114,33 @@ TEST(Functional, EveryStrategyComputesTheSameTrainingAndReportsItsOwnWay) {
   EXPECT_NE(sim::run(r).runs.front().loss_values.back().loss, per_step.back().loss);
 }
 
+TEST(Functional, EvaluationPassesReportAccuracyAndLeaveTrainingAlone) {
+  NEED_FASHION_MNIST();
+  // Two epochs of 40 steps, an evaluation pass after each: the test split's accuracy then (the
+  // last pass's equals --eval's after training: the same weights on the same images), and the
+  // training losses exactly those of the run without evaluation.
+  for (const auto strategy : {runtime::Strategy::NonSink, runtime::Strategy::LoopSink}) {
+    sim::RunRequest r = lenet(40);
+    r.strategies = {strategy};
+    r.epochs = 2;
+    const auto plain = sim::run(r).runs.front();
+    r.eval_every = 1;
+    r.functional.eval = true;
+    const auto evaluated = sim::run(r).runs.front();
+    const char* s = runtime::strategy_name(strategy);
+    ASSERT_EQ(evaluated.loss_values.size(), plain.loss_values.size()) << s;
+    for (std::size_t i = 0; i < plain.loss_values.size(); ++i)
+      EXPECT_EQ(evaluated.loss_values[i].loss, plain.loss_values[i].loss) << s << " " << i;
+    ASSERT_EQ(evaluated.eval_passes.size(), 2u) << s;
+    for (const auto& p : evaluated.eval_passes) {
+      EXPECT_GE(p.accuracy, 0.0) << s;
+      EXPECT_LE(p.accuracy, 1.0) << s;
+    }
+    EXPECT_EQ(evaluated.eval_passes.back().accuracy, evaluated.accuracy) << s;
+    EXPECT_EQ(evaluated.eval_samples, 10000) << s;
+  }
+}
+
 TEST(Functional, OneEpochOfLeNetLearnsFashionMnist) {
   NEED_FASHION_MNIST();
   sim::RunRequest r = lenet(0);
