@@ -44,6 +44,8 @@ constexpr KindName kKinds[] = {
     {OpKind::BNTrainingUpdateGrad, "bn_training_update_grad"},
     {OpKind::BNTrainingReduceGrad, "bn_training_reduce_grad"},
     {OpKind::BNInfer, "bn_infer"},
+    {OpKind::Relu6, "relu6"},
+    {OpKind::Relu6Grad, "relu6_grad"},
     {OpKind::TransData, "trans_data"},
     {OpKind::AtomicAddrClean, "atomic_addr_clean"},
     {OpKind::FusedElementwise, "fused_elementwise"},

@@ -21,6 +21,8 @@ enum class OpKind {
   AddN,
   Relu,
   ReluGrad,
+  Relu6,      ///< min(max(x, 0), 6)
+  Relu6Grad,  ///< dy where 0 < y < 6
   Cast,
   BiasAdd,
   BiasAddGrad,

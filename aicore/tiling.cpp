@@ -170,6 +170,10 @@ Profile vector_profile(const OpDesc& d) {
       return {d.elements, 1, 1, 1, 1};
     case OpKind::ReluGrad:
       return {d.elements, 2, 1, 2, 2};
+    case OpKind::Relu6:
+      return {d.elements, 1, 1, 2, 2};
+    case OpKind::Relu6Grad:
+      return {d.elements, 2, 1, 3, 3};
     case OpKind::Cast:
       return {d.elements, 1, 1, 1, 1};
     case OpKind::BiasAdd:

@@ -200,4 +200,22 @@ DatasetSpec synthetic_imagenet(std::int64_t samples) {
   return d;
 }
 
+DataRecipe imagenet_train_recipe(std::int64_t samples) {
+  DataRecipe r;
+  r.dataset = synthetic_imagenet(samples);
+  r.maps = {{MapOpType::Decode},           {MapOpType::RandomCrop, 0, 0, 0.54},
+            {MapOpType::Resize, 224, 224}, {MapOpType::RandomHorizontalFlip},
+            {MapOpType::Normalize},        {MapOpType::HWC2CHW},
+            {MapOpType::TypeCast}};
+  return r;
+}
+
+DataRecipe imagenet_eval_recipe() {
+  DataRecipe r;
+  r.dataset = synthetic_imagenet(50000);
+  r.maps = {{MapOpType::Decode},    {MapOpType::Resize, 256, 0}, {MapOpType::CenterCrop, 224, 224},
+            {MapOpType::Normalize}, {MapOpType::HWC2CHW},        {MapOpType::TypeCast}};
+  return r;
+}
+
 }  // namespace ascendsim::workloads

@@ -57,6 +57,14 @@ JpegHeader parse_jpeg_header(const std::string& bytes, bool whole);
 /// ImageNet-like: `samples` JPEGs with a deterministic spread of sizes around 400x350.
 DatasetSpec synthetic_imagenet(std::int64_t samples = 1281167);
 
+struct DataRecipe;
+/// ImageNet training (the model zoo's create_dataset(do_train=True)): `samples` JPEGs, decoded,
+/// a random resized crop (mean 54% of the area kept) resized to 224, flipped, normalised.
+DataRecipe imagenet_train_recipe(std::int64_t samples = 1281167);
+/// ImageNet evaluation (create_dataset(do_train=False)): the 50,000 validation JPEGs, decoded, the
+/// shorter side resized to 256, the centre 224x224 cropped, normalised.
+DataRecipe imagenet_eval_recipe();
+
 /// One preprocessing op of a map, as the pipeline model charges it.
 enum class MapOpType {
   Decode,

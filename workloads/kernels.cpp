@@ -205,6 +205,54 @@ void relu_grad(KernelIO& io) {  // dy, y
   for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = io.in[1][i] > 0 ? io.in[0][i] : 0.0f;
 }
 
+void relu6(KernelIO& io) {
+  const std::int64_t n = io.in_elements(0);
+  for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = std::min(std::max(io.in[0][i], 0.0f), 6.0f);
+}
+
+void relu6_grad(KernelIO& io) {  // dy, y
+  const std::int64_t n = io.in_elements(0);
+  for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = io.in[1][i] > 0 && io.in[1][i] < 6 ? io.in[0][i] : 0.0f;
+}
+
+/// Depthwise convolution, direct: one k x k filter per channel. `mode` 0 forward (x, w -> y),
+/// 1 the input's gradient (dy, w -> dx), 2 the filter's (dy, x -> dw).
+void depthwise(KernelIO& io, int mode) {
+  const Shape& xs = mode == 1 ? io.out_shape(0) : mode == 0 ? io.in_shape(0) : io.in_shape(1);
+  const Shape& ws = mode == 2 ? io.out_shape(0) : io.in_shape(1);
+  const Shape& ys = mode == 0 ? io.out_shape(0) : io.in_shape(0);
+  const std::int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3], kh = ws[2], kw = ws[3], ho = ys[2], wo = ys[3];
+  const std::int64_t s = io.op.conv.stride, p = io.op.conv.pad;
+  float* out = io.out[0];
+  std::fill(out, out + io.out_elements(0), 0.0f);
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      for (std::int64_t oy = 0; oy < ho; ++oy)
+        for (std::int64_t ox = 0; ox < wo; ++ox) {
+          const std::int64_t yi = ((b * c + ch) * ho + oy) * wo + ox;
+          float acc = 0;
+          for (std::int64_t ky = 0; ky < kh; ++ky) {
+            const std::int64_t iy = oy * s - p + ky;
+            if (iy < 0 || iy >= h) continue;
+            for (std::int64_t kx = 0; kx < kw; ++kx) {
+              const std::int64_t ix = ox * s - p + kx;
+              if (ix < 0 || ix >= w) continue;
+              const std::int64_t xi = ((b * c + ch) * h + iy) * w + ix, wi = (ch * kh + ky) * kw + kx;
+              if (mode == 0)
+                acc += io.in[0][xi] * io.in[1][wi];
+              else if (mode == 1)
+                out[xi] += io.in[0][yi] * io.in[1][wi];
+              else
+                out[wi] += io.in[0][yi] * io.in[1][xi];
+            }
+          }
+          if (mode == 0) out[yi] = acc;
+        }
+}
+void depthwise_forward(KernelIO& io) { depthwise(io, 0); }
+void depthwise_backprop_input(KernelIO& io) { depthwise(io, 1); }
+void depthwise_backprop_filter(KernelIO& io) { depthwise(io, 2); }
+
 void copy(KernelIO& io) {
   if (io.out[0] != io.in[0])
     std::memcpy(io.out[0], io.in[0], static_cast<std::size_t>(io.in_elements(0)) * sizeof(float));
@@ -466,6 +514,11 @@ void register_builtin_kernels(OpRegistry& r) {
       {"BiasAddGrad", bias_add_grad},
       {"ReLU", relu},
       {"ReluGrad", relu_grad},
+      {"ReLU6", relu6},
+      {"ReLU6Grad", relu6_grad},
+      {"DepthwiseConv2dNative", depthwise_forward},
+      {"DepthwiseConv2dNativeBackpropInput", depthwise_backprop_input},
+      {"DepthwiseConv2dNativeBackpropFilter", depthwise_backprop_filter},
       {"MaxPool", max_pool},
       {"MaxPoolGrad", max_pool_grad},
       {"Reshape", copy},

@@ -236,6 +236,103 @@ void register_builtin_ops(OpRegistry& r) {
                      [](const Graph& g, const Op& op) { return conv_macs(in(g, op, 0).shape, res(g, op, 0).shape); }},
                {Format::NC1HWC0, Format::NC1HWC0}, Format::FracZ, true));
 
+  // Depthwise convolution (MindSpore's DepthwiseConv2dNative; weight [C, 1, kh, kw], one filter per
+  // channel). The Cube computes it block by block: each group of C0 = 16 channels is a 16x16
+  // fractal whose diagonal only is the filter, so it costs a dense convolution of 16 channels to
+  // 16 per block (the product of the useful MACs and C0), with the activations' bytes.
+  auto depthwise_geometry = [](const Shape& x) {  // x [N, C, H, W] -> [N * C1, C0, H, W]
+    return Shape{x[0] * ((x[1] + 15) / 16), 16, x[2], x[3]};
+  };
+  auto depthwise_weight = [](const Shape& w) { return Shape{16, 16, w[2], w[3]}; };
+  auto depthwise_macs = [](const Shape& y, const Shape& w) { return y[0] * y[1] * y[2] * y[3] * w[2] * w[3]; };
+  r.add(layout(
+      OpDef{"DepthwiseConv2dNative",
+            false,
+            [](const Graph& g, const Inputs& i, OpAttrs& a) {
+              const Shape& xs = g.tensor(i.at(0)).shape;  // NCHW
+              const Shape& ws = g.tensor(i.at(1)).shape;  // C, 1, kh, kw
+              require(xs.size() == 4 && ws.size() == 4, "depthwise conv needs NCHW input and [C, 1, kh, kw] weight");
+              require(ws[0] == xs[1] && ws[1] == 1, "a depthwise weight is [C, 1, kh, kw] for C = " +
+                                                        std::to_string(xs[1]) + " channels, got " + shape_string(ws));
+              require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
+              a.conv.kernel_h = ws[2];
+              a.conv.kernel_w = ws[3];
+              const std::int64_t ho = conv_out(xs[2], ws[2], a.conv), wo = conv_out(xs[3], ws[3], a.conv);
+              require(ho > 0 && wo > 0, "kernel larger than padded input");
+              return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+            },
+            [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+              Graph& g = b.graph();
+              const TensorId x = op.inputs[0], w = op.inputs[1];
+              OpAttrs a;
+              a.conv = op.conv;
+              if (b.wants(x)) {
+                a.shape = g.tensor(x).shape;
+                b.give(x, g.apply("DepthwiseConv2dNativeBackpropInput", gname + "/BackpropInput", {dy, w}, a)[0]);
+              }
+              if (b.wants(w)) {
+                a.shape = g.tensor(w).shape;
+                b.give(w, g.apply("DepthwiseConv2dNativeBackpropFilter", gname + "/BackpropFilter", {dy, x}, a)[0]);
+              }
+            },
+            [depthwise_geometry, depthwise_weight](const Graph& g, const Op& op) {
+              return conv_op(OpKind::Conv2D, in(g, op, 0), res(g, op, 0), depthwise_geometry(in(g, op, 0).shape),
+                             depthwise_weight(in(g, op, 1).shape), op.conv);
+            },
+            {},
+            [depthwise_macs](const Graph& g, const Op& op) {
+              return depthwise_macs(res(g, op, 0).shape, in(g, op, 1).shape);
+            }},
+      {Format::NC1HWC0, Format::FracZ}, Format::NC1HWC0, true));
+  r.add(layout(OpDef{"DepthwiseConv2dNativeBackpropInput",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {  // dy, w -> dx (attrs.shape)
+                       const Shape& dys = g.tensor(i.at(0)).shape;
+                       const Shape& ws = g.tensor(i.at(1)).shape;
+                       const Shape& xs = a.shape;
+                       require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
+                       require(dys[1] == xs[1] && ws[0] == xs[1], "channel mismatch");
+                       require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
+                               "dy spatial shape does not match the forward convolution");
+                       return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     [depthwise_geometry, depthwise_weight](const Graph& g, const Op& op) {
+                       return conv_op(OpKind::Conv2DBackpropInput, in(g, op, 0), res(g, op, 0),
+                                      depthwise_geometry(res(g, op, 0).shape), depthwise_weight(in(g, op, 1).shape),
+                                      op.conv);
+                     },
+                     {},
+                     [depthwise_macs](const Graph& g, const Op& op) {
+                       return depthwise_macs(in(g, op, 0).shape, in(g, op, 1).shape);
+                     }},
+               {Format::NC1HWC0, Format::FracZ}, Format::NC1HWC0, true));
+  r.add(layout(OpDef{"DepthwiseConv2dNativeBackpropFilter",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {  // dy, x -> dw (attrs.shape)
+                       const Shape& dys = g.tensor(i.at(0)).shape;
+                       const Shape& xs = g.tensor(i.at(1)).shape;
+                       const Shape& ws = a.shape;
+                       require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
+                       require(ws[0] == xs[1] && ws[1] == 1 && dys[1] == xs[1] && dys[0] == xs[0], "shape mismatch");
+                       require(conv_out(xs[2], ws[2], a.conv) == dys[2],
+                               "dy spatial shape does not match the forward convolution");
+                       return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};
+                     },
+                     {},
+                     [depthwise_geometry, depthwise_weight](const Graph& g, const Op& op) {
+                       return conv_op(OpKind::Conv2DBackpropFilter, in(g, op, 0), res(g, op, 0),
+                                      depthwise_geometry(in(g, op, 1).shape), depthwise_weight(res(g, op, 0).shape),
+                                      op.conv);
+                     },
+                     [](const Graph& g, const Op& op) -> std::int64_t {
+                       return res(g, op, 0).dtype == DType::F16 ? res(g, op, 0).elements() * 4 : 0;
+                     },
+                     [depthwise_macs](const Graph& g, const Op& op) {
+                       return depthwise_macs(in(g, op, 0).shape, res(g, op, 0).shape);
+                     }},
+               {Format::NC1HWC0, Format::NC1HWC0}, Format::FracZ, true));
+
   r.add(layout(OpDef{"MatMul",
                      false,
                      [](const Graph& g, const Inputs& i, OpAttrs& a) {
@@ -339,6 +436,29 @@ void register_builtin_ops(OpRegistry& r) {
                       {},
                       [](const Graph& g, const Op& op) { return vector_op(OpKind::ReluGrad, res(g, op, 0)); }},
                 OpDef::Fusion::Elementwise, 2));
+
+  r.add(
+      fusible(OpDef{"ReLU6", false,
+                    [](const Graph& g, const Inputs& i, OpAttrs&) {
+                      const Tensor& x = g.tensor(i.at(0));
+                      return std::vector<OutputSpec>{out(x.shape, x.dtype, TensorRole::Activation)};
+                    },
+                    [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                      b.give(op.inputs[0], b.graph().apply("ReLU6Grad", gname + "/ReLU6Grad", {dy, op.outputs[0]})[0]);
+                    },
+                    [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu6, res(g, op, 0)); }},
+              OpDef::Fusion::Elementwise, 2));
+
+  r.add(fusible(OpDef{"ReLU6Grad",
+                      false,
+                      [](const Graph& g, const Inputs& i, OpAttrs&) {
+                        require(g.tensor(i.at(0)).shape == g.tensor(i.at(1)).shape, "dy and y shapes differ");
+                        return std::vector<OutputSpec>{
+                            out(g.tensor(i[1]).shape, g.tensor(i[0]).dtype, TensorRole::Activation)};
+                      },
+                      {},
+                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu6Grad, res(g, op, 0)); }},
+                OpDef::Fusion::Elementwise, 3));
 
   auto pool_lower = [](OpKind kind) {
     return [kind](const Graph& g, const Op& op) {

@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "workloads/lenet5.h"
+#include "workloads/mobilenet.h"
 #include "workloads/resnet.h"
 #include "workloads/workload.h"
 
@@ -16,6 +17,8 @@ std::int64_t Workload::batch_bytes() const {
 std::vector<std::string> workload_names() {
   std::vector<std::string> names = {"lenet5"};
   for (const auto& s : resnet_specs()) names.push_back(s.name);
+  names.push_back("mobilenetv2");
+  names.push_back("mobilenetv2");
   return names;
 }
 
@@ -37,20 +40,19 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     if ((o.amp_level && *o.amp_level != "O0") || (o.loss_scale && *o.loss_scale != 1) || o.keep_batchnorm_fp32)
       throw std::invalid_argument(
           "lenet5 trains in fp32 without loss scaling (amp O0), as the seed's script; the recipe options apply to the "
-          "ResNet workloads");
+          "ResNet and MobileNetV2 workloads");
     Workload w = make_lenet5(batch_size);
     w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
     return w;
   }
+  Recipe r;  // MindSpore's model-zoo ResNet and MobileNetV2 scripts: amp O2, BatchNorm in fp16, loss scale 1024
+  r.amp_level = o.amp_level.value_or("O2");
+  r.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(false);
+  r.loss_scale = o.loss_scale.value_or(1024);
+  r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
   for (const auto& s : resnet_specs())
-    if (s.name == name) {
-      Recipe r;  // MindSpore's model-zoo ResNet script: amp O2, BatchNorm in fp16, loss scale 1024
-      r.amp_level = o.amp_level.value_or("O2");
-      r.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(false);
-      r.loss_scale = o.loss_scale.value_or(1024);
-      r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-      return make_resnet(s, batch_size, r);
-    }
+    if (s.name == name) return make_resnet(s, batch_size, r);
+  if (name == "mobilenetv2") return make_mobilenet_v2(batch_size, r);
   std::string known;
   for (const auto& n : workload_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown workload '" + name + "' (known: " + known + ")");
