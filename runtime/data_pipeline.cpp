@@ -92,6 +92,13 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
   const double capacity =
       pipe.cache_gib * 1073741824.0 / static_cast<double>(std::max<std::int64_t>(1, pipe.cache_sharers));
   m_cache_capacity_samples = cached_bytes > 0 ? static_cast<std::int64_t>(capacity / cached_bytes) : 0;
+  // The page cache: the server's share for this rank, in mean files.
+  const double page_cache =
+      host.storage_page_cache_gib * 1073741824.0 / static_cast<double>(std::max<std::int64_t>(1, pipe.cache_sharers));
+  m_page_cache_samples = recipe.dataset.record_bytes > 0
+                             ? static_cast<std::int64_t>(page_cache / static_cast<double>(recipe.dataset.record_bytes))
+                             : 0;
+  if (!recipe.dataset.encoded && m_page_cache_samples < recipe.dataset.samples) m_page_cache_samples = 0;
   m_cached_bytes = cached_bytes;
   if (!recipe.dataset.encoded) {
     // Every sample has the same geometry: cost the four cases once. Sample 0 is cached whenever
@@ -149,6 +156,10 @@ bool PipelineCosts::cached(std::int64_t dataset_index) const {
   return m_cache_on && (m_pipe.cache_spilling || dataset_index / m_pipe.num_shards < m_cache_capacity_samples);
 }
 
+bool PipelineCosts::page_cached(std::int64_t dataset_index) const {
+  return dataset_index / m_pipe.num_shards < m_page_cache_samples;
+}
+
 bool PipelineCosts::spilled(std::int64_t dataset_index) const {
   return m_cache_on && m_pipe.cache_spilling && dataset_index / m_pipe.num_shards >= m_cache_capacity_samples;
 }
@@ -182,7 +193,8 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
     cost.read = file_bytes * (m_host.cache_read_ns_per_byte + spill);
   else
     cost.read =
-        file_bytes * (m_host.read_ns_per_byte + (write && source_cache ? m_host.cache_write_ns_per_byte + spill : 0));
+        file_bytes * (m_host.read_ns_per_byte + (write && source_cache ? m_host.cache_write_ns_per_byte + spill : 0)) +
+        (write && source_cache ? m_host.cache_insert_us * 1e3 : 0);
   const std::size_t first = hit ? m_cache_after : 0;  // maps the cache serves
   double cache_bytes = 0;
   for (std::size_t i = 0; i < m_recipe.maps.size(); ++i) {
@@ -219,18 +231,24 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
     if (i < first) continue;  // served by the cache
     cost.map += ns + m_host.map_op_overhead_us * 1e3;
-    if (write && i + 1 == m_cache_after) cost.map += (m_host.cache_write_ns_per_byte + spill) * cache_bytes;
+    if (write && i + 1 == m_cache_after)
+      cost.map += (m_host.cache_write_ns_per_byte + spill) * cache_bytes + m_host.cache_insert_us * 1e3;
   }
   if (hit && m_cache_after > 0) cost.read = (m_host.cache_read_ns_per_byte + spill) * cache_bytes;  // not the file
   cost.map += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
   cost.read *= 1e-9;
   cost.map *= 1e-9;
-  // Storage: a file read (not a cache hit) waits its latency, shared by the reads in flight, and
-  // its bytes at the storage's bandwidth.
-  if (!hit) {
-    cost.io = m_host.storage_file_latency_us * 1e-6 /
-              static_cast<double>(std::max<std::int64_t>(1, m_host.storage_parallel_reads));
-    if (m_host.storage_bandwidth_gbps > 0) cost.io += file_bytes / (m_host.storage_bandwidth_gbps * 1e9);
+  // Storage: a file read (not a cache hit, nor in the page cache after the first epoch) waits
+  // its latency, shared by the reads in flight, and its bytes at this rank's share of the
+  // storage's bandwidth (the server's ranks read at once).
+  const double in_flight = static_cast<double>(std::max<std::int64_t>(1, m_host.storage_parallel_reads));
+  if (!hit && !(!first_epoch && page_cached(index))) {
+    cost.io = m_host.storage_file_latency_us * 1e-6 / in_flight;
+    if (m_host.storage_bandwidth_gbps > 0)
+      cost.io += file_bytes * static_cast<double>(std::max<std::int64_t>(1, m_pipe.cache_sharers)) /
+                 (m_host.storage_bandwidth_gbps * 1e9);
+  } else if (!hit) {  // in the page cache: the open's revalidation only
+    cost.io = m_host.storage_revalidate_us * 1e-6 / in_flight;
   }
   return cost;
 }

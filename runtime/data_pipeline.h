@@ -73,6 +73,8 @@ class PipelineCosts {
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
   bool cached(std::int64_t dataset_index) const;
   bool spilled(std::int64_t dataset_index) const;
+  bool page_cached(std::int64_t dataset_index) const;
+  std::int64_t m_page_cache_samples = 0;
   bool m_random_cached = false;  ///< the cache follows a random op (allowed explicitly)
   double m_cached_bytes = 0;
 

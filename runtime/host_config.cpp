@@ -30,6 +30,8 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "data cache: inserting a sample (first epoch)");
   ps.real("host.cache_read_ns_per_byte", cache_read_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: fetching a sample from memory (later epochs)");
+  ps.real("host.cache_insert_us", cache_insert_us, "us", 0, 1e6,
+          "data cache: the request that inserts one sample into the cache server (first epoch)");
   ps.real("host.cache_spill_ns_per_byte", cache_spill_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: writing or reading a spilled sample on local disk");
   ps.real("storage.bandwidth_gbps", storage_bandwidth_gbps, "GB/s", 0, 1e5,
@@ -38,6 +40,11 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "the dataset's storage: latency of one file read (open and first byte; NFS round trips)");
   ps.integer("storage.parallel_reads", storage_parallel_reads, "reads", 1, 4096,
              "the dataset's storage: file reads the source keeps in flight");
+  ps.real("storage.page_cache_gib", storage_page_cache_gib, "GiB", 0, 1 << 20,
+          "the host's page cache for the dataset's files, shared by the server's ranks: files read once are read "
+          "from memory in later epochs (0: none)");
+  ps.real("storage.revalidate_us", storage_revalidate_us, "us", 0, 1e8,
+          "the dataset's storage: opening a page-cached file still waits this (NFS close-to-open revalidation)");
 }
 
 void PipelineConfig::declare(sim::ParamSet& ps) {

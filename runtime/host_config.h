@@ -32,12 +32,19 @@ struct HostConfig {
   double batch_ns_per_byte = 0.1;        ///< batch op: copying samples into the batch tensor
   double cache_write_ns_per_byte = 1.0;  ///< first epoch with a cache: insert into the cache server
   double cache_read_ns_per_byte = 0.25;  ///< later epochs: fetch from the cache in memory
+  double cache_insert_us = 100;          ///< first epoch with a cache: one insert request per sample
   /// Where the dataset's files live (`storage.*`): each file read waits file_latency_us (up to
   /// parallel_reads of them at once) and its bytes at bandwidth_gbps, without holding a core.
   /// Zero latency and zero bandwidth: the page cache (no storage wait).
   double storage_bandwidth_gbps = 0;
   double storage_file_latency_us = 0;
   std::int64_t storage_parallel_reads = 1;
+  /// The host's page cache for the dataset's files, shared by the server's ranks: a file read
+  /// once is read from memory (no storage wait) in later epochs, as far as it holds them.
+  double storage_page_cache_gib = 0;
+  /// A page-cached file's open still asks the storage whether it changed (NFS close-to-open
+  /// consistency: a GETATTR round trip), shared by the reads in flight like the latency.
+  double storage_revalidate_us = 0;
   double cache_spill_ns_per_byte = 1.0;  ///< a spilled sample written to or read from local disk
 
   void declare(sim::ParamSet& ps);
@@ -56,7 +63,8 @@ struct PipelineConfig {
   std::int64_t cache_after = -1;
   bool cache_allow_random = false;  ///< let the cache follow a random op (its randomness is lost)
   bool cache_spilling = false;      ///< samples beyond cache_gib go to local disk instead of missing
-  /// Ranks whose pipelines share this server's cache (set for data-parallel runs).
+  /// Ranks whose pipelines share this server's cache server, page cache and storage bandwidth
+  /// (set for data-parallel runs).
   std::int64_t cache_sharers = 1;
   /// The evaluation pipeline's cache (evaluation during training): none, or map (after its last
   /// map, as the seed's eval cache) or source; its size and spilling are the cache_gib and
