@@ -23,8 +23,8 @@ LinearFit fit_linear(const std::vector<std::pair<double, double>>& xy);
 
 struct CalibrateOptions {
   int threads = 1;           ///< threads measuring at once (their contention included)
-  double min_time_s = 0.02;  ///< each measurement repeats its operation for at least this long
-  int repeats = 5;           ///< measurements per point; the median counts
+  double min_time_s = 0.04;  ///< each measurement repeats its operation for at least this long
+  int repeats = 9;           ///< measurements per point; the fastest counts
   bool quick = false;        ///< fewer sizes (tests)
   std::string temp_dir;      ///< where the read test writes its files (default: the system's)
 };
