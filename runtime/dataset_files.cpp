@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -86,6 +87,7 @@ fs::path find_one(const fs::path& dir, const std::string& stem) {
 struct FolderListing {
   std::vector<fs::path> classes, paths;
   std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> sizes, mtimes;  ///< per file: bytes, modification time (ns since the epoch)
 };
 
 /// An image folder's class subfolders and their files, sorted (dot files skipped).
@@ -111,17 +113,88 @@ FolderListing list_image_folder(const fs::path& dir) {
   return l;
 }
 
-workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* progress) {
-  const FolderListing listing = list_image_folder(dir);
+/// Each file's size and modification time, for the header index.
+void stat_files(FolderListing& l) {
+  l.sizes.reserve(l.paths.size());
+  l.mtimes.reserve(l.paths.size());
+  for (const auto& p : l.paths) {
+    l.sizes.push_back(static_cast<std::int64_t>(fs::file_size(p)));
+    l.mtimes.push_back(static_cast<std::int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(fs::last_write_time(p).time_since_epoch()).count()));
+  }
+}
+
+constexpr const char* kIndexMagic = "# ascendsim image-folder index v1";
+
+/// The geometry of every file from `index`, if it describes `l` exactly (same files in the same
+/// order, same sizes and modification times); empty if it is stale. Throws InputError for a file
+/// that is not such an index.
+std::vector<workloads::DatasetSpec::Geometry> read_index(const std::string& index, const fs::path& dir,
+                                                         const FolderListing& l) {
+  std::ifstream f(index);
+  if (!f) throw sim::InputError("dataset_index", "dataset_index", index + ": cannot be read");
+  std::string line;
+  auto bad = [&](std::size_t at, const std::string& what) {
+    return sim::InputError("dataset_index", "dataset_index",
+                           index + ":" + std::to_string(at) + ": " + what +
+                               " — not an image-folder index written by ascendsim; delete it (it is rebuilt) or "
+                               "name another file");
+  };
+  if (!std::getline(f, line) || line.rfind(kIndexMagic, 0) != 0) throw bad(1, "no index header");
+  std::vector<workloads::DatasetSpec::Geometry> out;
+  out.reserve(l.paths.size());
+  bool stale = false;
+  for (std::size_t at = 2; std::getline(f, line); ++at) {
+    std::istringstream row(line);
+    std::int64_t size = 0, mtime = 0, h = 0, w = 0, c = 0;
+    std::string rel;
+    if (!(row >> size >> mtime >> h >> w >> c) || !std::getline(row >> std::ws, rel) || rel.empty() || size < 0 ||
+        h <= 0 || w <= 0 || c <= 0)
+      throw bad(at, "expected: size, mtime, height, width, channels, path");
+    const std::size_t i = out.size();
+    if (i >= l.paths.size() || fs::path(rel) != l.paths[i].lexically_relative(dir) || size != l.sizes[i] ||
+        mtime != l.mtimes[i])
+      stale = true;
+    out.push_back({h, w, c, size});
+  }
+  if (stale || out.size() != l.paths.size()) return {};
+  return out;
+}
+
+/// Writes the index of `l` with its files' geometry `g` (a temporary file renamed into place).
+void write_index(const std::string& index, const fs::path& dir, const FolderListing& l,
+                 const std::vector<workloads::DatasetSpec::Geometry>& g) {
+  const std::string tmp = index + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw sim::InputError("dataset_index", "dataset_index", index + ": cannot be written");
+    f << kIndexMagic << "\t" << dir.string() << "\t" << g.size() << " files\n";
+    for (std::size_t i = 0; i < g.size(); ++i)
+      f << l.sizes[i] << ' ' << l.mtimes[i] << ' ' << g[i].height << ' ' << g[i].width << ' ' << g[i].channels << ' '
+        << l.paths[i].lexically_relative(dir).string() << '\n';
+    if (!f) throw sim::InputError("dataset_index", "dataset_index", index + ": cannot be written");
+  }
+  fs::rename(tmp, index);
+}
+
+workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* progress, const std::string& index) {
+  FolderListing listing = list_image_folder(dir);
   const auto& classes = listing.classes;
   const auto& paths = listing.paths;
   auto files = std::make_shared<std::vector<workloads::DatasetSpec::Geometry>>();
-  files->reserve(paths.size());
+  if (!index.empty()) {
+    stat_files(listing);
+    if (fs::exists(index)) *files = read_index(index, dir, listing);
+    if (files->empty() && progress && fs::exists(index))
+      *progress << index << ": the folder changed since it was written; reading the headers again\n";
+  }
+  const bool indexed = !files->empty();
+  if (!indexed) files->reserve(paths.size());
   using clock = std::chrono::steady_clock;
   auto last = clock::now();
   const auto start = last;
   std::string buf;
-  for (std::size_t i = 0; i < paths.size(); ++i) {
+  for (std::size_t i = 0; i < paths.size() && !indexed; ++i) {
     const fs::path& p = paths[i];
     std::ifstream f(p, std::ios::binary);
     if (!f) throw sim::InputError(p.string() + ": cannot open");
@@ -149,6 +222,7 @@ workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* prog
   }
   if (progress && std::chrono::duration<double>(clock::now() - start).count() > 1)
     *progress << "\r" << std::string(60, ' ') << "\r" << std::flush;
+  if (!index.empty() && !indexed) write_index(index, dir, listing, *files);
   workloads::DatasetSpec d;
   d.format = workloads::DatasetFormat::ImageFolder;
   d.encoded = true;
@@ -172,7 +246,7 @@ workloads::DatasetSpec load_image_folder(const fs::path& dir, std::ostream* prog
 
 }  // namespace
 
-workloads::DatasetSpec load_dataset_dir(const std::string& dir_name, std::ostream* progress) {
+workloads::DatasetSpec load_dataset_dir(const std::string& dir_name, std::ostream* progress, const std::string& index) {
   const fs::path dir(dir_name);
   if (!fs::is_directory(dir)) throw sim::InputError("dataset", "dataset", dir_name + ": not a directory");
   try {
@@ -211,7 +285,7 @@ workloads::DatasetSpec load_dataset_dir(const std::string& dir_name, std::ostrea
     }
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && e.path().filename().string()[0] != '.') {
-        auto spec = load_image_folder(dir, progress);
+        auto spec = load_image_folder(dir, progress, index);
         spec.source = dir_name;
         return spec;
       }

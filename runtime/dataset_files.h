@@ -15,7 +15,10 @@ namespace ascendsim::runtime {
 /// sim::InputError naming the file and what is wrong with it.
 /// Or an image folder: one subfolder per class of JPEG files (each file's dimensions read from its
 /// header, not decoded; a line of progress on `progress` once reading takes over a second).
-workloads::DatasetSpec load_dataset_dir(const std::string& dir, std::ostream* progress = nullptr);
+/// `index`: a file that caches an image folder's headers (written after a scan; read instead of
+/// scanning while every file keeps its name, size and modification time; see docs/model.md).
+workloads::DatasetSpec load_dataset_dir(const std::string& dir, std::ostream* progress = nullptr,
+                                        const std::string& index = "");
 
 /// A dataset's samples as stored: 8-bit pixels, height x width x channels per sample, and labels.
 struct DatasetValues {

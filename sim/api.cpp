@@ -70,7 +70,7 @@ workloads::Workload build_workload(const RunRequest& r) {
 workloads::Workload build_workload_with_data(const RunRequest& r, const SystemConfig& cfg) {
   workloads::Workload w = build_workload(r);
   if (!r.dataset.empty()) {
-    workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset, r.progress);
+    workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset, r.progress, r.dataset_index);
     const bool jpegs = d.format == workloads::DatasetFormat::ImageFolder &&
                        w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg;
     if (d.format != w.data.dataset.format && !jpegs)
@@ -82,6 +82,8 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
                                 : ""));
     w.data.dataset = d;
   }
+  if (!r.dataset_index.empty() && r.dataset.empty())
+    throw InputError("dataset_index", "dataset_index", "an index caches an image folder's headers; give a dataset");
   if (!r.eval_dataset.empty()) {
     if (r.eval_every <= 0)
       throw InputError("eval_dataset", "eval_dataset", "an evaluation dataset is read only with eval_every > 0");

@@ -43,6 +43,8 @@ struct RunRequest {
   /// EvalCallBack; sinks under loop sink); 0: no evaluation
   std::int64_t eval_every = 0;
   std::string eval_dataset;  ///< [eval_dataset] an image folder to evaluate on; "" the workload's default
+  /// [dataset_index] a file caching the image folder's JPEG headers (rebuilt when the folder changed)
+  std::string dataset_index;
   std::int64_t devices = 1;  ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass

@@ -88,6 +88,7 @@ struct Options {
   std::string dataset;  // directory of real files
   std::int64_t eval_every = 0;
   std::string eval_dataset;
+  std::string dataset_index;
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
@@ -221,6 +222,9 @@ po::options_description run_options(Options& o) {
       "cache",
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
       cache_help.c_str())(
+      "dataset-index", po::value(&o.dataset_index),
+      "an image folder's JPEG headers cached in FILE (e.g. beside the report): read instead of the headers "
+      "while every file keeps its name, size and time; written after a scan")(
       "eval-every", po::value(&o.eval_every),
       "evaluate on the evaluation dataset after every N epochs (sinks under loop sink), as MindSpore's "
       "EvalCallBack: a forward-only pass with its own pipeline and channel; the report times each pass")(
@@ -335,6 +339,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"dataset", "--dataset"},
                                                        {"eval_every", "--eval-every"},
                                                        {"eval_dataset", "--eval-dataset"},
+                                                       {"dataset_index", "--dataset-index"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},
@@ -416,6 +421,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.dataset = o.dataset;
   r.eval_every = o.eval_every;
   r.eval_dataset = o.eval_dataset;
+  r.dataset_index = o.dataset_index;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;

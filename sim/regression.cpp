@@ -90,6 +90,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.config.chip = scalar(v, at, key);
     } else if (key == "dataset") {
       r.dataset = scalar(v, at, key);
+    } else if (key == "dataset_index") {
+      r.dataset_index = scalar(v, at, key);
     } else if (key == "eval_every") {
       r.eval_every = whole(v, at, key);
     } else if (key == "amp_level") {
@@ -116,7 +118,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, chip, "
-                       "dataset, eval_every, "
+                       "dataset, dataset_index, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }
   }

@@ -233,6 +233,50 @@ TEST(DataCache, ItNeverHoldsMoreThanItsSizeSpillsTheRestAndRefusesToFollowARando
   EXPECT_FALSE(sim::run(r).report()["runs"][0]["data"]["cache_detail"]["randomness_lost"].get<bool>());
 }
 
+TEST(ImageFolder, AHeaderIndexIsWrittenReadAndRebuiltWhenTheFolderChanges) {
+  TempDir d("imgfolder_index");
+  ASSERT_EQ(runtime::image::write_image_folder(d.path.string(), 3, 4, 5), 12);
+  const std::string index = (d.path.parent_path() / "imgfolder_index.headers").string();
+  fs::remove(index);
+  const auto scanned = runtime::load_dataset_dir(d.path.string(), nullptr, index);
+  ASSERT_TRUE(fs::exists(index));
+  std::ifstream f(index);
+  std::string first;
+  std::getline(f, first);
+  EXPECT_EQ(first.rfind("# ascendsim image-folder index v1", 0), 0u);
+  // Read back: the same geometry for every file.
+  const auto indexed = runtime::load_dataset_dir(d.path.string(), nullptr, index);
+  ASSERT_EQ(indexed.samples, scanned.samples);
+  for (std::int64_t i = 0; i < scanned.samples; ++i) {
+    EXPECT_EQ(indexed.sample(i).height, scanned.sample(i).height) << i;
+    EXPECT_EQ(indexed.sample(i).width, scanned.sample(i).width) << i;
+    EXPECT_EQ(indexed.sample(i).file_bytes, scanned.sample(i).file_bytes) << i;
+  }
+  EXPECT_EQ(indexed.record_bytes, scanned.record_bytes);
+  // A file added: the index is stale, the folder is scanned again and the index rewritten.
+  fs::copy_file(d.path / "class0" / "img0.jpg", d.path / "class1" / "zz_extra.jpg");
+  const auto grown = runtime::load_dataset_dir(d.path.string(), nullptr, index);
+  EXPECT_EQ(grown.samples, 13);
+  std::ifstream g(index);
+  std::int64_t lines = 0;
+  for (std::string l; std::getline(g, l);) ++lines;
+  EXPECT_EQ(lines, 14);  // the header and 13 files
+  // Not an index: refused, naming the file and what to do; the file is left alone.
+  { std::ofstream(index) << "class,file\n"; }
+  try {
+    runtime::load_dataset_dir(d.path.string(), nullptr, index);
+    FAIL() << "a file that is not an index was read";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(index + ":1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("delete it"), std::string::npos) << e.what();
+  }
+  std::ifstream h(index);
+  std::string kept;
+  std::getline(h, kept);
+  EXPECT_EQ(kept, "class,file");
+  fs::remove(index);
+}
+
 TEST(ImageFolder, BadFilesAndFoldersAreNamed) {
   auto error_of = [](const fs::path& dir) {
     try {
