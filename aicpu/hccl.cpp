@@ -151,28 +151,78 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
   in.kind = kind;
   if (++in.arrived == m_ranks) {
     const CollectiveCost c = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
-    switch (kind) {
-      case Collective::AllReduce:
-        ++m_count;
-        m_bytes += static_cast<double>(bytes);
-        m_busy_s += c.seconds;
-        break;
-      case Collective::Broadcast:
-        ++m_broadcasts;
-        break;
-      case Collective::AllGather:
-      case Collective::ReduceScatter:
-        ++m_gathers;
-        break;
-    }
-    m_hccs_bytes += c.hccs_bytes;
-    m_roce_bytes += c.roce_bytes;
-    for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : m_hccs_busy_s) += p.seconds;
-    if (m_trace && (!m_window || m_window->active())) trace_collective(c, kind, bytes);
+    account(kind, bytes, c);
     in.done.notify(sim::seconds(c.seconds));
   }
   sc_core::wait(in.done);
   if (++in.left == m_ranks) m_open.erase(seq);
+}
+
+void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c) {
+  switch (kind) {
+    case Collective::AllReduce:
+      ++m_count;
+      m_bytes += static_cast<double>(bytes);
+      m_busy_s += c.seconds;
+      break;
+    case Collective::Broadcast:
+      ++m_broadcasts;
+      break;
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+      ++m_gathers;
+      break;
+  }
+  m_hccs_bytes += c.hccs_bytes;
+  m_roce_bytes += c.roce_bytes;
+  for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : m_hccs_busy_s) += p.seconds;
+  if (m_trace && (!m_window || m_window->active())) trace_collective(c, kind, bytes);
+}
+
+std::vector<int> Hccl::members(int rank, const hostif::CommGroup& g) const {
+  if (g.whole()) {
+    std::vector<int> all(static_cast<std::size_t>(m_ranks));
+    for (int r = 0; r < m_ranks; ++r) all[static_cast<std::size_t>(r)] = r;
+    return all;
+  }
+  if (g.size < 1 || g.stride < 1 || m_ranks % (g.size * g.stride) != 0)
+    throw std::logic_error("Hccl: a group of " + std::to_string(g.size) + " ranks " + std::to_string(g.stride) +
+                           " apart does not tile " + std::to_string(m_ranks) + " ranks");
+  const int base = rank - ((rank / g.stride) % g.size) * g.stride;
+  std::vector<int> m;
+  for (int i = 0; i < g.size; ++i) m.push_back(base + i * g.stride);
+  return m;
+}
+
+CollectiveCost Hccl::group_cost(Collective kind, const std::vector<int>& members, double bytes) const {
+  std::vector<int> servers;
+  for (int r : members)
+    if (std::find(servers.begin(), servers.end(), r / m_per_server) == servers.end())
+      servers.push_back(r / m_per_server);
+  const int n = static_cast<int>(members.size()), k = static_cast<int>(servers.size());
+  return cost(m_cfg, kind, k, n / k, bytes, m_hbm_gbps);
+}
+
+void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hostif::CommGroup& group) {
+  if (group.whole()) return collective(rank, kind, bytes);
+  if (rank < 0 || rank >= m_ranks) throw std::logic_error("Hccl: no rank " + std::to_string(rank));
+  const std::vector<int> m = members(rank, group);
+  if (m.size() == 1) return;  // a group of one: nothing to exchange
+  const std::string key = std::to_string(group.size) + "x" + std::to_string(group.stride) + "@" + std::to_string(m[0]);
+  const std::int64_t seq = m_group_calls[{key, rank}]++;
+  Instance& in = m_group_open[{key, seq}];
+  if (in.bytes >= 0 && (in.bytes != bytes || in.kind != kind))
+    throw std::logic_error("Hccl: group " + key + " disagrees on collective " + std::to_string(seq));
+  in.bytes = bytes;
+  in.kind = kind;
+  const int n = static_cast<int>(m.size());
+  if (++in.arrived == n) {
+    const CollectiveCost c = group_cost(kind, m, static_cast<double>(bytes));
+    account(kind, bytes, c);
+    in.done.notify(sim::seconds(c.seconds));
+  }
+  sc_core::wait(in.done);
+  if (++in.left == n) m_group_open.erase({key, seq});
 }
 
 }  // namespace ascendsim::aicpu

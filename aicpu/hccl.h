@@ -38,6 +38,12 @@ class CollectiveIf : public virtual sc_core::sc_interface {
   /// Blocks the calling thread until every rank has asked for its next collective (the same kind
   /// and size on every rank) and it has completed. Call from an SC_THREAD.
   virtual void collective(int rank, hostif::Collective kind, std::int64_t bytes) = 0;
+  /// The same among the ranks of `group` only: it starts when the group's last member arrives,
+  /// and disjoint groups run independently.
+  virtual void collective(int rank, hostif::Collective kind, std::int64_t bytes, const hostif::CommGroup& group) {
+    (void)group;
+    collective(rank, kind, bytes);
+  }
 };
 
 /// A collective's time and what it puts on the links.
@@ -61,6 +67,13 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps, int per_server = 8);
 
   void collective(int rank, hostif::Collective kind, std::int64_t bytes) override;
+  void collective(int rank, hostif::Collective kind, std::int64_t bytes, const hostif::CommGroup& group) override;
+  /// The ranks of `rank`'s group, ascending; InputError-free: throws std::logic_error for a group
+  /// that does not tile the cluster (size · stride must divide the ranks).
+  std::vector<int> members(int rank, const hostif::CommGroup& group) const;
+  /// What a collective of `bytes` among `members` takes: a ring within one server, else the
+  /// hierarchical algorithm over the servers the members span (as many on each).
+  CollectiveCost group_cost(hostif::Collective kind, const std::vector<int>& members, double bytes) const;
   void all_reduce(int rank, std::int64_t bytes) { collective(rank, hostif::Collective::AllReduce, bytes); }
 
   /// A collective of `bytes` on a ring of `ranks` devices of one server, in seconds (see above).
@@ -115,6 +128,11 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   double m_hbm_gbps;
   std::vector<std::int64_t> m_calls;        ///< per rank: collectives asked so far
   std::map<std::int64_t, Instance> m_open;  ///< by sequence number, until every rank has left
+  /// Sub-group collectives: per (group, its first member) and rank, the calls so far; open ones by
+  /// (group key, sequence number).
+  std::map<std::pair<std::string, int>, std::int64_t> m_group_calls;
+  std::map<std::pair<std::string, std::int64_t>, Instance> m_group_open;
+  void account(hostif::Collective kind, std::int64_t bytes, const CollectiveCost& c);
   sim::TraceRecorder* m_trace = nullptr;
   const sim::TraceRecorder* m_window = nullptr;
   std::vector<int> m_server_tracks;

@@ -278,7 +278,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       const sc_time exposed_before = task.comm_group >= 0 ? m_account.charged(sim::Phase::Comm) : sc_time();
       if (task.comm_bytes > 0 && collectives.size() > 0) {
         wait(m_dispatch);
-        collectives->collective(m_rank, task.collective, task.comm_bytes);  // until every rank's part is done
+        collectives->collective(m_rank, task.collective, task.comm_bytes, task.group);  // until the group is done
       } else {
         wait(m_dispatch + task.time);
       }

@@ -27,6 +27,16 @@ const char* task_kind_name(TaskKind k);
 /// contributes; AllGather, the gathered result (each rank contributes bytes/N); Broadcast, the
 /// root's buffer.
 enum class Collective : std::uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter };
+
+/// The ranks a collective runs among: `size` ranks `stride` apart — rank r's group is
+/// {b + i·stride : i < size} with b = r - (r / stride mod size)·stride (the whole cluster when size
+/// is 0). Semi-automatic parallelism's groups: the 4 ranks that hold one image's strips (size 4,
+/// stride 1), or the ranks that hold copies of one weight shard (size 2, stride 4).
+struct CommGroup {
+  std::int32_t size = 0;  ///< 0: every rank of the cluster
+  std::int32_t stride = 1;
+  bool whole() const { return size == 0; }
+};
 const char* collective_name(Collective c);
 
 /// Where a task sits in a training step, for the step trace.
@@ -48,6 +58,7 @@ struct Task {
   std::int64_t comm_bytes = 0;  ///< Comm: the collective's size (see Collective)
   Collective collective = Collective::AllReduce;  ///< Comm: which collective
   std::int32_t comm_group = -1;                   ///< Comm: the gradient group it reduces (-1: none)
+  CommGroup group;                                ///< Comm: the ranks it runs among
   /// GetNext: the dataset channel it pops, 0 the training data's, 1 the evaluation data's (each
   /// dataset has its own channel, as MindSpore's).
   std::int32_t queue = 0;

@@ -56,6 +56,36 @@ TEST(DataParallel, RingAllReduceFollowsItsFormula) {
   EXPECT_NEAR(aicpu::Hccl::ring_all_reduce_s(cfg, 8, 64.0 * 1024 * 1024, 1e12), 2630e-6, 0.01 * 2630e-6);
 }
 
+TEST(DataParallel, SubGroupCollectivesWaitOnlyForTheirMembersAndCostTheirRing) {
+  // 8 ranks in two groups of 4 (stride 1: {0..3}, {4..7}): each group's AllReduce starts when its
+  // own last member arrives and costs the 4-rank ring; groups of 2 four apart ({r, r+4}) likewise.
+  const aicpu::HcclConfig cfg;
+  const std::int64_t bytes = 1 << 20;
+  sim::KernelScope kernel;
+  aicpu::Hccl hccl("hccl", cfg, 8, 1200, 8);
+  std::vector<double> left(8, -1), left_pairs(8, -1);
+  for (int r = 0; r < 8; ++r)
+    sc_core::sc_spawn([&, r] {
+      sc_core::wait(sc_core::sc_time(r < 4 ? 0.0 : 1e-3, sc_core::SC_SEC));  // the second group arrives later
+      hccl.collective(r, hostif::Collective::AllReduce, bytes, {4, 1});
+      left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
+      hccl.collective(r, hostif::Collective::AllGather, bytes, {2, 4});
+      left_pairs[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
+    });
+  sc_core::sc_start();
+  const double ring4 = aicpu::Hccl::ring_s(cfg, hostif::Collective::AllReduce, 4, bytes, 1200);
+  const double pair = aicpu::Hccl::ring_s(cfg, hostif::Collective::AllGather, 2, bytes, 1200);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_NEAR(left[static_cast<std::size_t>(r)], (r < 4 ? 0.0 : 1e-3) + ring4, 1e-9) << r;
+    // A pair {r, r+4} waits for its later member, rank r+4.
+    EXPECT_NEAR(left_pairs[static_cast<std::size_t>(r)], 1e-3 + ring4 + pair, 1e-9) << r;
+  }
+  EXPECT_EQ(hccl.members(5, {4, 1}), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(hccl.members(6, {2, 4}), (std::vector<int>{2, 6}));
+  EXPECT_EQ(hccl.members(3, {}).size(), 8u);
+  EXPECT_THROW(hccl.members(0, {3, 1}), std::logic_error);  // 3 does not tile 8
+}
+
 TEST(DataParallel, AcrossServersAllReduceIsHierarchical) {
   // Reduce-scatter and all-gather on each server's ring of m, the pieces all-reduced on a ring of
   // the k servers over RoCE.
