@@ -98,6 +98,7 @@ void FunctionalModel::init_tensors() {
   m_values.resize(g.tensors().size());
   std::mt19937_64 rng(m_opt.seed);
   const bool lenet = m_w.name == "lenet5";
+  const bool dense_defaults = m_w.name == "mlp-slice";  // MindSpore 2's nn.Dense, as seed 002
   for (std::size_t i = 0; i < g.tensors().size(); ++i) {
     const auto& t = g.tensors()[i];
     auto& v = m_values[i];
@@ -109,6 +110,14 @@ void FunctionalModel::init_tensors() {
           std::fill(v.begin(), v.end(), 1.0f);
         } else if (ends_with(n, ".beta")) {
           // zeros
+        } else if (dense_defaults) {
+          // nn.Dense's defaults: weight HeUniform(negative_slope=sqrt(5)) and bias uniform, both
+          // U(-1/sqrt(fan_in), 1/sqrt(fan_in)); a bias takes its weight's fan-in (the tensor before it).
+          const std::int64_t fan_in =
+              t.shape.size() == 2 ? t.shape[1] : g.tensors()[i - 1].shape.at(g.tensors()[i - 1].shape.size() - 1);
+          const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+          std::uniform_real_distribution<double> u(-bound, bound);
+          for (auto& x : v) x = static_cast<float>(u(rng));
         } else if (lenet) {  // the seed: TruncatedNormal(0.02) for every weight and bias
           for (auto& x : v) x = truncated_normal(rng, 0.02);
         } else if (t.shape.size() == 4) {  // He normal, fan out (the model zoo's ResNet convolutions)

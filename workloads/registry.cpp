@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "workloads/lenet5.h"
+#include "workloads/mlp.h"
 #include "workloads/mobilenet.h"
 #include "workloads/resnet.h"
 #include "workloads/workload.h"
@@ -18,6 +19,7 @@ std::vector<std::string> workload_names() {
   std::vector<std::string> names = {"lenet5"};
   for (const auto& s : resnet_specs()) names.push_back(s.name);
   names.push_back("mobilenetv2");
+  names.push_back("mlp-slice");
   names.push_back("mobilenetv2");
   return names;
 }
@@ -36,6 +38,13 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     throw std::invalid_argument("amp level '" + *o.amp_level + "': use O0, O2 or O3");
   if (o.loss_scale && !(*o.loss_scale >= 1 && *o.loss_scale <= 16777216))
     throw std::invalid_argument("loss scale must lie in [1, 16777216]");
+  if (name == "mlp-slice") {
+    if ((o.amp_level && *o.amp_level != "O0") || (o.loss_scale && *o.loss_scale != 1) || o.keep_batchnorm_fp32)
+      throw std::invalid_argument("mlp-slice trains in fp32 without loss scaling (amp O0), as seed 002's script");
+    Workload w = make_mlp_slice(batch_size);
+    w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
+    return w;
+  }
   if (name == "lenet5") {
     if ((o.amp_level && *o.amp_level != "O0") || (o.loss_scale && *o.loss_scale != 1) || o.keep_batchnorm_fp32)
       throw std::invalid_argument(
