@@ -38,6 +38,7 @@ struct Shape {
         break;
       case MapOpType::RandomCrop:
       case MapOpType::CenterCrop:
+      case MapOpType::SlicePatches:
         if (op.height > 0) {
           h = static_cast<double>(op.height);
           w = static_cast<double>(op.width);
@@ -226,7 +227,10 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
         break;
       case MapOpType::TypeCast:
         ns = m_host.typecast_ns_per_value;
-        break;  // the label
+        break;                       // the label
+      case MapOpType::SlicePatches:  // every patch copied out (`area` of them); the rank's one kept (project)
+        ns = m_host.crop_ns_per_value * s.values() * op.area;
+        break;
     }
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
     if (i < first) continue;  // served by the cache

@@ -63,11 +63,28 @@ std::vector<CompilePass> default_passes() {
            hostif::Task t;
            t.kind = hostif::TaskKind::AiCore;
            t.name = op.name;
-           t.cost = s.model.estimate(c.descs[i]);
-           t.time = sim::seconds(t.cost.time_s);
            t.part = op.pass == workloads::Pass::Forward    ? hostif::StepPart::Forward
                     : op.pass == workloads::Pass::Backward ? hostif::StepPart::Backward
                                                            : hostif::StepPart::Optimizer;
+           using C = workloads::OpDef::Collective;
+           if (op.def->collective != C::None) {
+             // A redistribution collective, in the compute stream's order: its consumers wait for it.
+             const auto& g = s.graph;
+             t.kind = hostif::TaskKind::Comm;
+             t.collective = op.def->collective == C::AllReduce   ? hostif::Collective::AllReduce
+                            : op.def->collective == C::AllGather ? hostif::Collective::AllGather
+                                                                 : hostif::Collective::ReduceScatter;
+             // AllGather's size is the gathered result; the others', what each rank contributes.
+             t.comm_bytes =
+                 op.def->collective == C::AllGather ? g.tensor(op.outputs[0]).bytes() : g.tensor(op.inputs[0]).bytes();
+             t.group = {static_cast<std::int32_t>(op.group_size), static_cast<std::int32_t>(op.group_stride)};
+             c.step_tasks.push_back(t);
+             c.op_types.push_back(op.type);
+             c.sink_tasks.push_back(t);
+             continue;
+           }
+           t.cost = s.model.estimate(c.descs[i]);
+           t.time = sim::seconds(t.cost.time_s);
            c.device_compute_s += t.cost.time_s;
            c.step_tasks.push_back(t);
            c.op_types.push_back(op.type);
@@ -105,7 +122,13 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {
   auto passes = default_passes();
   if (w.recipe.graph_kernel_fusion) insert_pass(passes, "momentum_fusion", graph_kernel_fusion_pass());
-  if (w.parallel.devices > 1 && w.training) insert_pass(passes, "cost", all_reduce_pass());
+  bool reduces = w.parallel.devices > 1 && w.training;
+  if (reduces && w.parallel.semi_auto) {  // any gradient the ranks share?
+    std::int64_t params = 0;
+    for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
+    reduces = w.parallel.gradient_group_size != 1 && static_cast<std::int64_t>(w.parallel.unreduced.size()) < params;
+  }
+  if (reduces) insert_pass(passes, "cost", all_reduce_pass());
   return compile(w, model, queue_capacity, passes);
 }
 
@@ -193,7 +216,13 @@ CompilePass all_reduce_pass() {
       "all_reduce", [](CompileState& s) {
         const auto& par = s.workload.parallel;
         const workloads::Graph& g = s.graph;
-        const GradientFlow flow = gradient_flow(g, s.ops);
+        GradientFlow flow = gradient_flow(g, s.ops);
+        if (par.semi_auto)  // only the gradients that ranks share are averaged, within their group
+          flow.params.erase(std::remove_if(flow.params.begin(), flow.params.end(),
+                                           [&](const ParamFlow& f) {
+                                             return par.gradient_group_size == 1 || par.unreduced.count(f.param);
+                                           }),
+                            flow.params.end());
         const auto& flows = flow.params;
         const auto n = static_cast<std::int64_t>(flows.size());
         // Group boundaries: the index of each group's last gradient, in gradient order.
@@ -287,6 +316,7 @@ CompilePass all_reduce_pass() {
               hostif::Task comm = task(hostif::TaskKind::Comm, name, 1, -1);
               comm.comm_bytes = groups[k].bytes;
               comm.comm_group = static_cast<std::int32_t>(k);
+              if (par.semi_auto) comm.group = {par.gradient_group_size, par.gradient_group_stride};
               add(comm, {}, "AllReduce");
               add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
             }

@@ -15,6 +15,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   j["devices"] = h.devices;
   if (!h.recipe.is_null()) j["recipe"] = h.recipe;
   if (!h.graph_passes.is_null()) j["graph_passes"] = h.graph_passes;
+  if (!h.parallel.is_null()) j["parallel"] = h.parallel;
   j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : runs) j["runs"].push_back(r.to_json());
   j["config"] = config;
@@ -113,15 +114,41 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
   return out;
 }
 
+/// Semi-automatic parallelism: per device what the sharding keeps, and the collectives it inserted.
+std::string format_semi_auto(const nlohmann::ordered_json& p) {
+  auto mib = [](const nlohmann::ordered_json& v) { return fmt::format("{:.2f} MiB", v.get<double>() / 1048576.0); };
+  const auto& m = p["memory_per_device_bytes"];
+  std::string out = fmt::format(
+      "\nsemi-auto parallel on {} devices ({} reading different samples): per device {} of {} parameters; "
+      "memory per device: weights and optimizer {}, step {}, data queue {}, a batch {}\n",
+      p["devices"].get<std::int64_t>(), std::max<std::int64_t>(1, p["data_shards"].get<std::int64_t>()),
+      p["parameters"]["per_device"].get<std::int64_t>(), p["parameters"]["whole"].get<std::int64_t>(),
+      mib(m["persistent"]), mib(m["step"]), mib(m["queue"]), mib(m["input_per_batch"]));
+  const auto& g = p["gradient_group"];
+  out += g["size"].get<std::int64_t>() == 1
+             ? std::string("gradients: no AllReduce (the ranks that hold a weight's copies saw the same samples)\n")
+             : fmt::format("gradients: AllReduce over {} ranks {} apart\n", g["size"].get<std::int64_t>(),
+                           g["stride"].get<std::int64_t>());
+  TextTable t({"collective (forward; backward its dual)", "kind", "group", "bytes", "ms"});
+  for (const auto& c : p["collectives"])
+    t.add({c["name"].get<std::string>(), c["kind"].get<std::string>(),
+           fmt::format("{} ranks, {} apart", c["group"]["size"].get<std::int64_t>(),
+                       c["group"]["stride"].get<std::int64_t>()),
+           std::to_string(c["bytes"].get<std::int64_t>()), fmt::format("{:.4f}", c["ms"].get<double>())});
+  if (!p["collectives"].empty()) out += t.render();
+  return out;
+}
+
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string out;
   if (!runs.empty()) {
     const Session& s = runs.front().session;
     if (h.devices > 1)
-      out += fmt::format("{} on {} x {} ({}, data parallel), batch {} per device, {} epoch(s) x {} steps per rank",
-                         h.workload, h.devices, h.chip,
-                         h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"),
-                         h.batch_size, s.epochs, s.steps_per_epoch);
+      out += fmt::format("{} on {} x {} ({}, {}), batch {} {}, {} epoch(s) x {} steps per rank", h.workload, h.devices,
+                         h.chip, h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"),
+                         h.parallel.is_object() ? "semi-auto parallel" : "data parallel", h.batch_size,
+                         h.parallel.is_object() ? "in all (the dataset strategy cuts it)" : "per device", s.epochs,
+                         s.steps_per_epoch);
     else
       out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
                          s.steps_per_epoch);
@@ -181,6 +208,7 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     out += t.render();
   }
   if (h.devices > 1) out += format_cluster(runs);
+  if (h.parallel.is_object()) out += format_semi_auto(h.parallel);
   // Per step for a chosen window (--step-trace A:B).
   for (const auto& r : runs) {
     const auto& k = r.steps;

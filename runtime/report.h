@@ -23,6 +23,9 @@ struct ReportHeader {
   /// The executed graph pass by pass: [{"pass", "ops", "hbm_bytes"}] (null: not reported).
   nlohmann::ordered_json graph_passes;
   std::int64_t servers = 1;  ///< the servers the devices fill
+  /// Semi-automatic parallelism: strategies, layouts, collectives and per-device memory (null:
+  /// data parallel).
+  nlohmann::ordered_json parallel;
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

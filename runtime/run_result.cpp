@@ -27,7 +27,8 @@ void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail
 }
 
 double RunResult::samples_per_s() const {
-  return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size * devices) / sim_time_s : 0.0;
+  const std::int64_t readers = data_shards > 0 ? data_shards : devices;
+  return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size * readers) / sim_time_s : 0.0;
 }
 
 std::int64_t RunResult::straggler() const {

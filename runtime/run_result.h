@@ -121,6 +121,9 @@ struct RunResult {
   /// Time of each complete dataset epoch (steps_per_epoch steps).
   const std::vector<double>& epoch_s() const { return steps.epoch_s; }
 
+  /// Ranks that read different samples (semi-auto parallelism: the batch's cuts; 0: every rank).
+  std::int64_t data_shards = 0;
+  /// Samples trained per second: each step's batch on every rank that reads its own samples.
   double samples_per_s() const;
   /// Data-parallel runs: the rank the others wait for in each AllReduce — the one with the least
   /// exposed communication, as it arrives last — when the ranks' exposed communication differs by

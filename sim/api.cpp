@@ -4,13 +4,17 @@
 #include <map>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include <fmt/format.h>
 
+#include "aicpu/hccl.h"
 #include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
 #include "sim/core/error.h"
 #include "sim/kernel.h"
 #include "sim/simulation.h"
+#include "workloads/parallel.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -26,6 +30,35 @@ workloads::Workload request_workload(const RunRequest& req) { return build_workl
 
 namespace {
 constexpr std::int64_t kMaxDevices = 4096;
+
+/// A strategy file: a YAML mapping of layer (op name or cell) to its strategy in MindSpore's
+/// notation.
+std::map<std::string, workloads::ShardStrategy> load_shard_strategies(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError("shard_strategy", "shard_strategy", path + ": cannot be read");
+  } catch (const YAML::Exception& e) {
+    throw InputError("shard_strategy", "shard_strategy",
+                     path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    throw InputError("shard_strategy", "shard_strategy",
+                     path + ": a mapping of layer names to strategies, e.g. layer1: \"((1,4),(1,4))\"");
+  std::map<std::string, workloads::ShardStrategy> out;
+  for (const auto& kv : root) {
+    const std::string layer = kv.first.as<std::string>();
+    const std::string at = path + ":" + std::to_string(kv.first.Mark().line + 1) + ": " + layer;
+    if (!kv.second.IsScalar()) throw InputError("shard_strategy", "shard_strategy", at + ": a strategy is a string");
+    try {
+      out[layer] = workloads::parse_shard_strategy(kv.second.as<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw InputError("shard_strategy", "shard_strategy", at + ": " + e.what());
+    }
+  }
+  return out;
+}
 
 workloads::Workload build_workload(const RunRequest& r) {
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
@@ -63,6 +96,37 @@ workloads::Workload build_workload(const RunRequest& r) {
                            std::to_string(split[k]));
   if (!split.empty() && r.devices == 1)
     throw InputError("all_reduce_fusion", "all_reduce_fusion", "groups AllReduce across devices; give devices > 1");
+  if (r.parallel_mode != "data" && r.parallel_mode != "semi-auto")
+    throw InputError("parallel_mode", "parallel_mode",
+                     "'" + r.parallel_mode + "': data (every rank the whole model) or semi-auto (sharded operators)");
+  if (r.parallel_mode == "data") {
+    if (!r.dataset_strategy.empty() || !r.shard_strategy.empty())
+      throw InputError(r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
+                       r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
+                       "strategies shard operators in semi-auto parallel mode; add parallel_mode semi-auto");
+    return w;
+  }
+  if (r.devices < 2)
+    throw InputError("devices", "devices", "semi-auto parallelism shards the network across devices; give 2 or more");
+  workloads::SemiAutoConfig c;
+  c.devices = r.devices;
+  if (!r.dataset_strategy.empty()) {
+    try {
+      c.dataset = workloads::parse_shard_strategy(r.dataset_strategy);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("dataset_strategy", "dataset_strategy", e.what());
+    }
+  }
+  if (!r.shard_strategy.empty()) c.layers = load_shard_strategies(r.shard_strategy);
+  auto plan = std::make_shared<workloads::ShardPlan>();
+  try {
+    w = workloads::semi_auto(w, c, plan.get());
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const std::string key = what.rfind("dataset strategy", 0) == 0 ? "dataset_strategy" : "shard_strategy";
+    throw InputError(key, key, what);
+  }
+  w.shard_plan = plan;
   return w;
 }
 
@@ -99,8 +163,9 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
   }
   // This shard's samples fix the epoch: each rank reads 1/devices of the dataset (num_shards =
   // devices, shard_id = rank); evaluation is sharded the same way.
-  w.data.dataset.samples /= cfg.pipeline.num_shards * w.parallel.devices;
-  w.eval_data.dataset.samples /= cfg.pipeline.num_shards * w.parallel.devices;
+  const std::int64_t shards = w.parallel.data_shards > 0 ? w.parallel.data_shards : w.parallel.devices;
+  w.data.dataset.samples /= cfg.pipeline.num_shards * shards;
+  w.eval_data.dataset.samples /= cfg.pipeline.num_shards * shards;
   return w;
 }
 
@@ -152,6 +217,53 @@ std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) 
   return fmt::format("training: {}; data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}",
                      w.recipe.describe(), where, d.samples, maps.empty() ? "none" : maps, cfg.host.cpu_cores,
                      cfg.pipeline.num_parallel_workers, cfg.pipeline.cache);
+}
+
+/// Semi-automatic parallelism in the report: the strategies, per device the parameters and
+/// memory, every forward redistribution collective with its group, bytes and time (its backward
+/// dual moves as many bytes), and the tensors' layouts.
+ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w, const runtime::CompiledGraph& g) {
+  const workloads::ShardPlan& p = *w.shard_plan;
+  ordered_json collectives = ordered_json::array();
+  for (const auto& c : p.collectives) {
+    const hostif::Collective kind = c.kind == "AllReduce"   ? hostif::Collective::AllReduce
+                                    : c.kind == "AllGather" ? hostif::Collective::AllGather
+                                                            : hostif::Collective::ReduceScatter;
+    const int size = static_cast<int>(c.group_size), per = static_cast<int>(w.parallel.devices_per_server);
+    const int servers = size <= per ? 1 : size / per;
+    const double s = aicpu::Hccl::cost(cfg.chip.hccl, kind, servers, size / servers, static_cast<double>(c.bytes),
+                                       cfg.chip.memory.hbm_bandwidth_gbps)
+                         .seconds;
+    collectives.push_back({{"name", c.name},
+                           {"kind", c.kind},
+                           {"group", {{"size", c.group_size}, {"stride", c.group_stride}}},
+                           {"bytes", c.bytes},
+                           {"ms", 1e3 * s}});
+  }
+  ordered_json layouts = ordered_json::array();
+  for (const auto& l : p.layouts)
+    layouts.push_back({{"tensor", l.tensor},
+                       {"op", l.op},
+                       {"shape", l.global},
+                       {"local", l.local},
+                       {"cuts", l.cuts},
+                       {"partial", l.partial}});
+  ordered_json strategies = ordered_json::object();
+  for (const auto& [layer, s] : p.strategies) strategies[layer] = s;
+  const auto& m = g.memory;
+  return {{"mode", "semi-auto"},
+          {"devices", w.parallel.devices},
+          {"data_shards", w.parallel.data_shards},
+          {"strategies", strategies},
+          {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
+          {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},
+          {"memory_per_device_bytes",
+           {{"persistent", m.persistent_bytes},
+            {"step", m.arena_bytes},
+            {"queue", m.queue_buffer_bytes},
+            {"input_per_batch", w.batch_bytes()}}},
+          {"collectives", collectives},
+          {"layouts", layouts}};
 }
 
 ordered_json recipe_json(const workloads::Recipe& r) {
@@ -224,12 +336,13 @@ RunOutcome run(const RunRequest& req) {
   RunOutcome out;
   out.header = {w.name,
                 cfg.chip.name,
-                w.batch_size,
+                req.batch_size,
                 req.devices,
                 setting_line(cfg, w),
                 recipe_json(w.recipe),
                 {},
-                w.parallel.devices / w.parallel.devices_per_server};
+                w.parallel.devices / w.parallel.devices_per_server,
+                {}};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
@@ -249,6 +362,8 @@ RunOutcome run(const RunRequest& req) {
     rank_cfgs.emplace(rank, load_config(c));
   }
   for (const auto& s : sessions) simulation.add(cfg, w, s, rank_cfgs, req.functional);
+  if (w.shard_plan && simulation.size() > 0)
+    out.header.parallel = parallel_json(cfg, w, simulation.system(0).compiled());
   if (simulation.size() > 0) {
     out.header.graph_passes = nlohmann::ordered_json::array();
     for (const auto& p : simulation.system(0).compiled().pass_effects)
@@ -389,7 +504,8 @@ SweepOutcome sweep(const SweepRequest& req) {
                 setting_line(base, w0),
                 recipe_json(w0.recipe),
                 {},
-                w0.parallel.devices / w0.parallel.devices_per_server};
+                w0.parallel.devices / w0.parallel.devices_per_server,
+                {}};
 
   {
     KernelScope kernel;

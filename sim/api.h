@@ -45,7 +45,12 @@ struct RunRequest {
   std::string eval_dataset;  ///< [eval_dataset] an image folder to evaluate on; "" the workload's default
   /// [dataset_index] a file caching the image folder's JPEG headers (rebuilt when the folder changed)
   std::string dataset_index;
-  std::int64_t devices = 1;  ///< [devices] data-parallel ranks, one server of up to 8
+  /// [parallel_mode] "data" (every rank the whole model, DATA_PARALLEL) or "semi-auto" (operator
+  /// sharding by the strategies below, workloads/parallel.h)
+  std::string parallel_mode = "data";
+  std::string dataset_strategy;  ///< [dataset_strategy] semi-auto: e.g. "((1,1,1,4),(1,))"; "" the batch cut
+  std::string shard_strategy;    ///< [shard_strategy] semi-auto: a YAML file of layer: "((a,b),(c,d))"
+  std::int64_t devices = 1;      ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass
   std::vector<std::int64_t> all_reduce_fusion;

@@ -89,6 +89,7 @@ struct Options {
   std::int64_t eval_every = 0;
   std::string eval_dataset;
   std::string dataset_index;
+  std::string parallel_mode = "data", dataset_strategy, shard_strategy;
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
@@ -221,7 +222,14 @@ po::options_description run_options(Options& o) {
                                                     timeout_help.c_str())(
       "cache",
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
-      cache_help.c_str())(
+      cache_help.c_str())("parallel-mode", po::value(&o.parallel_mode)->default_value(o.parallel_mode),
+                          "data (every rank the whole model) | semi-auto (operators sharded by --dataset-strategy and "
+                          "--shard-strategy, with the collectives the layouts need)")(
+      "dataset-strategy", po::value(&o.dataset_strategy),
+      "semi-auto: how each batch tensor is cut, MindSpore's dataset_strategy, e.g. \"((1,1,1,4),(1,))\" (default: "
+      "the batch across every device)")(
+      "shard-strategy", po::value(&o.shard_strategy),
+      "semi-auto: a YAML file of layer (op name or cell) to its shard strategy, e.g. layer1: \"((1,4),(1,4))\"")(
       "dataset-index", po::value(&o.dataset_index),
       "an image folder's JPEG headers cached in FILE (e.g. beside the report): read instead of the headers "
       "while every file keeps its name, size and time; written after a scan")(
@@ -340,6 +348,9 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"eval_every", "--eval-every"},
                                                        {"eval_dataset", "--eval-dataset"},
                                                        {"dataset_index", "--dataset-index"},
+                                                       {"parallel_mode", "--parallel-mode"},
+                                                       {"dataset_strategy", "--dataset-strategy"},
+                                                       {"shard_strategy", "--shard-strategy"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},
@@ -422,6 +433,9 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.eval_every = o.eval_every;
   r.eval_dataset = o.eval_dataset;
   r.dataset_index = o.dataset_index;
+  r.parallel_mode = o.parallel_mode;
+  r.dataset_strategy = o.dataset_strategy;
+  r.shard_strategy = o.shard_strategy;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;

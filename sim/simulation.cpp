@@ -18,6 +18,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
   const std::string name = "run" + std::to_string(m_runs.size());
   Run run;
   run.first = m_systems.size();
+  run.data_shards = workload.parallel.data_shards;
   const std::int64_t devices = workload.parallel.devices;
   if (devices <= 1) {
     m_systems.push_back(
@@ -110,6 +111,7 @@ runtime::RunResult Simulation::result(std::size_t index) {
   runtime::RunResult r = m_systems.at(run.first)->result();
   if (run.ranks == 1) return r;
   r.devices = static_cast<std::int64_t>(run.ranks);
+  r.data_shards = run.data_shards;
   for (std::size_t k = 0; k < run.ranks; ++k) {
     runtime::RunResult other;
     if (k > 0) other = m_systems.at(run.first + k)->result();

@@ -61,6 +61,7 @@ class Simulation {
   /// A run: its ranks' systems (m_systems[first, first + ranks)) and what they share.
   struct Run {
     std::size_t first = 0, ranks = 1;
+    std::int64_t data_shards = 0;  ///< ranks reading different samples (0: every rank)
     std::unique_ptr<aicpu::Hccl> hccl;
     std::vector<std::unique_ptr<runtime::HostCores>> host_cores;  ///< per server
     std::unique_ptr<TraceRecorder> links;                         ///< the links' tracks, when tracing

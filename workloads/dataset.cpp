@@ -38,6 +38,8 @@ const char* map_op_name(MapOpType t) {
       return "HWC2CHW";
     case MapOpType::TypeCast:
       return "TypeCast";
+    case MapOpType::SlicePatches:
+      return "SlicePatches";
   }
   return "?";
 }

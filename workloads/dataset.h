@@ -76,6 +76,7 @@ enum class MapOpType {
   Normalize,
   HWC2CHW,
   TypeCast,
+  SlicePatches,  ///< SlicePatches + project: the rank keeps one height x width patch (the strip)
 };
 const char* map_op_name(MapOpType t);
 
@@ -84,7 +85,7 @@ struct MapOp {
   /// Output size for Resize and crops; Resize with width 0 scales the shorter side to `height`,
   /// keeping the aspect ratio.
   std::int64_t height = 0, width = 0;
-  double area = 1.0;  ///< RandomCrop: mean fraction of the area kept before resizing
+  double area = 1.0;  ///< RandomCrop: mean fraction of the area kept before resizing; SlicePatches: the patches
   bool random() const { return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip; }
 };
 

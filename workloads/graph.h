@@ -70,6 +70,9 @@ struct OpAttrs {
   std::int64_t count = 0;                    ///< a count (OneHot classes)
   TensorRole role = TensorRole::Activation;  ///< the role of output 0 where the caller decides it
   Format format = Format::ND;                ///< a target layout (TransData)
+  /// Communication and slicing (semi-automatic parallelism): the group of `group_size` ranks
+  /// `group_stride` apart (hostif::CommGroup) and the tensor axis gathered, scattered or sliced.
+  std::int64_t group_size = 1, group_stride = 1, axis = 0;
 };
 
 struct OpDef;

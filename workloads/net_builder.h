@@ -103,6 +103,8 @@ class NetBuilder {
     std::snprintf(scale, sizeof scale, "%g", recipe.loss_scale);
     w.optimizer = std::string("Momentum(momentum=0.9, weight_decay=") + weight_decay_text + "), loss scale " + scale +
                   ", per-step lr schedule";
+    w.sens = sens;
+    w.optimizer_spec = opt;
     append_momentum(m_g, append_backward(m_g, w.loss, sens), opt);
   }
 

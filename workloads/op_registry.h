@@ -79,6 +79,9 @@ struct OpDef {
   std::int64_t vector_ops = 1;  ///< Vector operations per element, as part of a fused kernel
   /// Functional mode: the op's values (unset: the op cannot be computed; functional mode names it).
   Compute compute{};
+  /// A collective among the ranks of the op's group (OpAttrs::group_size, group_stride): the
+  /// compiler makes it a communication task, not an AI core kernel.
+  enum class Collective { None, AllReduce, AllGather, ReduceScatter } collective = Collective::None;
 };
 
 class OpRegistry {

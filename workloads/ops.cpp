@@ -333,6 +333,59 @@ void register_builtin_ops(OpRegistry& r) {
                      }},
                {Format::NC1HWC0, Format::NC1HWC0}, Format::FracZ, true));
 
+  // Semi-automatic parallelism's redistribution (workloads/parallel.h): each collective's backward
+  // is its dual, as MindSpore's: AllReduce of partial sums passes the gradient through, AllGather
+  // reduce-scatters it, ReduceScatter gathers it; a local Slice (a rank keeps its piece of a
+  // replicated tensor) gathers its gradient.
+  auto axis_scaled = [](bool grow) {
+    return [grow](const Graph& g, const Inputs& i, OpAttrs& a) {
+      const Tensor& x = g.tensor(i.at(0));
+      require(a.axis >= 0 && a.axis < static_cast<std::int64_t>(x.shape.size()), "axis out of range");
+      require(a.group_size >= 1 && a.group_stride >= 1, "a group of at least one rank");
+      Shape s = x.shape;
+      auto& d = s[static_cast<std::size_t>(a.axis)];
+      if (!grow)
+        require(d % a.group_size == 0,
+                "axis of " + std::to_string(d) + " does not divide into " + std::to_string(a.group_size) + " pieces");
+      d = grow ? d * a.group_size : d / a.group_size;
+      return std::vector<OutputSpec>{out(s, x.dtype, x.role == TensorRole::Gradient ? x.role : TensorRole::Activation)};
+    };
+  };
+  auto same_shape = [](const Graph& g, const Inputs& i, OpAttrs&) {
+    const Tensor& x = g.tensor(i.at(0));
+    return std::vector<OutputSpec>{
+        out(x.shape, x.dtype, x.role == TensorRole::Gradient ? x.role : TensorRole::Activation)};
+  };
+  auto comm = [](OpDef d, OpDef::Collective c) {
+    d.collective = c;
+    // Not an AI core kernel: the compiler makes it a communication task (this description, a copy
+    // of the result, is never costed).
+    d.lower = [](const Graph& g, const Op& op) {
+      return vector_op(OpKind::TransData, res(g, op, 0), res(g, op, 0).elements());
+    };
+    return d;
+  };
+  r.add(comm({"AllReduce", false, same_shape,
+              [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) { b.give(op.inputs[0], dy); }},
+             OpDef::Collective::AllReduce));
+  r.add(comm({"AllGather", false, axis_scaled(true),
+              [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                b.give(op.inputs[0], b.graph().apply("ReduceScatter", gname + "/ReduceScatter", {dy}, op)[0]);
+              }},
+             OpDef::Collective::AllGather));
+  r.add(comm({"ReduceScatter", false, axis_scaled(false),
+              [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                b.give(op.inputs[0], b.graph().apply("AllGather", gname + "/AllGather", {dy}, op)[0]);
+              }},
+             OpDef::Collective::ReduceScatter));
+  r.add({"Slice", false, axis_scaled(false),
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           b.give(op.inputs[0], b.graph().apply("AllGather", gname + "/AllGather", {dy}, op)[0]);
+         },
+         [](const Graph& g, const Op& op) {  // a strided copy of the rank's piece
+           return vector_op(OpKind::TransData, res(g, op, 0), res(g, op, 0).elements());
+         }});
+
   r.add(layout(OpDef{"MatMul",
                      false,
                      [](const Graph& g, const Inputs& i, OpAttrs& a) {

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "workloads/dataset.h"
 #include "workloads/graph.h"
+#include "workloads/training.h"
 
 namespace ascendsim::workloads {
 
@@ -41,7 +44,16 @@ struct Parallel {
   /// Broadcast the initialised parameters from rank 0 before training (MindSpore's
   /// `parameter_broadcast`, on by default in DATA_PARALLEL mode).
   bool parameter_broadcast = true;
+  /// Semi-automatic parallelism (workloads/parallel.h): the graph is one rank's; gradients are
+  /// averaged over the group of gradient_group_size ranks gradient_group_stride apart (0: every
+  /// rank; 1: none), except the weights in `unreduced` (each rank's piece is its own).
+  bool semi_auto = false;
+  std::int32_t gradient_group_size = 0, gradient_group_stride = 1;
+  std::set<TensorId> unreduced;
+  std::int64_t data_shards = 0;  ///< the ranks that divide the dataset among them (0: every rank)
 };
+
+struct ShardPlan;
 
 struct Workload {
   std::string name;
@@ -53,12 +65,18 @@ struct Workload {
   DataRecipe data;        ///< the dataset (its samples fix the epoch length) and its map ops
   std::string optimizer;  ///< e.g. "Momentum(lr=0.01, momentum=0.9)"
   Recipe recipe;          ///< how it trains
+  /// How its backward pass and optimizer were appended (append_backward's sensitivity, -1 for a
+  /// constant 1; append_momentum's spec): semi-automatic parallelism appends them again to the
+  /// sliced forward graph.
+  TensorId sens = -1;
+  OptimizerSpec optimizer_spec;
   /// The optimizer's hyper-parameters (functional mode's values; a per-step schedule holds the
   /// base rate at every step).
   struct Hyper {
     double learning_rate = 0.01, momentum = 0.9, weight_decay = 0;
   } hyper;
-  Parallel parallel;  ///< on how many devices
+  Parallel parallel;                            ///< on how many devices
+  std::shared_ptr<const ShardPlan> shard_plan;  ///< semi-automatic parallelism: what it did (parallel.h)
   /// false: an inference graph (forward ops only, BatchNorm by its moving statistics); no
   /// gradients, optimizer or collectives.
   bool training = true;

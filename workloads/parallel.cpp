@@ -1,0 +1,564 @@
+#include "workloads/parallel.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include "workloads/op_registry.h"
+
+namespace ascendsim::workloads {
+
+ShardStrategy parse_shard_strategy(const std::string& text) {
+  ShardStrategy out;
+  std::size_t i = 0;
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("strategy '" + text + "': " + what +
+                                " (MindSpore's notation: per input a tuple of cuts per dimension, e.g. "
+                                "((1,1,1,4),(1,)) or ((2,1),(1,4)))");
+  };
+  auto skip = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  auto expect = [&](char c) {
+    skip();
+    if (i >= text.size() || text[i] != c) fail(std::string("expected '") + c + "' at position " + std::to_string(i));
+    ++i;
+  };
+  expect('(');
+  skip();
+  while (i < text.size() && text[i] == '(') {
+    ++i;
+    std::vector<std::int64_t> cuts;
+    for (;;) {
+      skip();
+      if (i < text.size() && text[i] == ')') break;
+      std::size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(text.substr(i), &used);
+      } catch (const std::exception&) {
+        fail("expected a number at position " + std::to_string(i));
+      }
+      if (v < 1) fail("a cut count is at least 1, got " + std::to_string(v));
+      cuts.push_back(v);
+      i += used;
+      skip();
+      if (i < text.size() && text[i] == ',') ++i;
+    }
+    ++i;  // ')'
+    if (cuts.empty()) fail("an input's tuple is empty");
+    out.push_back(cuts);
+    skip();
+    if (i < text.size() && text[i] == ',') ++i;
+    skip();
+  }
+  expect(')');
+  skip();
+  if (i != text.size()) fail("unexpected text after the strategy");
+  if (out.empty()) fail("no input's tuple");
+  return out;
+}
+
+std::string shard_strategy_string(const ShardStrategy& s) {
+  std::string out = "(";
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    out += k ? ",(" : "(";
+    for (std::size_t d = 0; d < s[k].size(); ++d) out += (d ? "," : "") + std::to_string(s[k][d]);
+    out += s[k].size() == 1 ? ",)" : ")";
+  }
+  return out + ")";
+}
+
+namespace {
+
+struct Dim {
+  std::int64_t cuts = 1, stride = 1;
+  bool operator==(const Dim& o) const { return cuts == o.cuts && (cuts == 1 || stride == o.stride); }
+  bool operator!=(const Dim& o) const { return !(*this == o); }
+};
+
+struct Layout {
+  std::vector<Dim> d;
+  std::int64_t partial = 1, pstride = 1;  ///< a partial sum over `partial` ranks `pstride` apart
+  static Layout whole(std::size_t rank) { return {std::vector<Dim>(rank), 1, 1}; }
+};
+
+struct Value {
+  TensorId id = -1;
+  Layout layout;
+};
+
+class Sharder {
+ public:
+  Sharder(const Workload& train, const SemiAutoConfig& cfg, ShardPlan* plan)
+      : m_train(train), m_from(train.graph), m_cfg(cfg), m_plan(plan), m_values(m_from.tensors().size()) {}
+
+  Workload run() {
+    if (m_cfg.devices < 1) throw std::invalid_argument("semi-auto: at least one device");
+    inputs();
+    std::vector<bool> lazy(m_from.tensors().size(), false);
+    for (const Op& op : m_from.ops()) {
+      if (op.pass != Pass::Forward) continue;
+      // Ops on weights alone (an O2 master weight's cast) are built where a consumer asks for
+      // the weight, at the layout it wants, so the weight is stored sliced.
+      const bool on_weights = std::all_of(op.inputs.begin(), op.inputs.end(), [&](TensorId t) {
+        return persistent(t) || lazy[static_cast<std::size_t>(t)];
+      });
+      if (on_weights && op.outputs.size() == 1) {
+        lazy[static_cast<std::size_t>(op.outputs[0])] = true;
+        m_lazy_op[op.outputs[0]] = &op;
+        continue;
+      }
+      forward(op);
+    }
+    return finish();
+  }
+
+ private:
+  bool persistent(TensorId t) const { return is_persistent(m_from.tensor(t).role); }
+
+  std::int64_t devices_of(const Layout& l) const {
+    std::int64_t p = l.partial;
+    for (const auto& d : l.d) p *= d.cuts;
+    return p;
+  }
+
+  Shape local(const Shape& global, const Layout& l, const std::string& who) const {
+    Shape s = global;
+    for (std::size_t k = 0; k < s.size() && k < l.d.size(); ++k) {
+      if (s[k] % l.d[k].cuts != 0)
+        throw std::invalid_argument(who + ": dimension " + std::to_string(k) + " of " + shape_string(global) +
+                                    " does not divide into " + std::to_string(l.d[k].cuts) + " pieces");
+      s[k] /= l.d[k].cuts;
+    }
+    return s;
+  }
+
+  /// The strides of a device matrix laid out row-major (the last axis fastest); checks it fits.
+  std::vector<std::int64_t> strides(const std::vector<std::int64_t>& axes, const std::string& who) const {
+    std::vector<std::int64_t> s(axes.size(), 1);
+    std::int64_t p = 1;
+    for (std::size_t k = axes.size(); k-- > 0;) {
+      s[k] = p;
+      p *= axes[k];
+    }
+    if (p > m_cfg.devices || m_cfg.devices % p != 0)
+      throw std::invalid_argument(who + ": the strategy's cuts multiply to " + std::to_string(p) +
+                                  ", which does not divide the " + std::to_string(m_cfg.devices) + " devices");
+    return s;
+  }
+
+  void inputs() {
+    const auto& batch = m_train.batch_inputs;
+    ShardStrategy ds = m_cfg.dataset;
+    if (ds.empty()) {  // MindSpore's default: the batch cut across every device
+      for (auto t : batch) {
+        std::vector<std::int64_t> cuts(m_from.tensor(t).shape.size(), 1);
+        cuts[0] = m_cfg.devices;
+        ds.push_back(cuts);
+      }
+    }
+    if (ds.size() != batch.size())
+      throw std::invalid_argument("dataset strategy " + shard_strategy_string(ds) + ": " + std::to_string(ds.size()) +
+                                  " tuple(s) for the " + std::to_string(batch.size()) + " batch tensors");
+    std::int64_t batch_stride = 1;
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const Tensor& t = m_from.tensor(batch[k]);
+      const std::string who = "dataset strategy " + shard_strategy_string(ds) + ", " + t.name;
+      if (ds[k].size() != t.shape.size())
+        throw std::invalid_argument(who + ": " + std::to_string(ds[k].size()) + " cuts for " +
+                                    std::to_string(t.shape.size()) + " dimensions " + shape_string(t.shape));
+      Layout l = Layout::whole(t.shape.size());
+      const auto s = strides(ds[k], who);
+      for (std::size_t d = 0; d < ds[k].size(); ++d) l.d[d] = {ds[k][d], s[d]};
+      if (k == 0) {
+        batch_stride = l.d[0].stride;
+        m_batch = l.d[0];
+      } else if (l.d[0].cuts > 1) {
+        if (l.d[0].cuts != m_batch.cuts)
+          throw std::invalid_argument(who + ": its batch cuts differ from the first tensor's");
+        l.d[0].stride = batch_stride;  // the same samples as the image's piece
+      }
+      Tensor nt = t;
+      nt.shape = local(t.shape, l, who);
+      set(batch[k], {m_g.add_tensor(nt), l});
+      record(batch[k], "(dataset)");
+    }
+  }
+
+  void set(TensorId old, Value v) { m_values[static_cast<std::size_t>(old)] = v; }
+
+  void record(TensorId old, const std::string& op) {
+    if (!m_plan) return;
+    const Value& v = m_values[static_cast<std::size_t>(old)];
+    ShardPlan::TensorLayout tl;
+    tl.tensor = m_from.tensor(old).name;
+    tl.op = op;
+    tl.global = m_from.tensor(old).shape;
+    tl.local = m_g.tensor(v.id).shape;
+    for (const auto& d : v.layout.d) tl.cuts.push_back(d.cuts);
+    tl.partial = v.layout.partial;
+    m_plan->layouts.push_back(tl);
+  }
+
+  /// The strategy given for `op`: by its name, or by its cell (the name up to the first '/').
+  const ShardStrategy* strategy(const Op& op) {
+    auto it = m_cfg.layers.find(op.name);
+    if (it == m_cfg.layers.end()) it = m_cfg.layers.find(op.name.substr(0, op.name.find('/')));
+    if (it == m_cfg.layers.end()) return nullptr;
+    m_used.insert(it->first);
+    return &it->second;
+  }
+
+  TensorId comm(const std::string& type, const std::string& name, TensorId x, std::int64_t size, std::int64_t stride,
+                std::int64_t axis) {
+    OpAttrs a;
+    a.group_size = size;
+    a.group_stride = stride;
+    a.axis = axis;
+    const TensorId y = m_g.apply(type, name, {x}, a)[0];
+    if (m_plan && type != "Slice")
+      m_plan->collectives.push_back(
+          {name, type, size, stride, type == "AllGather" ? m_g.tensor(y).bytes() : m_g.tensor(x).bytes(), true});
+    return y;
+  }
+
+  /// `v` brought to `want`: partial sums reduced, dimensions cut differently gathered, and the
+  /// wanted cuts sliced locally.
+  Value redistribute(Value v, const Layout& want, const std::string& at) {
+    if (v.layout.partial > 1 && want.partial == 1) {
+      v.id = comm("AllReduce", at + "/AllReduce", v.id, v.layout.partial, v.layout.pstride, 0);
+      v.layout.partial = 1;
+    }
+    for (std::size_t k = 0; k < v.layout.d.size(); ++k)
+      if (v.layout.d[k].cuts > 1 && v.layout.d[k] != want.d[k]) {
+        v.id = comm("AllGather", at + "/AllGather" + std::to_string(k), v.id, v.layout.d[k].cuts, v.layout.d[k].stride,
+                    static_cast<std::int64_t>(k));
+        v.layout.d[k] = {};
+      }
+    for (std::size_t k = 0; k < v.layout.d.size(); ++k)
+      if (want.d[k].cuts > 1 && v.layout.d[k].cuts == 1) {
+        v.id = comm("Slice", at + "/Slice" + std::to_string(k), v.id, want.d[k].cuts, want.d[k].stride,
+                    static_cast<std::int64_t>(k));
+        v.layout.d[k] = want.d[k];
+      }
+    return v;
+  }
+
+  /// An input of an op at layout `want`: a weight (or an op on weights) is made at that layout;
+  /// a computed tensor is redistributed.
+  TensorId at(TensorId old, const Layout& want, const std::string& where) {
+    if (persistent(old)) {
+      auto it = m_params.find(old);
+      if (it != m_params.end()) {
+        if (!same(it->second.layout, want))
+          throw std::invalid_argument(where + ": weight " + m_from.tensor(old).name +
+                                      " is wanted in two different layouts");
+        return it->second.id;
+      }
+      Tensor t = m_from.tensor(old);
+      t.shape = local(t.shape, want, where + " (" + t.name + ")");
+      const Value v{m_g.add_tensor(t), want};
+      m_params[old] = v;
+      return v.id;
+    }
+    if (auto it = m_lazy_op.find(old); it != m_lazy_op.end()) {
+      if (auto made = m_lazy_made.find(old); made != m_lazy_made.end()) return made->second;
+      const Op& op = *it->second;  // element-wise on weights (a cast): its input at the same layout
+      std::vector<TensorId> in;
+      for (auto t : op.inputs)
+        in.push_back(
+            at(t, m_from.tensor(t).shape.size() == want.d.size() ? want : Layout::whole(m_from.tensor(t).shape.size()),
+               where));
+      return m_lazy_made[old] = m_g.apply(op.type, op.name, in, op)[0];
+    }
+    return redistribute(m_values[static_cast<std::size_t>(old)], want, where).id;
+  }
+
+  static bool same(const Layout& a, const Layout& b) {
+    if (a.d.size() != b.d.size() || a.partial != b.partial) return false;
+    for (std::size_t k = 0; k < a.d.size(); ++k)
+      if (a.d[k] != b.d[k]) return false;
+    return true;
+  }
+
+  const Layout& layout_of(TensorId old) const {
+    static const Layout none;
+    if (persistent(old) || m_lazy_op.count(old)) return none;
+    return m_values[static_cast<std::size_t>(old)].layout;
+  }
+
+  /// The layout of a computed input without its partial sum (what a non-linear op needs).
+  Layout valued(TensorId old) const {
+    Layout l = layout_of(old);
+    if (l.d.empty()) l = Layout::whole(m_from.tensor(old).shape.size());
+    l.partial = 1;
+    l.pstride = 1;
+    return l;
+  }
+
+  void emit(const Op& op, const std::vector<TensorId>& inputs, const std::vector<Layout>& outs, OpAttrs attrs) {
+    const auto ids = m_g.apply(op.type, op.name, inputs, attrs);
+    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      set(op.outputs[k], {ids.at(k), outs.at(std::min(k, outs.size() - 1))});
+      record(op.outputs[k], op.name);
+    }
+  }
+
+  void note_weight_consumer(TensorId weight, const Layout& data) {
+    if (persistent(weight) || m_lazy_op.count(weight)) m_weight_data[root_weight(weight)] = data.d.at(0).cuts > 1;
+  }
+  TensorId root_weight(TensorId t) const {
+    while (!persistent(t)) t = m_lazy_op.at(t)->inputs.at(0);
+    return t;
+  }
+
+  void forward(const Op& op) {
+    const std::string& type = op.type;
+    const auto rank_of = [&](TensorId t) { return m_from.tensor(t).shape.size(); };
+    const bool shardable = type == "MatMul" || type == "Conv2D";
+    const ShardStrategy* s = shardable                     ? strategy(op)
+                             : m_cfg.layers.count(op.name) ? &m_cfg.layers.at(op.name)
+                                                           : nullptr;
+    if (s && !shardable)
+      throw std::invalid_argument("layer " + op.name + ": shard strategies apply to MatMul and Conv2D layers, not " +
+                                  type);
+    if (type == "MatMul" && !op.matmul.transpose_a) {
+      const TensorId x = op.inputs[0], w = op.inputs[1];
+      const bool tb = op.matmul.transpose_b;
+      std::int64_t a, b, c, sa, sb, sc;
+      if (s) {
+        const std::string who = "layer " + op.name + " " + shard_strategy_string(*s);
+        if (s->size() != 2 || (*s)[0].size() != 2 || (*s)[1].size() != 2)
+          throw std::invalid_argument(who + ": a MatMul takes two tuples of two cuts");
+        a = (*s)[0][0];
+        b = (*s)[0][1];
+        c = tb ? (*s)[1][0] : (*s)[1][1];
+        const std::int64_t b2 = tb ? (*s)[1][1] : (*s)[1][0];
+        if (b2 != b)
+          throw std::invalid_argument(who + ": the contraction is cut " + std::to_string(b) + " ways in x but " +
+                                      std::to_string(b2) + " in the weight");
+        const auto st = strides({a, b, c}, who);
+        sa = st[0];
+        sb = st[1];
+        sc = st[2];
+      } else {  // follow x
+        const Layout lx = valued(x);
+        a = lx.d[0].cuts;
+        sa = lx.d[0].stride;
+        b = lx.d[1].cuts;
+        sb = lx.d[1].stride;
+        c = 1;
+        sc = 1;
+      }
+      const Layout want_x{{{a, sa}, {b, sb}}, 1, 1};
+      const Layout want_w{tb ? std::vector<Dim>{{c, sc}, {b, sb}} : std::vector<Dim>{{b, sb}, {c, sc}}, 1, 1};
+      const TensorId nx = at(x, want_x, op.name), nw = at(w, want_w, op.name);
+      note_weight_consumer(w, want_x);
+      emit(op, {nx, nw}, {Layout{{{a, sa}, {c, sc}}, b, sb}}, op);
+      return;
+    }
+    if (type == "Conv2D") {
+      const TensorId x = op.inputs[0], w = op.inputs[1];
+      std::int64_t n, c, o, sn, sc, so;
+      if (s) {
+        const std::string who = "layer " + op.name + " " + shard_strategy_string(*s);
+        if (s->size() != 2 || (*s)[0].size() != 4 || (*s)[1].size() != 4)
+          throw std::invalid_argument(who + ": a Conv2D takes two tuples of four cuts");
+        if ((*s)[0][2] != 1 || (*s)[0][3] != 1 || (*s)[1][2] != 1 || (*s)[1][3] != 1)
+          throw std::invalid_argument(who + ": the image's height and width and the kernel are not cut");
+        if ((*s)[0][1] != (*s)[1][1])
+          throw std::invalid_argument(who + ": the input channels are cut differently in x and the weight");
+        n = (*s)[0][0];
+        c = (*s)[0][1];
+        o = (*s)[1][0];
+        const auto st = strides({n, c, o}, who);
+        sn = st[0];
+        sc = st[1];
+        so = st[2];
+      } else {
+        const Layout lx = valued(x);
+        n = lx.d[0].cuts;
+        sn = lx.d[0].stride;
+        c = lx.d[1].cuts;
+        sc = lx.d[1].stride;
+        o = 1;
+        so = 1;
+      }
+      const Layout want_x{{{n, sn}, {c, sc}, {}, {}}, 1, 1};
+      const Layout want_w{{{o, so}, {c, sc}, {}, {}}, 1, 1};
+      const TensorId nx = at(x, want_x, op.name), nw = at(w, want_w, op.name);
+      note_weight_consumer(w, want_x);
+      emit(op, {nx, nw}, {Layout{{{n, sn}, {o, so}, {}, {}}, c, sc}}, op);
+      return;
+    }
+    if (type == "Reshape" && rank_of(op.inputs[0]) >= 2 && op.shape.size() == 2 &&
+        op.shape[0] == m_from.tensor(op.inputs[0]).shape[0]) {  // a flatten
+      Layout lx = valued(op.inputs[0]);
+      Dim merged;
+      for (std::size_t k = 1; k < lx.d.size(); ++k)
+        if (lx.d[k].cuts > 1) {
+          if (merged.cuts == 1)
+            merged = lx.d[k];
+          else
+            lx.d[k] = {};  // a second cut merged dimension is gathered
+        }
+      const TensorId nx = at(op.inputs[0], lx, op.name);
+      const Layout lo{{lx.d[0], merged}, 1, 1};
+      OpAttrs attrs = op;
+      attrs.shape = local(op.shape, lo, op.name);
+      emit(op, {nx}, {lo}, attrs);
+      return;
+    }
+    if (type == "BatchNorm" || type == "MaxPool" || type == "ReLU" || type == "ReLU6" || type == "Cast" ||
+        type == "BiasAdd" || type == "Add" || (type == "ReduceMean" && rank_of(op.inputs[0]) == 4) ||
+        type == "SoftmaxCrossEntropyWithLogits" || type == "SparseSoftmaxCrossEntropyWithLogits" || type == "OneHot" ||
+        (type == "ReduceMean" && rank_of(op.inputs[0]) == 1)) {
+      Layout lx = valued(op.inputs[0]);
+      const bool spatial = type == "BatchNorm" || type == "MaxPool" || type == "ReduceMean";
+      if (spatial && lx.d.size() == 4) lx.d[2] = lx.d[3] = {};
+      if (type == "SoftmaxCrossEntropyWithLogits" || type == "SparseSoftmaxCrossEntropyWithLogits") lx.d[1] = {};
+      std::vector<TensorId> in = {at(op.inputs[0], lx, op.name)};
+      for (std::size_t k = 1; k < op.inputs.size(); ++k) {
+        const TensorId t = op.inputs[k];
+        note_weight_consumer(t, lx);
+        Layout want = Layout::whole(rank_of(t));
+        if (rank_of(t) == lx.d.size() && type != "BiasAdd")
+          want = lx;  // the same shape: the same layout
+        else if (rank_of(t) == 1 && lx.d.size() >= 2 && (type == "BiasAdd"))
+          want.d[0] = lx.d[1];  // a bias along the features
+        else if (rank_of(t) == 1 && type == "BatchNorm")
+          want.d[0] = lx.d[1];  // per channel
+        else if (rank_of(t) == 1 && lx.d.size() == 2 && type == "SparseSoftmaxCrossEntropyWithLogits")
+          want.d[0] = lx.d[0];  // the labels of the rank's samples
+        in.push_back(at(t, want, op.name));
+      }
+      std::vector<Layout> outs;
+      for (auto t : op.outputs) {
+        Layout l = Layout::whole(rank_of(t));
+        if (type == "ReduceMean" && rank_of(op.inputs[0]) == 1)
+          l = Layout::whole(1);
+        else if (rank_of(t) == lx.d.size())
+          l = lx;
+        else if (type == "ReduceMean" && rank_of(t) == 2)
+          l.d = {lx.d[0], lx.d[1]};
+        else if (type == "BatchNorm" && rank_of(t) == 1)
+          l.d[0] = lx.d[1];
+        else if (type == "OneHot" && rank_of(t) == 2)
+          l.d[0] = lx.d[0];
+        else if (type == "SoftmaxCrossEntropyWithLogits" && rank_of(t) == 1)
+          l.d[0] = lx.d[0];
+        outs.push_back(l);
+      }
+      emit(op, in, outs, op);
+      return;
+    }
+    // No rule: whole inputs, whole outputs (every rank computes the op on the whole tensors).
+    std::vector<TensorId> in;
+    for (auto t : op.inputs) in.push_back(at(t, Layout::whole(rank_of(t)), op.name));
+    std::vector<Layout> outs;
+    for (auto t : op.outputs) outs.push_back(Layout::whole(rank_of(t)));
+    OpAttrs attrs = op;
+    emit(op, in, outs, attrs);
+  }
+
+  Workload finish() {
+    for (const auto& [name, st] : m_cfg.layers) {
+      if (m_used.count(name)) continue;
+      const bool cell = std::any_of(m_from.ops().begin(), m_from.ops().end(), [&](const Op& op) {
+        return op.pass == Pass::Forward && op.name.substr(0, op.name.find('/')) == name;
+      });
+      throw std::invalid_argument(
+          "layer " + name + ": " +
+          (cell ? "has no MatMul or Conv2D to shard" : "no forward op of " + m_train.name + " has this name or cell") +
+          " (strategy " + shard_strategy_string(st) + ")");
+    }
+    Workload w = m_train;
+    w.graph = Graph();
+    // The loss: a whole value on every rank (a batch-cut loss is the rank's own mean, as in data
+    // parallel; the gradients are averaged over the batch's ranks).
+    Value loss = m_values[static_cast<std::size_t>(m_train.loss)];
+    if (loss.layout.partial > 1) loss = redistribute(loss, Layout::whole(loss.layout.d.size()), "loss");
+    for (auto& t : w.batch_inputs) t = m_values[static_cast<std::size_t>(t)].id;
+    w.loss = loss.id;
+    TensorId sens = -1;
+    if (m_train.sens >= 0) sens = at(m_train.sens, Layout::whole(m_from.tensor(m_train.sens).shape.size()), "loss");
+    const auto grads = append_backward(m_g, w.loss, sens);
+    OptimizerSpec spec = m_train.optimizer_spec;
+    spec.decayed.clear();
+    for (auto old : m_train.optimizer_spec.decayed)
+      if (auto it = m_params.find(old); it != m_params.end()) spec.decayed.insert(it->second.id);
+    append_momentum(m_g, grads, spec);
+    w.sens = sens;
+    w.optimizer_spec = spec;
+    w.graph = std::move(m_g);
+    // Gradients are averaged over the ranks that hold the same weight piece and saw different
+    // samples: the batch's ranks, for a weight whose op read batch-cut data.
+    w.parallel.devices = m_cfg.devices;
+    w.parallel.semi_auto = true;
+    // Every rank initialises its own pieces (MindSpore's no_init_parameters): nothing to broadcast.
+    w.parallel.parameter_broadcast = false;
+    w.parallel.gradient_group_size = static_cast<std::int32_t>(m_batch.cuts);
+    w.parallel.gradient_group_stride = static_cast<std::int32_t>(m_batch.stride);
+    std::int64_t global = 0, local_elements = 0;
+    for (const auto& [old, v] : m_params) {
+      if (m_from.tensor(old).role != TensorRole::Parameter) continue;
+      global += m_from.tensor(old).elements();
+      local_elements += w.graph.tensor(v.id).elements();
+      const auto it = m_weight_data.find(old);
+      const bool batch_cut = it == m_weight_data.end() ? m_batch.cuts > 1 : it->second;
+      if (!batch_cut || m_batch.cuts == 1) w.parallel.unreduced.insert(v.id);
+    }
+    if (m_batch.cuts == 1) w.parallel.gradient_group_size = 1;
+    w.parallel.data_shards = m_batch.cuts;
+    // A rank's pipeline yields its piece of each batch: batch / cuts samples of its 1/cuts of the
+    // dataset, so the steps per epoch stay the dataset over the whole batch.
+    if (m_train.batch_size % m_batch.cuts != 0)
+      throw std::invalid_argument("dataset strategy: the batch of " + std::to_string(m_train.batch_size) +
+                                  " does not divide into " + std::to_string(m_batch.cuts) + " pieces");
+    w.batch_size = m_train.batch_size / m_batch.cuts;
+    // A batch tensor cut along its height or width: the pipeline slices every image into patches
+    // and keeps the rank's (SlicePatches, then project).
+    if (!m_train.batch_inputs.empty()) {
+      const Layout& img = m_values[static_cast<std::size_t>(m_train.batch_inputs[0])].layout;
+      const Shape local_img = w.graph.tensor(w.batch_inputs[0]).shape;
+      if (img.d.size() == 4 && (img.d[2].cuts > 1 || img.d[3].cuts > 1)) {
+        MapOp slice{MapOpType::SlicePatches, local_img[2], local_img[3],
+                    static_cast<double>(img.d[2].cuts * img.d[3].cuts)};
+        w.data.maps.push_back(slice);
+        w.eval_data.maps.push_back(slice);
+      }
+    }
+    if (m_plan) {
+      m_plan->parameters_global = global;
+      m_plan->parameters_local = local_elements;
+      m_plan->gradient_group_size = w.parallel.gradient_group_size;
+      m_plan->gradient_group_stride = w.parallel.gradient_group_stride;
+      for (const auto& [name, st] : m_cfg.layers) m_plan->strategies[name] = shard_strategy_string(st);
+    }
+    return w;
+  }
+
+  const Workload& m_train;
+  const Graph& m_from;
+  const SemiAutoConfig& m_cfg;
+  ShardPlan* m_plan;
+  Graph m_g;
+  std::vector<Value> m_values;              ///< per tensor of the training graph: its value here
+  std::map<TensorId, Value> m_params;       ///< weights and state, made at the layout first wanted
+  std::map<TensorId, const Op*> m_lazy_op;  ///< ops on weights alone, made where they are used
+  std::map<TensorId, TensorId> m_lazy_made;
+  std::map<TensorId, bool> m_weight_data;  ///< per weight: whether its op read batch-cut data
+  std::set<std::string> m_used;
+  Dim m_batch;  ///< the batch's cut: the data-parallel ranks
+};
+
+}  // namespace
+
+Workload semi_auto(const Workload& train, const SemiAutoConfig& cfg, ShardPlan* plan) {
+  return Sharder(train, cfg, plan).run();
+}
+
+}  // namespace ascendsim::workloads

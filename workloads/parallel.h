@@ -1,0 +1,86 @@
+// Semi-automatic parallelism (MindSpore's `parallel_mode="semi_auto"`): the network is written as
+// for one device; a dataset strategy says how each batch tensor is cut across the devices and
+// per-layer shard strategies say how an op's inputs are cut (`shard(in_strategy=((2,1),(1,4)))`:
+// per input, the cuts of each dimension). This builds one rank's graph: every tensor at its local
+// shape, the redistribution collectives a layout change needs inserted (AllReduce of partial sums,
+// AllGather, ReduceScatter in backward, local slices), then the backward pass and the optimizer
+// appended as for one device, and the gradient AllReduce limited to the ranks that hold copies of
+// a parameter and saw different data.
+//
+// Layouts. A tensor's layout gives each dimension a number of cuts and a stride in rank space: on
+// rank r the dimension's piece is (r / stride) mod cuts; ranks that agree on every piece hold the
+// same data. A layout may also be a partial sum over a group (a MatMul whose contraction is cut).
+// A batch tensor of a dataset strategy takes strides row-major over its cut dimensions (the last
+// dimension varies fastest), so seed 002's ((1,1,1,4),(1,)) gives rank r the strip r mod 4; an
+// op's strategy lays out its device matrix the same way.
+//
+// Op rules (forward):
+//   MatMul     x[m,k] · w[n,k]ᵀ (or w[k,n]) with strategy ((a,b),(c,b)): output [m/a, n/c], a
+//              partial sum over the b ranks of the contraction (AllReduced where a consumer needs
+//              the value); without a strategy it follows x's layout (a, b from x; c = 1).
+//   Conv2D     x[N,C,H,W] * w[O,C,kh,kw] with ((n,c,1,1),(o,c,1,1)): output [N/n, O/o, Ho, Wo],
+//              partial over c; H and W are never cut (no halo exchange); without a strategy it
+//              follows x's N and C.
+//   Reshape    a flatten keeps the batch cut and passes a cut of one merged dimension to the
+//              merged dimension (a width strip becomes a set of columns: a MatMul's contraction
+//              does not care which columns it holds).
+//   others     element-wise ops, BatchNorm, pooling and ReduceMean follow input 0 (partial sums
+//              reduced first, pooled or reduced dimensions uncut), other inputs are brought to its
+//              layout; the loss keeps the batch cut and needs the classes whole; an op without a
+//              rule gets whole inputs and gives a whole output.
+// A strategy whose cuts do not divide a dimension, whose cuts do not fit the devices, or that
+// disagrees with itself (a MatMul's two k cuts) is an error naming the layer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "workloads/workload.h"
+
+namespace ascendsim::workloads {
+
+/// Per input, the cuts of each dimension.
+using ShardStrategy = std::vector<std::vector<std::int64_t>>;
+
+/// Parses MindSpore's notation, "((1,1,1,4),(1,))" or "((2,1),(1,4))"; throws
+/// std::invalid_argument saying what is wrong with `text`.
+ShardStrategy parse_shard_strategy(const std::string& text);
+std::string shard_strategy_string(const ShardStrategy& s);
+
+struct SemiAutoConfig {
+  std::int64_t devices = 1;
+  /// The batch tensors' cuts (empty: the batch cut across every device, MindSpore's default).
+  ShardStrategy dataset;
+  /// Per layer — an op's name or the part of it before the first '/' (its cell, e.g. "layer1") —
+  /// the op's strategy.
+  std::map<std::string, ShardStrategy> layers;
+};
+
+/// What the sharding did, for reports.
+struct ShardPlan {
+  struct TensorLayout {
+    std::string tensor, op;          ///< the tensor and the forward op that produced it
+    Shape global, local;             ///< its shape on one device, and on each rank
+    std::vector<std::int64_t> cuts;  ///< per dimension
+    std::int64_t partial = 1;        ///< ranks whose partial sums it is (1: a value)
+  };
+  std::vector<TensorLayout> layouts;  ///< every forward op's output and the batch tensors
+  struct Collective {
+    std::string name, kind;  ///< the op's name; AllReduce, AllGather, ReduceScatter
+    std::int64_t group_size = 0, group_stride = 1, bytes = 0;
+    bool forward = true;
+  };
+  std::vector<Collective> collectives;                       ///< forward redistribution; backward ones are their duals
+  std::int64_t parameters_global = 0, parameters_local = 0;  ///< elements
+  std::int64_t gradient_group_size = 0, gradient_group_stride = 1;  ///< 1: no gradient AllReduce
+  std::map<std::string, std::string> strategies;                    ///< per layer given, as written
+};
+
+/// One rank's training graph of `train` under semi-automatic parallelism (see above). Throws
+/// std::invalid_argument naming the layer (or the dataset strategy) for a strategy that does not
+/// fit.
+Workload semi_auto(const Workload& train, const SemiAutoConfig& cfg, ShardPlan* plan = nullptr);
+
+}  // namespace ascendsim::workloads
