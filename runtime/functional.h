@@ -58,6 +58,8 @@ class FunctionalModel : public hostif::ValuesIf {
   std::int64_t evaluated() const { return m_evaluated; }
 
   std::int64_t steps_computed() const { return m_steps; }
+  /// The value of tensor `t` of the workload's graph (the inputs as last fed, the weights).
+  const std::vector<float>& value(workloads::TensorId t) const { return m_values.at(static_cast<std::size_t>(t)); }
   double compute_wall_s() const { return m_wall_s; }
 
   /// The trainable parameters in the weights format: a JSON index naming `bin_name` and the raw

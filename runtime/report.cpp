@@ -129,9 +129,9 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
              ? std::string("gradients: no AllReduce (the ranks that hold a weight's copies saw the same samples)\n")
              : fmt::format("gradients: AllReduce over {} ranks {} apart\n", g["size"].get<std::int64_t>(),
                            g["stride"].get<std::int64_t>());
-  TextTable t({"collective (forward; backward its dual)", "kind", "group", "bytes", "ms"});
+  TextTable t({"collective (a forward one's backward is its dual)", "pass", "kind", "group", "bytes", "ms"});
   for (const auto& c : p["collectives"])
-    t.add({c["name"].get<std::string>(), c["kind"].get<std::string>(),
+    t.add({c["name"].get<std::string>(), c["pass"].get<std::string>(), c["kind"].get<std::string>(),
            fmt::format("{} ranks, {} apart", c["group"]["size"].get<std::int64_t>(),
                        c["group"]["stride"].get<std::int64_t>()),
            std::to_string(c["bytes"].get<std::int64_t>()), fmt::format("{:.4f}", c["ms"].get<double>())});

@@ -119,6 +119,7 @@ workloads::Workload build_workload(const RunRequest& r) {
   }
   if (!r.shard_strategy.empty()) c.layers = load_shard_strategies(r.shard_strategy);
   auto plan = std::make_shared<workloads::ShardPlan>();
+  const workloads::Workload whole = w;
   try {
     w = workloads::semi_auto(w, c, plan.get());
   } catch (const std::invalid_argument& e) {
@@ -127,6 +128,7 @@ workloads::Workload build_workload(const RunRequest& r) {
     throw InputError(key, key, what);
   }
   w.shard_plan = plan;
+  w.whole = std::make_shared<const workloads::Workload>(whole);
   return w;
 }
 
@@ -236,6 +238,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
                          .seconds;
     collectives.push_back({{"name", c.name},
                            {"kind", c.kind},
+                           {"pass", c.forward ? "forward" : "backward"},
                            {"group", {{"size", c.group_size}, {"stride", c.group_stride}}},
                            {"bytes", c.bytes},
                            {"ms", 1e3 * s}});

@@ -24,10 +24,20 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     m_systems.push_back(
         std::make_unique<System>(name.c_str(), cfg, workload, session, RankPlace{}, nullptr, functional));
   } else {
-    if (functional.enabled)
+    if (functional.enabled && !workload.parallel.semi_auto)
       throw InputError("functional", "functional",
                        "functional mode computes one device's values; data-parallel values (the AllReduce of real "
                        "gradients) are not computed — give devices 1");
+    if (functional.enabled) {
+      if (functional.eval || !functional.init_from.empty() || functional.dump_steps > 0)
+        throw InputError(
+            "functional", "functional",
+            "semi-auto functional mode prints the loss; --eval, --init-from and --dump-batches are for one "
+            "device");
+      const std::string& dir = workload.data.dataset.source;
+      run.values = std::make_unique<runtime::ClusterValues>(workload, devices, functional,
+                                                            dir == "synthetic" ? "" : dir, session.steps_per_epoch);
+    }
     const runtime::CompiledGraph graph = compile_checked(cfg, workload, session);
     run.ranks = static_cast<std::size_t>(devices);
     run.hccl = std::make_unique<aicpu::Hccl>((name + "_hccl").c_str(), cfg.chip.hccl, static_cast<int>(devices),
@@ -46,9 +56,12 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
             cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0, true));
     for (std::int64_t r = 0; r < devices; ++r) {
       const auto sw = static_cast<std::size_t>(r / per_server * switches_per_server + r % per_server / per_switch);
-      RankPlace place{static_cast<int>(r), run.hccl.get(),
-                      run.host_cores[static_cast<std::size_t>(r / per_server)].get(), run.h2d_uplinks[sw].get(),
-                      run.d2h_uplinks[sw].get()};
+      RankPlace place{static_cast<int>(r),
+                      run.hccl.get(),
+                      run.host_cores[static_cast<std::size_t>(r / per_server)].get(),
+                      run.h2d_uplinks[sw].get(),
+                      run.d2h_uplinks[sw].get(),
+                      r == 0 ? run.values.get() : nullptr};
       const auto own = rank_cfgs.find(r);
       SystemConfig rank_cfg = own == rank_cfgs.end() ? cfg : own->second;
       rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server

@@ -137,6 +137,11 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
         4 * (workload.batch_size * std::max<std::int64_t>(1, workload.data.dataset.classes) + 1);
     m_executor->set_evaluation(&m_eval_graph, m_eval_pipeline.get(), outputs);
   }
+  if (place.values) {
+    m_cluster_values = true;
+    m_executor->set_values(place.values);
+    m_chip.scheduler.set_values(place.values);
+  }
   if (functional.enabled) {
     const std::string& dir = workload.data.dataset.source;
     m_values = std::make_shared<runtime::FunctionalModel>(workload, functional, dir == "synthetic" ? "" : dir,
@@ -174,6 +179,7 @@ runtime::RunResult System::result() {
   }
   m_chip.hostif.queue.finish(sim::seconds(r.sim_time_s));
   r.stats = stats_tree(*this);
+  if (m_cluster_values) r.functional = true;
   if (m_values) {
     r.functional = true;
     if (m_eval && r.failure.empty()) {

@@ -29,6 +29,9 @@ struct RankPlace {
   runtime::HostCores* host_cores = nullptr;
   hostif::DmaChannel* h2d_uplink = nullptr;  ///< its PCIe switch's uplink, shared with the switch's other devices
   hostif::DmaChannel* d2h_uplink = nullptr;
+  /// Functional mode under semi-auto parallelism: the cluster's values, driven by this rank
+  /// (rank 0) — nullptr on the other ranks.
+  hostif::ValuesIf* values = nullptr;
 };
 
 class System : public sc_core::sc_module {
@@ -72,6 +75,7 @@ class System : public sc_core::sc_module {
   std::unique_ptr<TraceRecorder> m_trace;
   std::shared_ptr<runtime::FunctionalModel> m_values;
   bool m_eval = false;
+  bool m_cluster_values = false;  ///< the cluster's values (semi-auto functional mode) are driven from here
   // Evaluation during training: the forward-only graph and the evaluation pipeline.
   workloads::DataRecipe m_eval_data;
   runtime::PipelineConfig m_eval_pipe;

@@ -522,6 +522,7 @@ void register_builtin_kernels(OpRegistry& r) {
       {"MaxPool", max_pool},
       {"MaxPoolGrad", max_pool_grad},
       {"Reshape", copy},
+      {"Mirror", copy},
       {"SparseSoftmaxCrossEntropyWithLogits", sparse_softmax_ce},
       {"SparseSoftmaxCrossEntropyWithLogitsGrad", sparse_softmax_ce_grad},
       {"SoftmaxCrossEntropyWithLogits", softmax_ce},

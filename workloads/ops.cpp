@@ -378,6 +378,11 @@ void register_builtin_ops(OpRegistry& r) {
                 b.give(op.inputs[0], b.graph().apply("AllGather", gname + "/AllGather", {dy}, op)[0]);
               }},
              OpDef::Collective::ReduceScatter));
+  // Mirror (MindSpore's MirrorOperator): a tensor every rank of a group holds whole, consumed by
+  // an op split across that group — each rank's gradient is a partial sum, AllReduced in backward.
+  r.add({"Mirror", true, same_shape, [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           b.give(op.inputs[0], b.graph().apply("AllReduce", gname + "/AllReduce", {dy}, op)[0]);
+         }});
   r.add({"Slice", false, axis_scaled(false),
          [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
            b.give(op.inputs[0], b.graph().apply("AllGather", gname + "/AllGather", {dy}, op)[0]);

@@ -74,8 +74,14 @@ std::string shard_strategy_string(const ShardStrategy& s) {
 namespace {
 
 struct Dim {
+  Dim() = default;
+  Dim(std::int64_t c, std::int64_t s) : cuts(c), stride(s) {}
   std::int64_t cuts = 1, stride = 1;
-  bool operator==(const Dim& o) const { return cuts == o.cuts && (cuts == 1 || stride == o.stride); }
+  Shape merged;                   ///< a flatten's merged dimensions, whole (empty: not merged)
+  std::int64_t merged_axis = -1;  ///< the one of them that is cut
+  bool operator==(const Dim& o) const {
+    return cuts == o.cuts && (cuts == 1 || (stride == o.stride && merged_axis == o.merged_axis));
+  }
   bool operator!=(const Dim& o) const { return !(*this == o); }
 };
 
@@ -183,12 +189,26 @@ class Sharder {
       }
       Tensor nt = t;
       nt.shape = local(t.shape, l, who);
+      record_piece(t, l);
       set(batch[k], {m_g.add_tensor(nt), l});
       record(batch[k], "(dataset)");
     }
   }
 
   void set(TensorId old, Value v) { m_values[static_cast<std::size_t>(old)] = v; }
+
+  void record_piece(const Tensor& t, const Layout& l) {
+    if (!m_plan) return;
+    ShardPlan::Piece p;
+    p.whole = t.shape;
+    for (const auto& d : l.d) {
+      p.cuts.push_back(d.cuts);
+      p.strides.push_back(d.stride);
+      p.merged.push_back(d.merged);
+      p.merged_axis.push_back(d.merged_axis);
+    }
+    m_plan->pieces[t.name] = p;
+  }
 
   void record(TensorId old, const std::string& op) {
     if (!m_plan) return;
@@ -236,6 +256,7 @@ class Sharder {
       if (v.layout.d[k].cuts > 1 && v.layout.d[k] != want.d[k]) {
         v.id = comm("AllGather", at + "/AllGather" + std::to_string(k), v.id, v.layout.d[k].cuts, v.layout.d[k].stride,
                     static_cast<std::int64_t>(k));
+        m_gathered.emplace_back(v.layout.d[k].cuts, v.layout.d[k].stride);
         v.layout.d[k] = {};
       }
     for (std::size_t k = 0; k < v.layout.d.size(); ++k)
@@ -259,6 +280,7 @@ class Sharder {
         return it->second.id;
       }
       Tensor t = m_from.tensor(old);
+      record_piece(t, want);
       t.shape = local(t.shape, want, where + " (" + t.name + ")");
       const Value v{m_g.add_tensor(t), want};
       m_params[old] = v;
@@ -307,6 +329,23 @@ class Sharder {
     }
   }
 
+  /// `x` (a computed input, just brought to its layout) consumed by an op split `size` ways across
+  /// ranks `stride` apart that all hold x whole: its gradient is a partial sum over them — unless
+  /// x was just gathered over that group, whose backward (a ReduceScatter) sums it already.
+  TensorId mirror(TensorId x, std::int64_t size, std::int64_t stride, const std::string& at) {
+    if (size <= 1) return x;
+    for (const auto& [s, st] : m_gathered)
+      if (s == size && st == stride) return x;
+    OpAttrs a;
+    a.group_size = size;
+    a.group_stride = stride;
+    const TensorId y = m_g.apply("Mirror", at + "/Mirror", {x}, a)[0];
+    if (m_plan)
+      m_plan->collectives.push_back(
+          {at + "/Mirror/AllReduce (backward)", "AllReduce", size, stride, m_g.tensor(x).bytes(), false});
+    return y;
+  }
+
   void note_weight_consumer(TensorId weight, const Layout& data) {
     if (persistent(weight) || m_lazy_op.count(weight)) m_weight_data[root_weight(weight)] = data.d.at(0).cuts > 1;
   }
@@ -353,9 +392,14 @@ class Sharder {
         c = 1;
         sc = 1;
       }
-      const Layout want_x{{{a, sa}, {b, sb}}, 1, 1};
-      const Layout want_w{tb ? std::vector<Dim>{{c, sc}, {b, sb}} : std::vector<Dim>{{b, sb}, {c, sc}}, 1, 1};
-      const TensorId nx = at(x, want_x, op.name), nw = at(w, want_w, op.name);
+      Dim db(b, sb);
+      if (!s) db = valued(x).d[1];  // following x: its columns, merged or not
+      const Layout want_x{{{a, sa}, db}, 1, 1};
+      const Layout want_w{tb ? std::vector<Dim>{{c, sc}, db} : std::vector<Dim>{db, {c, sc}}, 1, 1};
+      m_gathered.clear();
+      TensorId nx = at(x, want_x, op.name);
+      if (!persistent(x)) nx = mirror(nx, c, sc, op.name);
+      const TensorId nw = at(w, want_w, op.name);
       note_weight_consumer(w, want_x);
       emit(op, {nx, nw}, {Layout{{{a, sa}, {c, sc}}, b, sb}}, op);
       return;
@@ -389,7 +433,10 @@ class Sharder {
       }
       const Layout want_x{{{n, sn}, {c, sc}, {}, {}}, 1, 1};
       const Layout want_w{{{o, so}, {c, sc}, {}, {}}, 1, 1};
-      const TensorId nx = at(x, want_x, op.name), nw = at(w, want_w, op.name);
+      m_gathered.clear();
+      TensorId nx = at(x, want_x, op.name);
+      if (!persistent(x)) nx = mirror(nx, o, so, op.name);
+      const TensorId nw = at(w, want_w, op.name);
       note_weight_consumer(w, want_x);
       emit(op, {nx, nw}, {Layout{{{n, sn}, {o, so}, {}, {}}, c, sc}}, op);
       return;
@@ -398,12 +445,16 @@ class Sharder {
         op.shape[0] == m_from.tensor(op.inputs[0]).shape[0]) {  // a flatten
       Layout lx = valued(op.inputs[0]);
       Dim merged;
+      const Shape& xs = m_from.tensor(op.inputs[0]).shape;
       for (std::size_t k = 1; k < lx.d.size(); ++k)
         if (lx.d[k].cuts > 1) {
-          if (merged.cuts == 1)
+          if (merged.cuts == 1) {
             merged = lx.d[k];
-          else
+            merged.merged = Shape(xs.begin() + 1, xs.end());
+            merged.merged_axis = static_cast<std::int64_t>(k) - 1;
+          } else {
             lx.d[k] = {};  // a second cut merged dimension is gathered
+          }
         }
       const TensorId nx = at(op.inputs[0], lx, op.name);
       const Layout lo{{lx.d[0], merged}, 1, 1};
@@ -552,13 +603,53 @@ class Sharder {
   std::map<TensorId, TensorId> m_lazy_made;
   std::map<TensorId, bool> m_weight_data;  ///< per weight: whether its op read batch-cut data
   std::set<std::string> m_used;
-  Dim m_batch;  ///< the batch's cut: the data-parallel ranks
+  std::vector<std::pair<std::int64_t, std::int64_t>> m_gathered;  ///< AllGather groups of an op's input
+  Dim m_batch;                                                    ///< the batch's cut: the data-parallel ranks
 };
 
 }  // namespace
 
 Workload semi_auto(const Workload& train, const SemiAutoConfig& cfg, ShardPlan* plan) {
   return Sharder(train, cfg, plan).run();
+}
+
+std::vector<std::int64_t> piece_indices(const ShardPlan::Piece& p, std::int64_t rank) {
+  const std::size_t n = p.whole.size();
+  Shape local(n);
+  for (std::size_t d = 0; d < n; ++d) local[d] = p.whole[d] / p.cuts[d];
+  std::int64_t count = 1;
+  for (auto v : local) count *= v;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(count));
+  std::vector<std::int64_t> idx(n, 0);
+  for (std::int64_t e = 0; e < count; ++e) {
+    std::int64_t g = 0;
+    for (std::size_t d = 0; d < n; ++d) {
+      const std::int64_t piece = (rank / p.strides[d]) % p.cuts[d];
+      std::int64_t gd = piece * local[d] + idx[d];
+      if (p.cuts[d] > 1 && !p.merged[d].empty()) {  // the merged sub-dimensions' own piece
+        const Shape& whole = p.merged[d];
+        Shape sub = whole;
+        const auto a = static_cast<std::size_t>(p.merged_axis[d]);
+        sub[a] /= p.cuts[d];
+        std::int64_t rest = idx[d];
+        std::vector<std::int64_t> j(whole.size());
+        for (std::size_t k = whole.size(); k-- > 0;) {
+          j[k] = rest % sub[k];
+          rest /= sub[k];
+        }
+        j[a] += piece * sub[a];
+        gd = 0;
+        for (std::size_t k = 0; k < whole.size(); ++k) gd = gd * whole[k] + j[k];
+      }
+      g = g * p.whole[d] + gd;
+    }
+    out[static_cast<std::size_t>(e)] = g;
+    for (std::size_t d = n; d-- > 0;) {  // the next local index, row-major
+      if (++idx[d] < local[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
 }
 
 }  // namespace ascendsim::workloads

@@ -76,7 +76,21 @@ struct ShardPlan {
   std::int64_t parameters_global = 0, parameters_local = 0;  ///< elements
   std::int64_t gradient_group_size = 0, gradient_group_stride = 1;  ///< 1: no gradient AllReduce
   std::map<std::string, std::string> strategies;                    ///< per layer given, as written
+  /// Which piece of a whole tensor each rank holds, for the batch tensors and the weights: per
+  /// dimension its cuts and stride (the piece on rank r is (r / stride) mod cuts); a dimension
+  /// that a flatten merged from several (`merged`: their whole shape, one of them, `merged_axis`,
+  /// cut) holds the columns of that sub-dimension's piece.
+  struct Piece {
+    Shape whole;
+    std::vector<std::int64_t> cuts, strides, merged_axis;
+    std::vector<Shape> merged;
+  };
+  std::map<std::string, Piece> pieces;
 };
+
+/// For every element of rank `rank`'s piece (in its local row-major order), the index of the same
+/// element in the whole tensor.
+std::vector<std::int64_t> piece_indices(const ShardPlan::Piece& p, std::int64_t rank);
 
 /// One rank's training graph of `train` under semi-automatic parallelism (see above). Throws
 /// std::invalid_argument naming the layer (or the dataset strategy) for a strategy that does not

@@ -77,6 +77,7 @@ struct Workload {
   } hyper;
   Parallel parallel;                            ///< on how many devices
   std::shared_ptr<const ShardPlan> shard_plan;  ///< semi-automatic parallelism: what it did (parallel.h)
+  std::shared_ptr<const Workload> whole;        ///< semi-automatic parallelism: the network as written
   /// false: an inference graph (forward ops only, BatchNorm by its moving statistics); no
   /// gradients, optimizer or collectives.
   bool training = true;

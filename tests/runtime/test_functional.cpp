@@ -157,6 +157,52 @@ TEST(Functional, TheSlicingSeedsNetworkLearnsFromItsFirstSteps) {
   EXPECT_EQ(workloads::parameter_count(workloads::make_workload("mlp-slice", 32).graph), 669706);
 }
 
+TEST(Functional, TheSlicedEightDeviceRunComputesTheOneDeviceRun) {
+  NEED_FASHION_MNIST();
+  // Seed 002: each image cut into four strips over 8 devices. The communication makes the sliced
+  // computation the whole one: every step's loss equals the one-device run's, from the same
+  // initial weights on the same batches; also with layer2 split along its outputs, and fed
+  // through the device queue.
+  sim::RunRequest one = lenet(20);
+  one.workload = "mlp-slice";
+  one.strategies = {runtime::Strategy::NonSink};
+  const auto reference = sim::run(one).runs.front().loss_values;
+  ASSERT_EQ(reference.size(), 20u);
+  const fs::path strategy = fs::temp_directory_path() / "ascendsim_layer2_columns.yaml";
+  std::ofstream(strategy) << "layer2: \"((1,1),(4,1))\"\n";
+  for (const bool columns : {false, true})
+    for (const auto s : {runtime::Strategy::NonSink, runtime::Strategy::DataSink}) {
+      sim::RunRequest r = one;
+      r.devices = 8;
+      r.parallel_mode = "semi-auto";
+      r.dataset_strategy = "((1,1,1,4),(1,))";
+      if (columns) r.shard_strategy = strategy.string();
+      r.strategies = {s};
+      const auto sliced = sim::run(r);
+      ASSERT_FALSE(sliced.failed()) << sliced.failure_message();
+      const auto& losses = sliced.runs.front().loss_values;
+      ASSERT_EQ(losses.size(), reference.size());
+      for (std::size_t i = 0; i < losses.size(); ++i)
+        EXPECT_NEAR(losses[i].loss, reference[i].loss, 1e-4 * std::fabs(reference[i].loss))
+            << (columns ? "layer2 by columns, " : "") << runtime::strategy_name(s) << ", step " << i + 1;
+      // layer1's partial sums; with layer2 by columns also layer3's and layer2's input gradient.
+      EXPECT_EQ(sliced.report()["parallel"]["collectives"].size(), columns ? 3u : 1u);
+    }
+  fs::remove(strategy);
+  // A cut batch would need the gradients averaged across its ranks: refused, saying so.
+  sim::RunRequest cut = one;
+  cut.devices = 8;
+  cut.parallel_mode = "semi-auto";
+  cut.batch_size = 64;
+  cut.dataset_strategy = "((2,1,1,4),(2,))";
+  try {
+    sim::run(cut);
+    FAIL() << "a functional run with a cut batch ran";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Functional, OneEpochOfLeNetLearnsFashionMnist) {
   NEED_FASHION_MNIST();
   sim::RunRequest r = lenet(0);

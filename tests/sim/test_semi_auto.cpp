@@ -108,8 +108,13 @@ TEST(SemiAuto, RowAndColumnSplitMatMulsGetTheirCollectives) {
     EXPECT_EQ(layout_of(p, "layer2/MatMul:0").partial, 1);
     EXPECT_EQ(layout_of(p, "relu2/ReLU:0").local, (workloads::Shape{32, 128}));
     EXPECT_EQ(layout_of(p, "layer3/MatMul:0").partial, 4);
-    ASSERT_EQ(p.collectives.size(), 1u);
-    EXPECT_EQ(p.collectives[0].name, "layer3/BiasAdd/AllReduce");
+    // layer2's input is whole on the 4 ranks that each compute a quarter of its outputs: the input's
+    // gradient is a partial sum on each, AllReduced in backward (MindSpore's MirrorOperator).
+    ASSERT_EQ(p.collectives.size(), 2u);
+    EXPECT_EQ(p.collectives[0].name, "layer2/MatMul/Mirror/AllReduce (backward)");
+    EXPECT_FALSE(p.collectives[0].forward);
+    EXPECT_EQ(p.collectives[0].bytes, 32 * 512 * 4);
+    EXPECT_EQ(p.collectives[1].name, "layer3/BiasAdd/AllReduce");
     EXPECT_EQ(elements_of(w, "layer2.weight"), 512 * 512 / 4);
     EXPECT_EQ(elements_of(w, "layer2.bias"), 128);
     EXPECT_EQ(elements_of(w, "layer3.weight"), 10 * 512 / 4);

@@ -1,0 +1,179 @@
+#include "runtime/functional_cluster.h"
+
+#include <stdexcept>
+
+#include "sim/core/error.h"
+#include "workloads/kernels.h"
+#include "workloads/op_registry.h"
+
+namespace ascendsim::runtime {
+
+using workloads::TensorId;
+
+namespace {
+
+/// The members of rank r's group of `size` ranks `stride` apart, in piece order.
+std::vector<std::int64_t> group_of(std::int64_t r, std::int64_t size, std::int64_t stride) {
+  const std::int64_t base = r - ((r / stride) % size) * stride;
+  std::vector<std::int64_t> m;
+  for (std::int64_t i = 0; i < size; ++i) m.push_back(base + i * stride);
+  return m;
+}
+
+/// A row-major tensor seen as [outer, axis, inner].
+struct Axis {
+  std::int64_t outer = 1, len = 1, inner = 1;
+  Axis(const workloads::Shape& s, std::int64_t axis) {
+    for (std::int64_t d = 0; d < static_cast<std::int64_t>(s.size()); ++d)
+      (d < axis ? outer : d == axis ? len : inner) *= s[static_cast<std::size_t>(d)];
+  }
+};
+
+}  // namespace
+
+ClusterValues::ClusterValues(const workloads::Workload& local, std::int64_t ranks, const FunctionalOptions& opt,
+                             const std::string& dataset_dir, std::int64_t steps_per_epoch)
+    : m_local(local),
+      m_ranks(ranks),
+      m_whole(*local.whole, opt, dataset_dir, steps_per_epoch),
+      m_values(static_cast<std::size_t>(ranks)),
+      m_state(static_cast<std::size_t>(ranks)) {
+  const auto& par = local.parallel;
+  std::int64_t params = 0;
+  for (const auto& t : local.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
+  if (par.gradient_group_size != 1 && static_cast<std::int64_t>(par.unreduced.size()) < params)
+    throw sim::InputError("functional", "functional",
+                          "functional mode computes semi-auto runs whose ranks share a batch; with the batch cut (" +
+                              std::to_string(par.data_shards) +
+                              " pieces) the gradients' averaging is not computed — cut the image, not the batch");
+  for (const auto& op : local.graph.ops())
+    if (!op.def->compute && op.def->collective == workloads::OpDef::Collective::None && op.type != "Slice")
+      throw sim::InputError("functional", "functional",
+                            local.name + " cannot be computed in functional mode: no kernel for " + op.type);
+  // Each rank's tensors: its pieces of the whole network's weights and state, the rest zero (or,
+  // where shapes agree, the whole network's value: hyper-parameters, scalars).
+  const auto& whole = *local.whole;
+  std::map<std::string, TensorId> by_name;
+  for (std::size_t i = 0; i < whole.graph.tensors().size(); ++i)
+    by_name[whole.graph.tensors()[i].name] = static_cast<TensorId>(i);
+  const auto& plan = *local.shard_plan;
+  for (std::int64_t r = 0; r < ranks; ++r) {
+    auto& v = m_values[static_cast<std::size_t>(r)];
+    v.resize(local.graph.tensors().size());
+    m_state[static_cast<std::size_t>(r)].resize(local.graph.ops().size());
+    for (std::size_t i = 0; i < local.graph.tensors().size(); ++i) {
+      const auto& t = local.graph.tensors()[i];
+      v[i].assign(static_cast<std::size_t>(t.elements()), 0.0f);
+      if (!workloads::is_persistent(t.role)) continue;
+      const auto it = by_name.find(t.name);
+      if (it == by_name.end()) continue;
+      const auto& src = m_whole.value(it->second);
+      if (const auto p = plan.pieces.find(t.name); p != plan.pieces.end()) {
+        const auto idx = workloads::piece_indices(p->second, r);
+        for (std::size_t e = 0; e < idx.size(); ++e) v[i][e] = src[static_cast<std::size_t>(idx[e])];
+      } else if (src.size() == v[i].size()) {
+        v[i] = src;
+      }
+    }
+  }
+}
+
+void ClusterValues::scatter_inputs() {
+  const auto& plan = *m_local.shard_plan;
+  const auto& whole = *m_local.whole;
+  for (std::size_t k = 0; k < m_local.batch_inputs.size(); ++k) {
+    const auto& src = m_whole.value(whole.batch_inputs[k]);
+    const auto& piece = plan.pieces.at(whole.graph.tensor(whole.batch_inputs[k]).name);
+    for (std::int64_t r = 0; r < m_ranks; ++r) {
+      const auto idx = workloads::piece_indices(piece, r);
+      auto& dst = m_values[static_cast<std::size_t>(r)][static_cast<std::size_t>(m_local.batch_inputs[k])];
+      for (std::size_t e = 0; e < idx.size(); ++e) dst[e] = src[static_cast<std::size_t>(idx[e])];
+    }
+  }
+}
+
+void ClusterValues::copy_batch_to_device() {
+  m_whole.copy_batch_to_device();
+  scatter_inputs();
+}
+
+void ClusterValues::send_batch_to_queue() { m_whole.send_batch_to_queue(); }
+
+void ClusterValues::get_next() {
+  m_whole.get_next();
+  scatter_inputs();
+}
+
+void ClusterValues::collective(const workloads::Op& op) {
+  using C = workloads::OpDef::Collective;
+  const auto& g = m_local.graph;
+  const auto in = static_cast<std::size_t>(op.inputs[0]), out = static_cast<std::size_t>(op.outputs[0]);
+  const std::int64_t size = op.group_size, stride = op.group_stride;
+  const Axis a_in(g.tensor(op.inputs[0]).shape, op.axis), a_out(g.tensor(op.outputs[0]).shape, op.axis);
+  std::vector<std::vector<float>> result(static_cast<std::size_t>(m_ranks));
+  for (std::int64_t r = 0; r < m_ranks; ++r) {
+    const auto members = group_of(r, size, stride);
+    const std::int64_t piece = (r / stride) % size;
+    auto& res = result[static_cast<std::size_t>(r)];
+    res.assign(static_cast<std::size_t>(g.tensor(op.outputs[0]).elements()), 0.0f);
+    const auto& mine = m_values[static_cast<std::size_t>(r)][in];
+    if (op.def->collective == C::AllReduce || op.def->collective == C::ReduceScatter) {
+      std::vector<float> sum(mine.size(), 0.0f);
+      for (auto m : members) {
+        const auto& x = m_values[static_cast<std::size_t>(m)][in];
+        for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += x[e];
+      }
+      if (op.def->collective == C::AllReduce) {
+        res = sum;
+        continue;
+      }
+      for (std::int64_t o = 0; o < a_out.outer; ++o)  // the rank's piece of the sum
+        for (std::int64_t l = 0; l < a_out.len; ++l)
+          for (std::int64_t i = 0; i < a_out.inner; ++i)
+            res[static_cast<std::size_t>((o * a_out.len + l) * a_out.inner + i)] =
+                sum[static_cast<std::size_t>((o * a_in.len + piece * a_out.len + l) * a_in.inner + i)];
+    } else if (op.def->collective == C::AllGather) {
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        const auto& x = m_values[static_cast<std::size_t>(members[k])][in];
+        for (std::int64_t o = 0; o < a_in.outer; ++o)
+          for (std::int64_t l = 0; l < a_in.len; ++l)
+            for (std::int64_t i = 0; i < a_in.inner; ++i)
+              res[static_cast<std::size_t>((o * a_out.len + static_cast<std::int64_t>(k) * a_in.len + l) * a_in.inner +
+                                           i)] = x[static_cast<std::size_t>((o * a_in.len + l) * a_in.inner + i)];
+      }
+    } else {  // Slice: the rank's piece of its own whole tensor
+      for (std::int64_t o = 0; o < a_out.outer; ++o)
+        for (std::int64_t l = 0; l < a_out.len; ++l)
+          for (std::int64_t i = 0; i < a_out.inner; ++i)
+            res[static_cast<std::size_t>((o * a_out.len + l) * a_out.inner + i)] =
+                mine[static_cast<std::size_t>((o * a_in.len + piece * a_out.len + l) * a_in.inner + i)];
+    }
+  }
+  for (std::int64_t r = 0; r < m_ranks; ++r)
+    m_values[static_cast<std::size_t>(r)][out] = std::move(result[static_cast<std::size_t>(r)]);
+}
+
+void ClusterValues::step() {
+  const auto& g = m_local.graph;
+  for (std::size_t i = 0; i < g.ops().size(); ++i) {
+    const auto& op = g.ops()[i];
+    if (op.def->collective != workloads::OpDef::Collective::None || op.type == "Slice") {
+      collective(op);
+      continue;
+    }
+    for (std::int64_t r = 0; r < m_ranks; ++r) {
+      auto& v = m_values[static_cast<std::size_t>(r)];
+      workloads::KernelIO io{g, op, {}, {}, &m_state[static_cast<std::size_t>(r)][i]};
+      for (auto t : op.inputs) io.in.push_back(v[static_cast<std::size_t>(t)].data());
+      for (auto t : op.outputs) io.out.push_back(v[static_cast<std::size_t>(t)].data());
+      op.def->compute(io);
+      for (auto t : op.outputs)
+        if (g.tensor(t).dtype == workloads::DType::F16)
+          for (auto& x : v[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
+    }
+  }
+}
+
+double ClusterValues::read_loss() { return m_values[0][static_cast<std::size_t>(m_local.loss)].at(0); }
+
+}  // namespace ascendsim::runtime

@@ -1,0 +1,50 @@
+// Functional mode under semi-automatic parallelism: every rank's values, computed in lock step.
+// The network as written for one device supplies the batches and the initial weights (so the
+// sliced run starts where the one-device run starts); each rank holds its pieces
+// (workloads::piece_indices) and runs its own graph op by op, the collectives exchanging real
+// values among their group's ranks — AllReduce sums, AllGather concatenates along its axis,
+// ReduceScatter sums and keeps the rank's piece, Slice keeps the rank's piece. The timing
+// simulation drives it through rank 0's hooks (a step of the cluster per step of rank 0: the
+// ranks step together); the loss read back is rank 0's.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hostif/values_if.h"
+#include "runtime/functional.h"
+#include "workloads/parallel.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::runtime {
+
+class ClusterValues : public hostif::ValuesIf {
+ public:
+  /// `local`: one rank's graph (semi_auto's), its `whole` the one-device network; InputError if
+  /// its values cannot be computed (a cut batch: the gradients' averaging is not computed).
+  ClusterValues(const workloads::Workload& local, std::int64_t ranks, const FunctionalOptions& opt,
+                const std::string& dataset_dir, std::int64_t steps_per_epoch);
+
+  void copy_batch_to_device() override;
+  void send_batch_to_queue() override;
+  void get_next() override;
+  void step() override;
+  double read_loss() override;
+
+  /// Rank `rank`'s value of its tensor `t`.
+  const std::vector<float>& value(std::int64_t rank, workloads::TensorId t) const {
+    return m_values.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(t));
+  }
+
+ private:
+  void scatter_inputs();
+  void collective(const workloads::Op& op);
+
+  workloads::Workload m_local;
+  std::int64_t m_ranks;
+  FunctionalModel m_whole;                                  ///< batches and initial weights
+  std::vector<std::vector<std::vector<float>>> m_values;    ///< [rank][tensor]
+  std::vector<std::vector<std::shared_ptr<void>>> m_state;  ///< [rank][op]: kernels' kept state
+};
+
+}  // namespace ascendsim::runtime
