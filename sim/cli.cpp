@@ -33,6 +33,7 @@
 #include "sim/rank_table.h"
 #include "sim/regression.h"
 #include "sim/system.h"
+#include "workloads/parallel.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -175,6 +176,23 @@ const SystemConfig& help_defaults() {
   return cfg;
 }
 
+/// How many devices and how the network is spread over them (run commands and info).
+po::options_description parallel_options(Options& o) {
+  po::options_description d("parallel options");
+  d.add_options()("devices", po::value(&o.devices)->default_value(o.devices),
+                  "devices on one server (1 to 8) or whole servers: data parallel, each rank reads 1/N of the "
+                  "dataset and gradients are summed by AllReduce; or semi-auto (--parallel-mode)")(
+      "parallel-mode", po::value(&o.parallel_mode)->default_value(o.parallel_mode),
+      "data (every rank the whole model) | semi-auto (operators sharded by --dataset-strategy and "
+      "--shard-strategy, with the collectives the layouts need)")(
+      "dataset-strategy", po::value(&o.dataset_strategy),
+      "semi-auto: how each batch tensor is cut, MindSpore's dataset_strategy, e.g. \"((1,1,1,4),(1,))\" (default: "
+      "the batch across every device)")(
+      "shard-strategy", po::value(&o.shard_strategy),
+      "semi-auto: a YAML file of layer (op name or cell) to its shard strategy, e.g. layer1: \"((1,4),(1,4))\"");
+  return d;
+}
+
 po::options_description run_options(Options& o) {
   static const std::string workers_help =
       fmt::format("data pipeline map workers (pipeline.num_parallel_workers; default {})",
@@ -191,11 +209,9 @@ po::options_description run_options(Options& o) {
       "loop sink: steps per graph launch (S); -1 = one epoch")(
       "steps-per-epoch", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.steps_per_epoch = v; }),
       "use a synthetic dataset of this many batches per epoch (default: the workload's dataset)")(
-      "devices", po::value(&o.devices)->default_value(o.devices),
-      "data-parallel devices on one server (1 to 8): each rank reads 1/N of the dataset, gradients are summed by "
-      "AllReduce")("scaling", po::bool_switch(&o.scaling),
-                   "also run the job on 1, 2, 4, 8 devices and whole servers doubling up to N; report samples/s and "
-                   "the scaling efficiency against one device")(
+      "scaling", po::bool_switch(&o.scaling),
+      "also run the job on 1, 2, 4, 8 devices and whole servers doubling up to N; report samples/s and "
+      "the scaling efficiency against one device")(
       "rank-set", po::value(&o.rank_sets)->composing(),
       "one rank's own host or pipeline setting, RANK:key=value (repeatable), e.g. "
       "3:pipeline.num_parallel_workers=1 for a straggler")(
@@ -222,14 +238,7 @@ po::options_description run_options(Options& o) {
                                                     timeout_help.c_str())(
       "cache",
       po::value<std::string>()->notifier([&o](const std::string& v) { shortcut(o, "pipeline.cache", "--cache", v); }),
-      cache_help.c_str())("parallel-mode", po::value(&o.parallel_mode)->default_value(o.parallel_mode),
-                          "data (every rank the whole model) | semi-auto (operators sharded by --dataset-strategy and "
-                          "--shard-strategy, with the collectives the layouts need)")(
-      "dataset-strategy", po::value(&o.dataset_strategy),
-      "semi-auto: how each batch tensor is cut, MindSpore's dataset_strategy, e.g. \"((1,1,1,4),(1,))\" (default: "
-      "the batch across every device)")(
-      "shard-strategy", po::value(&o.shard_strategy),
-      "semi-auto: a YAML file of layer (op name or cell) to its shard strategy, e.g. layer1: \"((1,4),(1,4))\"")(
+      cache_help.c_str())(
       "dataset-index", po::value(&o.dataset_index),
       "an image folder's JPEG headers cached in FILE (e.g. beside the report): read instead of the headers "
       "while every file keeps its name, size and time; written after a scan")(
@@ -575,6 +584,7 @@ int cmd_compare(int argc, char* argv[]) {
   Options o;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
+  desc.add(parallel_options(o));
   if (!parse(argc, argv, desc, "compare")) return 0;
   return run_strategies(o, runtime::all_strategies());
 }
@@ -583,6 +593,7 @@ int cmd_train(int argc, char* argv[]) {
   Options o;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
+  desc.add(parallel_options(o));
   desc.add_options()("strategy,s", po::value(&o.strategy),
                      "non-sink | data-sink | graph-sink | loop-sink (with --sink-size alone: loop-sink, as "
                      "Model.train(..., dataset_sink_mode=True, sink_size=N))");
@@ -616,6 +627,7 @@ int cmd_advise_fusion(int argc, char* argv[]) {
   std::size_t top = 10;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
+  desc.add(parallel_options(o));
   desc.add_options()("stride", po::value(&stride)->default_value(stride),
                      "one split at every STRIDE-th gradient, two at every 4*STRIDE-th")(
       "top", po::value(&top)->default_value(top), "splits to print");
@@ -639,6 +651,7 @@ int cmd_sweep(int argc, char* argv[]) {
   std::string values_arg;
   po::options_description desc = common_options(o);
   desc.add(run_options(o));
+  desc.add(parallel_options(o));
   desc.add_options()("param", po::value(&req.param)->required(),
                      "what to sweep: sink_size, epochs, steps_per_epoch, batch_size, or any parameter key "
                      "(e.g. link.h2d_bandwidth_gbps, host.op_launch_us)")("values", po::value(&values_arg)->required(),
@@ -684,6 +697,7 @@ int cmd_sweep(int argc, char* argv[]) {
 int cmd_info(int argc, char* argv[]) {
   Options o;
   po::options_description desc = common_options(o);
+  desc.add(parallel_options(o));
   if (!parse(argc, argv, desc, "info")) return 0;
   const SystemConfig cfg = load_config(o.request());
   const workloads::Workload w = request_workload(make_request(o, {}));
@@ -769,6 +783,30 @@ int cmd_info(int argc, char* argv[]) {
                                format_bytes(static_cast<double>(p.bytes)));
   }
   std::cout << fmt::format("  executed graph            {}\n\n", passes_line);
+  if (w.shard_plan) {  // semi-auto: every tensor's layout on each rank, and the collectives
+    const auto& plan = *w.shard_plan;
+    auto dims = [](const workloads::Shape& s) {
+      std::string t;
+      for (auto v : s) t += (t.empty() ? "" : "x") + std::to_string(v);
+      return t;
+    };
+    std::cout << fmt::format(
+        "  semi-auto layouts on {} devices (cuts per dimension; partial: a sum over that many ranks)\n",
+        w.parallel.devices);
+    std::cout << fmt::format("  {:<44} {:>16} {:>14} {:>12} {:>8}\n", "tensor", "shape", "on each rank", "cuts",
+                             "partial");
+    for (const auto& l : plan.layouts) {
+      std::string cuts;
+      for (auto c : l.cuts) cuts += (cuts.empty() ? "" : ",") + std::to_string(c);
+      std::cout << fmt::format("  {:<44} {:>16} {:>14} {:>12} {:>8}\n", l.tensor, dims(l.global), dims(l.local),
+                               "(" + cuts + ")", l.partial);
+    }
+    std::cout << "\n";
+    for (const auto& c : plan.collectives)
+      std::cout << fmt::format("  {} {} {}: {} ranks {} apart, {} bytes\n", c.forward ? "forward " : "backward", c.kind,
+                               c.name, c.group_size, c.group_stride, c.bytes);
+    std::cout << "\n";
+  }
   std::cout << fmt::format("  {:<52} {:>10} {:>7} {:>9}\n", "op", "time us", "blocks", "bound");
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;
