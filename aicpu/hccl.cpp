@@ -94,6 +94,14 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, int servers, i
       c.hccs_bytes = links * half_bytes(m, bytes);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
+    case Collective::AllToAll:
+      // A pairwise exchange: N-1 rounds, each sending one N-th of the buffer to one peer — the
+      // time and link bytes of an all-gather half, across servers for the pieces that leave one.
+      part("all-to-all", true, inter.half(bytes / m, false));
+      part("all-to-all", false, intra.half(bytes, false));
+      c.hccs_bytes = links * half_bytes(m, bytes);
+      c.roce_bytes = ports * half_bytes(k, bytes / m);
+      break;
     case Collective::Broadcast:
       // The root's RoCE ring to the other servers (k-1 ports send S), then every server's ring
       // (m-1 links each carry S).
@@ -170,6 +178,7 @@ void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c)
       break;
     case Collective::AllGather:
     case Collective::ReduceScatter:
+    case Collective::AllToAll:
       ++m_gathers;
       break;
   }

@@ -30,6 +30,8 @@ const char* collective_name(Collective c) {
       return "AllGather";
     case Collective::ReduceScatter:
       return "ReduceScatter";
+    case Collective::AllToAll:
+      return "AllToAll";
   }
   return "?";
 }

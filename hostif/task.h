@@ -26,7 +26,9 @@ const char* task_kind_name(TaskKind k);
 /// HCCL's collectives. `bytes` of a Comm task: AllReduce and ReduceScatter, the buffer each rank
 /// contributes; AllGather, the gathered result (each rank contributes bytes/N); Broadcast, the
 /// root's buffer.
-enum class Collective : std::uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter };
+/// AllToAll: each rank's buffer of `bytes` in N pieces, piece i to rank i (a layout change from
+/// one cut dimension to another).
+enum class Collective : std::uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter, AllToAll };
 
 /// The ranks a collective runs among: `size` ranks `stride` apart — rank r's group is
 /// {b + i·stride : i < size} with b = r - (r / stride mod size)·stride (the whole cluster when size

@@ -132,6 +132,28 @@ void ClusterValues::collective(const workloads::Op& op) {
           for (std::int64_t i = 0; i < a_out.inner; ++i)
             res[static_cast<std::size_t>((o * a_out.len + l) * a_out.inner + i)] =
                 sum[static_cast<std::size_t>((o * a_in.len + piece * a_out.len + l) * a_in.inner + i)];
+    } else if (op.def->collective == C::AllToAll) {
+      // From member k: its piece (this rank's, along `axis`), placed k-th along `concat_axis`.
+      const auto& gs = g.tensor(op.inputs[0]).shape;
+      const auto& os = g.tensor(op.outputs[0]).shape;
+      const std::size_t n = gs.size();
+      std::vector<std::int64_t> idx(n, 0);
+      const std::int64_t count = static_cast<std::int64_t>(res.size());
+      for (std::int64_t e = 0; e < count; ++e) {
+        std::vector<std::int64_t> src = idx;  // output index -> (member, input index)
+        const auto ca = static_cast<std::size_t>(op.concat_axis), sa = static_cast<std::size_t>(op.axis);
+        const std::int64_t member = idx[ca] / gs[ca];
+        src[ca] = idx[ca] % gs[ca];
+        src[sa] = piece * os[sa] + idx[sa];
+        std::int64_t lin = 0;
+        for (std::size_t d = 0; d < n; ++d) lin = lin * gs[d] + src[d];
+        res[static_cast<std::size_t>(e)] = m_values[static_cast<std::size_t>(members[static_cast<std::size_t>(member)])]
+                                                   [in][static_cast<std::size_t>(lin)];
+        for (std::size_t d = n; d-- > 0;) {
+          if (++idx[d] < os[d]) break;
+          idx[d] = 0;
+        }
+      }
     } else if (op.def->collective == C::AllGather) {
       for (std::size_t k = 0; k < members.size(); ++k) {
         const auto& x = m_values[static_cast<std::size_t>(members[k])][in];

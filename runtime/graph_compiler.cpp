@@ -73,6 +73,7 @@ std::vector<CompilePass> default_passes() {
              t.kind = hostif::TaskKind::Comm;
              t.collective = op.def->collective == C::AllReduce   ? hostif::Collective::AllReduce
                             : op.def->collective == C::AllGather ? hostif::Collective::AllGather
+                            : op.def->collective == C::AllToAll  ? hostif::Collective::AllToAll
                                                                  : hostif::Collective::ReduceScatter;
              // AllGather's size is the gathered result; the others', what each rank contributes.
              t.comm_bytes =

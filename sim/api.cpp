@@ -230,6 +230,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
   for (const auto& c : p.collectives) {
     const hostif::Collective kind = c.kind == "AllReduce"   ? hostif::Collective::AllReduce
                                     : c.kind == "AllGather" ? hostif::Collective::AllGather
+                                    : c.kind == "AllToAll"  ? hostif::Collective::AllToAll
                                                             : hostif::Collective::ReduceScatter;
     const int size = static_cast<int>(c.group_size), per = static_cast<int>(w.parallel.devices_per_server);
     const int servers = size <= per ? 1 : size / per;
@@ -260,6 +261,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
           {"strategies", strategies},
           {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
           {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},
+          {"device_compute_per_step_ms", 1e3 * g.device_compute_s},
           {"memory_per_device_bytes",
            {{"persistent", m.persistent_bytes},
             {"step", m.arena_bytes},

@@ -73,6 +73,7 @@ struct OpAttrs {
   /// Communication and slicing (semi-automatic parallelism): the group of `group_size` ranks
   /// `group_stride` apart (hostif::CommGroup) and the tensor axis gathered, scattered or sliced.
   std::int64_t group_size = 1, group_stride = 1, axis = 0;
+  std::int64_t concat_axis = 0;  ///< AllToAll: `axis` is split among the group, this one gathered
 };
 
 struct OpDef;

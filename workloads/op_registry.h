@@ -81,7 +81,7 @@ struct OpDef {
   Compute compute{};
   /// A collective among the ranks of the op's group (OpAttrs::group_size, group_stride): the
   /// compiler makes it a communication task, not an AI core kernel.
-  enum class Collective { None, AllReduce, AllGather, ReduceScatter } collective = Collective::None;
+  enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll } collective = Collective::None;
 };
 
 class OpRegistry {

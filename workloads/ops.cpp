@@ -383,6 +383,27 @@ void register_builtin_ops(OpRegistry& r) {
   r.add({"Mirror", true, same_shape, [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
            b.give(op.inputs[0], b.graph().apply("AllReduce", gname + "/AllReduce", {dy}, op)[0]);
          }});
+  // AllToAll: the tensor cut along `concat_axis` becomes cut along `axis` (each rank sends its
+  // piece of `axis` to the rank that keeps it); its backward is the exchange the other way.
+  r.add(comm({"AllToAll", false,
+              [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                const Tensor& x = g.tensor(i.at(0));
+                const auto n = static_cast<std::int64_t>(x.shape.size());
+                require(a.axis >= 0 && a.axis < n && a.concat_axis >= 0 && a.concat_axis < n && a.axis != a.concat_axis,
+                        "two different axes");
+                Shape s = x.shape;
+                require(s[static_cast<std::size_t>(a.axis)] % a.group_size == 0, "the split axis does not divide");
+                s[static_cast<std::size_t>(a.axis)] /= a.group_size;
+                s[static_cast<std::size_t>(a.concat_axis)] *= a.group_size;
+                return std::vector<OutputSpec>{
+                    out(s, x.dtype, x.role == TensorRole::Gradient ? x.role : TensorRole::Activation)};
+              },
+              [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                OpAttrs back = op;
+                std::swap(back.axis, back.concat_axis);
+                b.give(op.inputs[0], b.graph().apply("AllToAll", gname + "/AllToAll", {dy}, back)[0]);
+              }},
+             OpDef::Collective::AllToAll));
   r.add({"Slice", false, axis_scaled(false),
          [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
            b.give(op.inputs[0], b.graph().apply("AllGather", gname + "/AllGather", {dy}, op)[0]);

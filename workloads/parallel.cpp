@@ -252,6 +252,25 @@ class Sharder {
       v.id = comm("AllReduce", at + "/AllReduce", v.id, v.layout.partial, v.layout.pstride, 0);
       v.layout.partial = 1;
     }
+    // A cut that moves to another dimension, over the same ranks: one AllToAll.
+    for (std::size_t k = 0; k < v.layout.d.size(); ++k)
+      for (std::size_t j = 0; j < v.layout.d.size(); ++j)
+        if (j != k && v.layout.d[k].cuts > 1 && want.d[k].cuts == 1 && v.layout.d[j].cuts == 1 &&
+            want.d[j].cuts == v.layout.d[k].cuts && want.d[j].stride == v.layout.d[k].stride &&
+            want.d[j].merged.empty() && v.layout.d[k].merged.empty()) {
+          OpAttrs a;
+          a.group_size = v.layout.d[k].cuts;
+          a.group_stride = v.layout.d[k].stride;
+          a.axis = static_cast<std::int64_t>(j);
+          a.concat_axis = static_cast<std::int64_t>(k);
+          const TensorId x = v.id;
+          v.id = m_g.apply("AllToAll", at + "/AllToAll", {x}, a)[0];
+          if (m_plan)
+            m_plan->collectives.push_back(
+                {at + "/AllToAll", "AllToAll", a.group_size, a.group_stride, m_g.tensor(x).bytes(), true});
+          v.layout.d[j] = v.layout.d[k];
+          v.layout.d[k] = {};
+        }
     for (std::size_t k = 0; k < v.layout.d.size(); ++k)
       if (v.layout.d[k].cuts > 1 && v.layout.d[k] != want.d[k]) {
         v.id = comm("AllGather", at + "/AllGather" + std::to_string(k), v.id, v.layout.d[k].cuts, v.layout.d[k].stride,

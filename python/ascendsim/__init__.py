@@ -119,7 +119,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
               rank_table: Optional[str] = None, amp_level: Optional[str] = None,
               loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
-              seed: Optional[int] = None, eval_every: int = 0) -> List[str]:
+              seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
+              dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None) -> List[str]:
     a = ["--workload", workload, "--epochs", epochs, "--sink-size", sink_size, "--chip", chip,
          "--devices", devices]
     if batch_size is not None:
@@ -146,6 +147,12 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
         a += ["--seed", seed]
     if eval_every:
         a += ["--eval-every", eval_every]
+    if parallel_mode is not None:
+        a += ["--parallel-mode", parallel_mode]
+    if dataset_strategy is not None:
+        a += ["--dataset-strategy", dataset_strategy]
+    if shard_strategy is not None:
+        a += ["--shard-strategy", shard_strategy]
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={value}"]
     return [str(x) for x in a]
@@ -157,7 +164,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None, config: Optional[str] = None,
           all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
           amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
-          eval: bool = False, seed: Optional[int] = None, eval_every: int = 0) -> Report:
+          eval: bool = False, seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
+          dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -170,7 +178,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
-        functional=functional, eval=eval, seed=seed, eval_every=eval_every), "--json", "-", "-q"))
+        functional=functional, eval=eval, seed=seed, eval_every=eval_every, parallel_mode=parallel_mode,
+        dataset_strategy=dataset_strategy, shard_strategy=shard_strategy), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -179,13 +188,15 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
             rank_table: Optional[str] = None, amp_level: Optional[str] = None,
             loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
-            seed: Optional[int] = None, eval_every: int = 0) -> Report:
+            seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
+            dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
-        functional=functional, eval=eval, seed=seed, eval_every=eval_every), "--json", "-", "-q"))
+        functional=functional, eval=eval, seed=seed, eval_every=eval_every, parallel_mode=parallel_mode,
+        dataset_strategy=dataset_strategy, shard_strategy=shard_strategy), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, chip: str = "ascend910",

@@ -54,6 +54,15 @@ def test_evaluation_during_training_and_its_cache():
         ascendsim.train(strategy="loop-sink", eval_every=-2)
 
 
+def test_semi_auto_parallel_slices_the_image():
+    r = ascendsim.train("mlp-slice", "non-sink", devices=8, steps_per_epoch=10, parallel_mode="semi-auto",
+                        dataset_strategy="((1,1,1,4),(1,))")
+    p = r.to_dict()["parallel"]
+    assert p["parameters"]["per_device"] < p["parameters"]["whole"]
+    assert [c["kind"] for c in p["collectives"]] == ["AllReduce"]
+    assert p["collectives"][0]["group"] == {"size": 4, "stride": 1}
+
+
 def test_errors_raise_with_the_command_lines_messages():
     with pytest.raises(ascendsim.InputError) as e:
         ascendsim.compare("lenet6")

@@ -188,6 +188,19 @@ TEST(Functional, TheSlicedEightDeviceRunComputesTheOneDeviceRun) {
       // layer1's partial sums; with layer2 by columns also layer3's and layer2's input gradient.
       EXPECT_EQ(sliced.report()["parallel"]["collectives"].size(), columns ? 3u : 1u);
     }
+  // The batch cut 4 ways and layer1's contraction 4 ways on the same ranks: an AllToAll moves the
+  // cut, and the values are still the one-device run's.
+  std::ofstream(strategy) << "layer1: \"((1,4),(1,4))\"\n";
+  sim::RunRequest moved = one;
+  moved.devices = 4;
+  moved.parallel_mode = "semi-auto";
+  moved.dataset_strategy = "((4,1,1,1),(4,))";
+  moved.shard_strategy = strategy.string();
+  const auto by_alltoall = sim::run(moved).runs.front().loss_values;
+  ASSERT_EQ(by_alltoall.size(), reference.size());
+  for (std::size_t i = 0; i < by_alltoall.size(); ++i)
+    EXPECT_NEAR(by_alltoall[i].loss, reference[i].loss, 1e-4 * std::fabs(reference[i].loss))
+        << "AllToAll, step " << i + 1;
   fs::remove(strategy);
   // A cut batch would need the gradients averaged across its ranks: refused, saying so.
   sim::RunRequest cut = one;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "aicpu/hccl.h"
 #include "runtime/graph_compiler.h"
 #include "sim/api.h"
 #include "sim/core/error.h"
@@ -130,6 +131,32 @@ TEST(SemiAuto, RowAndColumnSplitMatMulsGetTheirCollectives) {
     EXPECT_EQ(w.parallel.gradient_group_size, 2);
     EXPECT_EQ(elements_of(w, "layer1.weight"), 512 * 784 / 2);
   }
+}
+
+TEST(SemiAuto, ACutMovingToAnotherDimensionIsOneAllToAll) {
+  // The batch cut 4 ways, layer1 cut along its contraction 4 ways on the same ranks: the flattened
+  // input goes from batch pieces to column pieces in one AllToAll; the labels follow the whole
+  // batch the loss sees (an AllGather).
+  workloads::SemiAutoConfig c;
+  c.devices = 4;
+  c.dataset = {{4, 1, 1, 1}, {4}};
+  c.layers = {{"layer1", {{1, 4}, {1, 4}}}};
+  ShardPlan p;
+  const auto w = sliced(c, &p);
+  ASSERT_EQ(p.collectives.size(), 3u);
+  EXPECT_EQ(p.collectives[0].kind, "AllToAll");
+  EXPECT_EQ(p.collectives[0].bytes, 8 * 784 * 4);  // each rank's [8, 784] before the exchange
+  EXPECT_EQ(p.collectives[1].kind, "AllReduce");
+  EXPECT_EQ(p.collectives[2].kind, "AllGather");
+  EXPECT_EQ(w.parallel.data_shards, 4);
+  // Every weight's op saw the whole batch: nothing to average.
+  std::int64_t params = 0;
+  for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
+  EXPECT_EQ(static_cast<std::int64_t>(w.parallel.unreduced.size()), params);
+  // An AllToAll costs what an all-gather half does: (N-1) rounds of one N-th of the buffer.
+  const aicpu::HcclConfig hc;
+  EXPECT_DOUBLE_EQ(aicpu::Hccl::ring_s(hc, hostif::Collective::AllToAll, 4, 1 << 20, 1200),
+                   aicpu::Hccl::ring_s(hc, hostif::Collective::AllGather, 4, 1 << 20, 1200));
 }
 
 TEST(SemiAuto, StrategiesThatDoNotFitAreRefusedNamingTheLayer) {
