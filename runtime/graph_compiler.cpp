@@ -96,6 +96,52 @@ std::vector<CompilePass> default_passes() {
   };
 }
 
+CompilePass comm_stream_pass() {
+  return {"comm_stream", [](CompileState& s) {
+            auto& c = s.out;
+            hostif::TaskList tasks;
+            std::vector<aicore::OpDesc> descs;
+            std::vector<std::string> types;
+            std::int32_t event = 1000;  // clear of the gradient groups' events
+            for (std::size_t i = 0; i < c.step_tasks.size(); ++i) {
+              const hostif::Task& t = c.step_tasks[i];
+              if (t.kind != hostif::TaskKind::Comm || t.stream != 0 || t.comm_group >= 0) {
+                tasks.push_back(t);
+                descs.push_back(c.descs[i]);
+                types.push_back(c.op_types[i]);
+                continue;
+              }
+              auto ev = [&](hostif::TaskKind kind, const std::string& suffix, std::int32_t stream, std::int32_t id) {
+                hostif::Task e;
+                e.kind = kind;
+                e.name = t.name + suffix;
+                e.part = t.part;
+                e.stream = stream;
+                e.event = id;
+                tasks.push_back(e);
+                descs.emplace_back();
+                types.emplace_back(kind == hostif::TaskKind::EventRecord ? "EventRecord" : "EventWait");
+              };
+              ev(hostif::TaskKind::EventRecord, "/ready", 0, event);
+              ev(hostif::TaskKind::EventWait, "/start", 1, event);
+              hostif::Task moved = t;
+              moved.stream = 1;
+              tasks.push_back(moved);
+              descs.push_back(c.descs[i]);
+              types.push_back(c.op_types[i]);
+              ev(hostif::TaskKind::EventRecord, "/done", 1, event + 1);
+              ev(hostif::TaskKind::EventWait, "/wait", 0, event + 1);
+              event += 2;
+            }
+            c.step_tasks = std::move(tasks);
+            c.descs = std::move(descs);
+            c.op_types = std::move(types);
+            hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
+            sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
+            c.sink_tasks = std::move(sink);
+          }};
+}
+
 void insert_pass(std::vector<CompilePass>& passes, const std::string& after, CompilePass pass) {
   const auto it = std::find_if(passes.begin(), passes.end(), [&](const CompilePass& p) { return p.name == after; });
   if (it == passes.end()) throw std::invalid_argument("no compiler pass named '" + after + "'");
@@ -130,6 +176,7 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
     reduces = w.parallel.gradient_group_size != 1 && static_cast<std::int64_t>(w.parallel.unreduced.size()) < params;
   }
   if (reduces) insert_pass(passes, "cost", all_reduce_pass());
+  if (w.parallel.semi_auto) passes.push_back(comm_stream_pass());
   return compile(w, model, queue_capacity, passes);
 }
 

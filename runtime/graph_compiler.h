@@ -76,6 +76,11 @@ std::vector<CompilePass> default_passes();
 /// on a workload trained on several devices (compile() inserts it). Throws
 /// std::invalid_argument for a fusion split that is not increasing or names no gradient.
 CompilePass all_reduce_pass();
+/// Semi-auto parallelism's redistribution collectives (Comm tasks the cost pass left on the compute
+/// stream) moved to the communication stream (stream 1), ordered by events as the gradient
+/// AllReduce is: an EventRecord after the producer, the collective on stream 1, and an EventWait
+/// before the consumer. Runs last.
+CompilePass comm_stream_pass();
 /// The parameters in gradient order (the order the backward pass finishes their gradients).
 std::vector<workloads::TensorId> gradient_order(const workloads::Graph& executed);
 /// Inserts `pass` after the pass named `after`; throws std::invalid_argument if there is none.

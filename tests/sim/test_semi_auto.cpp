@@ -79,10 +79,18 @@ TEST(SemiAuto, AWidthSlicedImageFlowsThroughFlattenIntoARowSplitMatMul) {
   for (const auto& t : g.step_tasks)
     if (t.kind == hostif::TaskKind::Comm) {
       ++comm;
+      EXPECT_EQ(t.stream, 1);  // on the communication stream, ordered by events
       EXPECT_EQ(t.group.size, 4);
       EXPECT_EQ(t.comm_bytes, 32 * 512 * 4);
     }
   EXPECT_EQ(comm, 1);
+  std::int64_t records = 0, waits = 0;
+  for (const auto& t : g.step_tasks) {
+    records += t.kind == hostif::TaskKind::EventRecord;
+    waits += t.kind == hostif::TaskKind::EventWait;
+  }
+  EXPECT_EQ(records, 2);  // the producer's done, the collective's done
+  EXPECT_EQ(waits, 2);
   EXPECT_EQ(g.input_bytes.front(), 32 * 28 * 7 * 4);  // the strip is what crosses PCIe
 }
 
