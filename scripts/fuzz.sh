@@ -10,7 +10,7 @@ seconds="${1:-60}"
 scripts/install-deps.sh --fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASCENDSIM_FUZZ=ON \
   -DASCENDSIM_BUILD_TESTS=OFF -DASCENDSIM_BUILD_BENCH=OFF >/dev/null
-targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config fuzz_rank_table fuzz_jpeg_header)
+targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config fuzz_rank_table fuzz_jpeg_header fuzz_shard_strategy)
 cmake --build build-fuzz -j2 --target "${targets[@]}" >/dev/null
 status=0
 for t in "${targets[@]}"; do
