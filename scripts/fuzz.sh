@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every input parser with libFuzzer (clang, AddressSanitizer, UndefinedBehaviorSanitizer):
 # MNIST idx (in memory, and dataset directories with gzip), CIFAR-10, YAML configuration files and
-# --set overrides, and rank tables. Usage: scripts/fuzz.sh [seconds per target, default 60]
+# --set overrides, rank tables, JPEG headers and shard strategies. Usage: scripts/fuzz.sh [seconds
+# per target, default 60]
 # Seeds come from tests/fuzz/corpus (left unchanged); the growing corpus and any crash inputs go
 # to build-fuzz/. Exits non-zero if a target crashed.
 set -euo pipefail
