@@ -535,7 +535,9 @@ class Sharder {
   }
 
   Workload finish() {
-    for (const auto& [name, st] : m_cfg.layers) {
+    for (const auto& given : m_cfg.layers) {
+      const std::string& name = given.first;
+      const ShardStrategy& st = given.second;
       if (m_used.count(name)) continue;
       const bool cell = std::any_of(m_from.ops().begin(), m_from.ops().end(), [&](const Op& op) {
         return op.pass == Pass::Forward && op.name.substr(0, op.name.find('/')) == name;
