@@ -12,6 +12,18 @@ namespace ascendsim::runtime {
 
 namespace {
 
+/// A pass's rewritten step: its tasks with their descriptions and types, and the sink form
+/// (GetNext first) rebuilt from them.
+void set_step(CompiledGraph& c, hostif::TaskList tasks, std::vector<aicore::OpDesc> descs,
+              std::vector<std::string> types) {
+  c.step_tasks = std::move(tasks);
+  c.descs = std::move(descs);
+  c.op_types = std::move(types);
+  hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
+  sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
+  c.sink_tasks = std::move(sink);
+}
+
 aicore::OpDesc lower_registered(const workloads::Graph& g, const workloads::Op& op) {
   if (!op.def || op.def->view || !op.def->lower)
     throw std::invalid_argument(op.name + ": " + op.type + " does not run on the AI cores");
@@ -133,12 +145,7 @@ CompilePass comm_stream_pass() {
               ev(hostif::TaskKind::EventWait, "/wait", 0, event + 1);
               event += 2;
             }
-            c.step_tasks = std::move(tasks);
-            c.descs = std::move(descs);
-            c.op_types = std::move(types);
-            hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
-            sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
-            c.sink_tasks = std::move(sink);
+            set_step(c, std::move(tasks), std::move(descs), std::move(types));
           }};
 }
 
@@ -369,12 +376,7 @@ CompilePass all_reduce_pass() {
               add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
             }
         }
-        c.step_tasks = std::move(tasks);
-        c.descs = std::move(descs);
-        c.op_types = std::move(types);
-        hostif::TaskList sink = {c.sink_tasks.front()};  // GetNext
-        sink.insert(sink.end(), c.step_tasks.begin(), c.step_tasks.end());
-        c.sink_tasks = std::move(sink);
+        set_step(c, std::move(tasks), std::move(descs), std::move(types));
         // parameter_broadcast: rank 0's initialised training network — weights, BatchNorm
         // statistics and optimizer state, as MindSpore marks the whole train network — to all.
         if (par.parameter_broadcast) {

@@ -188,6 +188,18 @@ DatasetSpec parse_cifar10(const std::vector<std::pair<std::string, std::string>>
   return d;
 }
 
+DatasetSpec synthetic_mnist(std::int64_t samples) {
+  DatasetSpec d;
+  d.format = DatasetFormat::MnistIdx;
+  d.source = "synthetic";
+  d.samples = samples;
+  d.height = d.width = 28;
+  d.channels = 1;
+  d.classes = 10;
+  d.record_bytes = 28 * 28;
+  return d;
+}
+
 DatasetSpec synthetic_imagenet(std::int64_t samples) {
   DatasetSpec d;
   d.format = DatasetFormat::SyntheticJpeg;

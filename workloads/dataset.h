@@ -57,6 +57,9 @@ JpegHeader parse_jpeg_header(const std::string& bytes, bool whole);
 /// ImageNet-like: `samples` JPEGs with a deterministic spread of sizes around 400x350.
 DatasetSpec synthetic_imagenet(std::int64_t samples = 1281167);
 
+/// MNIST-shaped until a real dataset is given: `samples` 28x28 grey images, 10 classes.
+DatasetSpec synthetic_mnist(std::int64_t samples = 60000);
+
 struct DataRecipe;
 /// ImageNet training (the model zoo's create_dataset(do_train=True)): `samples` JPEGs, decoded,
 /// a random resized crop (mean 54% of the area kept) resized to 224, flipped, normalised.

@@ -26,13 +26,7 @@ Workload make_lenet5(std::int64_t batch_size) {
   w.batch_size = batch_size;
   // MNIST-shaped until a real dataset is given: 60,000 28x28 grey images; MindSpore's LeNet
   // pipeline resizes to 32x32, rescales, normalises, transposes to CHW and casts the label.
-  w.data.dataset.format = DatasetFormat::MnistIdx;
-  w.data.dataset.source = "synthetic";
-  w.data.dataset.samples = 60000;
-  w.data.dataset.height = w.data.dataset.width = 28;
-  w.data.dataset.channels = 1;
-  w.data.dataset.classes = 10;
-  w.data.dataset.record_bytes = 28 * 28;
+  w.data.dataset = synthetic_mnist();
   w.data.maps = {{MapOpType::Resize, 32, 32},
                  {MapOpType::Rescale},
                  {MapOpType::Normalize},

@@ -9,13 +9,7 @@ Workload make_mlp_slice(std::int64_t batch_size) {
   w.name = "mlp-slice";
   w.description = "seed 002's dataset-slicing network: Flatten, Dense 784-512-512-10 on MNIST 28x28x1, 10 classes";
   w.batch_size = batch_size;
-  w.data.dataset.format = DatasetFormat::MnistIdx;
-  w.data.dataset.source = "synthetic";
-  w.data.dataset.samples = 60000;
-  w.data.dataset.height = w.data.dataset.width = 28;
-  w.data.dataset.channels = 1;
-  w.data.dataset.classes = 10;
-  w.data.dataset.record_bytes = 28 * 28;
+  w.data.dataset = synthetic_mnist();
   w.data.maps = {{MapOpType::Rescale}, {MapOpType::Normalize}, {MapOpType::HWC2CHW}, {MapOpType::TypeCast}};
   w.eval_data = w.data;
   w.eval_data.dataset.samples = 10000;
