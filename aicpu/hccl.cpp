@@ -189,18 +189,10 @@ void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c)
 }
 
 std::vector<int> Hccl::members(int rank, const hostif::CommGroup& g) const {
-  if (g.whole()) {
-    std::vector<int> all(static_cast<std::size_t>(m_ranks));
-    for (int r = 0; r < m_ranks; ++r) all[static_cast<std::size_t>(r)] = r;
-    return all;
-  }
-  if (g.size < 1 || g.stride < 1 || m_ranks % (g.size * g.stride) != 0)
+  if (!g.whole() && (g.size < 1 || g.stride < 1 || m_ranks % (g.size * g.stride) != 0))
     throw std::logic_error("Hccl: a group of " + std::to_string(g.size) + " ranks " + std::to_string(g.stride) +
                            " apart does not tile " + std::to_string(m_ranks) + " ranks");
-  const int base = rank - ((rank / g.stride) % g.size) * g.stride;
-  std::vector<int> m;
-  for (int i = 0; i < g.size; ++i) m.push_back(base + i * g.stride);
-  return m;
+  return g.members(rank, m_ranks);
 }
 
 CollectiveCost Hccl::group_cost(Collective kind, const std::vector<int>& members, double bytes) const {

@@ -36,6 +36,17 @@ const char* collective_name(Collective c) {
   return "?";
 }
 
+std::vector<int> CommGroup::members(int rank, int ranks) const {
+  std::vector<int> m;
+  if (whole()) {
+    for (int r = 0; r < ranks; ++r) m.push_back(r);
+    return m;
+  }
+  const int base = rank - ((rank / stride) % size) * stride;
+  for (int i = 0; i < size; ++i) m.push_back(base + i * stride);
+  return m;
+}
+
 std::vector<std::int32_t> streams_of(const TaskList& tasks) {
   std::vector<std::int32_t> s;
   for (const auto& t : tasks)

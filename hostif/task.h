@@ -38,6 +38,8 @@ struct CommGroup {
   std::int32_t size = 0;  ///< 0: every rank of the cluster
   std::int32_t stride = 1;
   bool whole() const { return size == 0; }
+  /// The members of `rank`'s group among `ranks` ranks, in piece order (all of them when whole).
+  std::vector<int> members(int rank, int ranks) const;
 };
 const char* collective_name(Collective c);
 

@@ -365,18 +365,23 @@ void FunctionalModel::get_next() {
   m_queue.pop_front();
 }
 
+void compute_op(const workloads::Graph& g, const workloads::Op& op, std::vector<std::vector<float>>& values,
+                std::shared_ptr<void>* state) {
+  workloads::KernelIO io{g, op, {}, {}, state};
+  for (auto t : op.inputs) io.in.push_back(values[static_cast<std::size_t>(t)].data());
+  for (auto t : op.outputs) io.out.push_back(values[static_cast<std::size_t>(t)].data());
+  op.def->compute(io);
+  for (auto t : op.outputs)
+    if (g.tensor(t).dtype == DType::F16)
+      for (auto& x : values[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
+}
+
 void FunctionalModel::run_ops(bool forward_only) {
   const auto& g = m_w.graph;
   for (std::size_t i = 0; i < g.ops().size(); ++i) {
     const auto& op = g.ops()[i];
     if (forward_only && op.pass != workloads::Pass::Forward) continue;
-    workloads::KernelIO io{g, op, {}, {}, &m_state[i]};
-    for (auto t : op.inputs) io.in.push_back(m_values[static_cast<std::size_t>(t)].data());
-    for (auto t : op.outputs) io.out.push_back(m_values[static_cast<std::size_t>(t)].data());
-    op.def->compute(io);
-    for (auto t : op.outputs)
-      if (g.tensor(t).dtype == DType::F16)
-        for (auto& x : m_values[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
+    compute_op(g, op, m_values, &m_state[i]);
   }
 }
 

@@ -35,6 +35,11 @@ struct FunctionalOptions {
   std::int64_t dump_steps = 0;  ///< keep the first this many batches fed to the device (--dump-batches)
 };
 
+/// Computes `op` of `g` on `values` (per tensor), its kernel keeping `state`; fp16 outputs are
+/// rounded to fp16 (round to nearest even).
+void compute_op(const workloads::Graph& g, const workloads::Op& op, std::vector<std::vector<float>>& values,
+                std::shared_ptr<void>* state);
+
 class FunctionalModel : public hostif::ValuesIf {
  public:
   /// Reads the samples of `dataset_dir` (InputError if it has none or the workload cannot be

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "hostif/task.h"
 #include "sim/core/error.h"
 #include "workloads/kernels.h"
 #include "workloads/op_registry.h"
@@ -11,14 +12,6 @@ namespace ascendsim::runtime {
 using workloads::TensorId;
 
 namespace {
-
-/// The members of rank r's group of `size` ranks `stride` apart, in piece order.
-std::vector<std::int64_t> group_of(std::int64_t r, std::int64_t size, std::int64_t stride) {
-  const std::int64_t base = r - ((r / stride) % size) * stride;
-  std::vector<std::int64_t> m;
-  for (std::int64_t i = 0; i < size; ++i) m.push_back(base + i * stride);
-  return m;
-}
 
 /// A row-major tensor seen as [outer, axis, inner].
 struct Axis {
@@ -57,6 +50,12 @@ ClusterValues::ClusterValues(const workloads::Workload& local, std::int64_t rank
   for (std::size_t i = 0; i < whole.graph.tensors().size(); ++i)
     by_name[whole.graph.tensors()[i].name] = static_cast<TensorId>(i);
   const auto& plan = *local.shard_plan;
+  // Each rank's piece of every batch tensor, once (every step scatters a batch by them).
+  for (auto t : whole.batch_inputs) {
+    const auto& piece = plan.pieces.at(whole.graph.tensor(t).name);
+    auto& per_rank = m_input_pieces.emplace_back();
+    for (std::int64_t r = 0; r < ranks; ++r) per_rank.push_back(workloads::piece_indices(piece, r));
+  }
   for (std::int64_t r = 0; r < ranks; ++r) {
     auto& v = m_values[static_cast<std::size_t>(r)];
     v.resize(local.graph.tensors().size());
@@ -79,13 +78,11 @@ ClusterValues::ClusterValues(const workloads::Workload& local, std::int64_t rank
 }
 
 void ClusterValues::scatter_inputs() {
-  const auto& plan = *m_local.shard_plan;
   const auto& whole = *m_local.whole;
   for (std::size_t k = 0; k < m_local.batch_inputs.size(); ++k) {
     const auto& src = m_whole.value(whole.batch_inputs[k]);
-    const auto& piece = plan.pieces.at(whole.graph.tensor(whole.batch_inputs[k]).name);
     for (std::int64_t r = 0; r < m_ranks; ++r) {
-      const auto idx = workloads::piece_indices(piece, r);
+      const auto& idx = m_input_pieces[k][static_cast<std::size_t>(r)];
       auto& dst = m_values[static_cast<std::size_t>(r)][static_cast<std::size_t>(m_local.batch_inputs[k])];
       for (std::size_t e = 0; e < idx.size(); ++e) dst[e] = src[static_cast<std::size_t>(idx[e])];
     }
@@ -112,7 +109,8 @@ void ClusterValues::collective(const workloads::Op& op) {
   const Axis a_in(g.tensor(op.inputs[0]).shape, op.axis), a_out(g.tensor(op.outputs[0]).shape, op.axis);
   std::vector<std::vector<float>> result(static_cast<std::size_t>(m_ranks));
   for (std::int64_t r = 0; r < m_ranks; ++r) {
-    const auto members = group_of(r, size, stride);
+    const auto members = hostif::CommGroup{static_cast<std::int32_t>(size), static_cast<std::int32_t>(stride)}.members(
+        static_cast<int>(r), static_cast<int>(m_ranks));
     const std::int64_t piece = (r / stride) % size;
     auto& res = result[static_cast<std::size_t>(r)];
     res.assign(static_cast<std::size_t>(g.tensor(op.outputs[0]).elements()), 0.0f);
@@ -183,16 +181,8 @@ void ClusterValues::step() {
       collective(op);
       continue;
     }
-    for (std::int64_t r = 0; r < m_ranks; ++r) {
-      auto& v = m_values[static_cast<std::size_t>(r)];
-      workloads::KernelIO io{g, op, {}, {}, &m_state[static_cast<std::size_t>(r)][i]};
-      for (auto t : op.inputs) io.in.push_back(v[static_cast<std::size_t>(t)].data());
-      for (auto t : op.outputs) io.out.push_back(v[static_cast<std::size_t>(t)].data());
-      op.def->compute(io);
-      for (auto t : op.outputs)
-        if (g.tensor(t).dtype == workloads::DType::F16)
-          for (auto& x : v[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
-    }
+    for (std::int64_t r = 0; r < m_ranks; ++r)
+      compute_op(g, op, m_values[static_cast<std::size_t>(r)], &m_state[static_cast<std::size_t>(r)][i]);
   }
 }
 

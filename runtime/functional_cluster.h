@@ -45,6 +45,8 @@ class ClusterValues : public hostif::ValuesIf {
   FunctionalModel m_whole;                                  ///< batches and initial weights
   std::vector<std::vector<std::vector<float>>> m_values;    ///< [rank][tensor]
   std::vector<std::vector<std::shared_ptr<void>>> m_state;  ///< [rank][op]: kernels' kept state
+  /// [batch tensor][rank]: the whole batch's indices of the rank's piece (piece_indices)
+  std::vector<std::vector<std::vector<std::int64_t>>> m_input_pieces;
 };
 
 }  // namespace ascendsim::runtime
