@@ -49,6 +49,7 @@ constexpr KindName kKinds[] = {
     {OpKind::TransData, "trans_data"},
     {OpKind::AtomicAddrClean, "atomic_addr_clean"},
     {OpKind::FusedElementwise, "fused_elementwise"},
+    {OpKind::Elementwise, "elementwise"},
 };
 }  // namespace
 

@@ -54,6 +54,10 @@ enum class OpKind {
   /// read and `results` full-size outputs written once each, `fused_ops` Vector operations per
   /// element, `out_elements` small (per-channel or scalar) results of a fused reduction.
   FusedElementwise,
+  /// One element-wise op (activation, broadcasting arithmetic, copy): `operands` full-size inputs
+  /// and `results` full-size outputs, `fused_ops` Vector operations per element, `out_elements`
+  /// elements of smaller (broadcast) operands read.
+  Elementwise,
 };
 /// The name `ascendsim op --type` takes, e.g. "conv2d_backprop_filter".
 const char* op_kind_name(OpKind k);

@@ -219,6 +219,11 @@ Profile vector_profile(const OpDesc& d) {
       return {d.elements, static_cast<double>(d.operands), static_cast<double>(d.results) + (out > 0 ? out / e : 0),
               ops, std::max<std::int64_t>(1, d.fused_ops)};
     }
+    case OpKind::Elementwise: {  // full-size operands and results once each, broadcast ones as small
+      const auto ops = static_cast<double>(std::max<std::int64_t>(1, d.fused_ops));
+      return {d.elements, static_cast<double>(d.operands) + (out > 0 ? out / e : 0), static_cast<double>(d.results),
+              ops, std::max<std::int64_t>(1, d.fused_ops)};
+    }
     case OpKind::MaxPool:
     case OpKind::AvgPool:
     case OpKind::MaxPoolGrad:

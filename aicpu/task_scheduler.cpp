@@ -109,6 +109,7 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
           }
           r.total += m_dispatch + t.time;
           r.time_s.push_back(t.time.to_seconds());
+          if (t.part == StepPart::Forward) r.last_forward = r.total;
           if (t.part == StepPart::Backward) {
             r.has_backward = true;
             r.last_backward = r.total;
@@ -176,7 +177,11 @@ void TaskScheduler::set_active(Stream& s, bool active) {
 void TaskScheduler::step_done() {
   if (m_values) m_values->step();
   m_marks.end = sc_core::sc_time_stamp();
-  if (!m_step_started) m_marks.fp_start = m_marks.bp_end = m_marks.end;
+  if (!m_step_started)
+    m_marks.fp_start = m_marks.bp_end = m_marks.end;
+  else if (!m_step_backward)
+    m_marks.bp_end = m_fp_end;
+  m_step_backward = false;
   host->step_ended(m_marks);
   m_step_started = false;
 }
@@ -211,7 +216,12 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       // the dispatch.
       const sc_time run_start = m_cores.execute(task.cost, task.time, m_dispatch);
       add_busy(sc_core::sc_time_stamp() - start);
-      if (task.part == StepPart::Backward) m_marks.bp_end = sc_core::sc_time_stamp();
+      if (task.part == StepPart::Backward) {
+        m_marks.bp_end = sc_core::sc_time_stamp();
+        m_step_backward = true;
+      } else if (task.part == StepPart::Forward) {
+        m_fp_end = sc_core::sc_time_stamp();
+      }
       if (tracing) trace_ai_task(s, task, run_start - m_dispatch, sc_core::sc_time_stamp());
       return true;
     }
@@ -322,7 +332,12 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
       m_step_started = true;
     }
     end = count_ai_task(s, t, start, t.time.to_seconds(), tracing);
-    if (t.part == StepPart::Backward) m_marks.bp_end = end;
+    if (t.part == StepPart::Backward) {
+      m_marks.bp_end = end;
+      m_step_backward = true;
+    } else if (t.part == StepPart::Forward) {
+      m_fp_end = end;
+    }
     ++n;
     ends_step = w.ends_step;
     const bool more =
@@ -356,7 +371,11 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
     m_marks.fp_start = start + run.first_forward;
     m_step_started = true;
   }
-  if (run.has_backward) m_marks.bp_end = start + run.last_backward;
+  if (run.has_backward) {
+    m_marks.bp_end = start + run.last_backward;
+    m_step_backward = true;
+  }
+  if (run.has_forward) m_fp_end = start + run.last_forward;
   // The statistics each task would have added, in the same order.
   sc_time at = start;
   for (std::size_t i = run.begin; i < run.end; ++i) {

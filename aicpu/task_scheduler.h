@@ -90,6 +90,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     bool has_forward = false, has_backward = false;
     sc_core::sc_time first_forward;  ///< offset of the first forward task's start
     sc_core::sc_time last_backward;  ///< offset of the last backward task's end
+    sc_core::sc_time last_forward;   ///< offset of the last forward task's end
     std::vector<double> time_s;      ///< per task: time on the cores, in seconds
   };
   /// The tasks of one graph iteration, split by stream.
@@ -164,6 +165,9 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::BreakdownAccountant& m_account;
   StepMarks m_marks;
   bool m_step_started = false;
+  /// An inference step has no backward task: its fp_and_bp span ends with its last forward task.
+  bool m_step_backward = false;
+  sc_core::sc_time m_fp_end;
   bool m_task_runs = true;
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;

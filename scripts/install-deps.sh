@@ -19,9 +19,9 @@ packages=(
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev libturbojpeg0-dev
+  libdnnl-dev libturbojpeg0-dev libonnx-dev libprotobuf-dev
   dataset-fashion-mnist
-  python3-numpy python3-torch
+  python3-numpy python3-torch python3-torchvision python3-onnx
   pybind11-dev python3-dev python3-pytest python3-pandas python3-matplotlib python3-dask python3-distributed
 )
 [ $fuzz -eq 1 ] && packages+=(clang libfuzzer-14-dev)

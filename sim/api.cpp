@@ -14,6 +14,7 @@
 #include "sim/core/error.h"
 #include "sim/kernel.h"
 #include "sim/simulation.h"
+#include "workloads/onnx_import.h"
 #include "workloads/parallel.h"
 #include "workloads/workload.h"
 
@@ -62,7 +63,7 @@ std::map<std::string, workloads::ShardStrategy> load_shard_strategies(const std:
 
 workloads::Workload build_workload(const RunRequest& r) {
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
-  if (r.batch_size <= 0 || r.batch_size > kMaxBatch)
+  if ((r.model.empty() ? r.batch_size <= 0 : r.batch_size < 0) || r.batch_size > kMaxBatch)
     throw InputError(
         "batch_size", "batch_size",
         "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
@@ -75,12 +76,38 @@ workloads::Workload build_workload(const RunRequest& r) {
                      std::to_string(r.devices) + ": give 1 to " + std::to_string(m) +
                          " devices (one server) or whole servers of " + std::to_string(m) + ", up to " +
                          std::to_string(kMaxDevices));
+  if (r.mode != "train" && r.mode != "infer")
+    throw InputError("mode", "mode", "'" + r.mode + "': train, or infer (the forward pass only)");
+  if (r.loss != "softmax-cross-entropy" && r.loss != "none")
+    throw InputError("loss", "loss",
+                     "'" + r.loss + "': softmax-cross-entropy (of the model's output against integer labels) or none");
+  if (r.loss != "softmax-cross-entropy" && r.model.empty())
+    throw InputError("loss", "loss", "the loss is chosen for an imported model (model); a workload has its own");
   workloads::Workload w;
-  try {
-    w = workloads::make_workload(r.workload, r.batch_size, r.recipe);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("workload", "workload", e.what());
+  if (!r.model.empty()) {
+    workloads::OnnxOptions opt;
+    opt.batch_size = r.batch_size;
+    opt.inference = r.mode == "infer";
+    opt.loss = r.loss != "none";
+    opt.recipe = r.recipe;
+    try {
+      w = workloads::import_onnx(r.model, opt);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("model", "model", e.what());
+    }
+  } else {
+    try {
+      w = workloads::make_workload(r.workload, r.batch_size, r.recipe);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("workload", "workload", e.what());
+    }
+    if (r.mode == "infer") {  // the forward pass over the evaluation dataset, as MindSpore's Model.eval
+      w = workloads::inference_workload(w);
+      w.data = w.eval_data;
+    }
   }
+  if (!w.training && r.parallel_mode != "data")
+    throw InputError("mode", "mode", "semi-auto parallelism shards a training network; infer runs in data mode");
   w.parallel.devices = r.devices;
   w.parallel.devices_per_server = std::min(m, r.devices);
   w.parallel.all_reduce_fusion = r.all_reduce_fusion;
@@ -216,9 +243,10 @@ std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) 
   const std::string where = d.source != "synthetic"             ? format + " files in " + d.source
                             : format.rfind("synthetic", 0) == 0 ? format
                                                                 : "synthetic " + format;
-  return fmt::format("training: {}; data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}",
-                     w.recipe.describe(), where, d.samples, maps.empty() ? "none" : maps, cfg.host.cpu_cores,
-                     cfg.pipeline.num_parallel_workers, cfg.pipeline.cache);
+  return fmt::format("{}: {}; data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}",
+                     w.training ? "training" : "inference", w.recipe.describe(), where, d.samples,
+                     maps.empty() ? "none" : maps, cfg.host.cpu_cores, cfg.pipeline.num_parallel_workers,
+                     cfg.pipeline.cache);
 }
 
 /// Semi-automatic parallelism in the report: the strategies, per device the parameters and
@@ -341,7 +369,7 @@ RunOutcome run(const RunRequest& req) {
   RunOutcome out;
   out.header = {w.name,
                 cfg.chip.name,
-                req.batch_size,
+                w.batch_size,
                 req.devices,
                 setting_line(cfg, w),
                 recipe_json(w.recipe),

@@ -30,9 +30,15 @@ namespace ascendsim::sim {
 
 /// What to simulate. Errors about a field name it by the key in brackets (InputError::key()).
 struct RunRequest {
-  ConfigRequest config;               ///< chip preset, YAML file, overrides, config dir
-  std::string workload = "lenet5";    ///< [workload]
-  std::int64_t batch_size = 32;       ///< [batch_size]
+  ConfigRequest config;             ///< chip preset, YAML file, overrides, config dir
+  std::string workload = "lenet5";  ///< [workload]
+  /// [model] an ONNX file (workloads/onnx_import.h): the network, instead of `workload`
+  std::string model;
+  std::string mode = "train";  ///< [mode] "train", or "infer": the forward pass only
+  /// [loss] an ONNX model's training loss: "softmax-cross-entropy" of its output against integer
+  /// labels, or "none" for a model whose output is its own loss
+  std::string loss = "softmax-cross-entropy";
+  std::int64_t batch_size = 32;       ///< [batch_size] 0 with a model: the model's own
   workloads::RecipeOverrides recipe;  ///< [workload] over the workload's default (MindSpore's script)
   std::vector<runtime::Strategy> strategies = runtime::all_strategies();  ///< one run each
   std::int64_t epochs = 1;                                                ///< [epochs]

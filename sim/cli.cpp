@@ -71,6 +71,8 @@ const char* kUsage =
 
 struct Options {
   std::string workload = "lenet5";
+  std::string model, mode = "train", loss = "softmax-cross-entropy";
+  bool batch_given = false;  // --batch-size typed (else 32, or an ONNX model's own)
   workloads::RecipeOverrides recipe;
   std::string strategy;
   ConfigRequest config;
@@ -142,7 +144,17 @@ po::options_description common_options(Options& o) {
       "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset (`ascendsim chips`)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
-      "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per step")(
+      "model", po::value(&o.model),
+      "an ONNX file (e.g. from torch.onnx.export): the network to run, instead of --workload (docs/onnx.md)")(
+      "mode", po::value(&o.mode)->default_value(o.mode), "train | infer: a training step, or the forward pass only")(
+      "loss", po::value(&o.loss),
+      "an ONNX model's training loss: softmax-cross-entropy (of its output against integer labels; the default) | "
+      "none (the model's output is its loss)")(
+      "batch-size", po::value<std::int64_t>()->notifier([&o](std::int64_t v) {
+        o.batch_size = v;
+        o.batch_given = true;
+      }),
+      "samples per step (default 32; with --model, the model's own unless its batch axis is symbolic)")(
       "amp-level", po::value<std::string>()->notifier([&o](const std::string& v) { o.recipe.amp_level = v; }),
       "O0 | O2 | O3: fp32; fp16 network with fp32 master weights; all fp16 (default: the workload's script — "
       "lenet5 O0, ResNet O2)")(
@@ -349,6 +361,9 @@ std::map<std::string, std::string>& typed() {
 /// The flag of each request key.
 const std::map<std::string, std::string>& request_flags() {
   static const std::map<std::string, std::string> m = {{"workload", "--workload"},
+                                                       {"model", "--model"},
+                                                       {"mode", "--mode"},
+                                                       {"loss", "--loss"},
                                                        {"batch_size", "--batch-size"},
                                                        {"epochs", "--epochs"},
                                                        {"sink_size", "--sink-size"},
@@ -387,7 +402,7 @@ std::string cli_message(const InputError& e) {
   // are also plain words in prose ("the dataset").
   for (const auto& [key, flag] : request_flags()) {
     if (key == "dataset" || key == "workload" || key == "devices" || key == "strategy" || key == "values" ||
-        key == "param")
+        key == "param" || key == "model" || key == "mode" || key == "loss")
       continue;
     for (std::size_t at = detail.find(key); at != std::string::npos; at = detail.find(key, at + flag.size())) {
       const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(detail[at - 1])) ||
@@ -432,7 +447,10 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   RunRequest r;
   r.config = o.request();
   r.workload = o.workload;
-  r.batch_size = o.batch_size;
+  r.model = o.model;
+  r.mode = o.mode;
+  r.loss = o.loss;
+  r.batch_size = o.batch_given || o.model.empty() ? o.batch_size : 0;
   r.recipe = o.recipe;
   r.strategies = strategies;
   r.epochs = o.epochs;

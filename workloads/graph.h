@@ -74,6 +74,8 @@ struct OpAttrs {
   /// `group_stride` apart (hostif::CommGroup) and the tensor axis gathered, scattered or sliced.
   std::int64_t group_size = 1, group_stride = 1, axis = 0;
   std::int64_t concat_axis = 0;  ///< AllToAll: `axis` is split among the group, this one gathered
+  /// Scalar parameters: ClipByValue's bounds, HSigmoid's slope and offset, Dropout's keep probability.
+  double alpha = 0, beta = 0;
 };
 
 struct OpDef;

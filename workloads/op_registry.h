@@ -82,6 +82,8 @@ struct OpDef {
   /// A collective among the ranks of the op's group (OpAttrs::group_size, group_stride): the
   /// compiler makes it a communication task, not an AI core kernel.
   enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll } collective = Collective::None;
+  /// An op of training only (Dropout): the inference graph passes its input 0 through as its output 0.
+  bool identity_in_inference = false;
 };
 
 class OpRegistry {
@@ -103,8 +105,10 @@ class OpRegistry {
   std::map<std::string, std::unique_ptr<OpDef>> m_ops;
 };
 
-/// Registers the built-in ops into `r` (ops.cpp).
+/// Registers the built-in ops into `r` (ops.cpp), with the activations, pooling, arithmetic and
+/// shuffling ops imported networks use (ops_nn.cpp, register_nn_ops).
 void register_builtin_ops(OpRegistry& r);
+void register_nn_ops(OpRegistry& r);
 
 /// Elements a tensor of `shape` occupies in layout `f`: NC1HWC0 pads channels, FracZ both weight
 /// channel dimensions and FRACTAL_NZ both matrix dimensions to multiples of 16.

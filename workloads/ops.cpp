@@ -5,11 +5,13 @@
 
 #include "workloads/kernels.h"
 #include "workloads/op_registry.h"
+#include "workloads/op_rules.h"
 
 namespace ascendsim::workloads {
 
 using aicore::OpDesc;
 using aicore::OpKind;
+using namespace rules;
 
 // ---- the registry ---------------------------------------------------------------------------
 
@@ -71,37 +73,8 @@ aicore::Precision storage_precision(DType t) {
 
 namespace {
 
-using Inputs = std::vector<TensorId>;
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument(what);
-}
-
 std::int64_t conv_out(std::int64_t in, std::int64_t k, const ConvAttr& a) {
   return (in + 2 * a.pad - k) / a.stride + 1;
-}
-
-OutputSpec out(Shape shape, DType dtype, TensorRole role) { return {Tensor{"", std::move(shape), dtype, role}, -1}; }
-
-const Tensor& in(const Graph& g, const Op& op, std::size_t i) { return g.tensor(op.inputs.at(i)); }
-const Tensor& res(const Graph& g, const Op& op, std::size_t i) { return g.tensor(op.outputs.at(i)); }
-
-void set_nchw(OpDesc& d, const Shape& x) {
-  d.batch = x[0];
-  d.cin = x[1];
-  d.h = x[2];
-  d.w = x[3];
-}
-
-/// A vector op over `main`'s elements, in its storage precision.
-OpDesc vector_op(OpKind kind, const Tensor& main, std::int64_t out_elements = 0) {
-  OpDesc d;
-  d.kind = kind;
-  d.precision = storage_precision(main.dtype);
-  d.out_precision = d.precision;
-  d.elements = main.elements();
-  d.out_elements = out_elements;
-  return d;
 }
 
 /// A convolution family op lowered with the forward geometry: input x and weight w.
@@ -135,21 +108,6 @@ std::int64_t stored_elements(const Shape& s, Format f) {
 
 namespace {
 
-/// `def` as a member of fused kernels, with its Vector operations per element.
-OpDef fusible(OpDef def, OpDef::Fusion role, std::int64_t vector_ops) {
-  def.fusion = role;
-  def.vector_ops = vector_ops;
-  return def;
-}
-
-/// `def` with the layouts its device kernel wants and gives, and whether it runs on the Cube.
-OpDef layout(OpDef def, std::vector<Format> in, Format out, bool cube = false) {
-  def.formats = std::move(in);
-  def.out_format = out;
-  def.cube = cube;
-  return def;
-}
-
 /// Output pixels x Cout x (Cin x kh x kw): the contraction of all three convolution ops.
 std::int64_t conv_macs(const Shape& y, const Shape& w) { return y[0] * y[2] * y[3] * w[0] * w[1] * w[2] * w[3]; }
 
@@ -158,6 +116,7 @@ std::int64_t conv_macs(const Shape& y, const Shape& w) { return y[0] * y[2] * y[
 // ---- the ops ---------------------------------------------------------------------------------
 
 void register_builtin_ops(OpRegistry& r) {
+  register_nn_ops(r);
   // Cube ops ------------------------------------------------------------------------------------
   r.add(layout(
       OpDef{"Conv2D",
@@ -203,7 +162,16 @@ void register_builtin_ops(OpRegistry& r) {
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
                      },
-                     {},
+                     // As a transposed convolution (ConvTranspose) y = BackpropInput(x, w): dx is the
+                     // convolution of dy by w, dw the filter gradient with x in the place of dy.
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       Graph& g = b.graph();
+                       const TensorId x = op.inputs[0], w = op.inputs[1];
+                       if (b.wants(x)) b.give(x, g.conv2d(gname + "/Conv2D", dy, w, op.conv));
+                       if (b.wants(w))
+                         b.give(w,
+                                g.conv2d_backprop_filter(gname + "/BackpropFilter", x, dy, g.tensor(w).shape, op.conv));
+                     },
                      [](const Graph& g, const Op& op) {
                        return conv_op(OpKind::Conv2DBackpropInput, in(g, op, 0), res(g, op, 0), res(g, op, 0).shape,
                                       in(g, op, 1).shape, op.conv);
@@ -539,16 +507,6 @@ void register_builtin_ops(OpRegistry& r) {
                       [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu6Grad, res(g, op, 0)); }},
                 OpDef::Fusion::Elementwise, 3));
 
-  auto pool_lower = [](OpKind kind) {
-    return [kind](const Graph& g, const Op& op) {
-      OpDesc d = vector_op(kind, in(g, op, 0));
-      set_nchw(d, in(g, op, 0).shape);
-      d.kh = d.kw = op.pool.kernel;
-      d.stride = op.pool.stride;
-      d.pad = op.pool.pad;
-      return d;
-    };
-  };
   r.add(layout(
       OpDef{"MaxPool", false,
             [](const Graph& g, const Inputs& i, OpAttrs& a) {
@@ -726,29 +684,49 @@ void register_builtin_ops(OpRegistry& r) {
                      }},
                {Format::NC1HWC0, Format::NC1HWC0}, Format::NC1HWC0));
 
+  // Add and Mul broadcast their operands as numpy does (ops_nn.cpp has Sub and RealDiv); the
+  // gradient of a broadcast operand is summed back to its shape.
   r.add(fusible(OpDef{"Add", false,
                       [](const Graph& g, const Inputs& i, OpAttrs&) {
                         const Tensor& a = g.tensor(i.at(0));
                         const Tensor& b = g.tensor(i.at(1));
-                        require(a.shape == b.shape && a.dtype == b.dtype, "operands differ");
-                        return std::vector<OutputSpec>{out(a.shape, a.dtype, TensorRole::Activation)};
+                        require(a.dtype == b.dtype, "operand dtypes differ (missing Cast?)");
+                        return std::vector<OutputSpec>{
+                            out(broadcast_shape(a.shape, b.shape), a.dtype, TensorRole::Activation)};
                       },
-                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string&) {
-                        b.give(op.inputs[0], dy);
-                        b.give(op.inputs[1], dy);
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                        for (int k = 0; k < 2; ++k)
+                          if (b.wants(op.inputs[k]))
+                            b.give(op.inputs[k],
+                                   reduce_to(b.graph(), dy, op.inputs[k], gname + "/ReduceSum" + std::to_string(k)));
                       },
-                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Add, res(g, op, 0)); }},
+                      [](const Graph& g, const Op& op) {
+                        return in(g, op, 0).shape == in(g, op, 1).shape ? vector_op(OpKind::Add, res(g, op, 0))
+                                                                        : elementwise_desc(g, op, 1);
+                      }},
                 OpDef::Fusion::Elementwise, 1));
 
   r.add(fusible(OpDef{"Mul",
-                      false,  // by a scalar: loss-scale unscale, weight decay
+                      false,  // by a scalar (loss-scale unscale, weight decay) or any broadcast operand
                       [](const Graph& g, const Inputs& i, OpAttrs& a) {
-                        require(g.tensor(i.at(1)).elements() == 1, "second operand must be a scalar");
-                        const Tensor& x = g.tensor(i[0]);
-                        return std::vector<OutputSpec>{out(x.shape, x.dtype, a.role)};
+                        const Tensor& x = g.tensor(i.at(0));
+                        const Tensor& y = g.tensor(i.at(1));
+                        require(y.elements() == 1 || x.dtype == y.dtype, "operand dtypes differ (missing Cast?)");
+                        return std::vector<OutputSpec>{out(broadcast_shape(x.shape, y.shape), x.dtype, a.role)};
                       },
-                      {},
-                      [](const Graph& g, const Op& op) { return vector_op(OpKind::Mul, res(g, op, 0)); }},
+                      [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                        Graph& g = b.graph();
+                        for (int k = 0; k < 2; ++k)
+                          if (b.wants(op.inputs[k])) {
+                            const std::string at = gname + "/Mul" + std::to_string(k);
+                            const TensorId d = g.apply("Mul", at, {dy, op.inputs[1 - k]})[0];
+                            b.give(op.inputs[k], reduce_to(g, d, op.inputs[k], at + "/ReduceSum"));
+                          }
+                      },
+                      [](const Graph& g, const Op& op) {
+                        return in(g, op, 1).elements() == 1 ? vector_op(OpKind::Mul, res(g, op, 0))
+                                                            : elementwise_desc(g, op, 1);
+                      }},
                 OpDef::Fusion::Elementwise, 1));
 
   r.add(fusible(OpDef{"Cast", false,

@@ -20,7 +20,6 @@ std::vector<std::string> workload_names() {
   for (const auto& s : resnet_specs()) names.push_back(s.name);
   names.push_back("mobilenetv2");
   names.push_back("mlp-slice");
-  names.push_back("mobilenetv2");
   return names;
 }
 

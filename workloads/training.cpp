@@ -121,6 +121,10 @@ Workload inference_workload(const Workload& train) {
   std::vector<Op> ops;
   for (const Op& op : from.ops()) {
     if (op.pass != Pass::Forward) continue;
+    if (op.def && op.def->identity_in_inference) {  // its output is its input
+      id.at(static_cast<std::size_t>(op.outputs.at(0))) = keep(op.inputs.at(0));
+      continue;
+    }
     Op o = op;
     for (auto& t : o.inputs) t = keep(t);
     for (auto& t : o.outputs) t = keep(t);

@@ -1,0 +1,1073 @@
+#include "workloads/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "workloads/dataset.h"
+#include "workloads/op_registry.h"
+#include "workloads/training.h"
+
+namespace ascendsim::workloads {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument(what); }
+
+/// A value known at import: an initializer, a Constant node's value or a folded result. Its
+/// numbers are kept when small or integral (shapes, axes, bounds); a weight keeps its shape only.
+struct Const {
+  Shape shape;
+  int elem_type = onnx::TensorProto::FLOAT;
+  std::optional<std::vector<double>> data;
+  bool initializer = false;  ///< from the graph's initializers (a weight, unless scalar)
+  std::int64_t elements() const {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+bool is_float(int t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::BFLOAT16;
+}
+bool is_integer(int t) {
+  return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32 || t == onnx::TensorProto::INT16 ||
+         t == onnx::TensorProto::INT8 || t == onnx::TensorProto::UINT8 || t == onnx::TensorProto::BOOL;
+}
+
+constexpr std::int64_t kMaxDataElements = 1 << 16;  // numbers kept of a float constant
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
+
+Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
+  Const c;
+  c.elem_type = t.data_type();
+  std::int64_t n = 1;
+  for (auto d : t.dims()) {
+    if (d < 0 || d > kMaxDim) fail(where + ": dimension " + std::to_string(d) + " out of range");
+    c.shape.push_back(d);
+    if (__builtin_mul_overflow(n, d, &n) || n > (std::int64_t{1} << 40))
+      fail(where + ": more elements than a device holds");
+  }
+  if (!is_float(c.elem_type) && !is_integer(c.elem_type))
+    fail(where + ": tensor type " + std::to_string(c.elem_type) + " (" +
+         onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(c.elem_type)) +
+         ") is not supported");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return c;  // a weight in a side file: its shape suffices
+  if (is_float(c.elem_type) && n > kMaxDataElements) return c;
+  std::vector<double> v;
+  v.reserve(static_cast<std::size_t>(n));
+  const std::string& raw = t.raw_data();
+  auto need = [&](std::size_t bytes) {
+    if (raw.size() != bytes)
+      fail(where + ": raw data of " + std::to_string(raw.size()) + " bytes for " + std::to_string(n) +
+           " elements (truncated?)");
+  };
+  switch (c.elem_type) {
+    case onnx::TensorProto::FLOAT:
+      if (!raw.empty()) {
+        need(static_cast<std::size_t>(n) * 4);
+        for (std::int64_t k = 0; k < n; ++k) {
+          float f;
+          std::memcpy(&f, raw.data() + k * 4, 4);
+          v.push_back(f);
+        }
+      } else {
+        for (float f : t.float_data()) v.push_back(f);
+      }
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (!raw.empty()) {
+        need(static_cast<std::size_t>(n) * 8);
+        for (std::int64_t k = 0; k < n; ++k) {
+          double f;
+          std::memcpy(&f, raw.data() + k * 8, 8);
+          v.push_back(f);
+        }
+      } else {
+        for (double f : t.double_data()) v.push_back(f);
+      }
+      break;
+    case onnx::TensorProto::INT64:
+      if (!raw.empty()) {
+        need(static_cast<std::size_t>(n) * 8);
+        for (std::int64_t k = 0; k < n; ++k) {
+          std::int64_t i;
+          std::memcpy(&i, raw.data() + k * 8, 8);
+          v.push_back(static_cast<double>(i));
+        }
+      } else {
+        for (auto i : t.int64_data()) v.push_back(static_cast<double>(i));
+      }
+      break;
+    case onnx::TensorProto::INT32:
+      if (!raw.empty()) {
+        need(static_cast<std::size_t>(n) * 4);
+        for (std::int64_t k = 0; k < n; ++k) {
+          std::int32_t i;
+          std::memcpy(&i, raw.data() + k * 4, 4);
+          v.push_back(i);
+        }
+      } else {
+        for (auto i : t.int32_data()) v.push_back(i);
+      }
+      break;
+    case onnx::TensorProto::BOOL:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+      if (!raw.empty()) {
+        need(static_cast<std::size_t>(n));
+        for (std::int64_t k = 0; k < n; ++k)
+          v.push_back(c.elem_type == onnx::TensorProto::INT8 ? static_cast<double>(static_cast<std::int8_t>(raw[k]))
+                                                             : static_cast<double>(static_cast<std::uint8_t>(raw[k])));
+      } else {
+        for (auto i : t.int32_data()) v.push_back(i);
+      }
+      break;
+    default:
+      return c;  // fp16, bf16, int16: the shape only
+  }
+  if (static_cast<std::int64_t>(v.size()) != n)
+    fail(where + ": " + std::to_string(v.size()) + " values for shape " + shape_string(c.shape) + " (truncated?)");
+  c.data = std::move(v);
+  return c;
+}
+
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+class Importer {
+ public:
+  Importer(const std::string& file, const onnx::ModelProto& m, const OnnxOptions& o, OnnxSummary& s)
+      : m_file(file), m_model(m), m_opt(o), m_sum(s) {}
+
+  Workload run();
+
+ private:
+  using Handler = std::function<void(const onnx::NodeProto&)>;
+
+  // ---- values ---------------------------------------------------------------------------------
+  struct Value {
+    TensorId tensor = -1;
+    std::optional<Const> c;
+  };
+
+  std::string where(const onnx::NodeProto& n) const {
+    return m_file + ": node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" + n.op_type() + ")";
+  }
+  std::string op_name(const onnx::NodeProto& n) const {
+    std::string s = n.name().empty() ? n.op_type() + "_" + std::to_string(m_node_index) : n.name();
+    if (!s.empty() && s[0] == '/') s.erase(0, 1);
+    return s;
+  }
+
+  const Value& value(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) fail(where(n) + ": input " + std::to_string(i) + " is missing");
+    const auto it = m_values.find(n.input(i));
+    if (it == m_values.end()) fail(where(n) + ": input '" + n.input(i) + "' is not produced before it is read");
+    return it->second;
+  }
+  bool has_input(const onnx::NodeProto& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
+  bool is_const(const onnx::NodeProto& n, int i) const { return value(n, i).c.has_value(); }
+  const Const& constant(const onnx::NodeProto& n, int i, bool with_data = true) const {
+    const Value& v = value(n, i);
+    if (!v.c) fail(where(n) + ": input '" + n.input(i) + "' must be a constant known at import");
+    if (with_data && !v.c->data) fail(where(n) + ": input '" + n.input(i) + "' must be a constant with its values");
+    return *v.c;
+  }
+  void set(const onnx::NodeProto& n, int out, TensorId t) {
+    if (out < n.output_size() && !n.output(out).empty()) m_values[n.output(out)] = Value{t, std::nullopt};
+  }
+  void set(const onnx::NodeProto& n, int out, Const c) {
+    if (out < n.output_size() && !n.output(out).empty()) m_values[n.output(out)] = Value{-1, std::move(c)};
+  }
+
+  /// A graph tensor for input i: a computed tensor as it is; an initializer as a parameter in the
+  /// master precision cast to the compute precision (once per initializer); another constant as
+  /// a constant tensor in the compute precision.
+  TensorId tensor(const onnx::NodeProto& n, int i, bool decayed = false) {
+    const Value& v = value(n, i);
+    if (v.tensor >= 0) return v.tensor;
+    const std::string& name = n.input(i);
+    if (auto it = m_consts.find(name); it != m_consts.end()) return it->second;
+    const Const& c = *v.c;
+    if (!is_float(c.elem_type)) fail(where(n) + ": integer constant '" + name + "' used as a tensor");
+    TensorId t;
+    if (c.initializer && c.elements() > 1) {
+      const TensorId p = m_g.add_tensor({name, c.shape, m_master, TensorRole::Parameter});
+      if (decayed) m_decayed.insert(p);
+      t = m_master == m_compute ? p : m_g.cast(name + "/Cast", p, m_compute);
+    } else {
+      t = m_g.add_tensor({name, c.shape.empty() ? Shape{1} : c.shape, m_compute, TensorRole::Constant});
+    }
+    m_consts[name] = t;
+    return t;
+  }
+  /// An initializer as a parameter of `shape` (its own elements) in the master precision.
+  TensorId master_param(const onnx::NodeProto& n, int i, Shape shape, TensorRole role, DType dtype) {
+    const Const& c = constant(n, i, false);
+    if (!c.initializer) fail(where(n) + ": input '" + n.input(i) + "' must be an initializer");
+    Shape want = shape;
+    std::int64_t e = 1;
+    for (auto d : want) e *= d;
+    if (e != c.elements())
+      fail(where(n) + ": '" + n.input(i) + "' is " + shape_string(c.shape) + ", expected " + shape_string(shape));
+    return m_g.add_tensor({n.input(i), std::move(shape), dtype, role});
+  }
+  const Shape& shape_of(TensorId t) const { return m_g.tensor(t).shape; }
+
+  // ---- attributes -----------------------------------------------------------------------------
+  std::int64_t attr_int(const onnx::NodeProto& n, const std::string& a, std::int64_t def) const {
+    const auto* p = find_attr(n, a);
+    return p ? p->i() : def;
+  }
+  double attr_float(const onnx::NodeProto& n, const std::string& a, double def) const {
+    const auto* p = find_attr(n, a);
+    return p ? p->f() : def;
+  }
+  std::vector<std::int64_t> attr_ints(const onnx::NodeProto& n, const std::string& a) const {
+    std::vector<std::int64_t> v;
+    if (const auto* p = find_attr(n, a)) v.assign(p->ints().begin(), p->ints().end());
+    return v;
+  }
+  std::string attr_string(const onnx::NodeProto& n, const std::string& a, const std::string& def) const {
+    const auto* p = find_attr(n, a);
+    return p ? p->s() : def;
+  }
+  /// An int list given as an attribute (older opsets) or as constant input `i` (newer ones).
+  std::vector<std::int64_t> ints_attr_or_input(const onnx::NodeProto& n, const std::string& a, int i) const {
+    if (find_attr(n, a)) return attr_ints(n, a);
+    std::vector<std::int64_t> v;
+    if (has_input(n, i))
+      for (double d : *constant(n, i).data) v.push_back(static_cast<std::int64_t>(d));
+    return v;
+  }
+
+  /// A 2-D window's kernel, stride and padding, equal on both axes; anything else is an error.
+  void window(const onnx::NodeProto& n, std::int64_t& kernel, std::int64_t& stride, std::int64_t& pad,
+              std::int64_t in_h, std::int64_t in_w, bool has_kernel_attr) {
+    const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    auto k = attr_ints(n, "kernel_shape");
+    if (has_kernel_attr) {
+      if (k.size() != 2 || k[0] != k[1])
+        fail(where(n) + ": a square 2-D window is supported, kernel_shape " + shape_string(k));
+      kernel = k[0];
+    }
+    auto s = attr_ints(n, "strides");
+    if (s.empty()) s = {1, 1};
+    if (s.size() != 2 || s[0] != s[1] || s[0] < 1) fail(where(n) + ": equal strides are supported, " + shape_string(s));
+    stride = s[0];
+    for (auto d : attr_ints(n, "dilations"))
+      if (d != 1) fail(where(n) + ": dilations other than 1 are not supported");
+    auto p = attr_ints(n, "pads");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const std::int64_t total =
+          std::max<std::int64_t>(0, (in_h + stride - 1) / stride * stride - stride + kernel - in_h);
+      if (total % 2 || in_h != in_w) fail(where(n) + ": auto_pad " + auto_pad + " gives unequal padding here");
+      p = {total / 2, total / 2, total / 2, total / 2};
+    } else if (auto_pad == "VALID") {
+      p = {0, 0, 0, 0};
+    } else if (auto_pad != "NOTSET") {
+      fail(where(n) + ": auto_pad '" + auto_pad + "' is not an ONNX value");
+    }
+    if (p.empty()) p = {0, 0, 0, 0};
+    if (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3] || p[0] < 0)
+      fail(where(n) + ": equal padding on every side is supported, pads " + shape_string(p));
+    pad = p[0];
+    if (pad >= kernel && has_kernel_attr)
+      fail(where(n) + ": padding " + std::to_string(pad) + " not below the window " + std::to_string(kernel));
+  }
+
+  TensorId reshape(const onnx::NodeProto& n, TensorId x, const Shape& s, const std::string& suffix = "/Reshape") {
+    if (shape_of(x) == s) return x;
+    return m_g.reshape(op_name(n) + suffix, x, s);
+  }
+
+  // ---- the handlers ---------------------------------------------------------------------------
+  void install();
+  void fold(const onnx::NodeProto& n);
+  bool foldable(const onnx::NodeProto& n) const;
+  void batch_norm(const onnx::NodeProto& n);
+  DataRecipe data_for(const Shape& input, std::int64_t classes, bool eval) const;
+
+  const std::string& m_file;
+  const onnx::ModelProto& m_model;
+  const OnnxOptions& m_opt;
+  OnnxSummary& m_sum;
+  Graph m_g;
+  DType m_compute = DType::F32, m_master = DType::F32;
+  bool m_bn_fp32 = true;
+  std::map<std::string, Value> m_values;
+  std::map<std::string, TensorId> m_consts;
+  std::set<TensorId> m_decayed;
+  std::map<std::string, Handler> m_handlers;
+  std::int64_t m_batch = 0;
+  int m_node_index = 0;
+};
+
+// The ops whose results are computed at import when every input is a known constant.
+bool Importer::foldable(const onnx::NodeProto& n) const {
+  static const std::set<std::string> ops = {"Constant", "Shape",   "Gather",          "Unsqueeze", "Squeeze", "Concat",
+                                            "Cast",     "Reshape", "Slice",           "Identity",  "Add",     "Sub",
+                                            "Mul",      "Div",     "ConstantOfShape", "Flatten"};
+  if (!ops.count(n.op_type())) return false;
+  if (n.op_type() == "Constant") return true;
+  if (n.op_type() == "Shape") return true;  // static shapes: the shape of any value is known
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (n.input(i).empty()) continue;
+    const auto it = m_values.find(n.input(i));
+    if (it == m_values.end() || !it->second.c || !it->second.c->data) return false;
+  }
+  return true;
+}
+
+void Importer::fold(const onnx::NodeProto& n) {
+  const std::string& t = n.op_type();
+  ++m_sum.folded_nodes;
+  auto ints = [](const Const& c) {
+    std::vector<std::int64_t> v;
+    for (double d : *c.data) v.push_back(static_cast<std::int64_t>(d));
+    return v;
+  };
+  auto int_const = [](const std::vector<std::int64_t>& v, Shape shape) {
+    Const c;
+    c.elem_type = onnx::TensorProto::INT64;
+    c.shape = std::move(shape);
+    c.data = std::vector<double>(v.begin(), v.end());
+    return c;
+  };
+  if (t == "Constant") {
+    const auto* a = find_attr(n, "value");
+    if (a && a->has_t()) return set(n, 0, read_tensor(a->t(), where(n)));
+    if ((a = find_attr(n, "value_float"))) {
+      Const c;
+      c.data = std::vector<double>{a->f()};
+      return set(n, 0, c);
+    }
+    if ((a = find_attr(n, "value_int"))) return set(n, 0, int_const({a->i()}, {}));
+    if ((a = find_attr(n, "value_ints")))
+      return set(n, 0, int_const({a->ints().begin(), a->ints().end()}, {a->ints_size()}));
+    fail(where(n) + ": a Constant without a supported value attribute");
+  }
+  if (t == "Shape") {
+    const Value& v = value(n, 0);
+    const Shape s = v.tensor >= 0 ? shape_of(v.tensor) : v.c->shape;
+    return set(n, 0, int_const(s, {static_cast<std::int64_t>(s.size())}));
+  }
+  const Const& a = constant(n, 0);
+  if (t == "Identity" || t == "Cast") {
+    Const c = a;
+    if (t == "Cast") c.elem_type = static_cast<int>(attr_int(n, "to", onnx::TensorProto::FLOAT));
+    if (t == "Cast" && is_integer(c.elem_type))
+      for (auto& d : *c.data) d = std::trunc(d);
+    c.initializer = false;
+    return set(n, 0, c);
+  }
+  if (t == "ConstantOfShape") {
+    std::vector<std::int64_t> s = ints(a);
+    Const c;
+    c.shape = s;
+    double fill = 0;
+    if (const auto* v = find_attr(n, "value"); v && v->has_t()) {
+      Const f = read_tensor(v->t(), where(n));
+      c.elem_type = f.elem_type;
+      if (f.data && !f.data->empty()) fill = (*f.data)[0];
+    }
+    if (c.elements() > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    c.data = std::vector<double>(static_cast<std::size_t>(c.elements()), fill);
+    return set(n, 0, c);
+  }
+  const auto rank = static_cast<std::int64_t>(a.shape.size());
+  auto axis_of = [&](std::int64_t ax, std::int64_t r) {
+    if (ax < 0) ax += r;
+    if (ax < 0 || ax >= r) fail(where(n) + ": axis out of range");
+    return ax;
+  };
+  if (t == "Gather") {
+    const Const& idx = constant(n, 1);
+    const std::int64_t ax = axis_of(attr_int(n, "axis", 0), rank);
+    Shape s;
+    for (std::int64_t k = 0; k < ax; ++k) s.push_back(a.shape[static_cast<std::size_t>(k)]);
+    for (auto d : idx.shape) s.push_back(d);
+    for (std::int64_t k = ax + 1; k < rank; ++k) s.push_back(a.shape[static_cast<std::size_t>(k)]);
+    std::int64_t outer = 1, inner = 1;
+    for (std::int64_t k = 0; k < ax; ++k) outer *= a.shape[static_cast<std::size_t>(k)];
+    for (std::int64_t k = ax + 1; k < rank; ++k) inner *= a.shape[static_cast<std::size_t>(k)];
+    const std::int64_t dim = a.shape[static_cast<std::size_t>(ax)];
+    Const c;
+    c.elem_type = a.elem_type;
+    c.shape = s;
+    std::vector<double> v;
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (double id : *idx.data) {
+        auto i = static_cast<std::int64_t>(id);
+        if (i < 0) i += dim;
+        if (i < 0 || i >= dim) fail(where(n) + ": index " + std::to_string(i) + " out of range");
+        for (std::int64_t in = 0; in < inner; ++in)
+          v.push_back((*a.data)[static_cast<std::size_t>((o * dim + i) * inner + in)]);
+      }
+    c.data = std::move(v);
+    return set(n, 0, c);
+  }
+  if (t == "Unsqueeze" || t == "Squeeze" || t == "Reshape" || t == "Flatten") {
+    Const c = a;
+    c.initializer = false;
+    if (t == "Flatten") {
+      const std::int64_t ax = attr_int(n, "axis", 1) < 0 ? attr_int(n, "axis", 1) + rank : attr_int(n, "axis", 1);
+      std::int64_t lo = 1, hi = 1;
+      for (std::int64_t k = 0; k < rank; ++k) (k < ax ? lo : hi) *= a.shape[static_cast<std::size_t>(k)];
+      c.shape = {lo, hi};
+    } else if (t == "Reshape") {
+      c.shape.clear();
+      for (auto d : ints(constant(n, 1))) c.shape.push_back(d);
+      std::int64_t known = 1, infer = -1;
+      for (std::size_t k = 0; k < c.shape.size(); ++k) {
+        if (c.shape[k] == 0 && k < a.shape.size()) c.shape[k] = a.shape[k];
+        if (c.shape[k] == -1)
+          infer = static_cast<std::int64_t>(k);
+        else
+          known *= c.shape[k];
+      }
+      if (infer >= 0) c.shape[static_cast<std::size_t>(infer)] = known ? a.elements() / known : 0;
+    } else {
+      auto axes = ints_attr_or_input(n, "axes", 1);
+      if (t == "Unsqueeze") {
+        const auto r = rank + static_cast<std::int64_t>(axes.size());
+        for (auto& x : axes) x = axis_of(x, r);
+        std::sort(axes.begin(), axes.end());
+        for (auto x : axes) c.shape.insert(c.shape.begin() + x, 1);
+      } else {
+        for (auto& x : axes) x = axis_of(x, rank);
+        Shape s;
+        for (std::int64_t k = 0; k < rank; ++k) {
+          const bool drop =
+              axes.empty() ? a.shape[static_cast<std::size_t>(k)] == 1 : std::count(axes.begin(), axes.end(), k) > 0;
+          if (!drop) s.push_back(a.shape[static_cast<std::size_t>(k)]);
+        }
+        c.shape = s;
+      }
+    }
+    if (c.elements() != a.elements()) fail(where(n) + ": the new shape changes the element count");
+    return set(n, 0, c);
+  }
+  if (t == "Concat") {
+    const std::int64_t ax = axis_of(attr_int(n, "axis", 0), rank);
+    if (rank != 1 || ax != 0) fail(where(n) + ": constants are concatenated as vectors only");
+    Const c = a;
+    c.initializer = false;
+    c.data->clear();
+    for (int i = 0; i < n.input_size(); ++i) {
+      const Const& x = constant(n, i);
+      c.data->insert(c.data->end(), x.data->begin(), x.data->end());
+    }
+    c.shape = {static_cast<std::int64_t>(c.data->size())};
+    return set(n, 0, c);
+  }
+  if (t == "Slice") {
+    if (rank != 1) fail(where(n) + ": constants are sliced as vectors only");
+    const auto len = a.shape[0];
+    auto starts = ints_attr_or_input(n, "starts", 1), ends = ints_attr_or_input(n, "ends", 2);
+    auto steps = has_input(n, 4) ? ints(constant(n, 4)) : std::vector<std::int64_t>{1};
+    if (starts.size() != 1 || ends.size() != 1 || steps.size() != 1 || steps[0] != 1)
+      fail(where(n) + ": one axis with step 1 is supported");
+    auto clamp = [len](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + len : v, 0, len); };
+    const std::int64_t b = clamp(starts[0]), e = clamp(ends[0]);
+    Const c = a;
+    c.initializer = false;
+    c.data = std::vector<double>(a.data->begin() + b, a.data->begin() + std::max(b, e));
+    c.shape = {static_cast<std::int64_t>(c.data->size())};
+    return set(n, 0, c);
+  }
+  // Add, Sub, Mul, Div on constants, broadcast as numpy.
+  const Const& b = constant(n, 1);
+  if (a.elements() != b.elements() && a.elements() != 1 && b.elements() != 1)
+    fail(where(n) + ": constants are combined element by element or with a scalar only");
+  Const c = a.elements() >= b.elements() ? a : b;
+  c.initializer = false;
+  const bool integral = is_integer(a.elem_type) && is_integer(b.elem_type);
+  for (std::size_t k = 0; k < c.data->size(); ++k) {
+    const double x = (*a.data)[a.data->size() == 1 ? 0 : k], y = (*b.data)[b.data->size() == 1 ? 0 : k];
+    double r = t == "Add" ? x + y : t == "Sub" ? x - y : t == "Mul" ? x * y : 0;
+    if (t == "Div") {
+      if (y == 0) fail(where(n) + ": division by zero in a constant");
+      r = integral ? std::trunc(x / y) : x / y;
+    }
+    (*c.data)[k] = r;
+  }
+  set(n, 0, c);
+}
+
+void Importer::batch_norm(const onnx::NodeProto& n) {
+  TensorId x = tensor(n, 0);
+  const Shape xs = shape_of(x);
+  if (xs.size() != 4) fail(where(n) + ": BatchNormalization of an NCHW input is supported, got " + shape_string(xs));
+  const Shape c{xs[1]};
+  const TensorId gamma = master_param(n, 1, c, TensorRole::Parameter, m_master);
+  const TensorId beta = master_param(n, 2, c, TensorRole::Parameter, m_master);
+  const TensorId mean = master_param(n, 3, c, TensorRole::State, DType::F32);
+  const TensorId var = master_param(n, 4, c, TensorRole::State, DType::F32);
+  for (int k = 1; k < n.output_size(); ++k)
+    if (!n.output(k).empty()) m_values.erase(n.output(k));  // the running statistics: updated in place
+  const std::string name = op_name(n);
+  TensorId y;
+  if (!m_bn_fp32 || m_compute == DType::F32) {
+    y = m_g.batch_norm(name + "/BatchNorm", x, gamma, beta, mean, var);
+  } else {
+    const TensorId x32 = m_g.cast(name + "/CastIn", x, DType::F32);
+    y = m_g.cast(name + "/CastOut", m_g.batch_norm(name + "/BatchNorm", x32, gamma, beta, mean, var), m_compute);
+  }
+  set(n, 0, y);
+}
+
+void Importer::install() {
+  auto& h = m_handlers;
+  h["Conv"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Const& wc = constant(n, 1, false);
+    const Shape xs = shape_of(x);
+    if (xs.size() != 4 || wc.shape.size() != 4)
+      fail(where(n) + ": a 2-D convolution (NCHW input, OIHW weight) is supported");
+    const std::int64_t group = attr_int(n, "group", 1);
+    ConvAttr a{wc.shape[2], wc.shape[3], 1, 0};
+    std::int64_t kernel = wc.shape[2];
+    if (!attr_ints(n, "kernel_shape").empty() &&
+        attr_ints(n, "kernel_shape") != std::vector<std::int64_t>{wc.shape[2], wc.shape[3]})
+      fail(where(n) + ": kernel_shape differs from the weight's");
+    window(n, kernel, a.stride, a.pad, xs[2], xs[3], false);
+    const TensorId w = tensor(n, 1, true);
+    const std::string name = op_name(n);
+    TensorId y;
+    if (group == 1) {
+      y = m_g.conv2d(name + "/Conv2D", x, w, a);
+    } else if (group == xs[1] && wc.shape[0] == xs[1] && wc.shape[1] == 1) {
+      OpAttrs at;
+      at.conv = a;
+      y = m_g.apply("DepthwiseConv2dNative", name + "/DepthwiseConv2dNative", {x, w}, at)[0];
+    } else {
+      fail(where(n) + ": group " + std::to_string(group) + " of " + std::to_string(xs[1]) +
+           " channels: dense (group 1) and depthwise (one filter per channel) convolutions are supported");
+    }
+    if (has_input(n, 2)) {
+      const Const& bc = constant(n, 2, false);
+      if (bc.elements() != wc.shape[0]) fail(where(n) + ": the bias is not one per output channel");
+      y = m_g.bias_add(name + "/BiasAdd", y, tensor(n, 2));
+    }
+    set(n, 0, y);
+  };
+  h["ConvTranspose"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Const& wc = constant(n, 1, false);
+    const Shape xs = shape_of(x);
+    if (xs.size() != 4 || wc.shape.size() != 4 || wc.shape[0] != xs[1])
+      fail(where(n) + ": a 2-D transposed convolution (NCHW input, [Cin, Cout, kh, kw] weight) is supported");
+    if (attr_int(n, "group", 1) != 1) fail(where(n) + ": a grouped transposed convolution is not supported");
+    if (!attr_ints(n, "output_shape").empty()) fail(where(n) + ": output_shape is not supported; give pads");
+    if (wc.shape[2] != wc.shape[3]) fail(where(n) + ": a square kernel is supported");
+    std::int64_t kernel = wc.shape[2];
+    ConvAttr a{wc.shape[2], wc.shape[3], 1, 0};
+    window(n, kernel, a.stride, a.pad, xs[2], xs[3], false);
+    auto op = attr_ints(n, "output_padding");
+    if (op.empty()) op = {0, 0};
+    if (op.size() != 2 || op[0] != op[1] || op[0] < 0 || op[0] >= a.stride)
+      fail(where(n) + ": output_padding must be equal on both axes and below the stride");
+    const std::int64_t ho = (xs[2] - 1) * a.stride - 2 * a.pad + kernel + op[0];
+    const std::int64_t wo = (xs[3] - 1) * a.stride - 2 * a.pad + kernel + op[1];
+    if (ho <= 0 || wo <= 0) fail(where(n) + ": the output would be empty");
+    const std::string name = op_name(n);
+    TensorId y =
+        m_g.conv2d_backprop_input(name + "/Conv2DTranspose", x, tensor(n, 1, true), {xs[0], wc.shape[1], ho, wo}, a);
+    if (has_input(n, 2)) y = m_g.bias_add(name + "/BiasAdd", y, tensor(n, 2));
+    set(n, 0, y);
+  };
+  auto dense = [this](const onnx::NodeProto& n, bool gemm) {
+    const TensorId x = tensor(n, 0);
+    const bool trans_b = gemm && attr_int(n, "transB", 0);
+    if (gemm && (attr_int(n, "transA", 0) || attr_float(n, "alpha", 1) != 1 || attr_float(n, "beta", 1) != 1))
+      fail(where(n) + ": Gemm with transA, alpha or beta other than 1 is not supported");
+    const TensorId w = tensor(n, 1, true);
+    if (shape_of(x).size() != 2 || shape_of(w).size() != 2)
+      fail(where(n) + ": a product of matrices is supported, got " + shape_string(shape_of(x)) + " x " +
+           shape_string(shape_of(w)));
+    const std::string name = op_name(n);
+    TensorId y = m_g.matmul(name + "/MatMul", x, w, {false, trans_b}, TensorRole::Activation);
+    if (gemm && has_input(n, 2)) {
+      const Value& bv = value(n, 2);
+      const std::int64_t out = shape_of(y)[1];
+      if (bv.c && bv.c->initializer && bv.c->elements() == out) {
+        const TensorId b = master_param(n, 2, {out}, TensorRole::Parameter, m_master);
+        y = m_g.bias_add(name + "/BiasAdd", y, m_master == m_compute ? b : m_g.cast(name + "/CastB", b, m_compute));
+      } else {
+        y = m_g.add(name + "/Add", y, tensor(n, 2));
+      }
+    }
+    set(n, 0, y);
+  };
+  h["Gemm"] = [dense](const onnx::NodeProto& n) { dense(n, true); };
+  h["MatMul"] = [dense](const onnx::NodeProto& n) { dense(n, false); };
+  h["Relu"] = [this](const onnx::NodeProto& n) { set(n, 0, m_g.relu(op_name(n) + "/ReLU", tensor(n, 0))); };
+  auto unary = [this](const std::string& type, double alpha = 0, double beta = 0) {
+    return [this, type, alpha, beta](const onnx::NodeProto& n) {
+      OpAttrs a;
+      a.alpha = alpha;
+      a.beta = beta;
+      if (type == "HSigmoid") {
+        a.alpha = attr_float(n, "alpha", 0.2);
+        a.beta = attr_float(n, "beta", 0.5);
+      }
+      set(n, 0, m_g.apply(type, op_name(n) + "/" + type, {tensor(n, 0)}, a)[0]);
+    };
+  };
+  h["Sigmoid"] = unary("Sigmoid");
+  h["HardSigmoid"] = unary("HSigmoid");
+  h["HardSwish"] = unary("HSwish");
+  h["Neg"] = unary("Neg");
+  h["Softmax"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const auto rank = static_cast<std::int64_t>(shape_of(x).size());
+    std::int64_t axis = attr_int(n, "axis", m_sum.opset >= 13 ? -1 : 1);
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1) fail(where(n) + ": softmax over the last axis is supported, axis " + std::to_string(axis));
+    set(n, 0, m_g.apply("Softmax", op_name(n) + "/Softmax", {x})[0]);
+  };
+  h["Clip"] = [this](const onnx::NodeProto& n) {
+    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+    if (find_attr(n, "min")) lo = attr_float(n, "min", lo);
+    if (find_attr(n, "max")) hi = attr_float(n, "max", hi);
+    if (has_input(n, 1)) lo = constant(n, 1).data->at(0);
+    if (has_input(n, 2)) hi = constant(n, 2).data->at(0);
+    const TensorId x = tensor(n, 0);
+    const std::string name = op_name(n);
+    if (lo == 0 && hi == 6) return set(n, 0, m_g.apply("ReLU6", name + "/ReLU6", {x})[0]);
+    if (lo == 0 && std::isinf(hi)) return set(n, 0, m_g.relu(name + "/ReLU", x));
+    OpAttrs a;
+    a.alpha = lo;
+    a.beta = hi;
+    set(n, 0, m_g.apply("ClipByValue", name + "/ClipByValue", {x}, a)[0]);
+  };
+  auto pool = [this](const std::string& type) {
+    return [this, type](const onnx::NodeProto& n) {
+      const TensorId x = tensor(n, 0);
+      const Shape xs = shape_of(x);
+      if (xs.size() != 4) fail(where(n) + ": 2-D pooling of an NCHW input is supported");
+      PoolAttr p;
+      window(n, p.kernel, p.stride, p.pad, xs[2], xs[3], true);
+      if (attr_int(n, "ceil_mode", 0)) {  // the same as floor when the windows fit exactly
+        for (std::int64_t d : {xs[2], xs[3]})
+          if ((d + 2 * p.pad - p.kernel) % p.stride)
+            fail(where(n) + ": ceil_mode adds a partial window here; only floor rounding is supported");
+      }
+      if (n.output_size() > 1 && !n.output(1).empty()) fail(where(n) + ": MaxPool's indices are not supported");
+      OpAttrs a;
+      a.pool = p;
+      set(n, 0, m_g.apply(type, op_name(n) + "/" + type, {x}, a)[0]);
+    };
+  };
+  h["MaxPool"] = pool("MaxPool");
+  h["AveragePool"] = pool("AvgPool");
+  h["GlobalAveragePool"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    if (xs.size() != 4) fail(where(n) + ": an NCHW input is supported");
+    const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", x);
+    set(n, 0, reshape(n, m, {xs[0], xs[1], 1, 1}));
+  };
+  h["ReduceMean"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    auto axes = ints_attr_or_input(n, "axes", 1);
+    for (auto& a : axes)
+      if (a < 0) a += static_cast<std::int64_t>(xs.size());
+    std::sort(axes.begin(), axes.end());
+    if (xs.size() != 4 || axes != std::vector<std::int64_t>{2, 3})
+      fail(where(n) + ": the mean over the spatial axes (2, 3) of an NCHW input is supported");
+    const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", x);
+    set(n, 0, attr_int(n, "keepdims", 1) ? reshape(n, m, {xs[0], xs[1], 1, 1}) : m);
+  };
+  h["BatchNormalization"] = [this](const onnx::NodeProto& n) { batch_norm(n); };
+  auto binary = [this](const std::string& type) {
+    return [this, type](const onnx::NodeProto& n) {
+      set(n, 0, m_g.apply(type, op_name(n) + "/" + type, {tensor(n, 0), tensor(n, 1)})[0]);
+    };
+  };
+  h["Add"] = binary("Add");
+  h["Sub"] = binary("Sub");
+  h["Mul"] = binary("Mul");
+  h["Div"] = binary("RealDiv");
+  h["Concat"] = [this](const onnx::NodeProto& n) {
+    std::vector<TensorId> xs;
+    for (int i = 0; i < n.input_size(); ++i) xs.push_back(tensor(n, i));
+    OpAttrs a;
+    a.axis = attr_int(n, "axis", 0);
+    set(n, 0, m_g.apply("Concat", op_name(n) + "/Concat", xs, a)[0]);
+  };
+  h["Flatten"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    std::int64_t ax = attr_int(n, "axis", 1);
+    if (ax < 0) ax += static_cast<std::int64_t>(xs.size());
+    std::int64_t lo = 1, hi = 1;
+    for (std::size_t k = 0; k < xs.size(); ++k) (static_cast<std::int64_t>(k) < ax ? lo : hi) *= xs[k];
+    set(n, 0, reshape(n, x, {lo, hi}, "/Flatten"));
+  };
+  h["Reshape"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    Shape s;
+    for (double d : *constant(n, 1).data) s.push_back(static_cast<std::int64_t>(d));
+    std::int64_t known = 1, infer = -1;
+    const bool allowzero = attr_int(n, "allowzero", 0);
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (s[k] == 0 && !allowzero) {
+        if (k >= xs.size()) fail(where(n) + ": a 0 in the shape beyond the input's rank");
+        s[k] = xs[k];
+      }
+      if (s[k] == -1) {
+        if (infer >= 0) fail(where(n) + ": two -1 in the shape");
+        infer = static_cast<std::int64_t>(k);
+      } else if (s[k] < 0) {
+        fail(where(n) + ": a negative dimension in the shape");
+      } else {
+        known *= s[k];
+      }
+    }
+    const std::int64_t e = m_g.tensor(x).elements();
+    if (infer >= 0) {
+      if (known == 0 || e % known)
+        fail(where(n) + ": " + shape_string(xs) + " cannot take the shape " + shape_string(s));
+      s[static_cast<std::size_t>(infer)] = e / known;
+    }
+    std::int64_t total = 1;
+    for (auto d : s) total *= d;
+    if (total != e)
+      fail(where(n) + ": " + shape_string(xs) + " cannot take the shape " + shape_string(s) +
+           (m_batch != xs[0] ? "" : " (a shape fixed at export for another batch size? export with dynamic_axes)"));
+    set(n, 0, reshape(n, x, s));
+  };
+  auto squeeze = [this](bool un) {
+    return [this, un](const onnx::NodeProto& n) {
+      const TensorId x = tensor(n, 0);
+      Shape s = shape_of(x);
+      auto axes = ints_attr_or_input(n, "axes", 1);
+      const auto rank = static_cast<std::int64_t>(s.size()) + (un ? static_cast<std::int64_t>(axes.size()) : 0);
+      for (auto& a : axes) {
+        if (a < 0) a += rank;
+        if (a < 0 || a >= rank) fail(where(n) + ": axis out of range");
+      }
+      std::sort(axes.begin(), axes.end());
+      if (un) {
+        for (auto a : axes) s.insert(s.begin() + a, 1);
+      } else {
+        Shape t;
+        for (std::int64_t k = 0; k < static_cast<std::int64_t>(s.size()); ++k) {
+          const bool listed = std::count(axes.begin(), axes.end(), k) > 0;
+          if (listed && s[static_cast<std::size_t>(k)] != 1) fail(where(n) + ": squeezing an axis that is not 1");
+          if (!(listed || (axes.empty() && s[static_cast<std::size_t>(k)] == 1)))
+            t.push_back(s[static_cast<std::size_t>(k)]);
+        }
+        s = t;
+      }
+      set(n, 0, reshape(n, x, s, un ? "/Unsqueeze" : "/Squeeze"));
+    };
+  };
+  h["Squeeze"] = squeeze(false);
+  h["Unsqueeze"] = squeeze(true);
+  h["Transpose"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    OpAttrs a;
+    a.shape = attr_ints(n, "perm");
+    if (a.shape.empty())
+      for (auto k = static_cast<std::int64_t>(shape_of(x).size()); k-- > 0;) a.shape.push_back(k);
+    set(n, 0, m_g.apply("Transpose", op_name(n) + "/Transpose", {x}, a)[0]);
+  };
+  h["Identity"] = [this](const onnx::NodeProto& n) { set(n, 0, tensor(n, 0)); };
+  h["Cast"] = [this](const onnx::NodeProto& n) {  // the recipe decides the precision of the network
+    if (!is_float(static_cast<int>(attr_int(n, "to", onnx::TensorProto::FLOAT))))
+      fail(where(n) + ": a cast of a tensor to an integer type is not supported");
+    set(n, 0, tensor(n, 0));
+  };
+  h["Dropout"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    double ratio = attr_float(n, "ratio", 0.5);
+    if (has_input(n, 1)) ratio = constant(n, 1).data->at(0);
+    bool training = m_sum.opset < 12 ? !attr_int(n, "is_test", 0) : true;
+    if (has_input(n, 2)) training = constant(n, 2).data->at(0) != 0;
+    if (n.output_size() > 1 && !n.output(1).empty()) m_values.erase(n.output(1));
+    if (!training || ratio <= 0 || m_opt.inference) return set(n, 0, x);
+    if (ratio >= 1) fail(where(n) + ": a drop ratio of 1 drops everything");
+    OpAttrs a;
+    a.alpha = 1 - ratio;
+    set(n, 0, m_g.apply("Dropout", op_name(n) + "/Dropout", {x}, a)[0]);
+  };
+}
+
+// The dataset an input of this shape suggests, and its training (or evaluation) maps: MNIST-shaped
+// for one channel, CIFAR-10 for small colour images, ImageNet JPEGs for larger ones.
+DataRecipe Importer::data_for(const Shape& in, std::int64_t classes, bool eval) const {
+  const std::int64_t c = in[1], h = in[2], w = in[3];
+  DataRecipe r;
+  if (c == 1) {  // MNIST-shaped: LeNet's pipeline, resized to the input
+    r.dataset = synthetic_mnist();
+    r.maps = {{MapOpType::Resize, h, w},
+              {MapOpType::Rescale},
+              {MapOpType::Normalize},
+              {MapOpType::HWC2CHW},
+              {MapOpType::TypeCast}};
+  } else if (c == 3 && h <= 64 && w <= 64) {  // CIFAR-10-shaped
+    r.dataset.format = DatasetFormat::Cifar10Binary;
+    r.dataset.source = "synthetic";
+    r.dataset.samples = 50000;
+    r.dataset.height = r.dataset.width = 32;
+    r.dataset.channels = 3;
+    r.dataset.classes = 10;
+    r.dataset.record_bytes = 3073;
+    r.maps = {{MapOpType::RandomCrop, 32, 32, 1.0}, {MapOpType::RandomHorizontalFlip}};
+    if (h != 32 || w != 32) r.maps.push_back({MapOpType::Resize, h, w});
+    for (auto t : {MapOpType::Rescale, MapOpType::Normalize, MapOpType::HWC2CHW, MapOpType::TypeCast})
+      r.maps.push_back({t});
+  } else if (c == 3) {  // ImageNet-shaped JPEGs, cropped to the input (evaluation: the centre crop of 256/224)
+    r = eval ? imagenet_eval_recipe() : imagenet_train_recipe();
+    for (auto& m : r.maps) {
+      if (m.type == MapOpType::Resize && m.width == 0)
+        m.height = (h * 256 + 223) / 224;
+      else if (m.type == MapOpType::Resize || m.type == MapOpType::CenterCrop)
+        m.height = h, m.width = w;
+    }
+  } else {
+    fail(m_file + ": an input of " + std::to_string(c) +
+         " channels has no default dataset (1: MNIST-shaped, 3: CIFAR-10 or ImageNet-shaped)");
+  }
+  r.dataset.classes = classes;
+  if (eval) {
+    if (c != 3 || h <= 64) r.dataset.samples = 10000;  // the test split
+    std::vector<MapOp> maps;
+    for (const auto& m : r.maps)
+      if (!m.random()) maps.push_back(m);
+    r.maps = maps;
+  }
+  return r;
+}
+
+Workload Importer::run() {
+  const auto& graph = m_model.graph();
+  for (const auto& o : m_model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") m_sum.opset = o.version();
+  m_sum.producer =
+      m_model.producer_name() + (m_model.producer_version().empty() ? "" : " " + m_model.producer_version());
+  m_sum.nodes = graph.node_size();
+  if (graph.node_size() == 0) fail(m_file + ": the model's graph has no nodes");
+  if (graph.output_size() == 0) fail(m_file + ": the model's graph has no outputs");
+  install();
+
+  // Every operator outside the supported set, with its first node, before anything is built.
+  std::map<std::string, std::string> unsupported;
+  for (const auto& n : graph.node()) {
+    ++m_sum.node_types[n.op_type()];
+    const bool std_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    const std::string type = std_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    const bool known =
+        std_domain && (m_handlers.count(n.op_type()) || n.op_type() == "Constant" || n.op_type() == "Shape" ||
+                       n.op_type() == "Gather" || n.op_type() == "Slice" || n.op_type() == "ConstantOfShape");
+    if (!known && !unsupported.count(type)) unsupported[type] = n.name().empty() ? "(unnamed)" : n.name();
+  }
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const auto& [type, node] : unsupported) list += "\n  " + type + " (first at node '" + node + "')";
+    fail(m_file + ": " + std::to_string(unsupported.size()) + " operator type" + (unsupported.size() > 1 ? "s" : "") +
+         " not supported, nothing simulated:" + list + "\n(docs/onnx.md lists the supported operators)");
+  }
+
+  // The recipe.
+  const RecipeOverrides& o = m_opt.recipe;
+  Recipe recipe;
+  recipe.amp_level = o.amp_level.value_or("O0");
+  if (recipe.amp_level != "O0" && recipe.amp_level != "O2" && recipe.amp_level != "O3")
+    fail("amp level '" + recipe.amp_level + "': use O0, O2 or O3");
+  recipe.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(true);
+  recipe.loss_scale = o.loss_scale.value_or(1);
+  if (!(recipe.loss_scale >= 1 && recipe.loss_scale <= 16777216)) fail("loss scale must lie in [1, 16777216]");
+  recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
+  m_compute = recipe.amp_level == "O0" ? DType::F32 : DType::F16;
+  m_master = recipe.amp_level == "O3" ? DType::F16 : DType::F32;
+  m_bn_fp32 = recipe.amp_level == "O0" || (recipe.amp_level == "O2" && recipe.keep_batchnorm_fp32);
+
+  // Initializers.
+  std::set<std::string> init_names;
+  for (const auto& t : graph.initializer()) {
+    if (t.name().empty()) fail(m_file + ": an initializer without a name");
+    Const c = read_tensor(t, m_file + ": initializer '" + t.name() + "'");
+    c.initializer = true;
+    m_values[t.name()] = Value{-1, std::move(c)};
+    init_names.insert(t.name());
+  }
+  m_sum.initializers = static_cast<std::int64_t>(init_names.size());
+
+  // Inputs: the image (NCHW, float) and, for a model with its own loss, integer labels.
+  TensorId image = -1, label = -1;
+  std::string image_name;
+  for (const auto& in : graph.input()) {
+    if (init_names.count(in.name())) continue;  // an initializer listed as an input (older exporters)
+    const auto& tt = in.type().tensor_type();
+    if (!in.type().has_tensor_type()) fail(m_file + ": input '" + in.name() + "' is not a tensor");
+    Shape s;
+    for (int k = 0; k < tt.shape().dim_size(); ++k) {
+      const auto& d = tt.shape().dim(k);
+      if (d.has_dim_value() && d.dim_value() > 0 && d.dim_value() <= kMaxDim) {
+        s.push_back(d.dim_value());
+        continue;
+      }
+      const std::string sym = d.has_dim_param() ? "'" + d.dim_param() + "'" : "unknown";
+      if (k != 0)
+        fail(m_file + ": input '" + in.name() + "' has a " + sym + " dimension at axis " + std::to_string(k) +
+             "; only the batch axis may be symbolic (export with a fixed input size)");
+      if (m_opt.batch_size <= 0)
+        fail(m_file + ": input '" + in.name() + "' has a symbolic batch dimension " + sym + "; give batch_size");
+      s.push_back(m_opt.batch_size);
+    }
+    if (s.empty()) fail(m_file + ": input '" + in.name() + "' is a scalar; a batch of samples is expected");
+    if (m_opt.batch_size > 0 && s[0] != m_opt.batch_size)
+      fail(m_file + ": input '" + in.name() + "' fixes the batch at " + std::to_string(s[0]) + ", not " +
+           std::to_string(m_opt.batch_size) +
+           "; give no batch_size, or export the model with a dynamic batch axis (dynamic_axes)");
+    if (m_batch && s[0] != m_batch) fail(m_file + ": the inputs disagree on the batch size");
+    m_batch = s[0];
+    if (is_integer(tt.elem_type())) {
+      if (label >= 0 || s.size() != 1) fail(m_file + ": integer input '" + in.name() + "' is not a label vector [N]");
+      label = m_g.add_tensor({in.name(), s, DType::I32, TensorRole::Label});
+      m_values[in.name()] = Value{label, std::nullopt};
+      continue;
+    }
+    if (image >= 0) fail(m_file + ": more than one float input ('" + image_name + "', '" + in.name() + "')");
+    if (s.size() != 4)
+      fail(m_file + ": input '" + in.name() + "' is " + shape_string(s) + "; an NCHW image batch is expected");
+    image = m_g.add_tensor({in.name(), s, DType::F32, TensorRole::Input});
+    image_name = in.name();
+    m_values[in.name()] =
+        Value{m_compute == DType::F32 ? image : m_g.cast("input/Cast", image, m_compute), std::nullopt};
+  }
+  if (image < 0) fail(m_file + ": the model has no float input (an NCHW image batch)");
+
+  // The nodes, in their (topological) order.
+  for (const auto& n : graph.node()) {
+    try {
+      if (foldable(n))
+        fold(n);
+      else if (m_handlers.count(n.op_type()))
+        m_handlers.at(n.op_type())(n);
+      else
+        fail(where(n) + ": its inputs must be constants known at import (static shapes)");
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(m_file, 0) == 0) throw;
+      fail(where(n) + ": " + msg);
+    }
+    ++m_node_index;
+  }
+
+  // The output and the loss.
+  const std::string& out_name = graph.output(0).name();
+  const auto it = m_values.find(out_name);
+  if (it == m_values.end() || it->second.tensor < 0)
+    fail(m_file + ": output '" + out_name + "' is not computed from the input");
+  TensorId y = it->second.tensor;
+  Workload w;
+  w.recipe = recipe;
+  std::string base = m_file;
+  if (auto slash = base.find_last_of('/'); slash != std::string::npos) base.erase(0, slash + 1);
+  w.name = base;
+  w.batch_size = m_batch;
+  const Shape& ys = shape_of(y);
+  const std::int64_t classes = ys.size() == 2 ? ys[1] : 0;
+  w.data = data_for(m_g.tensor(image).shape, classes > 1 ? classes : 10, false);
+  w.eval_data = data_for(m_g.tensor(image).shape, classes > 1 ? classes : 10, true);
+  w.batch_inputs = {image};
+  if (label >= 0) w.batch_inputs.push_back(label);
+
+  if (m_opt.inference) {  // the forward pass over the evaluation dataset (Model.predict)
+    w.data = w.eval_data;
+    w.training = false;
+    w.optimizer = "none (inference)";
+    w.parallel.parameter_broadcast = false;
+  } else {
+    TensorId loss;
+    if (m_opt.loss) {
+      if (ys.size() != 2 || ys[1] < 2)
+        fail(m_file + ": output '" + out_name + "' is " + shape_string(ys) +
+             "; softmax cross entropy needs logits [N, classes] (or the loss none, for a model that ends in its own "
+             "loss)");
+      if (label >= 0)
+        fail(m_file + ": the model takes labels ('" + m_g.tensor(label).name +
+             "'); choose the loss none (the model computes its own)");
+      label = m_g.add_tensor({"label", {m_batch}, DType::I32, TensorRole::Label});
+      w.batch_inputs.push_back(label);
+      const TensorId logits = m_compute == DType::F32 ? y : m_g.cast("loss/CastLogits", y, DType::F32);
+      loss = m_g.sparse_softmax_cross_entropy("loss/SparseSoftmaxCrossEntropyWithLogits", logits, label);
+    } else {
+      if (m_g.tensor(y).elements() != 1)
+        fail(m_file + ": output '" + out_name + "' is " + shape_string(ys) + "; a model's own loss must be a scalar");
+      loss = m_compute == DType::F32 ? y : m_g.cast("loss/Cast", y, DType::F32);
+      m_g.set_role(loss, TensorRole::Loss);
+    }
+    w.loss = loss;
+    OptimizerSpec opt;
+    opt.loss_scale = recipe.loss_scale;
+    opt.decayed = m_decayed;
+    if (recipe.loss_scale != 1) w.sens = m_g.add_tensor({"loss_scale", {1}, DType::F32, TensorRole::Constant});
+    w.optimizer_spec = opt;
+    w.hyper = {0.01, 0.9, 0};
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%g", recipe.loss_scale);
+    w.optimizer = std::string("Momentum(lr=0.01, momentum=0.9)") +
+                  (recipe.loss_scale != 1 ? ", loss scale " + std::string(scale) : "");
+    append_momentum(m_g, append_backward(m_g, loss, w.sens), opt);
+  }
+  w.graph = std::move(m_g);
+  for (const auto& t : w.graph.tensors())
+    if (t.role == TensorRole::Parameter)
+      m_sum.parameters += t.elements();
+    else if (t.role == TensorRole::State)
+      m_sum.state_elements += t.elements();
+  w.description = "ONNX model " + base + " (" + (m_sum.producer.empty() ? "unknown producer" : m_sum.producer) +
+                  ", opset " + std::to_string(m_sum.opset) + "): " + std::to_string(m_sum.nodes) + " nodes, input " +
+                  shape_string(w.graph.tensor(image).shape) + ", " + (m_opt.inference ? "inference" : "training");
+  return w;
+}
+
+}  // namespace
+
+Workload import_onnx_bytes(const std::string& name, const std::string& bytes, const OnnxOptions& options,
+                           OnnxSummary* summary) {
+  onnx::ModelProto model;
+  if (bytes.empty()) fail(name + ": the file is empty; an ONNX model (a ModelProto) is expected");
+  if (!model.ParseFromString(bytes))
+    fail(name + ": not an ONNX model (the protobuf does not parse: truncated, or another format)");
+  if (!model.has_graph()) fail(name + ": not an ONNX model (a ModelProto without a graph)");
+  if (model.ir_version() < 3)
+    fail(name + ": ONNX IR version " + std::to_string(model.ir_version()) + " is too old (3 or later expected)");
+  OnnxSummary local;
+  Importer imp(name, model, options, summary ? *summary : local);
+  return imp.run();
+}
+
+Workload import_onnx(const std::string& path, const OnnxOptions& options, OnnxSummary* summary) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(path + ": cannot open the model file");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) fail(path + ": reading the model file failed");
+  return import_onnx_bytes(path, ss.str(), options, summary);
+}
+
+}  // namespace ascendsim::workloads
