@@ -747,6 +747,7 @@ int cmd_info(int argc, char* argv[]) {
   j["steps_per_epoch"] = w.steps_per_epoch();
   j["batch_bytes"] = w.batch_bytes();
   j["optimizer"] = w.optimizer;
+  j["mode"] = w.training ? "train" : "infer";
   j["recipe"] = {{"amp_level", w.recipe.amp_level},
                  {"keep_batchnorm_fp32", w.recipe.keep_batchnorm_fp32},
                  {"graph_kernel_fusion", w.recipe.graph_kernel_fusion},
@@ -759,7 +760,11 @@ int cmd_info(int argc, char* argv[]) {
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;  // events and collectives
     const auto& c = g.step_tasks[i].cost;
+    const auto part = g.step_tasks[i].part;
     ops.push_back({{"name", g.step_tasks[i].name},
+                   {"pass", part == hostif::StepPart::Forward    ? "forward"
+                            : part == hostif::StepPart::Backward ? "backward"
+                                                                 : "optimizer"},
                    {"op", g.descs[i].to_string()},
                    {"time_us", c.time_s * 1e6},
                    {"blocks", c.blocks},
@@ -778,7 +783,7 @@ int cmd_info(int argc, char* argv[]) {
   std::cout << fmt::format("{} — {}\n", w.name, w.description);
   std::cout << fmt::format("  chip                      {}\n", cfg.chip.name);
   std::cout << fmt::format("  batch size                {}\n", w.batch_size);
-  std::cout << fmt::format("  training                  {}\n", w.recipe.describe());
+  std::cout << fmt::format("  {:<25} {}\n", w.training ? "training" : "inference", w.recipe.describe());
   std::cout << fmt::format("  parameters                {}\n", j["parameters"].get<std::int64_t>());
   std::cout << fmt::format("  forward MACs per sample   {}\n", j["forward_macs_per_sample"].get<std::int64_t>());
   std::cout << fmt::format("  device ops per step       {} (+1 GetNext in the sink modes)\n", g.step_tasks.size());

@@ -793,6 +793,13 @@ void Importer::install() {
     set(n, 0, m_g.apply("Transpose", op_name(n) + "/Transpose", {x}, a)[0]);
   };
   h["Identity"] = [this](const onnx::NodeProto& n) { set(n, 0, tensor(n, 0)); };
+  h["Pad"] = [this](const onnx::NodeProto& n) {  // PyTorch puts a zero Pad before an average pool
+    const std::vector<std::int64_t> pads = ints_attr_or_input(n, "pads", 1);
+    if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p != 0; }))
+      fail(where(n) + ": padding by a Pad node is not supported (pads " + shape_string(pads) +
+           "); give the padding to the convolution or pooling that follows");
+    set(n, 0, tensor(n, 0));
+  };
   h["Cast"] = [this](const onnx::NodeProto& n) {  // the recipe decides the precision of the network
     if (!is_float(static_cast<int>(attr_int(n, "to", onnx::TensorProto::FLOAT))))
       fail(where(n) + ": a cast of a tensor to an integer type is not supported");
@@ -814,7 +821,8 @@ void Importer::install() {
 }
 
 // The dataset an input of this shape suggests, and its training (or evaluation) maps: MNIST-shaped
-// for one channel, CIFAR-10 for small colour images, ImageNet JPEGs for larger ones.
+// for one channel, CIFAR-10 for small colour images, ImageNet JPEGs for larger ones, binary records
+// of the input's geometry for other channel counts.
 DataRecipe Importer::data_for(const Shape& in, std::int64_t classes, bool eval) const {
   const std::int64_t c = in[1], h = in[2], w = in[3];
   DataRecipe r;
@@ -825,19 +833,19 @@ DataRecipe Importer::data_for(const Shape& in, std::int64_t classes, bool eval) 
               {MapOpType::Normalize},
               {MapOpType::HWC2CHW},
               {MapOpType::TypeCast}};
-  } else if (c == 3 && h <= 64 && w <= 64) {  // CIFAR-10-shaped
+  } else if (c != 3 || (h <= 64 && w <= 64)) {  // CIFAR-10-shaped; other channel counts as such records
     r.dataset.format = DatasetFormat::Cifar10Binary;
     r.dataset.source = "synthetic";
     r.dataset.samples = 50000;
-    r.dataset.height = r.dataset.width = 32;
-    r.dataset.channels = 3;
-    r.dataset.classes = 10;
-    r.dataset.record_bytes = 3073;
-    r.maps = {{MapOpType::RandomCrop, 32, 32, 1.0}, {MapOpType::RandomHorizontalFlip}};
-    if (h != 32 || w != 32) r.maps.push_back({MapOpType::Resize, h, w});
+    r.dataset.height = c == 3 ? 32 : h;
+    r.dataset.width = c == 3 ? 32 : w;
+    r.dataset.channels = c;
+    r.dataset.record_bytes = 1 + c * r.dataset.height * r.dataset.width;
+    r.maps = {{MapOpType::RandomCrop, r.dataset.height, r.dataset.width, 1.0}, {MapOpType::RandomHorizontalFlip}};
+    if (h != r.dataset.height || w != r.dataset.width) r.maps.push_back({MapOpType::Resize, h, w});
     for (auto t : {MapOpType::Rescale, MapOpType::Normalize, MapOpType::HWC2CHW, MapOpType::TypeCast})
       r.maps.push_back({t});
-  } else if (c == 3) {  // ImageNet-shaped JPEGs, cropped to the input (evaluation: the centre crop of 256/224)
+  } else {  // ImageNet-shaped JPEGs, cropped to the input (evaluation: the centre crop of 256/224)
     r = eval ? imagenet_eval_recipe() : imagenet_train_recipe();
     for (auto& m : r.maps) {
       if (m.type == MapOpType::Resize && m.width == 0)
@@ -845,9 +853,6 @@ DataRecipe Importer::data_for(const Shape& in, std::int64_t classes, bool eval) 
       else if (m.type == MapOpType::Resize || m.type == MapOpType::CenterCrop)
         m.height = h, m.width = w;
     }
-  } else {
-    fail(m_file + ": an input of " + std::to_string(c) +
-         " channels has no default dataset (1: MNIST-shaped, 3: CIFAR-10 or ImageNet-shaped)");
   }
   r.dataset.classes = classes;
   if (eval) {
@@ -1040,7 +1045,9 @@ Workload Importer::run() {
     else if (t.role == TensorRole::State)
       m_sum.state_elements += t.elements();
   w.description = "ONNX model " + base + " (" + (m_sum.producer.empty() ? "unknown producer" : m_sum.producer) +
-                  ", opset " + std::to_string(m_sum.opset) + "): " + std::to_string(m_sum.nodes) + " nodes, input " +
+                  ", opset " + std::to_string(m_sum.opset) + "): " + std::to_string(m_sum.nodes) + " nodes, " +
+                  std::to_string(m_sum.initializers) + " initializers (" + std::to_string(m_sum.parameters) +
+                  " parameters, " + std::to_string(m_sum.state_elements) + " BatchNorm statistics), input " +
                   shape_string(w.graph.tensor(image).shape) + ", " + (m_opt.inference ? "inference" : "training");
   return w;
 }

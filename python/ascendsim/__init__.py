@@ -113,6 +113,16 @@ def _strategy(strategy: Optional[str], dataset_sink_mode: Optional[bool]) -> Opt
     return "loop-sink" if dataset_sink_mode else "non-sink"
 
 
+def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss: Optional[str]) -> List[Any]:
+    """The network: a built-in workload, or an ONNX file (``model``, docs/onnx.md) instead."""
+    a: List[Any] = ["--workload", workload] if model is None else ["--model", model]
+    if mode is not None:
+        a += ["--mode", mode]
+    if loss is not None:
+        a += ["--loss", loss]
+    return a
+
+
 def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
               steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
               overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
@@ -120,9 +130,13 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               rank_table: Optional[str] = None, amp_level: Optional[str] = None,
               loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
               seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
-              dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None) -> List[str]:
-    a = ["--workload", workload, "--epochs", epochs, "--sink-size", sink_size, "--chip", chip,
-         "--devices", devices]
+              dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
+              model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
+              keep_batchnorm_fp32: Optional[bool] = None) -> List[str]:
+    a = _network_args(workload, model, mode, loss)
+    a += ["--epochs", epochs, "--sink-size", sink_size, "--chip", chip, "--devices", devices]
+    if keep_batchnorm_fp32 is not None:
+        a += ["--keep-batchnorm-fp32", "true" if keep_batchnorm_fp32 else "false"]
     if batch_size is not None:
         a += ["--batch-size", batch_size]
     if steps_per_epoch is not None:
@@ -165,12 +179,16 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
           amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
           eval: bool = False, seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
-          dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None) -> Report:
+          dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
+          model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
+          keep_batchnorm_fp32: Optional[bool] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
     :func:`params`); ``sink_size`` is loop sink's steps per launch (-1: one epoch);
-    ``eval_every`` evaluates after every that many epochs (the report's ``evaluation``)."""
+    ``eval_every`` evaluates after every that many epochs (the report's ``evaluation``).
+    ``model`` runs an ONNX file instead of ``workload`` (its batch size its own unless symbolic);
+    ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -179,7 +197,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, eval_every=eval_every, parallel_mode=parallel_mode,
-        dataset_strategy=dataset_strategy, shard_strategy=shard_strategy), "--json", "-", "-q"))
+        dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
+        keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -189,20 +208,25 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             rank_table: Optional[str] = None, amp_level: Optional[str] = None,
             loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
             seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
-            dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None) -> Report:
+            dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
+            model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
+            keep_batchnorm_fp32: Optional[bool] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, eval_every=eval_every, parallel_mode=parallel_mode,
-        dataset_strategy=dataset_strategy, shard_strategy=shard_strategy), "--json", "-", "-q"))
+        dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
+        keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, chip: str = "ascend910",
-         overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None) -> Dict[str, Any]:
-    """Parameters, MACs, ops and device memory of a workload (``ascendsim info --json``)."""
-    a = ["info", "--workload", workload, "--chip", chip]
+         overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
+         model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None) -> Dict[str, Any]:
+    """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
+    (``ascendsim info --json``)."""
+    a = ["info", *_network_args(workload, model, mode, loss), "--chip", chip]
     if batch_size is not None:
         a += ["--batch-size", batch_size]
     if amp_level is not None:
@@ -238,7 +262,7 @@ def chips() -> Dict[str, str]:
 
 #: Grid keys that are arguments of train()/compare(); any other key with a dot is a parameter.
 RUN_KEYS = ("sink_size", "epochs", "batch_size", "steps_per_epoch", "devices", "chip", "dataset",
-            "all_reduce_fusion", "amp_level", "loss_scale", "workload", "eval_every")
+            "all_reduce_fusion", "amp_level", "loss_scale", "workload", "eval_every", "model", "mode")
 
 
 def _point_kwargs(workload: str, point: Mapping[str, Any], common: Mapping[str, Any]) -> Dict[str, Any]:

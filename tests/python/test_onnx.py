@@ -1,0 +1,205 @@
+"""ONNX models (--model): torchvision's networks and a LeNet-5 exported with torch.onnx.export at
+test time (Debian python3-torch, python3-torchvision), against the built-in workloads."""
+import json
+import os
+import subprocess
+import warnings
+
+import pytest
+
+import ascendsim
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+BIN = os.environ.get("ASCENDSIM_BIN", "ascendsim")
+
+
+class LeNet5(torch.nn.Module):
+    """The built-in lenet5: convolutions without bias, as MindSpore's model zoo LeNet."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 6, 5, bias=False)
+        self.conv2 = torch.nn.Conv2d(6, 16, 5, bias=False)
+        self.fc1 = torch.nn.Linear(400, 120)
+        self.fc2 = torch.nn.Linear(120, 84)
+        self.fc3 = torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+        x = x.view(x.size(0), -1)  # Shape, Gather, Unsqueeze, Concat, Reshape: folded at import
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class EveryOp(torch.nn.Module):
+    """One network through every operator the importer documents."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.se = torch.nn.Linear(4, 4)
+        self.w = torch.nn.Parameter(torch.randn(16, 10) * 0.1)
+        self.fc = torch.nn.Linear(128, 16)
+        self.drop = torch.nn.Dropout(0.2)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu6(self.bn(self.conv(x)))                      # Conv, BN, Clip(0, 6)
+        x = torch.nn.functional.hardswish(self.dw(x))                             # depthwise Conv, HardSwish
+        x = torch.max_pool2d(x, 2)                                                # MaxPool
+        x = self.up(x)                                                            # ConvTranspose
+        s = torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)              # GlobalAveragePool, Flatten
+        s = torch.sigmoid(self.se(s)).unsqueeze(2).unsqueeze(3)                   # Gemm, Sigmoid, Unsqueeze
+        x = x * s                                                                 # Mul (broadcast)
+        y = torch.nn.functional.hardsigmoid(x) - x.mean(dim=(2, 3), keepdim=True)  # HardSigmoid, ReduceMean, Sub
+        x = torch.cat([x, y.transpose(2, 3)], dim=1) / 2.0                        # Transpose, Concat, Div
+        x = torch.nn.functional.avg_pool2d(torch.clamp(x, -1.0, 1.0), 4)          # Clip, AveragePool
+        x = x.reshape(x.size(0), -1)                                              # Reshape
+        x = self.drop(torch.relu(self.fc(x)))                                     # Gemm, Relu, Dropout
+        x = torch.matmul(x, self.w).unsqueeze(1).squeeze(1)                       # MatMul, Squeeze
+        return torch.softmax(x, dim=-1) + x                                       # Softmax, Add
+
+
+def export(model, shape, path, opset=13):
+    model.train()
+    with warnings.catch_warnings():  # the exporter's notes on BatchNorm's step counter, not ours
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, torch.randn(*shape), str(path), training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=opset, input_names=["image"],
+                          output_names=["logits"], dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("onnx")
+    torch.manual_seed(0)
+    nets = {
+        "lenet5": (LeNet5(), (1, 1, 32, 32)),
+        "resnet18": (torchvision.models.resnet18(), (1, 3, 224, 224)),
+        "resnet50": (torchvision.models.resnet50(), (1, 3, 224, 224)),
+        "mobilenetv2": (torchvision.models.mobilenet_v2(), (1, 3, 224, 224)),
+    }
+    out = {name: export(net, shape, d / f"{name}.onnx") for name, (net, shape) in nets.items()}
+    out["torch_parameters"] = {name: sum(p.numel() for p in net.parameters()) for name, (net, _) in nets.items()}
+    out["every_op"] = export(EveryOp(), (1, 3, 16, 16), d / "every_op.onnx", opset=14)
+    out["dir"] = d
+    return out
+
+
+def test_imported_networks_count_the_builtins_parameters_and_macs(models):
+    for name in ("lenet5", "resnet18", "resnet50", "mobilenetv2"):
+        imported = ascendsim.info(model=models[name], batch_size=32)
+        builtin = ascendsim.info(name, batch_size=32, amp_level="O0")
+        assert imported["parameters"] == builtin["parameters"] == models["torch_parameters"][name], name
+        assert imported["forward_macs_per_sample"] == builtin["forward_macs_per_sample"], name
+        assert imported["batch_size"] == 32
+        # The same network in the same precision: the same device work, up to the loss head and
+        # optimizer (the built-ins' label smoothing and learning-rate schedule).
+        assert imported["device_compute_per_step_s"] == pytest.approx(builtin["device_compute_per_step_s"], rel=0.01)
+        assert f"{models['torch_parameters'][name]} parameters" in imported["description"]
+
+
+def test_an_imported_resnet50_step_costs_what_the_builtin_step_costs(models):
+    builtin = ascendsim.train("resnet50", "loop-sink", batch_size=32, steps_per_epoch=20)
+    imported = ascendsim.train(strategy="loop-sink", model=models["resnet50"], batch_size=32, steps_per_epoch=20,
+                               amp_level="O2", keep_batchnorm_fp32=False, loss_scale=1024)
+    assert imported["recipe"] == builtin["recipe"]
+    b, i = builtin.runs[0]["step_time_ms"]["mean"], imported.runs[0]["step_time_ms"]["mean"]
+    assert abs(i - b) / b < 0.02, (i, b)
+    # The executed graphs hold the same ops but for the loss head (sparse cross entropy against the
+    # built-in's label-smoothed one-hot) and the built-in's learning-rate schedule.
+    ib = ascendsim.info("resnet50", batch_size=32)
+    ii = json.loads(subprocess.run([BIN, "info", "--model", models["resnet50"], "--batch-size", "32", "--amp-level",
+                                    "O2", "--keep-batchnorm-fp32", "false", "--loss-scale", "1024", "--json", "-"],
+                                   check=True, capture_output=True, text=True).stdout)
+    assert abs(ib["ops_per_step"] - ii["ops_per_step"]) <= 8
+    assert ii["device_compute_per_step_s"] == pytest.approx(ib["device_compute_per_step_s"], rel=0.005)
+
+
+def test_compare_and_sweep_take_a_model(models):
+    r = ascendsim.compare(model=models["resnet50"], batch_size=32, steps_per_epoch=10)
+    assert [run["strategy"] for run in r.runs] == list(ascendsim.STRATEGIES)
+    assert r["workload"] == "resnet50.onnx" and r["batch_size"] == 32
+    out = subprocess.run([BIN, "sweep", "--model", models["lenet5"], "--param", "batch_size", "--values", "16,64",
+                          "--steps-per-epoch", "10", "--json", "-", "-q"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    assert sorted({row["value"] for row in rows}) == [16, 64] and len(rows) == 8
+    # LeNet-5's steps are bound by the host, not the batch: four times the batch, more samples/s.
+    rate = {(row["value"], row["strategy"]): row["samples_per_s"] for row in rows}
+    assert all(rate[(64, s)] > 2 * rate[(16, s)] for s in ascendsim.STRATEGIES)
+
+
+def test_an_inference_run_has_no_backward_ops(models):
+    train = ascendsim.info(model=models["mobilenetv2"], batch_size=32)
+    infer = ascendsim.info(model=models["mobilenetv2"], batch_size=32, mode="infer")
+    assert infer["mode"] == "infer" and train["mode"] == "train"
+    assert {op["pass"] for op in train["ops"]} == {"forward", "backward", "optimizer"}
+    assert {op["pass"] for op in infer["ops"]} == {"forward"}
+    assert not [op for op in infer["ops"] if "Grad" in op["name"] or "Momentum" in op["name"]]
+    assert infer["optimizer"] == "none (inference)"
+    assert infer["parameters"] == train["parameters"]
+    r = ascendsim.train(strategy="loop-sink", model=models["mobilenetv2"], mode="infer", batch_size=32,
+                        steps_per_epoch=20)
+    run = r.runs[0]
+    assert run["steps"] == 20 and run["interactions"]["graph_launches"] == 1
+    # The forward pass alone: shorter than a training step of the same network.
+    t = ascendsim.train(strategy="loop-sink", model=models["mobilenetv2"], batch_size=32, steps_per_epoch=20)
+    assert run["step_trace_ms"]["fp_bp"]["mean"] < 0.5 * t.runs[0]["step_trace_ms"]["fp_bp"]["mean"]
+    assert run["step_trace_ms"]["fp_bp"]["mean"] > 0
+
+
+def test_every_documented_operator_imports_trains_and_infers(models):
+    onnx = pytest.importorskip("onnx")
+    exported = {n.op_type for n in onnx.load(models["every_op"]).graph.node}
+    for op in ("Conv", "ConvTranspose", "Gemm", "MatMul", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
+               "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "Add", "Mul", "Sub", "Div",
+               "Concat", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Dropout", "Softmax",
+               "ReduceMean"):
+        assert op in exported, op
+    train = ascendsim.info(model=models["every_op"], batch_size=8)
+    types = {op["name"].rsplit("/", 1)[-1] for op in train["ops"]}
+    for t in ("Conv2D", "DepthwiseConv2dNative", "Conv2DTranspose", "HSwish", "HSwishGrad", "HSigmoid",
+              "Sigmoid", "SigmoidGrad", "ReLU6", "ClipByValue", "AvgPool", "AvgPoolGrad", "Concat", "Transpose",
+              "Softmax", "SoftmaxGrad", "RealDiv", "Sub", "Dropout", "DropoutGrad", "ReduceSum"):
+        assert t in types, t
+    infer = ascendsim.info(model=models["every_op"], batch_size=8, mode="infer")
+    names = {op["name"].rsplit("/", 1)[-1] for op in infer["ops"]}
+    assert "Dropout" not in names and "HSwish" in names  # Dropout is the identity in inference
+    r = ascendsim.train(strategy="data-sink", model=models["every_op"], batch_size=8, steps_per_epoch=5)
+    assert r.runs[0]["steps"] == 5
+
+
+def test_an_unsupported_operator_is_refused_and_nothing_is_written(models, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    h = onnx.helper
+    graph = h.make_graph(
+        [h.make_node("Relu", ["boxes"], ["r"], name="relu"),
+         h.make_node("NonMaxSuppression", ["r", "scores"], ["keep"], name="nms"),
+         h.make_node("Relu", ["keep"], ["out"], name="after")],
+        "detector",
+        [h.make_tensor_value_info("boxes", onnx.TensorProto.FLOAT, [1, 3, 8, 8]),
+         h.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 1, 3, 8])],
+        [h.make_tensor_value_info("out", onnx.TensorProto.INT64, [None, 3])])
+    path = tmp_path / "detector.onnx"
+    onnx.save(h.make_model(graph), str(path))
+    report = tmp_path / "report.json"
+    p = subprocess.run([BIN, "compare", "--model", str(path), "--json", str(report)], capture_output=True, text=True)
+    assert p.returncode != 0
+    assert "detector.onnx: 1 operator type not supported, nothing simulated" in p.stderr
+    assert "NonMaxSuppression (first at node 'nms')" in p.stderr
+    assert not report.exists()
+    with pytest.raises(ascendsim.InputError, match="NonMaxSuppression"):
+        ascendsim.info(model=str(path))
+    # Not ONNX at all, and a model that is not there.
+    bad = tmp_path / "not.onnx"
+    bad.write_text("this is not a protobuf")
+    p = subprocess.run([BIN, "info", "--model", str(bad)], capture_output=True, text=True)
+    assert p.returncode != 0 and "not an ONNX model" in p.stderr
+    p = subprocess.run([BIN, "info", "--model", str(tmp_path / "missing.onnx")], capture_output=True, text=True)
+    assert p.returncode != 0 and "cannot open the model file" in p.stderr

@@ -1,0 +1,322 @@
+// ONNX import (workloads/onnx_import.h) on models built here with the ONNX message classes: what
+// each operator becomes, folding of static shapes, the batch size, and the errors for unsupported
+// operators and malformed files. Exports of real networks are checked in tests/python/test_onnx.py.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <string>
+
+#include "workloads/onnx_import.h"
+#include "workloads/training.h"
+
+using namespace ascendsim::workloads;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+/// A model under construction: an NCHW float input, initializers and nodes.
+struct ModelBuilder {
+  onnx::ModelProto m;
+  onnx::GraphProto* g;
+  explicit ModelBuilder(std::vector<std::int64_t> input, const std::string& batch_param = "") {
+    m.set_ir_version(8);
+    m.set_producer_name("test");
+    m.add_opset_import()->set_version(13);
+    g = m.mutable_graph();
+    g->set_name("net");
+    auto* in = g->add_input();
+    in->set_name("x");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (std::size_t k = 0; k < input.size(); ++k) {
+      auto* d = tt->mutable_shape()->add_dim();
+      if (k == 0 && !batch_param.empty())
+        d->set_dim_param(batch_param);
+      else
+        d->set_dim_value(input[k]);
+    }
+  }
+  /// A float initializer (shape only: zeros as raw data) or an int64 one with values.
+  void weight(const std::string& name, std::vector<std::int64_t> shape) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    std::int64_t n = 1;
+    for (auto d : shape) t->add_dims(d), n *= d;
+    t->set_raw_data(std::string(static_cast<std::size_t>(n) * 4, '\0'));
+  }
+  void ints(const std::string& name, std::vector<std::int64_t> v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<std::int64_t>(v.size()));
+    for (auto x : v) t->add_int64_data(x);
+  }
+  onnx::NodeProto* node(const std::string& type, const std::string& name, std::vector<std::string> in,
+                        std::vector<std::string> out) {
+    auto* n = g->add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (auto& s : in) n->add_input(s);
+    for (auto& s : out) n->add_output(s);
+    return n;
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, std::vector<std::int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, std::int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  void output(const std::string& name) { g->add_output()->set_name(name); }
+  std::string bytes() const { return m.SerializeAsString(); }
+  Workload import(const OnnxOptions& o = {}, OnnxSummary* s = nullptr) const {
+    return import_onnx_bytes("net.onnx", bytes(), o, s);
+  }
+};
+
+std::map<std::string, int> op_types(const Graph& g) {
+  std::map<std::string, int> n;
+  for (const auto& op : g.ops()) ++n[op.type];
+  return n;
+}
+
+std::string import_error(const std::string& bytes, const OnnxOptions& o = {}) {
+  try {
+    import_onnx_bytes("bad.onnx", bytes, o);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(imported)";
+}
+
+/// conv 3x3 (bias) -> BN -> ReLU -> max pool -> flatten -> Gemm: a small classifier.
+ModelBuilder small_cnn(const std::string& batch_param = "") {
+  ModelBuilder b({4, 3, 8, 8}, batch_param);
+  b.weight("conv.weight", {8, 3, 3, 3});
+  b.weight("conv.bias", {8});
+  for (const char* p : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}) b.weight(p, {8});
+  b.weight("fc.weight", {10, 128});
+  b.weight("fc.bias", {10});
+  auto* conv = b.node("Conv", "/conv/Conv", {"x", "conv.weight", "conv.bias"}, {"c"});
+  ModelBuilder::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("BatchNormalization", "/bn/BatchNormalization",
+         {"c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"n"});
+  b.node("Relu", "/relu/Relu", {"n"}, {"r"});
+  auto* pool = b.node("MaxPool", "/pool/MaxPool", {"r"}, {"p"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  ModelBuilder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  b.node("Flatten", "/Flatten", {"p"}, {"f"});
+  auto* fc = b.node("Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, {"y"});
+  ModelBuilder::attr(fc, "transB", 1);
+  b.output("y");
+  return b;
+}
+
+}  // namespace
+
+TEST(Onnx, AClassifierBecomesItsTrainingStep) {
+  OnnxSummary s;
+  const Workload w = small_cnn().import({}, &s);
+  EXPECT_EQ(w.batch_size, 4);
+  // Parameters: conv 8*27 + 8, BN gamma/beta 16, fc 1280 + 10; the running statistics are state.
+  EXPECT_EQ(parameter_count(w.graph), 8 * 27 + 8 + 16 + 1280 + 10);
+  EXPECT_EQ(s.parameters, parameter_count(w.graph));
+  EXPECT_EQ(s.state_elements, 16);
+  EXPECT_EQ(s.initializers, 8);
+  // MACs: conv 8x8 outputs x 8 channels x 27; fc 128 x 10; per sample.
+  EXPECT_EQ(forward_macs(w.graph), 4 * (64 * 8 * 27 + 128 * 10));
+  const auto n = op_types(w.graph);
+  EXPECT_EQ(n.at("Conv2D"), 1);
+  EXPECT_EQ(n.at("BiasAdd"), 2);  // the conv's and the Gemm's bias
+  EXPECT_EQ(n.at("BatchNorm"), 1);
+  EXPECT_EQ(n.at("MaxPool"), 1);
+  EXPECT_EQ(n.at("MatMul"), 3);  // forward, and the two gradients
+  EXPECT_EQ(n.at("SparseSoftmaxCrossEntropyWithLogits"), 1);
+  EXPECT_EQ(n.at("ApplyMomentum"), 6);  // one per trainable initializer
+  EXPECT_EQ(n.at("Conv2DBackpropFilter"), 1);
+  EXPECT_EQ(n.count("Conv2DBackpropInput"), 0u);  // the input needs no gradient
+  EXPECT_TRUE(w.training);
+  EXPECT_EQ(w.batch_inputs.size(), 2u);  // the image and the labels the loss appends
+  EXPECT_EQ(w.data.dataset.classes, 10);
+}
+
+TEST(Onnx, InferenceHasNoBackwardPassNoOptimizerNoLabels) {
+  OnnxOptions o;
+  o.inference = true;
+  const Workload w = small_cnn().import(o);
+  EXPECT_FALSE(w.training);
+  for (const auto& op : w.graph.ops()) {
+    EXPECT_EQ(op.pass, Pass::Forward) << op.name;
+    EXPECT_NE(op.type, "ApplyMomentum");
+  }
+  for (const auto& t : w.graph.tensors()) EXPECT_NE(t.role, TensorRole::Gradient) << t.name;
+  EXPECT_EQ(w.batch_inputs.size(), 1u);
+  // Inference reads the evaluation split through its deterministic maps.
+  for (const auto& m : w.data.maps) EXPECT_FALSE(m.random());
+}
+
+TEST(Onnx, TheRecipeSetsPrecisionAsForTheBuiltInNetworks) {
+  OnnxOptions o;
+  o.recipe.amp_level = "O2";
+  o.recipe.keep_batchnorm_fp32 = false;
+  o.recipe.loss_scale = 1024;
+  const Workload w = small_cnn().import(o);
+  // fp32 master weights, cast to fp16 for the network; BatchNorm in fp16 without casts around it.
+  for (const auto& op : w.graph.ops())
+    if (op.type == "Conv2D") {
+      EXPECT_EQ(w.graph.tensor(op.inputs[1]).dtype, DType::F16);
+    }
+  for (const auto& t : w.graph.tensors())
+    if (t.role == TensorRole::Parameter) {
+      EXPECT_EQ(t.dtype, DType::F32) << t.name;
+    }
+  int casts = op_types(w.graph)["Cast"];
+  EXPECT_GE(casts, 5);  // the input, the conv weight and bias, the fc weight and bias, the logits
+  EXPECT_GE(w.sens, 0);
+  EXPECT_EQ(w.optimizer_spec.loss_scale, 1024);
+  EXPECT_EQ(w.optimizer_spec.decayed.size(), 2u);  // the conv and fc weights, not biases or BN
+}
+
+TEST(Onnx, TheBatchComesFromTheModelOrTheRequest) {
+  OnnxOptions o;
+  EXPECT_THAT(import_error(small_cnn("N").bytes(), o), HasSubstr("symbolic batch dimension 'N'; give batch_size"));
+  o.batch_size = 16;
+  const Workload w = import_onnx_bytes("net.onnx", small_cnn("N").bytes(), o);
+  EXPECT_EQ(w.batch_size, 16);
+  EXPECT_EQ(forward_macs(w.graph), 16 * (64 * 8 * 27 + 128 * 10));
+  EXPECT_THAT(import_error(small_cnn().bytes(), o), HasSubstr("fixes the batch at 4, not 16"));
+}
+
+TEST(Onnx, StaticShapeArithmeticIsFolded) {
+  // x.view(x.size(0), -1) as PyTorch exports it: Shape, Gather, Unsqueeze, Concat, Reshape.
+  ModelBuilder b({2, 1, 4, 4}, "batch");
+  b.weight("w", {16, 3});
+  auto* c0 = b.node("Constant", "/Constant", {}, {"zero"});
+  auto* v = c0->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  v->mutable_t()->add_int64_data(0);
+  b.ints("minus_one", {-1});
+  b.ints("axes", {0});
+  b.node("Shape", "/Shape", {"x"}, {"s"});
+  b.node("Gather", "/Gather", {"s", "zero"}, {"n"});
+  b.node("Unsqueeze", "/Unsqueeze", {"n", "axes"}, {"n1"});
+  auto* cat = b.node("Concat", "/Concat", {"n1", "minus_one"}, {"shape"});
+  ModelBuilder::attr(cat, "axis", std::int64_t{0});
+  b.node("Reshape", "/Reshape", {"x", "shape"}, {"flat"});
+  b.node("MatMul", "/MatMul", {"flat", "w"}, {"y"});
+  b.output("y");
+  OnnxOptions o;
+  o.batch_size = 5;
+  OnnxSummary s;
+  const Workload w = b.import(o, &s);
+  EXPECT_EQ(s.folded_nodes, 5);
+  bool reshaped = false;
+  for (const auto& op : w.graph.ops())
+    if (op.type == "Reshape" && op.pass == Pass::Forward) {
+      EXPECT_EQ(w.graph.tensor(op.outputs[0]).shape, (Shape{5, 16}));
+      reshaped = true;
+    }
+  EXPECT_TRUE(reshaped);
+  EXPECT_EQ(forward_macs(w.graph), 5 * 16 * 3);
+}
+
+TEST(Onnx, DepthwiseTransposedAndBroadcastOps) {
+  ModelBuilder b({2, 4, 6, 6});
+  b.weight("dw", {4, 1, 3, 3});
+  b.weight("up", {4, 2, 2, 2});
+  b.weight("scale", {1, 2, 1, 1});
+  auto* dw = b.node("Conv", "/dw", {"x", "dw"}, {"d"});
+  ModelBuilder::attr(dw, "group", std::int64_t{4});
+  ModelBuilder::attr(dw, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  auto* up = b.node("ConvTranspose", "/up", {"d", "up"}, {"u"});
+  ModelBuilder::attr(up, "strides", std::vector<std::int64_t>{2, 2});
+  b.node("Sigmoid", "/gate", {"u"}, {"g"});
+  b.node("Mul", "/scale", {"g", "scale"}, {"m"});  // [2,2,12,12] x [1,2,1,1]
+  b.node("GlobalAveragePool", "/gap", {"m"}, {"p"});
+  b.node("Flatten", "/flat", {"p"}, {"y"});
+  b.output("y");
+  const Workload w = b.import();
+  const auto n = op_types(w.graph);
+  EXPECT_EQ(n.at("DepthwiseConv2dNative"), 1);
+  EXPECT_EQ(n.at("DepthwiseConv2dNativeBackpropFilter"), 1);
+  EXPECT_EQ(n.at("Conv2DBackpropInput"), 1);  // the transposed convolution, forward
+  EXPECT_EQ(n.at("Conv2D"), 1);               // its input's gradient
+  EXPECT_EQ(n.at("SigmoidGrad"), 1);
+  EXPECT_EQ(n.at("ReduceSum"), 1);  // the broadcast scale's gradient summed back to [1,2,1,1]
+  for (const auto& op : w.graph.ops())
+    if (op.type == "Conv2DBackpropInput") {
+      EXPECT_EQ(w.graph.tensor(op.outputs[0]).shape, (Shape{2, 2, 12, 12}));
+    }
+  // MACs: depthwise 36 outputs x 4 channels x 9; transposed 36 inputs x 4 x 2 x 4 taps.
+  EXPECT_EQ(forward_macs(w.graph), 2 * (36 * 4 * 9 + 36 * 4 * 2 * 4));
+}
+
+TEST(Onnx, UnsupportedOperatorsAreAllListedWithTheirFirstNode) {
+  ModelBuilder b = small_cnn();
+  b.node("NonMaxSuppression", "/nms/first", {"y"}, {"k"});
+  b.node("NonMaxSuppression", "/nms/second", {"y"}, {"k2"});
+  b.node("TopK", "/topk", {"y"}, {"t"});
+  b.node("Conv", "/custom", {"y"}, {"z"})->set_domain("com.example");
+  const std::string e = import_error(b.bytes());
+  EXPECT_THAT(e, HasSubstr("bad.onnx: 3 operator types not supported, nothing simulated"));
+  EXPECT_THAT(e, HasSubstr("NonMaxSuppression (first at node '/nms/first')"));
+  EXPECT_THAT(e, HasSubstr("TopK (first at node '/topk')"));
+  EXPECT_THAT(e, HasSubstr("com.example::Conv (first at node '/custom')"));
+  EXPECT_THAT(e, Not(HasSubstr("/nms/second")));
+}
+
+TEST(Onnx, MalformedModelsAreRefusedSayingWhatIsWrong) {
+  EXPECT_THAT(import_error(""), HasSubstr("bad.onnx: the file is empty"));
+  EXPECT_THAT(import_error("name: lenet\nlayers: 5\n"), HasSubstr("bad.onnx: not an ONNX model"));
+  const std::string whole = small_cnn().bytes();
+  EXPECT_THAT(import_error(whole.substr(0, whole.size() / 2)), HasSubstr("bad.onnx: not an ONNX model"));
+  onnx::ModelProto no_graph;
+  no_graph.set_ir_version(8);
+  EXPECT_THAT(import_error(no_graph.SerializeAsString()), HasSubstr("without a graph"));
+  // A symbolic dimension off the batch axis.
+  ModelBuilder sym({1, 3, 8, 8});
+  sym.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("H");
+  sym.node("Relu", "/r", {"x"}, {"y"});
+  sym.output("y");
+  EXPECT_THAT(import_error(sym.bytes()),
+              HasSubstr("has a 'H' dimension at axis 2; only the batch axis may be symbolic"));
+  // A node reading a value nothing produces; a weight of the wrong shape.
+  ModelBuilder dangling({1, 3, 8, 8});
+  dangling.node("Relu", "/r", {"nowhere"}, {"y"});
+  dangling.output("y");
+  EXPECT_THAT(import_error(dangling.bytes()), HasSubstr("node '/r' (Relu): input 'nowhere' is not produced"));
+  ModelBuilder wrong = small_cnn();
+  wrong.g->mutable_initializer(0)->set_dims(1, 4);  // conv.weight [8, 4, 3, 3] against 3 channels
+  wrong.g->mutable_initializer(0)->set_raw_data(std::string(8 * 4 * 9 * 4, '\0'));
+  EXPECT_THAT(import_error(wrong.bytes()), HasSubstr("node '/conv/Conv' (Conv)"));
+  EXPECT_THAT(import_error(wrong.bytes()), HasSubstr("input channels 3 != weight 4"));
+  // Raw data shorter than its shape.
+  ModelBuilder truncated = small_cnn();
+  truncated.ints("s", {1, 2, 3});
+  truncated.g->mutable_initializer(truncated.g->initializer_size() - 1)->clear_int64_data();
+  truncated.g->mutable_initializer(truncated.g->initializer_size() - 1)->set_raw_data("abc");
+  EXPECT_THAT(import_error(truncated.bytes()), HasSubstr("initializer 's': raw data of 3 bytes for 3 elements"));
+}
+
+TEST(Onnx, ALossOfTheModelsOwn) {
+  ModelBuilder b = small_cnn();
+  auto* mean = b.node("ReduceMean", "/loss", {"y"}, {"l"});
+  ModelBuilder::attr(mean, "keepdims", std::int64_t{0});
+  b.g->mutable_output(0)->set_name("l");
+  OnnxOptions o;
+  // ReduceMean over every axis of a matrix is not among the supported forms: said by node.
+  EXPECT_THAT(import_error(b.bytes(), o), HasSubstr("node '/loss' (ReduceMean)"));
+  o.loss = false;
+  EXPECT_THAT(import_error(small_cnn().bytes(), o), HasSubstr("a model's own loss must be a scalar"));
+}
