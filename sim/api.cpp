@@ -84,6 +84,8 @@ workloads::Workload build_workload(const RunRequest& r) {
   if (r.loss != "softmax-cross-entropy" && r.model.empty())
     throw InputError("loss", "loss", "the loss is chosen for an imported model (model); a workload has its own");
   workloads::Workload w;
+  if (!r.model.empty() && r.workload != RunRequest{}.workload)
+    throw InputError("model", "model", "the network is a workload or a model file; give one of the two");
   if (!r.model.empty()) {
     workloads::OnnxOptions opt;
     opt.batch_size = r.batch_size;

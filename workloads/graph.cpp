@@ -60,7 +60,12 @@ void require(bool ok, const std::string& what, const std::string& detail) {
 }  // namespace
 
 TensorId Graph::add_tensor(Tensor t) {
-  for (auto d : t.shape) require(d > 0, t.name, "non-positive dimension in " + shape_string(t.shape));
+  std::int64_t n = 1;
+  for (auto d : t.shape) {
+    require(d > 0, t.name, "non-positive dimension in " + shape_string(t.shape));
+    require(!__builtin_mul_overflow(n, d, &n) && n <= (std::int64_t{1} << 40), t.name,
+            shape_string(t.shape) + " has more elements than a device holds (2^40)");
+  }
   m_tensors.push_back(std::move(t));
   return static_cast<TensorId>(m_tensors.size() - 1);
 }

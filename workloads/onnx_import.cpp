@@ -29,8 +29,8 @@ struct Const {
   Shape shape;
   int elem_type = onnx::TensorProto::FLOAT;
   std::optional<std::vector<double>> data;
-  bool initializer = false;  ///< from the graph's initializers (a weight, unless scalar)
-  std::int64_t elements() const {
+  bool initializer = false;        ///< from the graph's initializers (a weight, unless scalar)
+  std::int64_t elements() const {  // every Const's shape is checked when made (checked_elements)
     std::int64_t n = 1;
     for (auto d : shape) n *= d;
     return n;
@@ -48,6 +48,25 @@ bool is_integer(int t) {
 
 constexpr std::int64_t kMaxDataElements = 1 << 16;  // numbers kept of a float constant
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;  // of any tensor
+
+/// A constant's number as a whole number (a shape, an axis, an index).
+std::int64_t whole(double d, const std::string& where) {
+  if (!(std::fabs(d) <= static_cast<double>(kMaxElements)))
+    fail(where + ": the constant " + std::to_string(d) + " is not a usable size or index");
+  return static_cast<std::int64_t>(d);
+}
+
+/// The elements of `shape`, every dimension 0 to 2^31 and the product at most 2^40.
+std::int64_t checked_elements(const Shape& shape, const std::string& where) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0 || d > kMaxDim) fail(where + ": dimension " + std::to_string(d) + " in " + shape_string(shape));
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      fail(where + ": a tensor of " + shape_string(shape) + " has more elements than a device holds");
+  }
+  return n;
+}
 
 Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
   Const c;
@@ -66,7 +85,6 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return c;  // a weight in a side file: its shape suffices
   if (is_float(c.elem_type) && n > kMaxDataElements) return c;
   std::vector<double> v;
-  v.reserve(static_cast<std::size_t>(n));
   const std::string& raw = t.raw_data();
   auto need = [&](std::size_t bytes) {
     if (raw.size() != bytes)
@@ -192,6 +210,7 @@ class Importer {
     if (out < n.output_size() && !n.output(out).empty()) m_values[n.output(out)] = Value{t, std::nullopt};
   }
   void set(const onnx::NodeProto& n, int out, Const c) {
+    checked_elements(c.shape, where(n));
     if (out < n.output_size() && !n.output(out).empty()) m_values[n.output(out)] = Value{-1, std::move(c)};
   }
 
@@ -252,7 +271,7 @@ class Importer {
     if (find_attr(n, a)) return attr_ints(n, a);
     std::vector<std::int64_t> v;
     if (has_input(n, i))
-      for (double d : *constant(n, i).data) v.push_back(static_cast<std::int64_t>(d));
+      for (double d : *constant(n, i).data) v.push_back(whole(d, where(n)));
     return v;
   }
 
@@ -265,10 +284,12 @@ class Importer {
       if (k.size() != 2 || k[0] != k[1])
         fail(where(n) + ": a square 2-D window is supported, kernel_shape " + shape_string(k));
       kernel = k[0];
+      if (kernel < 1 || kernel > kMaxDim) fail(where(n) + ": kernel_shape " + shape_string(k) + " out of range");
     }
     auto s = attr_ints(n, "strides");
     if (s.empty()) s = {1, 1};
-    if (s.size() != 2 || s[0] != s[1] || s[0] < 1) fail(where(n) + ": equal strides are supported, " + shape_string(s));
+    if (s.size() != 2 || s[0] != s[1] || s[0] < 1 || s[0] > kMaxDim)
+      fail(where(n) + ": equal strides are supported, " + shape_string(s));
     stride = s[0];
     for (auto d : attr_ints(n, "dilations"))
       if (d != 1) fail(where(n) + ": dilations other than 1 are not supported");
@@ -284,7 +305,7 @@ class Importer {
       fail(where(n) + ": auto_pad '" + auto_pad + "' is not an ONNX value");
     }
     if (p.empty()) p = {0, 0, 0, 0};
-    if (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3] || p[0] < 0)
+    if (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3] || p[0] < 0 || p[0] > kMaxDim)
       fail(where(n) + ": equal padding on every side is supported, pads " + shape_string(p));
     pad = p[0];
     if (pad >= kernel && has_kernel_attr)
@@ -337,9 +358,9 @@ bool Importer::foldable(const onnx::NodeProto& n) const {
 void Importer::fold(const onnx::NodeProto& n) {
   const std::string& t = n.op_type();
   ++m_sum.folded_nodes;
-  auto ints = [](const Const& c) {
+  auto ints = [&](const Const& c) {
     std::vector<std::int64_t> v;
-    for (double d : *c.data) v.push_back(static_cast<std::int64_t>(d));
+    for (double d : *c.data) v.push_back(whole(d, where(n)));
     return v;
   };
   auto int_const = [](const std::vector<std::int64_t>& v, Shape shape) {
@@ -386,7 +407,7 @@ void Importer::fold(const onnx::NodeProto& n) {
       c.elem_type = f.elem_type;
       if (f.data && !f.data->empty()) fill = (*f.data)[0];
     }
-    if (c.elements() > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    if (checked_elements(c.shape, where(n)) > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
     c.data = std::vector<double>(static_cast<std::size_t>(c.elements()), fill);
     return set(n, 0, c);
   }
@@ -413,7 +434,7 @@ void Importer::fold(const onnx::NodeProto& n) {
     std::vector<double> v;
     for (std::int64_t o = 0; o < outer; ++o)
       for (double id : *idx.data) {
-        auto i = static_cast<std::int64_t>(id);
+        auto i = whole(id, where(n));
         if (i < 0) i += dim;
         if (i < 0 || i >= dim) fail(where(n) + ": index " + std::to_string(i) + " out of range");
         for (std::int64_t in = 0; in < inner; ++in)
@@ -438,8 +459,8 @@ void Importer::fold(const onnx::NodeProto& n) {
         if (c.shape[k] == 0 && k < a.shape.size()) c.shape[k] = a.shape[k];
         if (c.shape[k] == -1)
           infer = static_cast<std::int64_t>(k);
-        else
-          known *= c.shape[k];
+        else if (c.shape[k] < 0 || __builtin_mul_overflow(known, c.shape[k], &known) || known > kMaxElements)
+          fail(where(n) + ": the shape " + shape_string(c.shape) + " is not a usable shape");
       }
       if (infer >= 0) c.shape[static_cast<std::size_t>(infer)] = known ? a.elements() / known : 0;
     } else {
@@ -448,6 +469,7 @@ void Importer::fold(const onnx::NodeProto& n) {
         const auto r = rank + static_cast<std::int64_t>(axes.size());
         for (auto& x : axes) x = axis_of(x, r);
         std::sort(axes.begin(), axes.end());
+        if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) fail(where(n) + ": an axis given twice");
         for (auto x : axes) c.shape.insert(c.shape.begin() + x, 1);
       } else {
         for (auto& x : axes) x = axis_of(x, rank);
@@ -726,7 +748,7 @@ void Importer::install() {
     const TensorId x = tensor(n, 0);
     const Shape xs = shape_of(x);
     Shape s;
-    for (double d : *constant(n, 1).data) s.push_back(static_cast<std::int64_t>(d));
+    for (double d : *constant(n, 1).data) s.push_back(whole(d, where(n)));
     std::int64_t known = 1, infer = -1;
     const bool allowzero = attr_int(n, "allowzero", 0);
     for (std::size_t k = 0; k < s.size(); ++k) {
@@ -737,10 +759,8 @@ void Importer::install() {
       if (s[k] == -1) {
         if (infer >= 0) fail(where(n) + ": two -1 in the shape");
         infer = static_cast<std::int64_t>(k);
-      } else if (s[k] < 0) {
-        fail(where(n) + ": a negative dimension in the shape");
-      } else {
-        known *= s[k];
+      } else if (s[k] < 0 || __builtin_mul_overflow(known, s[k], &known) || known > kMaxElements) {
+        fail(where(n) + ": the shape " + shape_string(s) + " is not a usable shape");
       }
     }
     const std::int64_t e = m_g.tensor(x).elements();
@@ -749,9 +769,7 @@ void Importer::install() {
         fail(where(n) + ": " + shape_string(xs) + " cannot take the shape " + shape_string(s));
       s[static_cast<std::size_t>(infer)] = e / known;
     }
-    std::int64_t total = 1;
-    for (auto d : s) total *= d;
-    if (total != e)
+    if (checked_elements(s, where(n)) != e)
       fail(where(n) + ": " + shape_string(xs) + " cannot take the shape " + shape_string(s) +
            (m_batch != xs[0] ? "" : " (a shape fixed at export for another batch size? export with dynamic_axes)"));
     set(n, 0, reshape(n, x, s));
@@ -767,6 +785,7 @@ void Importer::install() {
         if (a < 0 || a >= rank) fail(where(n) + ": axis out of range");
       }
       std::sort(axes.begin(), axes.end());
+      if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) fail(where(n) + ": an axis given twice");
       if (un) {
         for (auto a : axes) s.insert(s.begin() + a, 1);
       } else {
