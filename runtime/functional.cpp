@@ -104,6 +104,16 @@ void FunctionalModel::init_tensors() {
     auto& v = m_values[i];
     v.assign(static_cast<std::size_t>(t.elements()), 0.0f);
     const std::string& n = t.name;
+    if (m_w.initial_values) {  // the workload's own values (an imported model's initializers)
+      if (auto it = m_w.initial_values->find(n); it != m_w.initial_values->end()) {
+        if (static_cast<std::int64_t>(it->second.size()) != t.elements())
+          throw std::logic_error("functional mode: " + n + " has " + std::to_string(it->second.size()) + " values");
+        v = it->second;
+        if (t.dtype == DType::F16)
+          for (auto& x : v) x = workloads::round_to_fp16(x);
+        continue;
+      }
+    }
     switch (t.role) {
       case TensorRole::Parameter:
         if (ends_with(n, ".gamma")) {

@@ -92,6 +92,7 @@ workloads::Workload build_workload(const RunRequest& r) {
     opt.inference = r.mode == "infer";
     opt.loss = r.loss != "none";
     opt.recipe = r.recipe;
+    opt.values = r.functional.enabled;
     try {
       w = workloads::import_onnx(r.model, opt);
     } catch (const std::invalid_argument& e) {

@@ -161,6 +161,34 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
   return c;
 }
 
+/// Every value of a float initializer, for functional mode (fp32 or fp64 data in the file).
+std::vector<float> float_values(const onnx::TensorProto& t, const std::string& file) {
+  const std::string where = file + ": initializer '" + t.name() + "'";
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    fail(where + ": its values are in an external file, which functional mode does not read");
+  std::int64_t n = 1;
+  for (auto d : t.dims()) n *= d;  // checked by read_tensor
+  std::vector<float> v;
+  const std::string& raw = t.raw_data();
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (!raw.empty()) {
+      if (raw.size() != static_cast<std::size_t>(n) * 4) fail(where + ": raw data of the wrong size (truncated?)");
+      v.resize(static_cast<std::size_t>(n));
+      std::memcpy(v.data(), raw.data(), raw.size());
+    } else {
+      v.assign(t.float_data().begin(), t.float_data().end());
+    }
+  } else if (t.data_type() == onnx::TensorProto::DOUBLE && raw.empty()) {
+    v.assign(t.double_data().begin(), t.double_data().end());
+  } else {
+    fail(where + ": functional mode reads fp32 initializers; this one is " +
+         onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type())));
+  }
+  if (static_cast<std::int64_t>(v.size()) != n)
+    fail(where + ": " + std::to_string(v.size()) + " values for " + std::to_string(n) + " elements (truncated?)");
+  return v;
+}
+
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;
@@ -231,6 +259,10 @@ class Importer {
       t = m_master == m_compute ? p : m_g.cast(name + "/Cast", p, m_compute);
     } else {
       t = m_g.add_tensor({name, c.shape.empty() ? Shape{1} : c.shape, m_compute, TensorRole::Constant});
+      if (m_opt.values) {
+        if (!c.data) fail(where(n) + ": the values of constant '" + name + "' cannot be read");
+        m_values_out[name] = std::vector<float>(c.data->begin(), c.data->end());
+      }
     }
     m_consts[name] = t;
     return t;
@@ -333,6 +365,7 @@ class Importer {
   bool m_bn_fp32 = true;
   std::map<std::string, Value> m_values;
   std::map<std::string, TensorId> m_consts;
+  std::map<std::string, std::vector<float>> m_values_out;  // OnnxOptions::values
   std::set<TensorId> m_decayed;
   std::map<std::string, Handler> m_handlers;
   std::int64_t m_batch = 0;
@@ -933,6 +966,7 @@ Workload Importer::run() {
     if (t.name().empty()) fail(m_file + ": an initializer without a name");
     Const c = read_tensor(t, m_file + ": initializer '" + t.name() + "'");
     c.initializer = true;
+    if (m_opt.values && is_float(c.elem_type)) m_values_out[t.name()] = float_values(t, m_file);
     m_values[t.name()] = Value{-1, std::move(c)};
     init_names.insert(t.name());
   }
@@ -1058,6 +1092,12 @@ Workload Importer::run() {
     append_momentum(m_g, append_backward(m_g, loss, w.sens), opt);
   }
   w.graph = std::move(m_g);
+  if (m_opt.values) {
+    std::map<std::string, std::vector<float>> used;  // the graph's tensors only
+    for (const auto& t : w.graph.tensors())
+      if (auto v = m_values_out.find(t.name); v != m_values_out.end()) used[t.name] = std::move(v->second);
+    w.initial_values = std::make_shared<const std::map<std::string, std::vector<float>>>(std::move(used));
+  }
   for (const auto& t : w.graph.tensors())
     if (t.role == TensorRole::Parameter)
       m_sum.parameters += t.elements();

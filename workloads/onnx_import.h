@@ -25,6 +25,8 @@ struct OnnxOptions {
   /// false: output 0 is the model's own loss (a scalar), its labels an integer input if any.
   bool loss = true;
   RecipeOverrides recipe;  ///< over the importer's default: amp O0, no loss scale (MindSpore's Model)
+  /// Keep the initializers' and constants' values (Workload::initial_values) for functional mode.
+  bool values = false;
 };
 
 /// What was imported, beyond the workload: for `info` and the report's description.

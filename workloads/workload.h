@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -84,6 +85,9 @@ struct Workload {
   /// The evaluation dataset and its map ops (MindSpore's `create_dataset(do_train=False)`):
   /// evaluation during training reads it.
   DataRecipe eval_data;
+  /// Functional mode's initial values of tensors, by name, where the workload brings its own (an
+  /// imported model's initializers and constants); the others take the initialisers.
+  std::shared_ptr<const std::map<std::string, std::vector<float>>> initial_values;
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder

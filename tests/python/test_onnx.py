@@ -86,6 +86,7 @@ def models(tmp_path_factory):
     }
     out = {name: export(net, shape, d / f"{name}.onnx") for name, (net, shape) in nets.items()}
     out["torch_parameters"] = {name: sum(p.numel() for p in net.parameters()) for name, (net, _) in nets.items()}
+    out["lenet5_net"] = nets["lenet5"][0]
     out["every_op"] = export(EveryOp(), (1, 3, 16, 16), d / "every_op.onnx", opset=14)
     out["dir"] = d
     return out
@@ -203,3 +204,37 @@ def test_an_unsupported_operator_is_refused_and_nothing_is_written(models, tmp_p
     assert p.returncode != 0 and "not an ONNX model" in p.stderr
     p = subprocess.run([BIN, "info", "--model", str(tmp_path / "missing.onnx")], capture_output=True, text=True)
     assert p.returncode != 0 and "cannot open the model file" in p.stderr
+
+
+def test_functional_mode_trains_an_imported_network_from_its_own_weights(models, tmp_path):
+    """The file's initializers are the initial weights: ascendsim's losses on its own batches equal
+    PyTorch's for the same network from the same weights."""
+    import copy
+
+    import numpy as np
+    dataset = "/usr/share/datasets/fashion-mnist"
+    if not os.path.isdir(dataset):
+        pytest.skip("dataset-fashion-mnist is not installed")
+    steps = 20
+    report = tmp_path / "report.json"
+    subprocess.run([BIN, "train", "--model", models["lenet5"], "--batch-size", "32", "--functional", "--strategy",
+                    "non-sink", "--dataset", dataset, "--steps-per-epoch", str(steps), "--dump-batches",
+                    str(tmp_path / "batches"), "--dump-steps", str(steps), "--json", str(report), "-q"],
+                   check=True, stdout=subprocess.DEVNULL)
+    losses = [l[2] for l in json.loads(report.read_text())["runs"][0]["functional"]["losses"]]
+    meta = json.loads((tmp_path / "batches" / "batches.json").read_text())
+    images = np.fromfile(tmp_path / "batches" / "images.bin", "<f4").reshape([steps, *meta["image_shape"]])
+    labels = np.fromfile(tmp_path / "batches" / "labels.bin", "<i4").reshape(steps, meta["batch_size"])
+    net = copy.deepcopy(models["lenet5_net"])
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    reference = []
+    for s in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(images[s])), torch.from_numpy(labels[s]).long())
+        loss.backward()
+        opt.step()
+        reference.append(loss.item())
+    assert len(losses) == steps
+    for s, (ours, theirs) in enumerate(zip(losses, reference)):
+        assert abs(ours - theirs) <= 1e-4 * abs(theirs), (s, ours, theirs)
+    assert reference[-1] < reference[0]
