@@ -1104,9 +1104,10 @@ Workload Importer::run() {
     else if (t.role == TensorRole::State)
       m_sum.state_elements += t.elements();
   w.description = "ONNX model " + base + " (" + (m_sum.producer.empty() ? "unknown producer" : m_sum.producer) +
-                  ", opset " + std::to_string(m_sum.opset) + "): " + std::to_string(m_sum.nodes) + " nodes, " +
-                  std::to_string(m_sum.initializers) + " initializers (" + std::to_string(m_sum.parameters) +
-                  " parameters, " + std::to_string(m_sum.state_elements) + " BatchNorm statistics), input " +
+                  ", opset " + std::to_string(m_sum.opset) + "): " + std::to_string(m_sum.nodes) + " nodes (" +
+                  std::to_string(m_sum.folded_nodes) + " folded at import), " + std::to_string(m_sum.initializers) +
+                  " initializers (" + std::to_string(m_sum.parameters) + " parameters, " +
+                  std::to_string(m_sum.state_elements) + " BatchNorm statistics), input " +
                   shape_string(w.graph.tensor(image).shape) + ", " + (m_opt.inference ? "inference" : "training");
   return w;
 }
