@@ -65,9 +65,9 @@ struct OpAttrs {
   ConvAttr conv;
   PoolAttr pool;
   MatMulAttr matmul;
-  Shape shape;                               ///< a target shape (Reshape, gradients of shaped ops)
-  DType dtype = DType::F32;                  ///< a target dtype (Cast, OneHot)
-  std::int64_t count = 0;                    ///< a count (OneHot classes)
+  Shape shape;               ///< a target shape (Reshape, gradients of shaped ops)
+  DType dtype = DType::F32;  ///< a target dtype (Cast, OneHot)
+  std::int64_t count = 0;    ///< a count (OneHot classes), a start (StridedSlice), AvgPool's count_include_pad
   TensorRole role = TensorRole::Activation;  ///< the role of output 0 where the caller decides it
   Format format = Format::ND;                ///< a target layout (TransData)
   /// Communication and slicing (semi-automatic parallelism): the group of `group_size` ranks

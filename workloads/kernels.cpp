@@ -267,17 +267,6 @@ void add_n(KernelIO& io) {
   }
 }
 
-void add(KernelIO& io) {
-  const std::int64_t n = io.out_elements(0);
-  for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = io.in[0][i] + io.in[1][i];
-}
-
-void mul_scalar(KernelIO& io) {
-  const std::int64_t n = io.out_elements(0);
-  const float k = io.in[1][0];
-  for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = io.in[0][i] * k;
-}
-
 void cast(KernelIO& io) {  // the caller rounds to the target type
   copy(io);
 }
@@ -531,8 +520,6 @@ void register_builtin_kernels(OpRegistry& r) {
       {"ApplyMomentum", apply_momentum},
       {"BatchNorm", batch_norm},
       {"BatchNormGrad", batch_norm_grad},
-      {"Add", add},
-      {"Mul", mul_scalar},
       {"Cast", cast},
       {"ReduceMean", reduce_mean},
       {"ReduceMeanGrad", reduce_mean_grad},
@@ -541,6 +528,7 @@ void register_builtin_kernels(OpRegistry& r) {
       {"AssignAdd", assign_add},
   };
   for (const auto& [name, fn] : kernels) r.set_compute(name, fn);
+  register_nn_kernels(r);
 }
 
 }  // namespace ascendsim::workloads

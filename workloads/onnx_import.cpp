@@ -727,6 +727,7 @@ void Importer::install() {
       if (n.output_size() > 1 && !n.output(1).empty()) fail(where(n) + ": MaxPool's indices are not supported");
       OpAttrs a;
       a.pool = p;
+      if (type == "AvgPool") a.count = attr_int(n, "count_include_pad", 0);  // divide by the whole window
       set(n, 0, m_g.apply(type, op_name(n) + "/" + type, {x}, a)[0]);
     };
   };

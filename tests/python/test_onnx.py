@@ -206,18 +206,17 @@ def test_an_unsupported_operator_is_refused_and_nothing_is_written(models, tmp_p
     assert p.returncode != 0 and "cannot open the model file" in p.stderr
 
 
-def test_functional_mode_trains_an_imported_network_from_its_own_weights(models, tmp_path):
-    """The file's initializers are the initial weights: ascendsim's losses on its own batches equal
-    PyTorch's for the same network from the same weights."""
+def functional_losses_against_torch(net, model, tmp_path, steps):
+    """ascendsim's functional losses for `model` (exported from `net`) on Fashion-MNIST, and
+    PyTorch's for `net` from the same weights on the same batches (ascendsim's, dumped)."""
     import copy
 
     import numpy as np
     dataset = "/usr/share/datasets/fashion-mnist"
     if not os.path.isdir(dataset):
         pytest.skip("dataset-fashion-mnist is not installed")
-    steps = 20
     report = tmp_path / "report.json"
-    subprocess.run([BIN, "train", "--model", models["lenet5"], "--batch-size", "32", "--functional", "--strategy",
+    subprocess.run([BIN, "train", "--model", model, "--batch-size", "32", "--functional", "--strategy",
                     "non-sink", "--dataset", dataset, "--steps-per-epoch", str(steps), "--dump-batches",
                     str(tmp_path / "batches"), "--dump-steps", str(steps), "--json", str(report), "-q"],
                    check=True, stdout=subprocess.DEVNULL)
@@ -225,7 +224,8 @@ def test_functional_mode_trains_an_imported_network_from_its_own_weights(models,
     meta = json.loads((tmp_path / "batches" / "batches.json").read_text())
     images = np.fromfile(tmp_path / "batches" / "images.bin", "<f4").reshape([steps, *meta["image_shape"]])
     labels = np.fromfile(tmp_path / "batches" / "labels.bin", "<i4").reshape(steps, meta["batch_size"])
-    net = copy.deepcopy(models["lenet5_net"])
+    net = copy.deepcopy(net)
+    net.train()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     reference = []
     for s in range(steps):
@@ -234,7 +234,52 @@ def test_functional_mode_trains_an_imported_network_from_its_own_weights(models,
         loss.backward()
         opt.step()
         reference.append(loss.item())
+    return losses, reference
+
+
+def test_functional_mode_trains_an_imported_network_from_its_own_weights(models, tmp_path):
+    """The file's initializers are the initial weights: ascendsim's losses on its own batches equal
+    PyTorch's for the same network from the same weights."""
+    steps = 20
+    losses, reference = functional_losses_against_torch(models["lenet5_net"], models["lenet5"], tmp_path, steps)
     assert len(losses) == steps
     for s, (ours, theirs) in enumerate(zip(losses, reference)):
         assert abs(ours - theirs) <= 1e-4 * abs(theirs), (s, ours, theirs)
     assert reference[-1] < reference[0]
+
+
+class EveryKernel(torch.nn.Module):
+    """The operators with functional kernels of their own, on MNIST-shaped input (no Dropout:
+    its random draws are not PyTorch's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.se = torch.nn.Linear(4, 4)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu6(self.bn(self.conv(x)))                  # 32x32
+        x = torch.nn.functional.hardswish(self.dw(x))
+        x = torch.nn.functional.avg_pool2d(x, 4)                              # 8x8
+        x = self.up(x)                                                        # 16x16
+        s = torch.sigmoid(self.se(torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)))
+        x = x * s.unsqueeze(2).unsqueeze(3)
+        y = torch.nn.functional.hardsigmoid(x) - x.mean(dim=(2, 3), keepdim=True)
+        x = torch.cat([x, y.transpose(2, 3)], dim=1) / 2.0
+        x = torch.max_pool2d(torch.clamp(x, -1.0, 1.0), 2)                    # 8x8
+        x = self.fc(x.reshape(x.size(0), -1))
+        return x + torch.softmax(x, dim=-1)
+
+
+def test_functional_mode_agrees_with_pytorch_through_every_new_kernel(tmp_path):
+    torch.manual_seed(3)
+    net = EveryKernel()
+    model = export(net, (1, 1, 32, 32), tmp_path / "every_kernel.onnx", opset=14)
+    steps = 8
+    losses, reference = functional_losses_against_torch(net, model, tmp_path, steps)
+    for s, (ours, theirs) in enumerate(zip(losses, reference)):
+        assert abs(ours - theirs) <= 1e-4 * abs(theirs), (s, ours, theirs)

@@ -1,0 +1,175 @@
+// The ops imported networks add (ops_nn.cpp, kernels_nn.cpp): each op's registered backward rule,
+// run by the functional kernels, is the derivative of its forward kernel (central differences of
+// a weighted sum of the output), and the kernels compute what the ops mean.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "runtime/functional.h"
+#include "workloads/op_registry.h"
+#include "workloads/training.h"
+
+namespace ascendsim::workloads {
+namespace {
+
+struct Net {
+  Graph g;
+  std::vector<TensorId> params;
+  TensorId loss = -1;
+  std::map<TensorId, TensorId> grads;
+  std::vector<std::vector<float>> values;
+};
+
+/// loss = mean(f(params) * weights) for fixed random weights; the backward pass appended.
+Net build(const std::vector<Shape>& shapes, const std::function<TensorId(Graph&, const std::vector<TensorId>&)>& f,
+          std::mt19937& rng) {
+  Net n;
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    n.params.push_back(n.g.add_tensor({"p" + std::to_string(k), shapes[k], DType::F32, TensorRole::Parameter}));
+  const TensorId y = f(n.g, n.params);
+  const Shape ys = n.g.tensor(y).shape;
+  const TensorId c = n.g.add_tensor({"c", ys, DType::F32, TensorRole::Constant});
+  const TensorId m = n.g.apply("Mul", "weigh", {y, c})[0];
+  n.loss = n.g.reduce_mean("mean", n.g.reshape("flat", m, {n.g.tensor(m).elements()}));
+  n.grads = append_backward(n.g, n.loss);
+  std::uniform_real_distribution<float> u(-4, 4);
+  n.values.resize(n.g.tensors().size());
+  for (std::size_t t = 0; t < n.values.size(); ++t) {
+    n.values[t].assign(static_cast<std::size_t>(n.g.tensors()[t].elements()), 0.0f);
+    if (n.g.tensors()[t].role == TensorRole::Parameter || static_cast<TensorId>(t) == c)
+      for (auto& v : n.values[t]) v = u(rng);
+    if (n.g.tensors()[t].name == "sens") n.values[t][0] = 1;
+  }
+  return n;
+}
+
+double run(Net& n, bool backward) {
+  std::vector<std::shared_ptr<void>> state(n.g.ops().size());
+  for (std::size_t i = 0; i < n.g.ops().size(); ++i)
+    if (backward || n.g.ops()[i].pass == Pass::Forward) runtime::compute_op(n.g, n.g.ops()[i], n.values, &state[i]);
+  return n.values[static_cast<std::size_t>(n.loss)][0];
+}
+
+/// Every parameter's gradient against central differences at a spread of its elements.
+void check_gradients(const std::string& what, const std::vector<Shape>& shapes,
+                     const std::function<TensorId(Graph&, const std::vector<TensorId>&)>& f, unsigned seed = 1) {
+  std::mt19937 rng(seed);
+  Net n = build(shapes, f, rng);
+  run(n, true);
+  for (TensorId p : n.params) {
+    const auto grad = n.values[static_cast<std::size_t>(n.grads.at(p))];
+    auto& x = n.values[static_cast<std::size_t>(p)];
+    const std::size_t step = std::max<std::size_t>(1, x.size() / 23);
+    for (std::size_t i = 0; i < x.size(); i += step) {
+      const float keep = x[i], eps = 1e-2f;
+      x[i] = keep + eps;
+      const double up = run(n, false);
+      x[i] = keep - eps;
+      const double down = run(n, false);
+      x[i] = keep;
+      EXPECT_NEAR((up - down) / (2 * eps), grad[i], 2e-4 + 1e-2 * std::fabs(grad[i]))
+          << what << ": parameter " << n.g.tensor(p).name << " element " << i;
+    }
+  }
+}
+
+OpAttrs with_alpha_beta(double a, double b) {
+  OpAttrs o;
+  o.alpha = a;
+  o.beta = b;
+  return o;
+}
+
+TEST(NnOps, BackwardRulesAreTheForwardKernelsDerivatives) {
+  auto one = [](const std::string& type, OpAttrs a = {}) {
+    return [type, a](Graph& g, const std::vector<TensorId>& p) { return g.apply(type, type, {p[0]}, a)[0]; };
+  };
+  check_gradients("Sigmoid", {{2, 3, 4}}, one("Sigmoid"));
+  check_gradients("HSigmoid", {{2, 3, 4}}, one("HSigmoid", with_alpha_beta(0.2, 0.5)));
+  check_gradients("HSwish", {{2, 3, 4}}, one("HSwish"));
+  check_gradients("ClipByValue", {{2, 3, 4}}, one("ClipByValue", with_alpha_beta(-1, 1.5)));
+  check_gradients("Softmax", {{3, 5}}, one("Softmax"));
+  check_gradients("Neg", {{4}}, one("Neg"));
+  OpAttrs pool;
+  pool.pool = {3, 2, 1};
+  check_gradients("AvgPool", {{1, 2, 5, 5}}, one("AvgPool", pool));
+  pool.count = 1;  // count_include_pad
+  check_gradients("AvgPool (pad counted)", {{1, 2, 5, 5}}, one("AvgPool", pool));
+  OpAttrs perm;
+  perm.shape = {2, 0, 1};
+  check_gradients("Transpose", {{2, 3, 4}}, one("Transpose", perm));
+  check_gradients("Concat", {{2, 3, 2}, {2, 1, 2}}, [](Graph& g, const std::vector<TensorId>& p) {
+    OpAttrs a;
+    a.axis = 1;
+    return g.apply("Concat", "cat", {p[0], g.apply("Sigmoid", "s", {p[1]})[0]}, a)[0];
+  });
+  for (const char* type : {"Add", "Sub", "Mul", "RealDiv"})
+    check_gradients(std::string(type) + " (broadcast)", {{2, 3, 4}, {3, 1}},
+                    [type](Graph& g, const std::vector<TensorId>& p) {
+                      // RealDiv divides by a sigmoid of the second parameter: positive, away from 0.
+                      const TensorId b = std::string(type) == "RealDiv" ? g.apply("Sigmoid", "pos", {p[1]})[0] : p[1];
+                      return g.apply(type, type, {p[0], b})[0];
+                    });
+  // The transposed convolution (Conv2DBackpropInput as a forward op) and its two gradients.
+  check_gradients("ConvTranspose", {{1, 3, 4, 4}, {3, 2, 2, 2}}, [](Graph& g, const std::vector<TensorId>& p) {
+    return g.conv2d_backprop_input("up", p[0], p[1], {1, 2, 8, 8}, {2, 2, 2, 0});
+  });
+}
+
+std::vector<float> compute(Graph& g, const std::string& type, std::vector<std::vector<float>> in,
+                           std::vector<Shape> shapes, OpAttrs a = {}) {
+  std::vector<TensorId> ids;
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    ids.push_back(g.add_tensor({"i" + std::to_string(k), shapes[k], DType::F32, TensorRole::Activation}));
+  g.apply(type, type, ids, a);
+  const Op& op = g.ops().back();
+  std::vector<std::vector<float>> values(g.tensors().size());
+  for (std::size_t k = 0; k < ids.size(); ++k) values[static_cast<std::size_t>(ids[k])] = in[k];
+  for (auto t : op.outputs)
+    values[static_cast<std::size_t>(t)].resize(static_cast<std::size_t>(g.tensor(t).elements()));
+  std::shared_ptr<void> state;
+  runtime::compute_op(g, op, values, &state);
+  return values[static_cast<std::size_t>(op.outputs[0])];
+}
+
+TEST(NnOps, KernelsComputeWhatTheOpsMean) {
+  Graph g;
+  // Broadcasting: [2,3] - [3] subtracts the row from each row; [2,1] / [1,3] is an outer quotient.
+  EXPECT_EQ(compute(g, "Sub", {{1, 2, 3, 4, 5, 6}, {1, 1, 1}}, {{2, 3}, {3}}), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(compute(g, "RealDiv", {{6, 12}, {1, 2, 3}}, {{2, 1}, {1, 3}}), (std::vector<float>{6, 3, 2, 12, 6, 4}));
+  OpAttrs to;
+  to.shape = {1, 3};
+  EXPECT_EQ(compute(g, "ReduceSum", {{1, 2, 3, 4, 5, 6}}, {{2, 3}}, to), (std::vector<float>{5, 7, 9}));
+  // Softmax rows sum to one; HSwish at its landmarks; average pooling of a 2x2 window.
+  const auto s = compute(g, "Softmax", {{0, 0, 0, 1, 2, 3}}, {{2, 3}});
+  EXPECT_NEAR(s[0], 1.0 / 3, 1e-6);
+  EXPECT_NEAR(s[3] + s[4] + s[5], 1.0, 1e-6);
+  EXPECT_EQ(compute(g, "HSwish", {{-4, -3, 0, 3, 5}}, {{5}}), (std::vector<float>{0, 0, 0, 3, 5}));
+  OpAttrs pool;
+  pool.pool = {2, 2, 0};
+  EXPECT_EQ(compute(g, "AvgPool", {{1, 2, 3, 4}}, {{1, 1, 2, 2}}, pool), (std::vector<float>{2.5f}));
+  OpAttrs perm;
+  perm.shape = {1, 0};
+  EXPECT_EQ(compute(g, "Transpose", {{1, 2, 3, 4, 5, 6}}, {{2, 3}}, perm), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  OpAttrs cat;
+  cat.axis = 1;
+  EXPECT_EQ(compute(g, "Concat", {{1, 2, 3, 4}, {9, 8}}, {{2, 2}, {2, 1}}, cat),
+            (std::vector<float>{1, 2, 9, 3, 4, 8}));
+  // Dropout keeps about its keep probability, scales what it keeps, and repeats run to run.
+  OpAttrs keep;
+  keep.alpha = 0.8;
+  const std::vector<float> ones(10000, 1.0f);
+  Graph g1, g2;
+  const auto y1 = compute(g1, "Dropout", {ones}, {{10000}}, keep), y2 = compute(g2, "Dropout", {ones}, {{10000}}, keep);
+  EXPECT_EQ(y1, y2);
+  int kept = 0;
+  for (float v : y1) {
+    EXPECT_TRUE(v == 0.0f || v == 1.25f);
+    kept += v != 0.0f;
+  }
+  EXPECT_NEAR(kept / 10000.0, 0.8, 0.02);
+}
+
+}  // namespace
+}  // namespace ascendsim::workloads
