@@ -54,6 +54,7 @@ namespace {
 RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::string& config_dir, std::string* name) {
   RunRequest r;
   r.config.dir = config_dir;
+  bool batch_given = false;
   for (const auto& kv : run) {
     const std::string key = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
@@ -61,6 +62,12 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       *name = scalar(v, at, key);
     } else if (key == "workload") {
       r.workload = scalar(v, at, key);
+    } else if (key == "model") {
+      r.model = scalar(v, at, key);
+    } else if (key == "mode") {
+      r.mode = scalar(v, at, key);
+    } else if (key == "loss") {
+      r.loss = scalar(v, at, key);
     } else if (key == "strategies") {
       if (!v.IsSequence() || v.size() == 0) throw InputError(at + ": 'strategies' is a non-empty list");
       r.strategies.clear();
@@ -71,6 +78,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.steps_per_epoch = whole(v, at, key);
     } else if (key == "batch_size") {
       r.batch_size = whole(v, at, key);
+      batch_given = true;
     } else if (key == "sink_size") {
       r.sink_size = whole(v, at, key);
     } else if (key == "devices") {
@@ -116,12 +124,14 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       }
     } else {
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
-                       "workload, strategies, epochs, steps_per_epoch, batch_size, sink_size, devices, rank_table, "
+                       "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
+                       "devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, chip, "
                        "dataset, dataset_index, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }
   }
+  if (!r.model.empty() && !batch_given) r.batch_size = 0;  // the model's own
   return r;
 }
 

@@ -122,7 +122,7 @@ def test_an_imported_resnet50_step_costs_what_the_builtin_step_costs(models):
     assert ii["device_compute_per_step_s"] == pytest.approx(ib["device_compute_per_step_s"], rel=0.005)
 
 
-def test_compare_and_sweep_take_a_model(models):
+def test_compare_sweep_and_suite_take_a_model(models, tmp_path):
     r = ascendsim.compare(model=models["resnet50"], batch_size=32, steps_per_epoch=10)
     assert [run["strategy"] for run in r.runs] == list(ascendsim.STRATEGIES)
     assert r["workload"] == "resnet50.onnx" and r["batch_size"] == 32
@@ -134,6 +134,13 @@ def test_compare_and_sweep_take_a_model(models):
     # LeNet-5's steps are bound by the host, not the batch: four times the batch, more samples/s.
     rate = {(row["value"], row["strategy"]): row["samples_per_s"] for row in rows}
     assert all(rate[(64, s)] > 2 * rate[(16, s)] for s in ascendsim.STRATEGIES)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"runs:\n  - name: infer\n    model: {models['mobilenetv2']}\n    mode: infer\n"
+                     "    batch_size: 16\n    strategies: [loop-sink]\n    steps_per_epoch: 5\n")
+    subprocess.run([BIN, "suite", str(suite), "--out", str(tmp_path / "out"), "-q"], check=True, capture_output=True)
+    report = json.loads((tmp_path / "out" / "infer.json").read_text())
+    assert report["workload"] == "mobilenetv2.onnx" and report["batch_size"] == 16
+    assert report["runs"][0]["steps"] == 5
 
 
 def test_an_inference_run_has_no_backward_ops(models):
