@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -747,8 +748,15 @@ void Importer::install() {
     for (auto& a : axes)
       if (a < 0) a += static_cast<std::int64_t>(xs.size());
     std::sort(axes.begin(), axes.end());
+    std::vector<std::int64_t> all(xs.size());
+    std::iota(all.begin(), all.end(), 0);
+    if (axes.empty() || axes == all) {  // the mean of every element (a loss): of the tensor as a vector
+      const std::int64_t e = m_g.tensor(x).elements();
+      const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", reshape(n, x, {e}));
+      return set(n, 0, attr_int(n, "keepdims", 1) ? reshape(n, m, Shape(xs.size(), 1), "/Reshape1") : m);
+    }
     if (xs.size() != 4 || axes != std::vector<std::int64_t>{2, 3})
-      fail(where(n) + ": the mean over the spatial axes (2, 3) of an NCHW input is supported");
+      fail(where(n) + ": the mean over the spatial axes (2, 3) of an NCHW input, or over every axis, is supported");
     const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", x);
     set(n, 0, attr_int(n, "keepdims", 1) ? reshape(n, m, {xs[0], xs[1], 1, 1}) : m);
   };

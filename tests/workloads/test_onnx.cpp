@@ -310,13 +310,23 @@ TEST(Onnx, MalformedModelsAreRefusedSayingWhatIsWrong) {
 }
 
 TEST(Onnx, ALossOfTheModelsOwn) {
+  // The model ends in its own loss: the mean square of its outputs (a scalar, keepdims 0).
   ModelBuilder b = small_cnn();
-  auto* mean = b.node("ReduceMean", "/loss", {"y"}, {"l"});
+  b.node("Mul", "/square", {"y", "y"}, {"sq"});
+  auto* mean = b.node("ReduceMean", "/loss", {"sq"}, {"l"});
   ModelBuilder::attr(mean, "keepdims", std::int64_t{0});
   b.g->mutable_output(0)->set_name("l");
   OnnxOptions o;
-  // ReduceMean over every axis of a matrix is not among the supported forms: said by node.
-  EXPECT_THAT(import_error(b.bytes(), o), HasSubstr("node '/loss' (ReduceMean)"));
+  EXPECT_THAT(import_error(b.bytes(), o), HasSubstr("is [1]; softmax cross entropy needs logits [N, classes]"));
   o.loss = false;
+  const Workload w = b.import(o);
+  EXPECT_EQ(w.graph.tensor(w.loss).role, TensorRole::Loss);
+  EXPECT_EQ(w.graph.tensor(w.loss).shape, Shape{1});
+  EXPECT_EQ(w.batch_inputs.size(), 1u);  // no labels: the model needs none
+  const auto n = op_types(w.graph);
+  EXPECT_EQ(n.count("SparseSoftmaxCrossEntropyWithLogits"), 0u);
+  EXPECT_EQ(n.at("ReduceMeanGrad"), 1);
+  EXPECT_EQ(n.at("ApplyMomentum"), 6);
+  // A model whose output is not a scalar has no loss of its own.
   EXPECT_THAT(import_error(small_cnn().bytes(), o), HasSubstr("a model's own loss must be a scalar"));
 }
