@@ -13,6 +13,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   j["chip"] = h.chip;
   j["batch_size"] = h.batch_size;
   j["devices"] = h.devices;
+  if (!h.mode.empty()) j["mode"] = h.mode;
   if (!h.recipe.is_null()) j["recipe"] = h.recipe;
   if (!h.graph_passes.is_null()) j["graph_passes"] = h.graph_passes;
   if (!h.parallel.is_null()) j["parallel"] = h.parallel;

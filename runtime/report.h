@@ -26,6 +26,7 @@ struct ReportHeader {
   /// Semi-automatic parallelism: strategies, layouts, collectives and per-device memory (null:
   /// data parallel).
   nlohmann::ordered_json parallel;
+  std::string mode;  ///< "train" or "infer" (the forward pass only); empty: not reported
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

@@ -378,7 +378,8 @@ RunOutcome run(const RunRequest& req) {
                 recipe_json(w.recipe),
                 {},
                 w.parallel.devices / w.parallel.devices_per_server,
-                {}};
+                {},
+                w.training ? "train" : "infer"};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
@@ -541,7 +542,8 @@ SweepOutcome sweep(const SweepRequest& req) {
                 recipe_json(w0.recipe),
                 {},
                 w0.parallel.devices / w0.parallel.devices_per_server,
-                {}};
+                {},
+                w0.training ? "train" : "infer"};
 
   {
     KernelScope kernel;

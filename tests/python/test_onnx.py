@@ -155,9 +155,11 @@ def test_an_inference_run_has_no_backward_ops(models):
     r = ascendsim.train(strategy="loop-sink", model=models["mobilenetv2"], mode="infer", batch_size=32,
                         steps_per_epoch=20)
     run = r.runs[0]
+    assert r["mode"] == "infer"
     assert run["steps"] == 20 and run["interactions"]["graph_launches"] == 1
     # The forward pass alone: shorter than a training step of the same network.
     t = ascendsim.train(strategy="loop-sink", model=models["mobilenetv2"], batch_size=32, steps_per_epoch=20)
+    assert t["mode"] == "train"
     assert run["step_trace_ms"]["fp_bp"]["mean"] < 0.5 * t.runs[0]["step_trace_ms"]["fp_bp"]["mean"]
     assert run["step_trace_ms"]["fp_bp"]["mean"] > 0
 
