@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -1123,12 +1124,10 @@ Workload Importer::run() {
 
 }  // namespace
 
-Workload import_onnx_bytes(const std::string& name, const std::string& bytes, const OnnxOptions& options,
-                           OnnxSummary* summary) {
-  onnx::ModelProto model;
-  if (bytes.empty()) fail(name + ": the file is empty; an ONNX model (a ModelProto) is expected");
-  if (!model.ParseFromString(bytes))
-    fail(name + ": not an ONNX model (the protobuf does not parse: truncated, or another format)");
+namespace {
+
+Workload import_model(const std::string& name, const onnx::ModelProto& model, const OnnxOptions& options,
+                      OnnxSummary* summary) {
   if (!model.has_graph()) fail(name + ": not an ONNX model (a ModelProto without a graph)");
   if (model.ir_version() < 3)
     fail(name + ": ONNX IR version " + std::to_string(model.ir_version()) + " is too old (3 or later expected)");
@@ -1137,13 +1136,30 @@ Workload import_onnx_bytes(const std::string& name, const std::string& bytes, co
   return imp.run();
 }
 
+const char* const kNotOnnx = ": not an ONNX model (the protobuf does not parse: truncated, or another format)";
+
+}  // namespace
+
+Workload import_onnx_bytes(const std::string& name, const std::string& bytes, const OnnxOptions& options,
+                           OnnxSummary* summary) {
+  if (bytes.empty()) fail(name + ": the file is empty; an ONNX model (a ModelProto) is expected");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) fail(name + kNotOnnx);
+  return import_model(name, model, options, summary);
+}
+
 Workload import_onnx(const std::string& path, const OnnxOptions& options, OnnxSummary* summary) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    fail(path + (std::filesystem::exists(path, ec) ? ": not a file; give an ONNX model file"
+                                                   : ": cannot open the model file (no such file)"));
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path + ": cannot open the model file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(path + ": reading the model file failed");
-  return import_onnx_bytes(path, ss.str(), options, summary);
+  if (f.peek() == std::char_traits<char>::eof())
+    fail(path + ": the file is empty; an ONNX model (a ModelProto) is expected");
+  onnx::ModelProto model;  // parsed from the stream: the file's bytes are not held twice
+  if (!model.ParseFromIstream(&f)) fail(path + kNotOnnx);
+  return import_model(path, model, options, summary);
 }
 
 }  // namespace ascendsim::workloads
