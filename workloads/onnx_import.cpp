@@ -571,6 +571,12 @@ void Importer::batch_norm(const onnx::NodeProto& n) {
   TensorId x = tensor(n, 0);
   const Shape xs = shape_of(x);
   if (xs.size() != 4) fail(where(n) + ": BatchNormalization of an NCHW input is supported, got " + shape_string(xs));
+  if (m_opt.values) {  // the values: functional mode's BatchNorm kernel has MindSpore's constants
+    const double eps = attr_float(n, "epsilon", 1e-5), momentum = attr_float(n, "momentum", 0.9);
+    if (std::fabs(eps - 1e-5) > 1e-9 || std::fabs(momentum - 0.9) > 1e-6)
+      fail(where(n) + ": epsilon " + std::to_string(eps) + " and momentum " + std::to_string(momentum) +
+           ": functional mode computes BatchNorm with epsilon 1e-5 and momentum 0.9 (PyTorch's 0.1), as MindSpore");
+  }
   const Shape c{xs[1]};
   const TensorId gamma = master_param(n, 1, c, TensorRole::Parameter, m_master);
   const TensorId beta = master_param(n, 2, c, TensorRole::Parameter, m_master);

@@ -330,3 +330,23 @@ TEST(Onnx, ALossOfTheModelsOwn) {
   // A model whose output is not a scalar has no loss of its own.
   EXPECT_THAT(import_error(small_cnn().bytes(), o), HasSubstr("a model's own loss must be a scalar"));
 }
+
+TEST(Onnx, FunctionalModeTakesTheFilesValues) {
+  OnnxOptions o;
+  o.values = true;
+  const Workload w = small_cnn().import(o);
+  ASSERT_TRUE(w.initial_values);
+  // Every initializer the graph holds has its values (zeros here), the running statistics too.
+  for (const char* name : {"conv.weight", "conv.bias", "bn.weight", "bn.running_var", "fc.weight", "fc.bias"}) {
+    ASSERT_TRUE(w.initial_values->count(name)) << name;
+  }
+  EXPECT_EQ(w.initial_values->at("conv.weight").size(), 8u * 27);
+  // BatchNorm's values are computed with MindSpore's constants: another epsilon is refused.
+  ModelBuilder b = small_cnn();
+  auto* eps = b.g->mutable_node(1)->add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(1e-3f);
+  EXPECT_THAT(import_error(b.bytes(), o), HasSubstr("functional mode computes BatchNorm with epsilon 1e-5"));
+  EXPECT_EQ(b.import().batch_size, 4);  // the timing does not depend on it
+}
