@@ -681,11 +681,9 @@ void Importer::install() {
   h["Gemm"] = [dense](const onnx::NodeProto& n) { dense(n, true); };
   h["MatMul"] = [dense](const onnx::NodeProto& n) { dense(n, false); };
   h["Relu"] = [this](const onnx::NodeProto& n) { set(n, 0, m_g.relu(op_name(n) + "/ReLU", tensor(n, 0))); };
-  auto unary = [this](const std::string& type, double alpha = 0, double beta = 0) {
-    return [this, type, alpha, beta](const onnx::NodeProto& n) {
+  auto unary = [this](const std::string& type) {
+    return [this, type](const onnx::NodeProto& n) {
       OpAttrs a;
-      a.alpha = alpha;
-      a.beta = beta;
       if (type == "HSigmoid") {
         a.alpha = attr_float(n, "alpha", 0.2);
         a.beta = attr_float(n, "beta", 0.5);
