@@ -70,96 +70,63 @@ std::int64_t checked_elements(const Shape& shape, const std::string& where) {
   return n;
 }
 
+/// The `n` values of a tensor stored as T: its little-endian raw bytes, or its typed field.
+template <typename T, typename Out, typename Field>
+std::vector<Out> values_of(const std::string& raw, const Field& field, std::int64_t n, const std::string& where) {
+  std::vector<Out> v;
+  if (raw.empty()) {
+    for (auto x : field) v.push_back(static_cast<Out>(static_cast<T>(x)));
+  } else {
+    if (raw.size() != static_cast<std::size_t>(n) * sizeof(T))
+      fail(where + ": raw data of " + std::to_string(raw.size()) + " bytes for " + std::to_string(n) +
+           " elements (truncated?)");
+    v.resize(static_cast<std::size_t>(n));
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      T x;
+      std::memcpy(&x, raw.data() + k * sizeof(T), sizeof(T));
+      v[k] = static_cast<Out>(x);
+    }
+  }
+  if (static_cast<std::int64_t>(v.size()) != n)
+    fail(where + ": " + std::to_string(v.size()) + " values for " + std::to_string(n) + " elements (truncated?)");
+  return v;
+}
+
 Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
   Const c;
   c.elem_type = t.data_type();
-  std::int64_t n = 1;
-  for (auto d : t.dims()) {
-    if (d < 0 || d > kMaxDim) fail(where + ": dimension " + std::to_string(d) + " out of range");
-    c.shape.push_back(d);
-    if (__builtin_mul_overflow(n, d, &n) || n > (std::int64_t{1} << 40))
-      fail(where + ": more elements than a device holds");
-  }
+  c.shape.assign(t.dims().begin(), t.dims().end());
+  const std::int64_t n = checked_elements(c.shape, where);
   if (!is_float(c.elem_type) && !is_integer(c.elem_type))
     fail(where + ": tensor type " + std::to_string(c.elem_type) + " (" +
          onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(c.elem_type)) +
          ") is not supported");
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return c;  // a weight in a side file: its shape suffices
   if (is_float(c.elem_type) && n > kMaxDataElements) return c;
-  std::vector<double> v;
   const std::string& raw = t.raw_data();
-  auto need = [&](std::size_t bytes) {
-    if (raw.size() != bytes)
-      fail(where + ": raw data of " + std::to_string(raw.size()) + " bytes for " + std::to_string(n) +
-           " elements (truncated?)");
-  };
   switch (c.elem_type) {
     case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) {
-        need(static_cast<std::size_t>(n) * 4);
-        for (std::int64_t k = 0; k < n; ++k) {
-          float f;
-          std::memcpy(&f, raw.data() + k * 4, 4);
-          v.push_back(f);
-        }
-      } else {
-        for (float f : t.float_data()) v.push_back(f);
-      }
+      c.data = values_of<float, double>(raw, t.float_data(), n, where);
       break;
     case onnx::TensorProto::DOUBLE:
-      if (!raw.empty()) {
-        need(static_cast<std::size_t>(n) * 8);
-        for (std::int64_t k = 0; k < n; ++k) {
-          double f;
-          std::memcpy(&f, raw.data() + k * 8, 8);
-          v.push_back(f);
-        }
-      } else {
-        for (double f : t.double_data()) v.push_back(f);
-      }
+      c.data = values_of<double, double>(raw, t.double_data(), n, where);
       break;
     case onnx::TensorProto::INT64:
-      if (!raw.empty()) {
-        need(static_cast<std::size_t>(n) * 8);
-        for (std::int64_t k = 0; k < n; ++k) {
-          std::int64_t i;
-          std::memcpy(&i, raw.data() + k * 8, 8);
-          v.push_back(static_cast<double>(i));
-        }
-      } else {
-        for (auto i : t.int64_data()) v.push_back(static_cast<double>(i));
-      }
+      c.data = values_of<std::int64_t, double>(raw, t.int64_data(), n, where);
       break;
     case onnx::TensorProto::INT32:
-      if (!raw.empty()) {
-        need(static_cast<std::size_t>(n) * 4);
-        for (std::int64_t k = 0; k < n; ++k) {
-          std::int32_t i;
-          std::memcpy(&i, raw.data() + k * 4, 4);
-          v.push_back(i);
-        }
-      } else {
-        for (auto i : t.int32_data()) v.push_back(i);
-      }
+      c.data = values_of<std::int32_t, double>(raw, t.int32_data(), n, where);
+      break;
+    case onnx::TensorProto::INT8:
+      c.data = values_of<std::int8_t, double>(raw, t.int32_data(), n, where);
       break;
     case onnx::TensorProto::BOOL:
-    case onnx::TensorProto::INT8:
     case onnx::TensorProto::UINT8:
-      if (!raw.empty()) {
-        need(static_cast<std::size_t>(n));
-        for (std::int64_t k = 0; k < n; ++k)
-          v.push_back(c.elem_type == onnx::TensorProto::INT8 ? static_cast<double>(static_cast<std::int8_t>(raw[k]))
-                                                             : static_cast<double>(static_cast<std::uint8_t>(raw[k])));
-      } else {
-        for (auto i : t.int32_data()) v.push_back(i);
-      }
+      c.data = values_of<std::uint8_t, double>(raw, t.int32_data(), n, where);
       break;
     default:
-      return c;  // fp16, bf16, int16: the shape only
+      break;  // fp16, bf16, int16: the shape only
   }
-  if (static_cast<std::int64_t>(v.size()) != n)
-    fail(where + ": " + std::to_string(v.size()) + " values for shape " + shape_string(c.shape) + " (truncated?)");
-  c.data = std::move(v);
   return c;
 }
 
@@ -170,25 +137,11 @@ std::vector<float> float_values(const onnx::TensorProto& t, const std::string& f
     fail(where + ": its values are in an external file, which functional mode does not read");
   std::int64_t n = 1;
   for (auto d : t.dims()) n *= d;  // checked by read_tensor
-  std::vector<float> v;
-  const std::string& raw = t.raw_data();
-  if (t.data_type() == onnx::TensorProto::FLOAT) {
-    if (!raw.empty()) {
-      if (raw.size() != static_cast<std::size_t>(n) * 4) fail(where + ": raw data of the wrong size (truncated?)");
-      v.resize(static_cast<std::size_t>(n));
-      std::memcpy(v.data(), raw.data(), raw.size());
-    } else {
-      v.assign(t.float_data().begin(), t.float_data().end());
-    }
-  } else if (t.data_type() == onnx::TensorProto::DOUBLE && raw.empty()) {
-    v.assign(t.double_data().begin(), t.double_data().end());
-  } else {
-    fail(where + ": functional mode reads fp32 initializers; this one is " +
-         onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type())));
-  }
-  if (static_cast<std::int64_t>(v.size()) != n)
-    fail(where + ": " + std::to_string(v.size()) + " values for " + std::to_string(n) + " elements (truncated?)");
-  return v;
+  if (t.data_type() == onnx::TensorProto::FLOAT) return values_of<float, float>(t.raw_data(), t.float_data(), n, where);
+  if (t.data_type() == onnx::TensorProto::DOUBLE)
+    return values_of<double, float>(t.raw_data(), t.double_data(), n, where);
+  fail(where + ": functional mode reads fp32 initializers; this one is " +
+       onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type())));
 }
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {

@@ -58,11 +58,23 @@ inline OpDef layout(OpDef def, std::vector<Format> in, Format out, bool cube = f
   return def;
 }
 
-/// The pooling ops' lowering: an NCHW input and the window of attrs.pool.
-inline std::function<aicore::OpDesc(const Graph&, const Op&)> pool_lower(aicore::OpKind kind) {
-  return [kind](const Graph& g, const Op& op) {
-    aicore::OpDesc d = vector_op(kind, in(g, op, 0));
-    set_nchw(d, in(g, op, 0).shape);
+/// The pooling ops' shape rule: an NCHW input pooled by the window of attrs.pool.
+inline std::vector<OutputSpec> pool_infer(const Graph& g, const Inputs& i, OpAttrs& a) {
+  const Shape& xs = g.tensor(i.at(0)).shape;
+  require(xs.size() == 4, "NCHW input expected");
+  const std::int64_t ho = (xs[2] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
+  const std::int64_t wo = (xs[3] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
+  require(ho > 0 && wo > 0, "window larger than input");
+  return {out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
+}
+
+/// The pooling ops' lowering: the window of attrs.pool over the NCHW input (or, for a gradient
+/// that takes only dy, over its output, the forward input's shape).
+inline std::function<aicore::OpDesc(const Graph&, const Op&)> pool_lower(aicore::OpKind kind, bool on_output = false) {
+  return [kind, on_output](const Graph& g, const Op& op) {
+    const Tensor& x = on_output ? res(g, op, 0) : in(g, op, 0);
+    aicore::OpDesc d = vector_op(kind, x);
+    set_nchw(d, x.shape);
     d.kh = d.kw = op.pool.kernel;
     d.stride = op.pool.stride;
     d.pad = op.pool.pad;

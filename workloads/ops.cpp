@@ -507,22 +507,13 @@ void register_builtin_ops(OpRegistry& r) {
                       [](const Graph& g, const Op& op) { return vector_op(OpKind::Relu6Grad, res(g, op, 0)); }},
                 OpDef::Fusion::Elementwise, 3));
 
-  r.add(layout(
-      OpDef{"MaxPool", false,
-            [](const Graph& g, const Inputs& i, OpAttrs& a) {
-              const Shape& xs = g.tensor(i.at(0)).shape;
-              require(xs.size() == 4, "NCHW input expected");
-              const std::int64_t ho = (xs[2] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
-              const std::int64_t wo = (xs[3] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
-              require(ho > 0 && wo > 0, "window larger than input");
-              return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
-            },
-            [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-              b.give(op.inputs[0],
-                     b.graph().max_pool_grad(gname + "/MaxPoolGrad", op.inputs[0], op.outputs[0], dy, op.pool));
-            },
-            pool_lower(OpKind::MaxPool)},
-      {Format::NC1HWC0}, Format::NC1HWC0));
+  r.add(layout(OpDef{"MaxPool", false, pool_infer,
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       b.give(op.inputs[0], b.graph().max_pool_grad(gname + "/MaxPoolGrad", op.inputs[0], op.outputs[0],
+                                                                    dy, op.pool));
+                     },
+                     pool_lower(OpKind::MaxPool)},
+               {Format::NC1HWC0}, Format::NC1HWC0));
 
   r.add(layout(OpDef{"MaxPoolGrad",
                      false,

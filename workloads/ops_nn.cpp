@@ -143,23 +143,14 @@ void register_nn_ops(OpRegistry& r) {
          [](const Graph& g, const Op& op) { return elementwise_desc(g, op, 2); }});
 
   // Average pooling ----------------------------------------------------------------------------
-  r.add(layout(
-      OpDef{"AvgPool", false,
-            [](const Graph& g, const Inputs& i, OpAttrs& a) {
-              const Shape& xs = g.tensor(i.at(0)).shape;
-              require(xs.size() == 4, "NCHW input expected");
-              const std::int64_t ho = (xs[2] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
-              const std::int64_t wo = (xs[3] + 2 * a.pool.pad - a.pool.kernel) / a.pool.stride + 1;
-              require(ho > 0 && wo > 0, "window larger than input");
-              return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
-            },
-            [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-              OpAttrs a = op;
-              a.shape = b.graph().tensor(op.inputs[0]).shape;
-              b.give(op.inputs[0], b.graph().apply("AvgPoolGrad", gname + "/AvgPoolGrad", {dy}, a)[0]);
-            },
-            pool_lower(OpKind::AvgPool)},
-      {Format::NC1HWC0}, Format::NC1HWC0));
+  r.add(layout(OpDef{"AvgPool", false, pool_infer,
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       OpAttrs a = op;
+                       a.shape = b.graph().tensor(op.inputs[0]).shape;
+                       b.give(op.inputs[0], b.graph().apply("AvgPoolGrad", gname + "/AvgPoolGrad", {dy}, a)[0]);
+                     },
+                     pool_lower(OpKind::AvgPool)},
+               {Format::NC1HWC0}, Format::NC1HWC0));
   r.add(layout(OpDef{"AvgPoolGrad",
                      false,  // dy -> dx of shape attrs.shape
                      [](const Graph& g, const Inputs& i, OpAttrs& a) {
@@ -167,25 +158,15 @@ void register_nn_ops(OpRegistry& r) {
                        return std::vector<OutputSpec>{out(a.shape, g.tensor(i.at(0)).dtype, TensorRole::Activation)};
                      },
                      {},
-                     [](const Graph& g, const Op& op) {
-                       OpDesc d = vector_op(OpKind::AvgPoolGrad, res(g, op, 0));
-                       set_nchw(d, res(g, op, 0).shape);
-                       d.kh = d.kw = op.pool.kernel;
-                       d.stride = op.pool.stride;
-                       d.pad = op.pool.pad;
-                       return d;
-                     }},
+                     pool_lower(OpKind::AvgPoolGrad, true)},
                {Format::NC1HWC0}, Format::NC1HWC0));
 
-  // Softmax over the last axis -------------------------------------------------------------------
+  // Softmax over the last axis: max, subtract, exp, sum and divide per element of each row.
   r.add({"Softmax", false, [](const Graph& g, const Inputs& i, OpAttrs&) { return like(g.tensor(i.at(0))); },
          [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
            b.give(op.inputs[0], b.graph().apply("SoftmaxGrad", gname + "/SoftmaxGrad", {dy, op.outputs[0]})[0]);
          },
-         [](const Graph& g, const Op& op) {  // max, subtract, exp, sum, divide; one row per last-axis run
-           OpDesc d = elementwise_desc(g, op, 5);
-           return d;
-         }});
+         [](const Graph& g, const Op& op) { return elementwise_desc(g, op, 5); }});
   r.add(gradient("SoftmaxGrad", 4));  // y * (dy - sum(dy * y))
 
   // Tensor shuffling: copies on the Vector unit ----------------------------------------------------
@@ -223,8 +204,7 @@ void register_nn_ops(OpRegistry& r) {
            }
          },
          [](const Graph& g, const Op& op) {
-           OpDesc d = vector_op(OpKind::TransData, res(g, op, 0), res(g, op, 0).elements());
-           return d;
+           return vector_op(OpKind::TransData, res(g, op, 0), res(g, op, 0).elements());
          }});
   r.add({"StridedSlice",
          false,  // the attrs.shape piece of x starting at attrs.count along attrs.axis
