@@ -56,12 +56,6 @@ memory::desc plain(const Shape& s, memory::format_tag tag) {
 memory mem(const memory::desc& d, float* p) { return memory(d, engine(), p); }
 
 /// The op's kept state, built on first use.
-template <typename T, typename Make>
-T& kept(KernelIO& io, Make&& make) {
-  if (!*io.state) *io.state = std::make_shared<T>(make());
-  return *static_cast<T*>(io.state->get());
-}
-
 // Convolution (NCHW input, OIHW weight, square stride and symmetric padding) --------------------
 
 struct ConvPrims {

@@ -28,6 +28,13 @@ struct KernelIO {
   std::int64_t out_elements(std::size_t i) const { return graph.tensor(op.outputs.at(i)).elements(); }
 };
 
+/// The op's kept state (KernelIO::state), made by `make` on the first call.
+template <typename T, typename Make>
+T& kept(KernelIO& io, Make&& make) {
+  if (!*io.state) *io.state = std::make_shared<T>(make());
+  return *static_cast<T*>(io.state->get());
+}
+
 class OpRegistry;
 /// Gives the built-in ops of `r` their kernels (called by register_builtin_ops).
 void register_builtin_kernels(OpRegistry& r);

@@ -54,13 +54,18 @@ void binary(KernelIO& io, const std::function<float(float, float)>& f) {
     for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = f(io.in[0][i], b);
     return;
   }
-  const auto a = broadcast_index(io.in_shape(0), ys), b = broadcast_index(io.in_shape(1), ys);
+  // Each operand's index per output element, worked out on the first step (the shapes are fixed).
+  using Index = std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>;
+  const auto& [a, b] = kept<Index>(io, [&] {
+    return Index{broadcast_index(io.in_shape(0), ys), broadcast_index(io.in_shape(1), ys)};
+  });
   for (std::int64_t i = 0; i < n; ++i)
     io.out[0][i] = f(io.in[0][a[static_cast<std::size_t>(i)]], io.in[1][b[static_cast<std::size_t>(i)]]);
 }
 
 void reduce_sum(KernelIO& io) {  // x summed over the axes its output shape broadcasts
-  const auto to = broadcast_index(io.out_shape(0), io.in_shape(0));
+  const auto& to =
+      kept<std::vector<std::int64_t>>(io, [&] { return broadcast_index(io.out_shape(0), io.in_shape(0)); });
   std::vector<double> acc(static_cast<std::size_t>(io.out_elements(0)), 0.0);
   for (std::size_t i = 0; i < to.size(); ++i) acc[static_cast<std::size_t>(to[i])] += io.in[0][i];
   std::copy(acc.begin(), acc.end(), io.out[0]);
@@ -194,11 +199,7 @@ void transpose(KernelIO& io) {  // output axis k is input axis perm[k]
 /// mask (1 kept, 0 dropped). The draws follow a generator per op, seeded by its name, so a run
 /// repeats exactly.
 void dropout(KernelIO& io) {
-  struct Rng {
-    std::mt19937_64 gen;
-  };
-  if (!*io.state) *io.state = std::make_shared<Rng>(Rng{std::mt19937_64(std::hash<std::string>{}(io.op.name))});
-  auto& rng = static_cast<Rng*>(io.state->get())->gen;
+  auto& rng = kept<std::mt19937_64>(io, [&] { return std::mt19937_64(std::hash<std::string>{}(io.op.name)); });
   std::bernoulli_distribution keep(io.op.alpha);
   const auto scale = static_cast<float>(1.0 / io.op.alpha);
   const std::int64_t n = io.out_elements(0);
