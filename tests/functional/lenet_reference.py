@@ -12,6 +12,8 @@ import sys
 import numpy as np
 import torch
 
+from torch_reference import LeNet5, momentum_losses, read_batches
+
 ascendsim, dataset, work = sys.argv[1:4]
 steps = int(sys.argv[4]) if len(sys.argv) > 4 else 50
 os.makedirs(work, exist_ok=True)
@@ -57,42 +59,12 @@ subprocess.run([ascendsim, "train", "--workload", "lenet5", "--functional", "--s
                 "--dump-steps", str(steps), "--save-weights", os.path.join(work, "final.json"),
                 "--json", report, "-q"], check=True, stdout=subprocess.DEVNULL)
 losses = [l[2] for l in json.load(open(report))["runs"][0]["functional"]["losses"]]
-meta = json.load(open(os.path.join(work, "batches", "batches.json")))
-assert meta["batches"] == steps, meta
-b = meta["batch_size"]
-images = np.fromfile(os.path.join(work, "batches", "images.bin"), "<f4").reshape([steps, *meta["image_shape"]])
-labels = np.fromfile(os.path.join(work, "batches", "labels.bin"), "<i4").reshape(steps, b)
-
-
-class LeNet5(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 6, 5, bias=False)
-        self.conv2 = torch.nn.Conv2d(6, 16, 5, bias=False)
-        self.fc1 = torch.nn.Linear(400, 120)
-        self.fc2 = torch.nn.Linear(120, 84)
-        self.fc3 = torch.nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
-        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
-        x = torch.relu(self.fc1(x.reshape(x.shape[0], -1)))
-        x = torch.relu(self.fc2(x))
-        return self.fc3(x)
-
-
+images, labels = read_batches(os.path.join(work, "batches"), steps)
 net = LeNet5()
 with torch.no_grad():
     for name, p in net.named_parameters():
         p.copy_(torch.from_numpy(init[name]))
-opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-reference = []
-for s in range(steps):
-    opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(images[s])), torch.from_numpy(labels[s]).long())
-    loss.backward()
-    opt.step()
-    reference.append(loss.item())
+reference = momentum_losses(net, images, labels)
 
 worst = 0.0
 for s, (ours, theirs) in enumerate(zip(losses, reference)):

@@ -3,61 +3,48 @@ test time (Debian python3-torch, python3-torchvision), against the built-in work
 import json
 import os
 import subprocess
+import sys
 import warnings
 
 import pytest
 
 import ascendsim
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "functional"))
+
 torch = pytest.importorskip("torch")
 torchvision = pytest.importorskip("torchvision")
+
+from torch_reference import LeNet5, momentum_losses, read_batches  # noqa: E402 (after the skips)
 
 BIN = os.environ.get("ASCENDSIM_BIN", "ascendsim")
 
 
-class LeNet5(torch.nn.Module):
-    """The built-in lenet5: convolutions without bias, as MindSpore's model zoo LeNet."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 6, 5, bias=False)
-        self.conv2 = torch.nn.Conv2d(6, 16, 5, bias=False)
-        self.fc1 = torch.nn.Linear(400, 120)
-        self.fc2 = torch.nn.Linear(120, 84)
-        self.fc3 = torch.nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
-        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
-        x = x.view(x.size(0), -1)  # Shape, Gather, Unsqueeze, Concat, Reshape: folded at import
-        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
-
-
 class EveryOp(torch.nn.Module):
-    """One network through every operator the importer documents."""
+    """One network through every operator the importer documents, on MNIST-shaped input."""
 
-    def __init__(self):
+    def __init__(self, dropout=0.2):
         super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv = torch.nn.Conv2d(1, 8, 3, padding=1)
         self.bn = torch.nn.BatchNorm2d(8)
         self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
         self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
         self.se = torch.nn.Linear(4, 4)
         self.w = torch.nn.Parameter(torch.randn(16, 10) * 0.1)
-        self.fc = torch.nn.Linear(128, 16)
-        self.drop = torch.nn.Dropout(0.2)
+        self.fc = torch.nn.Linear(8 * 8 * 8, 16)
+        self.drop = torch.nn.Dropout(dropout)
 
-    def forward(self, x):
+    def forward(self, x):                                                         # [N, 1, 32, 32]
         x = torch.nn.functional.relu6(self.bn(self.conv(x)))                      # Conv, BN, Clip(0, 6)
         x = torch.nn.functional.hardswish(self.dw(x))                             # depthwise Conv, HardSwish
-        x = torch.max_pool2d(x, 2)                                                # MaxPool
-        x = self.up(x)                                                            # ConvTranspose
+        x = torch.max_pool2d(x, 2)                                                # MaxPool: 16x16
+        x = self.up(x)                                                            # ConvTranspose: 32x32
         s = torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)              # GlobalAveragePool, Flatten
         s = torch.sigmoid(self.se(s)).unsqueeze(2).unsqueeze(3)                   # Gemm, Sigmoid, Unsqueeze
         x = x * s                                                                 # Mul (broadcast)
         y = torch.nn.functional.hardsigmoid(x) - x.mean(dim=(2, 3), keepdim=True)  # HardSigmoid, ReduceMean, Sub
         x = torch.cat([x, y.transpose(2, 3)], dim=1) / 2.0                        # Transpose, Concat, Div
-        x = torch.nn.functional.avg_pool2d(torch.clamp(x, -1.0, 1.0), 4)          # Clip, AveragePool
+        x = torch.nn.functional.avg_pool2d(torch.clamp(x, -1.0, 1.0), 4)          # Clip, AveragePool: 8x8
         x = x.reshape(x.size(0), -1)                                              # Reshape
         x = self.drop(torch.relu(self.fc(x)))                                     # Gemm, Relu, Dropout
         x = torch.matmul(x, self.w).unsqueeze(1).squeeze(1)                       # MatMul, Squeeze
@@ -87,7 +74,7 @@ def models(tmp_path_factory):
     out = {name: export(net, shape, d / f"{name}.onnx") for name, (net, shape) in nets.items()}
     out["torch_parameters"] = {name: sum(p.numel() for p in net.parameters()) for name, (net, _) in nets.items()}
     out["lenet5_net"] = nets["lenet5"][0]
-    out["every_op"] = export(EveryOp(), (1, 3, 16, 16), d / "every_op.onnx", opset=14)
+    out["every_op"] = export(EveryOp(), (1, 1, 32, 32), d / "every_op.onnx", opset=14)
     out["dir"] = d
     return out
 
@@ -220,7 +207,6 @@ def functional_losses_against_torch(net, model, tmp_path, steps):
     PyTorch's for `net` from the same weights on the same batches (ascendsim's, dumped)."""
     import copy
 
-    import numpy as np
     dataset = "/usr/share/datasets/fashion-mnist"
     if not os.path.isdir(dataset):
         pytest.skip("dataset-fashion-mnist is not installed")
@@ -230,20 +216,10 @@ def functional_losses_against_torch(net, model, tmp_path, steps):
                     str(tmp_path / "batches"), "--dump-steps", str(steps), "--json", str(report), "-q"],
                    check=True, stdout=subprocess.DEVNULL)
     losses = [l[2] for l in json.loads(report.read_text())["runs"][0]["functional"]["losses"]]
-    meta = json.loads((tmp_path / "batches" / "batches.json").read_text())
-    images = np.fromfile(tmp_path / "batches" / "images.bin", "<f4").reshape([steps, *meta["image_shape"]])
-    labels = np.fromfile(tmp_path / "batches" / "labels.bin", "<i4").reshape(steps, meta["batch_size"])
     net = copy.deepcopy(net)
     net.train()
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    reference = []
-    for s in range(steps):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(images[s])), torch.from_numpy(labels[s]).long())
-        loss.backward()
-        opt.step()
-        reference.append(loss.item())
-    return losses, reference
+    images, labels = read_batches(tmp_path / "batches", steps)
+    return losses, momentum_losses(net, images, labels)
 
 
 def test_functional_mode_trains_an_imported_network_from_its_own_weights(models, tmp_path):
@@ -257,36 +233,9 @@ def test_functional_mode_trains_an_imported_network_from_its_own_weights(models,
     assert reference[-1] < reference[0]
 
 
-class EveryKernel(torch.nn.Module):
-    """The operators with functional kernels of their own, on MNIST-shaped input (no Dropout:
-    its random draws are not PyTorch's)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(1, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
-        self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
-        self.se = torch.nn.Linear(4, 4)
-        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
-
-    def forward(self, x):
-        x = torch.nn.functional.relu6(self.bn(self.conv(x)))                  # 32x32
-        x = torch.nn.functional.hardswish(self.dw(x))
-        x = torch.nn.functional.avg_pool2d(x, 4)                              # 8x8
-        x = self.up(x)                                                        # 16x16
-        s = torch.sigmoid(self.se(torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)))
-        x = x * s.unsqueeze(2).unsqueeze(3)
-        y = torch.nn.functional.hardsigmoid(x) - x.mean(dim=(2, 3), keepdim=True)
-        x = torch.cat([x, y.transpose(2, 3)], dim=1) / 2.0
-        x = torch.max_pool2d(torch.clamp(x, -1.0, 1.0), 2)                    # 8x8
-        x = self.fc(x.reshape(x.size(0), -1))
-        return x + torch.softmax(x, dim=-1)
-
-
 def test_functional_mode_agrees_with_pytorch_through_every_new_kernel(tmp_path):
     torch.manual_seed(3)
-    net = EveryKernel()
+    net = EveryOp(dropout=0.0)  # no Dropout: its draws are not PyTorch's
     model = export(net, (1, 1, 32, 32), tmp_path / "every_kernel.onnx", opset=14)
     steps = 8
     losses, reference = functional_losses_against_torch(net, model, tmp_path, steps)

@@ -1,0 +1,47 @@
+"""What the PyTorch comparisons share: the seed's LeNet-5, the batches ascendsim dumps with
+--dump-batches, and MindSpore's Momentum (SGD with momentum, no dampening) over them."""
+import json
+import os
+
+import numpy as np
+import torch
+
+
+class LeNet5(torch.nn.Module):
+    """The seed's LeNet-5: convolutions without bias, dense layers with bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 6, 5, bias=False)
+        self.conv2 = torch.nn.Conv2d(6, 16, 5, bias=False)
+        self.fc1 = torch.nn.Linear(400, 120)
+        self.fc2 = torch.nn.Linear(120, 84)
+        self.fc3 = torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+        x = x.view(x.size(0), -1)  # exported as Shape, Gather, Unsqueeze, Concat, Reshape
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def read_batches(directory, steps):
+    """The first `steps` batches of a --dump-batches directory: images [steps, N, C, H, W], labels."""
+    meta = json.load(open(os.path.join(directory, "batches.json")))
+    assert meta["batches"] == steps, meta
+    images = np.fromfile(os.path.join(directory, "images.bin"), "<f4").reshape([steps, *meta["image_shape"]])
+    labels = np.fromfile(os.path.join(directory, "labels.bin"), "<i4").reshape(steps, meta["batch_size"])
+    return images, labels
+
+
+def momentum_losses(net, images, labels, lr=0.01, momentum=0.9):
+    """Trains `net` on the batches with cross entropy and Momentum; the loss of each step."""
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+    losses = []
+    for x, y in zip(images, labels):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y).long())
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
