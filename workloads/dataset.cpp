@@ -188,6 +188,29 @@ DatasetSpec parse_cifar10(const std::vector<std::pair<std::string, std::string>>
   return d;
 }
 
+DatasetSpec synthetic_cifar10(std::int64_t samples) {
+  DatasetSpec d;
+  d.format = DatasetFormat::Cifar10Binary;
+  d.source = "synthetic";
+  d.samples = samples;
+  d.height = d.width = 32;
+  d.channels = 3;
+  d.classes = 10;
+  d.record_bytes = 1 + 32 * 32 * 3;
+  return d;
+}
+
+DataRecipe mnist_recipe(std::int64_t height, std::int64_t width) {
+  DataRecipe r;
+  r.dataset = synthetic_mnist();
+  r.maps = {{MapOpType::Resize, height, width},
+            {MapOpType::Rescale},
+            {MapOpType::Normalize},
+            {MapOpType::HWC2CHW},
+            {MapOpType::TypeCast}};
+  return r;
+}
+
 DatasetSpec synthetic_mnist(std::int64_t samples) {
   DatasetSpec d;
   d.format = DatasetFormat::MnistIdx;

@@ -59,11 +59,16 @@ DatasetSpec synthetic_imagenet(std::int64_t samples = 1281167);
 
 /// MNIST-shaped until a real dataset is given: `samples` 28x28 grey images, 10 classes.
 DatasetSpec synthetic_mnist(std::int64_t samples = 60000);
+/// CIFAR-10-shaped until a real dataset is given: `samples` 32x32 colour records, 10 classes.
+DatasetSpec synthetic_cifar10(std::int64_t samples = 50000);
 
 struct DataRecipe;
 /// ImageNet training (the model zoo's create_dataset(do_train=True)): `samples` JPEGs, decoded,
 /// a random resized crop (mean 54% of the area kept) resized to 224, flipped, normalised.
 DataRecipe imagenet_train_recipe(std::int64_t samples = 1281167);
+/// MindSpore's LeNet pipeline on MNIST-shaped images: resize to height x width, rescale,
+/// normalise, HWC2CHW, cast the label.
+DataRecipe mnist_recipe(std::int64_t height, std::int64_t width);
 /// ImageNet evaluation (create_dataset(do_train=False)): the 50,000 validation JPEGs, decoded, the
 /// shorter side resized to 256, the centre 224x224 cropped, normalised.
 DataRecipe imagenet_eval_recipe();

@@ -26,12 +26,7 @@ Workload make_lenet5(std::int64_t batch_size) {
   w.batch_size = batch_size;
   // MNIST-shaped until a real dataset is given: 60,000 28x28 grey images; MindSpore's LeNet
   // pipeline resizes to 32x32, rescales, normalises, transposes to CHW and casts the label.
-  w.data.dataset = synthetic_mnist();
-  w.data.maps = {{MapOpType::Resize, 32, 32},
-                 {MapOpType::Rescale},
-                 {MapOpType::Normalize},
-                 {MapOpType::HWC2CHW},
-                 {MapOpType::TypeCast}};
+  w.data = mnist_recipe(32, 32);
   // Evaluation: the 10,000 test images through the same maps (none of them random).
   w.eval_data = w.data;
   w.eval_data.dataset.samples = 10000;

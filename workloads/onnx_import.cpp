@@ -846,16 +846,9 @@ DataRecipe Importer::data_for(const Shape& in, std::int64_t classes, bool eval) 
   const std::int64_t c = in[1], h = in[2], w = in[3];
   DataRecipe r;
   if (c == 1) {  // MNIST-shaped: LeNet's pipeline, resized to the input
-    r.dataset = synthetic_mnist();
-    r.maps = {{MapOpType::Resize, h, w},
-              {MapOpType::Rescale},
-              {MapOpType::Normalize},
-              {MapOpType::HWC2CHW},
-              {MapOpType::TypeCast}};
+    r = mnist_recipe(h, w);
   } else if (c != 3 || (h <= 64 && w <= 64)) {  // CIFAR-10-shaped; other channel counts as such records
-    r.dataset.format = DatasetFormat::Cifar10Binary;
-    r.dataset.source = "synthetic";
-    r.dataset.samples = 50000;
+    r.dataset = synthetic_cifar10();
     r.dataset.height = c == 3 ? 32 : h;
     r.dataset.width = c == 3 ? 32 : w;
     r.dataset.channels = c;

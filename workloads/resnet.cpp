@@ -89,13 +89,7 @@ Workload make_resnet(const ResNetSpec& spec, std::int64_t batch_size, const Reci
   w.description = spec.description;
   w.batch_size = batch_size;
   if (spec.classes == 10) {  // CIFAR-10: random crop with padding 4, flip, resize to 224, rescale, normalise
-    w.data.dataset.format = DatasetFormat::Cifar10Binary;
-    w.data.dataset.source = "synthetic";
-    w.data.dataset.samples = spec.dataset_samples;
-    w.data.dataset.height = w.data.dataset.width = 32;
-    w.data.dataset.channels = 3;
-    w.data.dataset.classes = 10;
-    w.data.dataset.record_bytes = 3073;
+    w.data.dataset = synthetic_cifar10(spec.dataset_samples);
     w.data.maps = {{MapOpType::RandomCrop, 32, 32, 1.0},
                    {MapOpType::RandomHorizontalFlip},
                    {MapOpType::Resize, 224, 224},
