@@ -178,13 +178,8 @@ DatasetSpec parse_cifar10(const std::vector<std::pair<std::string, std::string>>
     }
     n += size / kRecord;
   }
-  DatasetSpec d;
-  d.format = DatasetFormat::Cifar10Binary;
-  d.samples = n;
-  d.height = d.width = 32;
-  d.channels = 3;
-  d.classes = 10;
-  d.record_bytes = kRecord;
+  DatasetSpec d = synthetic_cifar10(n);
+  d.source.clear();  // the caller names the directory
   return d;
 }
 
