@@ -144,6 +144,12 @@ std::vector<float> float_values(const onnx::TensorProto& t, const std::string& f
        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type())));
 }
 
+/// The ops computed at import when every input is a known constant (some only then: Constant,
+/// Shape, Gather, Slice, ConstantOfShape have no handler of their own).
+const std::set<std::string> kFoldable = {"Constant", "Shape",   "Gather",          "Unsqueeze", "Squeeze", "Concat",
+                                         "Cast",     "Reshape", "Slice",           "Identity",  "Add",     "Sub",
+                                         "Mul",      "Div",     "ConstantOfShape", "Flatten"};
+
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;
@@ -327,12 +333,9 @@ class Importer {
   int m_node_index = 0;
 };
 
-// The ops whose results are computed at import when every input is a known constant.
+// Whether `n` is folded: a kFoldable op whose inputs are all constants with their values.
 bool Importer::foldable(const onnx::NodeProto& n) const {
-  static const std::set<std::string> ops = {"Constant", "Shape",   "Gather",          "Unsqueeze", "Squeeze", "Concat",
-                                            "Cast",     "Reshape", "Slice",           "Identity",  "Add",     "Sub",
-                                            "Mul",      "Div",     "ConstantOfShape", "Flatten"};
-  if (!ops.count(n.op_type())) return false;
+  if (!kFoldable.count(n.op_type())) return false;
   if (n.op_type() == "Constant") return true;
   if (n.op_type() == "Shape") return true;  // static shapes: the shape of any value is known
   for (int i = 0; i < n.input_size(); ++i) {
@@ -894,9 +897,7 @@ Workload Importer::run() {
     ++m_sum.node_types[n.op_type()];
     const bool std_domain = n.domain().empty() || n.domain() == "ai.onnx";
     const std::string type = std_domain ? n.op_type() : n.domain() + "::" + n.op_type();
-    const bool known =
-        std_domain && (m_handlers.count(n.op_type()) || n.op_type() == "Constant" || n.op_type() == "Shape" ||
-                       n.op_type() == "Gather" || n.op_type() == "Slice" || n.op_type() == "ConstantOfShape");
+    const bool known = std_domain && (m_handlers.count(n.op_type()) || kFoldable.count(n.op_type()));
     if (!known && !unsupported.count(type)) unsupported[type] = n.name().empty() ? "(unnamed)" : n.name();
   }
   if (!unsupported.empty()) {
