@@ -93,18 +93,40 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
 
 FunctionalModel::~FunctionalModel() = default;
 
+const std::vector<std::string>& FunctionalModel::init_schemes() {
+  static const std::vector<std::string> schemes{"script", "he-uniform"};
+  return schemes;
+}
+
 void FunctionalModel::init_tensors() {
   const auto& g = m_w.graph;
   m_values.resize(g.tensors().size());
   std::mt19937_64 rng(m_opt.seed);
   const bool lenet = m_w.name == "lenet5";
-  const bool dense_defaults = m_w.name == "mlp-slice";  // MindSpore 2's nn.Dense, as seed 002
+  const bool he_uniform = m_opt.init == "he-uniform";
+  const bool dense_defaults = m_w.name == "mlp-slice" || he_uniform;  // MindSpore 2's nn.Dense, as seed 002
+  std::map<std::string, std::size_t> by_name;
+  for (std::size_t i = 0; i < g.tensors().size(); ++i) by_name.emplace(g.tensors()[i].name, i);
+  // The convolution or dense weight whose fan-in sets tensor i's bound: itself when it has two
+  // dimensions or more; for a bias NAME.bias, NAME.weight (or, without one, the tensor before it);
+  // -1 for anything else (BatchNorm's scale and shift).
+  auto fan_in_weight = [&](std::size_t i) -> std::ptrdiff_t {
+    const auto& ts = g.tensors();
+    if (ts[i].shape.size() >= 2) return static_cast<std::ptrdiff_t>(i);
+    const std::string& n = ts[i].name;
+    if (!ends_with(n, ".bias")) return -1;
+    auto w = by_name.find(n.substr(0, n.size() - 5) + ".weight");
+    const std::size_t at = w != by_name.end() ? w->second : i - 1;
+    if (i == 0 || ts[at].shape.size() < 2) return -1;
+    return static_cast<std::ptrdiff_t>(at);
+  };
   for (std::size_t i = 0; i < g.tensors().size(); ++i) {
     const auto& t = g.tensors()[i];
     auto& v = m_values[i];
     v.assign(static_cast<std::size_t>(t.elements()), 0.0f);
     const std::string& n = t.name;
-    if (m_w.initial_values) {  // the workload's own values (an imported model's initializers)
+    const bool scheme_applies = he_uniform && t.role == TensorRole::Parameter && fan_in_weight(i) >= 0;
+    if (m_w.initial_values && !scheme_applies) {  // the workload's own values (an imported model's initializers)
       if (auto it = m_w.initial_values->find(n); it != m_w.initial_values->end()) {
         if (static_cast<std::int64_t>(it->second.size()) != t.elements())
           throw std::logic_error("functional mode: " + n + " has " + std::to_string(it->second.size()) + " values");
@@ -120,11 +142,13 @@ void FunctionalModel::init_tensors() {
           std::fill(v.begin(), v.end(), 1.0f);
         } else if (ends_with(n, ".beta")) {
           // zeros
-        } else if (dense_defaults) {
-          // nn.Dense's defaults: weight HeUniform(negative_slope=sqrt(5)) and bias uniform, both
-          // U(-1/sqrt(fan_in), 1/sqrt(fan_in)); a bias takes its weight's fan-in (the tensor before it).
-          const std::int64_t fan_in =
-              t.shape.size() == 2 ? t.shape[1] : g.tensors()[i - 1].shape.at(g.tensors()[i - 1].shape.size() - 1);
+        } else if (dense_defaults && fan_in_weight(i) >= 0) {
+          // nn.Dense's and nn.Conv2d's defaults: weight HeUniform(negative_slope=sqrt(5)) and bias
+          // uniform, both U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the weight's elements per
+          // output channel.
+          const auto& ws = g.tensors()[static_cast<std::size_t>(fan_in_weight(i))].shape;
+          std::int64_t fan_in = 1;
+          for (std::size_t d = 1; d < ws.size(); ++d) fan_in *= ws[d];
           const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
           std::uniform_real_distribution<double> u(-bound, bound);
           for (auto& x : v) x = static_cast<float>(u(rng));
@@ -253,11 +277,16 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
   std::mt19937_64 rng(m_opt.seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<std::uint64_t>(epoch) << 32) ^
                       static_cast<std::uint64_t>(sample));
   bool chw = false;
+  // The image holds bytes (as read or decoded) until a Rescale or Normalize makes it float32;
+  // MindSpore's Resize of bytes gives bytes (OpenCV's bilinear resize rounds to the nearest).
+  bool bytes = true;
   for (const auto& m : m_w.data.maps) {
     if (m.random() && !augment) continue;  // evaluation reads the samples as they are
     switch (m.type) {
       case MapOpType::Resize:
         img = image::resize_bilinear(img, h, w, c, m.height, m.width);
+        if (bytes)
+          for (auto& v : img) v = std::clamp(std::floor(v + 0.5f), 0.0f, 255.0f);
         h = m.height;
         w = m.width;
         break;
@@ -307,9 +336,11 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
         break;
       case MapOpType::Rescale:
         image::rescale(img, 1.0 / 255.0, 0.0);
+        bytes = false;
         break;
       case MapOpType::Normalize:
         image::normalize(img, c, m_mean, m_std);
+        bytes = false;
         break;
       case MapOpType::HWC2CHW:
         img = image::hwc2chw(img, h, w, c);

@@ -29,8 +29,13 @@ namespace ascendsim::runtime {
 
 struct FunctionalOptions {
   bool enabled = false;
-  bool eval = false;            ///< after training: accuracy over the dataset's test split
-  std::uint64_t seed = 1;       ///< initial weights, shuffle and random map ops
+  bool eval = false;       ///< after training: accuracy over the dataset's test split
+  std::uint64_t seed = 1;  ///< initial weights, shuffle and random map ops
+  /// The parameters' initialisers: "script" (the workload's own: the seed's TruncatedNormal(0.02)
+  /// for LeNet-5, the model zoo's for the ResNets, a model file's initializers) or "he-uniform"
+  /// (the defaults of MindSpore 2's nn.Conv2d and nn.Dense, which are PyTorch's: weights and
+  /// biases uniform in ±1/sqrt(fan_in)). BatchNorm's gamma and beta stay 1 and 0.
+  std::string init = "script";
   std::string init_from;        ///< weights file (see docs/functional.md) replacing the initialisers
   std::int64_t dump_steps = 0;  ///< keep the first this many batches fed to the device (--dump-batches)
 };
@@ -47,6 +52,10 @@ class FunctionalModel : public hostif::ValuesIf {
   FunctionalModel(const workloads::Workload& w, const FunctionalOptions& opt, const std::string& dataset_dir,
                   std::int64_t steps_per_epoch);
   ~FunctionalModel() override;
+
+  /// The names `FunctionalOptions::init` accepts.
+  static const std::vector<std::string>& init_schemes();
+  const FunctionalOptions& options() const { return m_opt; }
 
   // hostif::ValuesIf
   void copy_batch_to_device() override;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "runtime/functional.h"
+
 namespace ascendsim::runtime {
 
 void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail_s, std::int64_t steps_per_epoch) {
@@ -129,6 +131,10 @@ nlohmann::ordered_json RunResult::to_json() const {
     nlohmann::ordered_json losses = nlohmann::ordered_json::array();
     for (const auto& l : loss_values) losses.push_back({l.epoch, l.step, l.loss});
     j["functional"] = {{"losses", losses}};
+    if (values) {
+      j["functional"]["seed"] = values->options().seed;
+      j["functional"]["init"] = values->options().init_from.empty() ? values->options().init : "file";
+    }
     if (accuracy >= 0) {
       j["functional"]["accuracy"] = accuracy;
       j["functional"]["eval_samples"] = eval_samples;

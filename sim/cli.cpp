@@ -1,5 +1,6 @@
 #include "sim/cli.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 
 #include "runtime/calibrate.h"
 #include "runtime/dataset_files.h"
+#include "runtime/functional.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/html_report.h"
 #include "runtime/image_ops.h"
@@ -279,6 +281,10 @@ po::options_description run_options(Options& o) {
       "eval", po::bool_switch(&o.functional.eval), "functional mode: report the test split's accuracy after training")(
       "seed", po::value(&o.functional.seed)->default_value(o.functional.seed),
       "functional mode: seed of the initial weights, the shuffle and the random map ops")(
+      "init", po::value(&o.functional.init)->default_value(o.functional.init),
+      "functional mode: the parameters' initialisers, script (the workload's own: the seed's TruncatedNormal(0.02) "
+      "for LeNet-5, a model file's initializers) | he-uniform (MindSpore 2's nn.Conv2d/nn.Dense defaults, as "
+      "PyTorch's)")(
       "init-from", po::value(&o.functional.init_from),
       "functional mode: initial weights from FILE (a JSON index and its raw float32 data, docs/functional.md)")(
       "save-weights", po::value(&o.save_weights),
@@ -466,11 +472,14 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;
-  const bool functional_only =
-      o.functional.eval || !o.functional.init_from.empty() || !o.save_weights.empty() || !o.dump_batches.empty();
+  const auto& schemes = runtime::FunctionalModel::init_schemes();
+  if (std::find(schemes.begin(), schemes.end(), o.functional.init) == schemes.end())
+    throw InputError("--init " + o.functional.init + ": give one of " + fmt::format("{}", fmt::join(schemes, ", ")));
+  const bool functional_only = o.functional.eval || o.functional.init != "script" || !o.functional.init_from.empty() ||
+                               !o.save_weights.empty() || !o.dump_batches.empty();
   if (functional_only && !o.functional.enabled)
     throw InputError(
-        "--eval, --init-from, --save-weights and --dump-batches belong to functional mode; add --functional");
+        "--eval, --init, --init-from, --save-weights and --dump-batches belong to functional mode; add --functional");
   if (o.functional.dump_steps < 0)
     throw InputError("--dump-steps " + std::to_string(o.functional.dump_steps) + ": give 0 or more");
   if (o.dump_batches.empty()) r.functional.dump_steps = 0;

@@ -129,7 +129,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
               rank_table: Optional[str] = None, amp_level: Optional[str] = None,
               loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
-              seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
+              seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
               dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
               keep_batchnorm_fp32: Optional[bool] = None) -> List[str]:
@@ -159,6 +159,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
         a += ["--eval"]
     if seed is not None:
         a += ["--seed", seed]
+    if init is not None:
+        a += ["--init", init]
     if eval_every:
         a += ["--eval-every", eval_every]
     if parallel_mode is not None:
@@ -178,7 +180,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None, config: Optional[str] = None,
           all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
           amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
-          eval: bool = False, seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
+          eval: bool = False, seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
           dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
           model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
           keep_batchnorm_fp32: Optional[bool] = None) -> Report:
@@ -188,7 +190,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     :func:`params`); ``sink_size`` is loop sink's steps per launch (-1: one epoch);
     ``eval_every`` evaluates after every that many epochs (the report's ``evaluation``).
     ``model`` runs an ONNX file instead of ``workload`` (its batch size its own unless symbolic);
-    ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss."""
+    ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss.
+    ``functional=True`` also computes the values (``seed``, ``init``: "script" or "he-uniform")."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -196,7 +199,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
-        functional=functional, eval=eval, seed=seed, eval_every=eval_every, parallel_mode=parallel_mode,
+        functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
 
@@ -207,7 +210,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
             rank_table: Optional[str] = None, amp_level: Optional[str] = None,
             loss_scale: Optional[float] = None, functional: bool = False, eval: bool = False,
-            seed: Optional[int] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
+            seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
             dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
             keep_batchnorm_fp32: Optional[bool] = None) -> Report:
@@ -216,7 +219,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
-        functional=functional, eval=eval, seed=seed, eval_every=eval_every, parallel_mode=parallel_mode,
+        functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
 

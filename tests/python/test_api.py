@@ -54,6 +54,26 @@ def test_evaluation_during_training_and_its_cache():
         ascendsim.train(strategy="loop-sink", eval_every=-2)
 
 
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+@pytest.mark.skipif(not os.path.exists(FASHION), reason="dataset-fashion-mnist is not installed")
+def test_functional_runs_take_their_seed_and_initialisers():
+    args = dict(steps_per_epoch=3, functional=True, dataset=FASHION, seed=4)
+    script = ascendsim.train("lenet5", "non-sink", **args)
+    he = ascendsim.train("lenet5", "non-sink", init="he-uniform", **args)
+    assert he.to_json() == cli_stdout("train", "--workload", "lenet5", "--strategy", "non-sink", "--steps-per-epoch",
+                                      3, "--functional", "--dataset", FASHION, "--seed", 4, "--init", "he-uniform",
+                                      "--json", "-", "-q")
+    fs, fh = script.runs[0]["functional"], he.runs[0]["functional"]
+    assert (fs["seed"], fs["init"], fh["seed"], fh["init"]) == (4, "script", 4, "he-uniform")
+    # The same batches from other weights: other losses, all near chance (ln 10) at the start.
+    assert [l[2] for l in fs["losses"]] != [l[2] for l in fh["losses"]]
+    assert all(abs(l[2] - 2.303) < 0.5 for l in fs["losses"] + fh["losses"])
+    with pytest.raises(ascendsim.InputError, match="--init ones: give one of script, he-uniform"):
+        ascendsim.train("lenet5", "non-sink", init="ones", **args)
+
+
 def test_semi_auto_parallel_slices_the_image():
     r = ascendsim.train("mlp-slice", "non-sink", devices=8, steps_per_epoch=10, parallel_mode="semi-auto",
                         dataset_strategy="((1,1,1,4),(1,))")
