@@ -407,8 +407,8 @@ void FunctionalModel::get_next() {
 }
 
 void compute_op(const workloads::Graph& g, const workloads::Op& op, std::vector<std::vector<float>>& values,
-                std::shared_ptr<void>* state) {
-  workloads::KernelIO io{g, op, {}, {}, state};
+                std::shared_ptr<void>* state, bool inference) {
+  workloads::KernelIO io{g, op, {}, {}, state, inference};
   for (auto t : op.inputs) io.in.push_back(values[static_cast<std::size_t>(t)].data());
   for (auto t : op.outputs) io.out.push_back(values[static_cast<std::size_t>(t)].data());
   op.def->compute(io);
@@ -417,19 +417,19 @@ void compute_op(const workloads::Graph& g, const workloads::Op& op, std::vector<
       for (auto& x : values[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
 }
 
-void FunctionalModel::run_ops(bool forward_only) {
+void FunctionalModel::run_ops(bool forward_only, bool inference) {
   const auto& g = m_w.graph;
   for (std::size_t i = 0; i < g.ops().size(); ++i) {
     const auto& op = g.ops()[i];
     if (forward_only && op.pass != workloads::Pass::Forward) continue;
-    compute_op(g, op, m_values, &m_state[i]);
+    compute_op(g, op, m_values, &m_state[i], inference);
   }
 }
 
 void FunctionalModel::step() {
   if (m_evaluating) return;
   const auto t0 = std::chrono::steady_clock::now();
-  run_ops(false);
+  run_ops(false, !m_w.training);  // an inference workload (--mode infer) runs as evaluated
   ++m_steps;
   m_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -445,10 +445,8 @@ double FunctionalModel::evaluate() {
       logits = op.inputs[0];
   if (logits < 0) throw std::logic_error("functional mode: no softmax cross-entropy to read logits from");
   const DatasetValues test = load_dataset_values(m_dir, true);
-  // Forward ops update BatchNorm statistics in place: keep them as training left them.
-  std::vector<std::pair<std::size_t, std::vector<float>>> kept;
-  for (std::size_t i = 0; i < g.tensors().size(); ++i)
-    if (g.tensors()[i].role == TensorRole::State) kept.emplace_back(i, m_values[i]);
+  // The evaluation network (MindSpore's Model.eval): BatchNorm by its moving statistics, which stay
+  // as training left them, and no Dropout.
   DatasetValues train = std::move(m_data);
   m_data = test;
   const std::int64_t classes = g.tensor(logits).shape[1];
@@ -461,7 +459,7 @@ double FunctionalModel::evaluate() {
       b.label.push_back(static_cast<float>(test.labels[static_cast<std::size_t>(s)]));
     }
     feed(std::move(b), false);
-    run_ops(true);
+    run_ops(true, true);
     const float* l = m_values[static_cast<std::size_t>(logits)].data();
     for (std::int64_t k = 0; k < m_w.batch_size && first + k < test.count(); ++k) {
       const float* row = l + k * classes;
@@ -470,7 +468,6 @@ double FunctionalModel::evaluate() {
     }
   }
   m_data = std::move(train);
-  for (auto& [i, v] : kept) m_values[i] = std::move(v);
   m_evaluated = test.count();
   return static_cast<double>(correct) / static_cast<double>(test.count());
 }

@@ -43,7 +43,7 @@ struct FunctionalOptions {
 /// Computes `op` of `g` on `values` (per tensor), its kernel keeping `state`; fp16 outputs are
 /// rounded to fp16 (round to nearest even).
 void compute_op(const workloads::Graph& g, const workloads::Op& op, std::vector<std::vector<float>>& values,
-                std::shared_ptr<void>* state);
+                std::shared_ptr<void>* state, bool inference = false);
 
 class FunctionalModel : public hostif::ValuesIf {
  public:
@@ -97,7 +97,8 @@ class FunctionalModel : public hostif::ValuesIf {
   void feed(Batch b, bool keep = true);
   void init_tensors();
   void load_weights(const std::string& path);
-  void run_ops(bool forward_only);
+  /// The graph's ops (the forward ones only if `forward_only`), as evaluated if `inference`.
+  void run_ops(bool forward_only, bool inference);
 
   workloads::Workload m_w;
   FunctionalOptions m_opt;

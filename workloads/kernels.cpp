@@ -436,6 +436,22 @@ constexpr double kBnEpsilon = 1e-5, kBnMomentum = 0.9;
 void batch_norm(KernelIO& io) {  // x, gamma, beta, moving mean, moving var -> y, batch mean, batch var
   const Shape& s = io.in_shape(0);
   const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3], count = n * hw;
+  if (io.inference) {  // BNInfer: the moving statistics normalise; they are the statistics returned
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const double mean = io.in[3][ch], inv = 1.0 / std::sqrt(static_cast<double>(io.in[4][ch]) + kBnEpsilon);
+      const double gamma = io.in[1][ch], beta = io.in[2][ch];
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t k = 0; k < hw; ++k) {
+          const std::int64_t at = (i * c + ch) * hw + k;
+          io.out[0][at] = static_cast<float>((io.in[0][at] - mean) * inv * gamma + beta);
+        }
+      if (io.out.size() > 2) {
+        io.out[1][ch] = io.in[3][ch];
+        io.out[2][ch] = io.in[4][ch];
+      }
+    }
+    return;
+  }
   for (std::int64_t ch = 0; ch < c; ++ch) {
     double sum = 0, sq = 0;
     for (std::int64_t i = 0; i < n; ++i)

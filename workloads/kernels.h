@@ -21,6 +21,9 @@ struct KernelIO {
   std::vector<float*> in;   ///< per input
   std::vector<float*> out;  ///< per output; an in-place output is its input's buffer
   std::shared_ptr<void>* state = nullptr;
+  /// The network runs as evaluated (Model.eval, inference): BatchNorm normalises with its moving
+  /// statistics and updates nothing, Dropout passes its input through.
+  bool inference = false;
 
   const Shape& in_shape(std::size_t i) const { return graph.tensor(op.inputs.at(i)).shape; }
   const Shape& out_shape(std::size_t i) const { return graph.tensor(op.outputs.at(i)).shape; }

@@ -199,6 +199,12 @@ void transpose(KernelIO& io) {  // output axis k is input axis perm[k]
 /// mask (1 kept, 0 dropped). The draws follow a generator per op, seeded by its name, so a run
 /// repeats exactly.
 void dropout(KernelIO& io) {
+  if (io.inference) {  // the identity; the mask keeps everything
+    const std::int64_t n = io.out_elements(0);
+    std::copy(io.in[0], io.in[0] + n, io.out[0]);
+    std::fill(io.out[1], io.out[1] + n, 1.0f);
+    return;
+  }
   auto& rng = kept<std::mt19937_64>(io, [&] { return std::mt19937_64(std::hash<std::string>{}(io.op.name)); });
   std::bernoulli_distribution keep(io.op.alpha);
   const auto scale = static_cast<float>(1.0 / io.op.alpha);

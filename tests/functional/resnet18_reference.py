@@ -6,6 +6,9 @@ checks both losses — the first is the forward pass, the second shows the backw
 update — in fp32 (amp O0) within 1e-3 relative. With the workload's own recipe (amp O2: fp16
 network, fp32 master weights, loss scale 1024) the fp16 rounding shows as a small difference,
 which is printed and bounded.
+Then the evaluation network (`--mode infer`): from weights whose BatchNorm moving statistics are
+not the batch's, one forward pass on the test split must give PyTorch's `eval()` loss, which
+normalises by the moving statistics (and differs from the batch-statistics loss).
 Usage: resnet18_reference.py ASCENDSIM WORK_DIR
 """
 import json
@@ -77,17 +80,21 @@ def ours(name):  # PyTorch parameter name -> ascendsim tensor name
     return name
 
 
+def write_weights(net, stem):
+    state = {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
+    offset, entries = 0, []
+    with open(os.path.join(work, stem + ".bin"), "wb") as f:
+        for k, v in state.items():
+            a = v.detach().numpy().astype("<f4")
+            f.write(a.tobytes())
+            entries.append({"name": ours(k), "shape": list(a.shape), "dtype": "float32", "offset": offset})
+            offset += a.size * 4
+    json.dump({"format": "ascendsim-weights", "version": 1, "data": stem + ".bin", "tensors": entries},
+              open(os.path.join(work, stem + ".json"), "w"))
+
+
 net = ResNet18()
-state = {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
-offset, entries = 0, []
-with open(os.path.join(work, "init.bin"), "wb") as f:
-    for k, v in state.items():
-        a = v.detach().numpy().astype("<f4")
-        f.write(a.tobytes())
-        entries.append({"name": ours(k), "shape": list(a.shape), "dtype": "float32", "offset": offset})
-        offset += a.size * 4
-json.dump({"format": "ascendsim-weights", "version": 1, "data": "init.bin", "tensors": entries},
-          open(os.path.join(work, "init.json"), "w"))
+write_weights(net, "init")
 
 
 def run(amp):
@@ -125,3 +132,29 @@ rel16 = [abs(a - b) / abs(b) for a, b in zip(fp16, reference)]
 assert rel16[0] <= 1e-2, f"O2 first loss {fp16[0]} vs fp32 PyTorch {reference[0]}"
 print(f"PyTorch {reference}, ascendsim fp32 {fp32} (relative {[abs(a - b) / b for a, b in zip(fp32, reference)]}), "
       f"O2 {fp16} (relative {rel16})")
+
+# The evaluation network: BatchNorm by its moving statistics (random here, far from the batch's).
+evaluated = ResNet18()
+with torch.no_grad():
+    for m in evaluated.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features) * 0.2)
+            m.running_var.copy_(torch.rand(m.num_features) * 1.5 + 0.5)
+write_weights(evaluated, "eval")
+out = os.path.join(work, "report_infer.json")
+subprocess.run([ascendsim, "train", "--workload", "resnet18-cifar10", "--mode", "infer", "--functional", "--strategy",
+                "non-sink", "--dataset", data, "--batch-size", "2", "--steps-per-epoch", "1", "--amp-level", "O0",
+                "--init-from", os.path.join(work, "eval.json"), "--dump-batches", os.path.join(work, "infer"),
+                "--dump-steps", "1", "--json", out, "-q"], check=True, stdout=subprocess.DEVNULL)
+ours_loss = json.load(open(out))["runs"][0]["functional"]["losses"][0][2]
+x = torch.from_numpy(np.fromfile(os.path.join(work, "infer", "images.bin"), "<f4").reshape(meta["image_shape"]))
+y = torch.from_numpy(np.fromfile(os.path.join(work, "infer", "labels.bin"), "<i4")).long()
+with torch.no_grad():
+    evaluated.eval()
+    eval_loss = torch.nn.functional.cross_entropy(evaluated(x), y, label_smoothing=0.1).item()
+    evaluated.train()
+    batch_loss = torch.nn.functional.cross_entropy(evaluated(x), y, label_smoothing=0.1).item()
+rel = abs(ours_loss - eval_loss) / abs(eval_loss)
+assert abs(batch_loss - eval_loss) / abs(eval_loss) > 1e-2, (batch_loss, eval_loss)  # the check can tell them apart
+assert rel <= 1e-3, f"inference loss {ours_loss} vs PyTorch eval() {eval_loss} (batch statistics: {batch_loss})"
+print(f"inference: ascendsim {ours_loss}, PyTorch eval() {eval_loss} (relative {rel:.2e}), batch statistics {batch_loss}")

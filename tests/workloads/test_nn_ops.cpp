@@ -118,7 +118,8 @@ TEST(NnOps, BackwardRulesAreTheForwardKernelsDerivatives) {
 }
 
 std::vector<float> compute(Graph& g, const std::string& type, std::vector<std::vector<float>> in,
-                           std::vector<Shape> shapes, OpAttrs a = {}) {
+                           std::vector<Shape> shapes, OpAttrs a = {}, bool inference = false,
+                           std::vector<std::vector<float>>* all = nullptr) {
   std::vector<TensorId> ids;
   for (std::size_t k = 0; k < shapes.size(); ++k)
     ids.push_back(g.add_tensor({"i" + std::to_string(k), shapes[k], DType::F32, TensorRole::Activation}));
@@ -129,7 +130,8 @@ std::vector<float> compute(Graph& g, const std::string& type, std::vector<std::v
   for (auto t : op.outputs)
     values[static_cast<std::size_t>(t)].resize(static_cast<std::size_t>(g.tensor(t).elements()));
   std::shared_ptr<void> state;
-  runtime::compute_op(g, op, values, &state);
+  runtime::compute_op(g, op, values, &state, inference);
+  if (all) *all = values;
   return values[static_cast<std::size_t>(op.outputs[0])];
 }
 
@@ -169,6 +171,32 @@ TEST(NnOps, KernelsComputeWhatTheOpsMean) {
     kept += v != 0.0f;
   }
   EXPECT_NEAR(kept / 10000.0, 0.8, 0.02);
+}
+
+TEST(NnOps, TheEvaluationNetworkNormalisesByMovingStatisticsAndDropsNothing) {
+  // BatchNorm of two channels, two samples of 1x2: x, gamma, beta, moving mean, moving variance.
+  const std::vector<float> x{1, 3, 10, 20, 5, 7, 30, 40}, gamma{2, 1}, beta{0.5f, -1}, mean{2, 25}, var{4, 100};
+  const std::vector<Shape> shapes{{2, 2, 1, 2}, {2}, {2}, {2}, {2}};
+  Graph ge, gt;
+  std::vector<std::vector<float>> after;
+  const auto y = compute(ge, "BatchNorm", {x, gamma, beta, mean, var}, shapes, {}, true, &after);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t c = (i / 2) % 2;
+    EXPECT_NEAR(y[i], (x[i] - mean[c]) / std::sqrt(var[c] + 1e-5) * gamma[c] + beta[c], 1e-5) << i;
+  }
+  EXPECT_EQ(after[3], mean);  // nothing updated
+  EXPECT_EQ(after[4], var);
+  // Training normalises by the batch (channel 0: 1, 3, 5, 7, mean 4, variance 5) and moves the statistics.
+  const auto yt = compute(gt, "BatchNorm", {x, gamma, beta, mean, var}, shapes, {}, false, &after);
+  EXPECT_NEAR(yt[0], (1 - 4) / std::sqrt(5 + 1e-5) * 2 + 0.5, 1e-5);
+  EXPECT_NEAR(after[3][0], 0.9 * 2 + 0.1 * 4, 1e-6);
+  // Dropout passes its input through, its mask all ones.
+  OpAttrs keep;
+  keep.alpha = 0.5;
+  Graph gd;
+  const std::vector<float> v{1, -2, 3, 4};
+  EXPECT_EQ(compute(gd, "Dropout", {v}, {{4}}, keep, true, &after), v);
+  EXPECT_EQ(after[static_cast<std::size_t>(gd.ops().back().outputs[1])], (std::vector<float>{1, 1, 1, 1}));
 }
 
 }  // namespace
