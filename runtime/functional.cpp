@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -193,64 +194,84 @@ void FunctionalModel::init_tensors() {
   }
 }
 
-void FunctionalModel::load_weights(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw sim::InputError("init_from", "init_from", path + ": cannot open");
+WeightsIndex parse_weights_index(const std::string& text, const std::string& path) {
+  auto bad = [&](const std::string& what) { return sim::InputError("init_from", "init_from", path + ": " + what); };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
-    throw sim::InputError("init_from", "init_from", path + ": not a JSON weights index (" + e.what() + ")");
+    throw bad(std::string("not a JSON weights index (") + e.what() + ")");
   }
   if (!j.is_object() || !j.contains("data") || !j["data"].is_string() || !j.contains("tensors") ||
       !j["tensors"].is_array())
-    throw sim::InputError("init_from", "init_from", path + ": expected {\"data\": FILE, \"tensors\": [...]}");
-  const std::filesystem::path data = std::filesystem::path(path).parent_path() / j["data"].get<std::string>();
-  std::ifstream bin(data, std::ios::binary);
-  if (!bin)
-    throw sim::InputError("init_from", "init_from", path + ": its data file " + data.string() + " cannot be opened");
-  const std::string bytes((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
-  std::map<std::string, const nlohmann::json*> given;
+    throw bad("expected {\"data\": FILE, \"tensors\": [...]}");
+  WeightsIndex index;
+  index.data = j["data"].get<std::string>();
   for (const auto& e : j["tensors"]) {
-    if (!e.is_object() || !e.contains("name") || !e["name"].is_string())
-      throw sim::InputError("init_from", "init_from", path + ": a tensor entry without a name");
-    given[e["name"].get<std::string>()] = &e;
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) throw bad("a tensor entry without a name");
+    const std::string name = e["name"].get<std::string>();
+    WeightsIndex::Entry entry;
+    if (!e.contains("shape") || !e["shape"].is_array()) throw bad("tensor '" + name + "' has no shape (a list)");
+    for (const auto& d : e["shape"]) {
+      if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<std::uint64_t>() > (1ULL << 40)) ||
+          d.get<std::int64_t>() < 0)
+        throw bad("tensor '" + name + "': its shape holds " + d.dump() + ", not a size");
+      entry.shape.push_back(d.get<std::int64_t>());
+    }
+    if (e.contains("dtype") && (!e["dtype"].is_string() || e["dtype"].get<std::string>() != "float32"))
+      throw bad("tensor '" + name + "' is " + e["dtype"].dump() + ", not float32");
+    if (!e.contains("offset") || !e["offset"].is_number_integer() || e["offset"].get<std::int64_t>() < 0 ||
+        (e["offset"].is_number_unsigned() && e["offset"].get<std::uint64_t>() > (1ULL << 62)))
+      throw bad("tensor '" + name + "' needs an offset: its first byte in the data file, 0 or more");
+    entry.offset = e["offset"].get<std::int64_t>();
+    if (!index.tensors.emplace(name, std::move(entry)).second) throw bad("tensor '" + name + "' is listed twice");
   }
-  const auto& g = m_w.graph;
+  return index;
+}
+
+void read_weights(const WeightsIndex& index, const std::string& bytes, const workloads::Graph& g,
+                  const std::string& network, const std::string& path, std::vector<std::vector<float>>& values) {
+  auto bad = [&](const std::string& what) { return sim::InputError("init_from", "init_from", path + ": " + what); };
+  std::set<std::string> unused;
+  for (const auto& [name, e] : index.tensors) unused.insert(name);
+  const auto size = static_cast<std::int64_t>(bytes.size());
   for (std::size_t i = 0; i < g.tensors().size(); ++i) {
     const auto& t = g.tensors()[i];
     if (t.role != TensorRole::Parameter && t.role != TensorRole::State) continue;
-    const auto it = given.find(t.name);
-    if (it == given.end()) {
+    const auto it = index.tensors.find(t.name);
+    if (it == index.tensors.end()) {
       if (t.role == TensorRole::State) continue;  // statistics keep their initial values
-      throw sim::InputError("init_from", "init_from",
-                            path + ": no tensor '" + t.name + "' (a parameter of " + m_w.name + ")");
+      throw bad("no tensor '" + t.name + "' (a parameter of " + network + ")");
     }
-    const auto& e = *it->second;
-    std::vector<std::int64_t> shape;
-    if (e.contains("shape") && e["shape"].is_array())
-      for (const auto& d : e["shape"]) shape.push_back(d.is_number_integer() ? d.get<std::int64_t>() : -1);
-    if (shape != t.shape)
-      throw sim::InputError("init_from", "init_from",
-                            path + ": tensor '" + t.name + "' has shape " + workloads::shape_string(shape) + ", " +
-                                m_w.name + " needs " + workloads::shape_string(t.shape));
-    if (e.value("dtype", std::string("float32")) != "float32")
-      throw sim::InputError("init_from", "init_from", path + ": tensor '" + t.name + "' is not float32");
-    const std::int64_t offset = e.value("offset", std::int64_t{-1});
-    const auto need = static_cast<std::int64_t>(t.elements() * 4);
-    if (offset < 0 || offset + need > static_cast<std::int64_t>(bytes.size()))
-      throw sim::InputError("init_from", "init_from",
-                            path + ": tensor '" + t.name + "' lies outside " + data.string() + " (offset " +
-                                std::to_string(offset) + ", " + std::to_string(need) + " bytes of " +
-                                std::to_string(bytes.size()) + ")");
-    std::memcpy(m_values[i].data(), bytes.data() + offset, static_cast<std::size_t>(need));
+    const auto& e = it->second;
+    if (e.shape != t.shape)
+      throw bad("tensor '" + t.name + "' has shape " + workloads::shape_string(e.shape) + ", " + network + " needs " +
+                workloads::shape_string(t.shape));
+    const std::int64_t need = t.elements() * 4;
+    if (e.offset > size || need > size - e.offset)
+      throw bad("tensor '" + t.name + "' lies outside " + index.data + " (offset " + std::to_string(e.offset) + ", " +
+                std::to_string(need) + " bytes of " + std::to_string(size) + ")");
+    auto& v = values.at(i);
+    v.resize(static_cast<std::size_t>(t.elements()));
+    std::memcpy(v.data(), bytes.data() + e.offset, static_cast<std::size_t>(need));
     if (t.dtype == DType::F16)
-      for (auto& x : m_values[i]) x = workloads::round_to_fp16(x);
-    given.erase(it);
+      for (auto& x : v) x = workloads::round_to_fp16(x);
+    unused.erase(t.name);
   }
-  if (!given.empty())
-    throw sim::InputError("init_from", "init_from",
-                          path + ": tensor '" + given.begin()->first + "' is not a parameter of " + m_w.name);
+  if (!unused.empty()) throw bad("tensor '" + *unused.begin() + "' is not a parameter of " + network);
+}
+
+void FunctionalModel::load_weights(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sim::InputError("init_from", "init_from", path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const WeightsIndex index = parse_weights_index(text, path);
+  const std::filesystem::path data = std::filesystem::path(path).parent_path() / index.data;
+  std::ifstream bin(data, std::ios::binary);
+  if (!bin || std::filesystem::is_directory(data))
+    throw sim::InputError("init_from", "init_from", path + ": its data file " + data.string() + " cannot be opened");
+  const std::string bytes((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
+  read_weights(index, bytes, m_w.graph, m_w.name, path, m_values);
 }
 
 void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::vector<float>& out, bool augment) {

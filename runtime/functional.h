@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -39,6 +40,25 @@ struct FunctionalOptions {
   std::string init_from;        ///< weights file (see docs/functional.md) replacing the initialisers
   std::int64_t dump_steps = 0;  ///< keep the first this many batches fed to the device (--dump-batches)
 };
+
+/// A weights file's index (docs/functional.md): its data file (relative to the index) and each
+/// tensor's entry.
+struct WeightsIndex {
+  struct Entry {
+    std::vector<std::int64_t> shape;
+    std::int64_t offset = -1;
+  };
+  std::string data;
+  std::map<std::string, Entry> tensors;
+};
+/// Parses the index `text` of the weights file `path`; InputError naming `path` and what is wrong.
+WeightsIndex parse_weights_index(const std::string& text, const std::string& path);
+/// Sets the parameters of `g` (every one must be given) and the statistics given from the index and
+/// its raw data `bytes`, into `values` (per tensor; fp16 tensors rounded). InputError naming `path`
+/// and the tensor for a missing parameter, a wrong shape, data outside `bytes`, or a name `g` does
+/// not have; `network` names the network in the messages.
+void read_weights(const WeightsIndex& index, const std::string& bytes, const workloads::Graph& g,
+                  const std::string& network, const std::string& path, std::vector<std::vector<float>>& values);
 
 /// Computes `op` of `g` on `values` (per tensor), its kernel keeping `state`; fp16 outputs are
 /// rounded to fp16 (round to nearest even).

@@ -577,13 +577,16 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
       losses += fmt::format("{}epoch: {} step: {}, loss is {}\n", who, l.epoch, l.step, l.loss);
     if (r.accuracy >= 0)
       losses += fmt::format("{}accuracy on the test split: {:.4f} ({} samples)\n", who, r.accuracy, r.eval_samples);
-    if (r.values)
+    if (r.values) {
+      const auto& opt = r.values->options();
       losses +=
-          fmt::format("{}values of {} steps computed in {:.2f} s wall ({:.0f} samples/s)\n", who,
-                      r.values->steps_computed(), r.values->compute_wall_s(),
+          fmt::format("{}values of {} steps computed in {:.2f} s wall ({:.0f} samples/s); seed {}, weights from {}\n",
+                      who, r.values->steps_computed(), r.values->compute_wall_s(),
                       r.values->compute_wall_s() > 0
                           ? static_cast<double>(r.values->steps_computed() * r.batch_size) / r.values->compute_wall_s()
-                          : 0.0);
+                          : 0.0,
+                      opt.seed, opt.init_from.empty() ? "--init " + opt.init : opt.init_from);
+    }
   }
   if (!losses.empty()) losses += "\n";
   if (const auto* v = out.runs.empty() ? nullptr : out.runs.front().values.get()) {

@@ -362,6 +362,24 @@ TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
   refused("no tensor 'conv2.weight'");
   index("{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 4], \"offset\": 0}");
   refused("has shape [6,1,5,4], lenet5 needs [6,1,5,5]");
+  // Entries that are not entries: a name twice, an offset past any file (no overflow), a negative or
+  // fractional offset, a dtype that is not a string, a size that is not one.
+  index(
+      "{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": 0}, "
+      "{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": 0}");
+  refused("tensor 'conv1.weight' is listed twice");
+  index("{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": 9223372036854775807}");
+  refused("needs an offset");
+  index("{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": 4611686018427387000}");
+  refused("lies outside");
+  index("{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": -4}");
+  refused("needs an offset");
+  index("{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": 0.5}");
+  refused("needs an offset");
+  index("{\"name\": \"conv1.weight\", \"shape\": [6, 1, 5, 5], \"offset\": 0, \"dtype\": 7}");
+  refused("is 7, not float32");
+  index("{\"name\": \"conv1.weight\", \"shape\": [6, -1, 5, 5], \"offset\": 0}");
+  refused("its shape holds -1, not a size");
   std::ofstream(dir / "w.json") << "not json";
   refused("not a JSON weights index");
   fs::remove_all(dir);
