@@ -116,10 +116,10 @@ void FunctionalModel::init_tensors() {
     if (ts[i].shape.size() >= 2) return static_cast<std::ptrdiff_t>(i);
     const std::string& n = ts[i].name;
     if (!ends_with(n, ".bias")) return -1;
-    auto w = by_name.find(n.substr(0, n.size() - 5) + ".weight");
+    const auto w = by_name.find(n.substr(0, n.size() - 5) + ".weight");
+    if (w == by_name.end() && i == 0) return -1;
     const std::size_t at = w != by_name.end() ? w->second : i - 1;
-    if (i == 0 || ts[at].shape.size() < 2) return -1;
-    return static_cast<std::ptrdiff_t>(at);
+    return ts[at].shape.size() >= 2 ? static_cast<std::ptrdiff_t>(at) : -1;
   };
   for (std::size_t i = 0; i < g.tensors().size(); ++i) {
     const auto& t = g.tensors()[i];
