@@ -236,7 +236,7 @@ void Simulation::enable_trace(std::ostream& os, TraceFormat format, std::int64_t
     Run& run = m_runs[i];
     if (!run.hccl) continue;
     run.links = std::make_unique<TraceRecorder>(*m_trace, ++pid, "links (run" + std::to_string(i) + ")");
-    run.hccl->set_trace(run.links.get(), m_systems[run.first]->trace());
+    run.hccl->set_trace(run.links.get(), m_systems[run.first]->trace_recorder());
   }
 }
 

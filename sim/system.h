@@ -50,7 +50,7 @@ class System : public sc_core::sc_module {
   const runtime::CompiledGraph& compiled() const { return m_graph; }
   const SystemConfig& config() const { return m_cfg; }
   /// Its timeline recorder, once enable_trace was called.
-  const TraceRecorder* trace() const { return m_trace.get(); }
+  const TraceRecorder* trace_recorder() const { return m_trace.get(); }
   /// How this rank's gradient groups' collectives went (see aicpu::TaskScheduler::CommTiming).
   const std::vector<aicpu::TaskScheduler::CommTiming>& comm_timing() const { return m_chip.scheduler.comm_timing(); }
   std::int64_t steps_done() const { return m_executor->steps_done(); }
