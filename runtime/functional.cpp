@@ -389,7 +389,8 @@ FunctionalModel::Batch FunctionalModel::make_batch(std::int64_t index) {
   const auto& image = m_w.graph.tensor(m_w.batch_inputs.at(0));
   b.image.reserve(static_cast<std::size_t>(image.elements()));
   for (std::int64_t k = 0; k < m_w.batch_size; ++k) {
-    const std::int64_t s = m_perm[static_cast<std::size_t>((pos * m_w.batch_size + k) % m_data.count())];
+    const std::int64_t at = (pos * m_w.batch_size + k) * m_opt.num_shards + m_opt.shard_id;
+    const std::int64_t s = m_perm[static_cast<std::size_t>(at % m_data.count())];
     transform(epoch, s, b.image, true);
     b.label.push_back(static_cast<float>(m_data.labels[static_cast<std::size_t>(s)]));
   }
@@ -438,21 +439,54 @@ void compute_op(const workloads::Graph& g, const workloads::Op& op, std::vector<
       for (auto& x : values[static_cast<std::size_t>(t)]) x = workloads::round_to_fp16(x);
 }
 
-void FunctionalModel::run_ops(bool forward_only, bool inference) {
+void FunctionalModel::run_ops(Passes passes, bool inference) {
+  using workloads::Pass;
   const auto& g = m_w.graph;
   for (std::size_t i = 0; i < g.ops().size(); ++i) {
     const auto& op = g.ops()[i];
-    if (forward_only && op.pass != workloads::Pass::Forward) continue;
+    if ((passes == Passes::Forward && op.pass != Pass::Forward) ||
+        (passes == Passes::ForwardBackward && op.pass == Pass::Optimizer) ||
+        (passes == Passes::Optimizer && op.pass != Pass::Optimizer))
+      continue;
     compute_op(g, op, m_values, &m_state[i], inference);
   }
 }
 
 void FunctionalModel::step() {
+  forward_backward();
+  optimize();
+}
+
+void FunctionalModel::forward_backward() {
   if (m_evaluating) return;
   const auto t0 = std::chrono::steady_clock::now();
-  run_ops(false, !m_w.training);  // an inference workload (--mode infer) runs as evaluated
+  run_ops(m_w.training ? Passes::ForwardBackward : Passes::All, !m_w.training);  // --mode infer runs as evaluated
+  m_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void FunctionalModel::optimize() {
+  if (m_evaluating) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (m_w.training) run_ops(Passes::Optimizer, false);
   ++m_steps;
   m_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<workloads::TensorId> FunctionalModel::gradients() const {
+  const auto& g = m_w.graph;
+  std::vector<char> backward(g.tensors().size(), 0), listed(g.tensors().size(), 0);
+  for (const auto& op : g.ops())
+    if (op.pass == workloads::Pass::Backward)
+      for (auto t : op.outputs) backward[static_cast<std::size_t>(t)] = 1;
+  std::vector<workloads::TensorId> out;
+  for (const auto& op : g.ops())
+    if (op.pass == workloads::Pass::Optimizer)
+      for (auto t : op.inputs)
+        if (backward[static_cast<std::size_t>(t)] && !listed[static_cast<std::size_t>(t)]) {
+          listed[static_cast<std::size_t>(t)] = 1;
+          out.push_back(t);
+        }
+  return out;
 }
 
 double FunctionalModel::read_loss() { return m_values[static_cast<std::size_t>(m_w.loss)].at(0); }
@@ -480,7 +514,7 @@ double FunctionalModel::evaluate() {
       b.label.push_back(static_cast<float>(test.labels[static_cast<std::size_t>(s)]));
     }
     feed(std::move(b), false);
-    run_ops(true, true);
+    run_ops(Passes::Forward, true);
     const float* l = m_values[static_cast<std::size_t>(logits)].data();
     for (std::int64_t k = 0; k < m_w.batch_size && first + k < test.count(); ++k) {
       const float* row = l + k * classes;

@@ -39,6 +39,10 @@ struct FunctionalOptions {
   std::string init = "script";
   std::string init_from;        ///< weights file (see docs/functional.md) replacing the initialisers
   std::int64_t dump_steps = 0;  ///< keep the first this many batches fed to the device (--dump-batches)
+  /// Data parallelism: this rank's shard of every pass, every `num_shards`-th sample of the
+  /// pass's permutation from `shard_id` (so the ranks' batches of a step are together the one
+  /// device's batch of num_shards times the size).
+  std::int64_t num_shards = 1, shard_id = 0;
 };
 
 /// A weights file's index (docs/functional.md): its data file (relative to the index) and each
@@ -91,6 +95,15 @@ class FunctionalModel : public hostif::ValuesIf {
   double evaluate();
   std::int64_t evaluated() const { return m_evaluated; }
 
+  /// A training step in two halves, for data parallelism: the forward and backward passes, then
+  /// (after the ranks' gradients are averaged) the optimizer. step() is both.
+  void forward_backward();
+  void optimize();
+  /// The gradients the optimizer reads: the tensors the backward pass writes and the optimizer
+  /// reads.
+  std::vector<workloads::TensorId> gradients() const;
+  std::vector<float>& mutable_value(workloads::TensorId t) { return m_values.at(static_cast<std::size_t>(t)); }
+
   std::int64_t steps_computed() const { return m_steps; }
   /// The value of tensor `t` of the workload's graph (the inputs as last fed, the weights).
   const std::vector<float>& value(workloads::TensorId t) const { return m_values.at(static_cast<std::size_t>(t)); }
@@ -117,8 +130,9 @@ class FunctionalModel : public hostif::ValuesIf {
   void feed(Batch b, bool keep = true);
   void init_tensors();
   void load_weights(const std::string& path);
-  /// The graph's ops (the forward ones only if `forward_only`), as evaluated if `inference`.
-  void run_ops(bool forward_only, bool inference);
+  enum class Passes { All, Forward, ForwardBackward, Optimizer };
+  /// The graph's ops of `passes`, as evaluated if `inference`.
+  void run_ops(Passes passes, bool inference);
 
   workloads::Workload m_w;
   FunctionalOptions m_opt;

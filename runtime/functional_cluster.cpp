@@ -188,4 +188,58 @@ void ClusterValues::step() {
 
 double ClusterValues::read_loss() { return m_values[0][static_cast<std::size_t>(m_local.loss)].at(0); }
 
+DataParallelValues::DataParallelValues(const workloads::Workload& w, std::int64_t ranks, const FunctionalOptions& opt,
+                                       const std::string& dataset_dir, std::int64_t steps_per_epoch) {
+  for (std::int64_t r = 0; r < ranks; ++r) {
+    FunctionalOptions mine = opt;
+    mine.num_shards = ranks;
+    mine.shard_id = r;
+    m_ranks.push_back(std::make_unique<FunctionalModel>(w, mine, dataset_dir, steps_per_epoch));
+  }
+  m_gradients = m_ranks.front()->gradients();
+  for (auto t : m_gradients) m_fp16.push_back(w.graph.tensor(t).dtype == workloads::DType::F16);
+}
+
+void DataParallelValues::copy_batch_to_device() {
+  for (auto& r : m_ranks) r->copy_batch_to_device();
+}
+
+void DataParallelValues::send_batch_to_queue() {
+  for (auto& r : m_ranks) r->send_batch_to_queue();
+}
+
+void DataParallelValues::get_next() {
+  if (m_evaluating) return;
+  for (auto& r : m_ranks) r->get_next();
+}
+
+void DataParallelValues::step() {
+  if (m_evaluating) return;
+  for (auto& r : m_ranks) r->forward_backward();
+  const auto n = static_cast<double>(m_ranks.size());
+  for (std::size_t k = 0; k < m_gradients.size(); ++k) {
+    const auto t = m_gradients[k];
+    std::vector<double> sum(m_ranks.front()->value(t).size(), 0.0);
+    for (const auto& r : m_ranks) {
+      const auto& g = r->value(t);
+      for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += g[e];
+    }
+    for (auto& r : m_ranks) {
+      auto& g = r->mutable_value(t);
+      for (std::size_t e = 0; e < sum.size(); ++e) {
+        const auto mean = static_cast<float>(sum[e] / n);
+        g[e] = m_fp16[k] ? workloads::round_to_fp16(mean) : mean;
+      }
+    }
+  }
+  for (auto& r : m_ranks) r->optimize();
+}
+
+double DataParallelValues::read_loss() { return m_ranks.front()->read_loss(); }
+
+double DataParallelValues::evaluating(bool on) {
+  m_evaluating = on;
+  return -1;
+}
+
 }  // namespace ascendsim::runtime

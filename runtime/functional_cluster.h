@@ -49,4 +49,32 @@ class ClusterValues : public hostif::ValuesIf {
   std::vector<std::vector<std::vector<std::int64_t>>> m_input_pieces;
 };
 
+/// Functional mode under data parallelism: every rank's values in lock step. Each rank holds the
+/// whole network, starts from the same weights (the same seed) and reads its shard of every pass
+/// (FunctionalOptions::num_shards); after each step's backward pass the ranks' gradients are
+/// averaged — the AllReduce with gradients_mean, summed in rank order — and every rank applies the
+/// same update. Driven through rank 0's hooks like ClusterValues; the loss read back is rank 0's,
+/// as MindSpore's LossMonitor prints on rank 0.
+class DataParallelValues : public hostif::ValuesIf {
+ public:
+  DataParallelValues(const workloads::Workload& w, std::int64_t ranks, const FunctionalOptions& opt,
+                     const std::string& dataset_dir, std::int64_t steps_per_epoch);
+
+  void copy_batch_to_device() override;
+  void send_batch_to_queue() override;
+  void get_next() override;
+  void step() override;
+  double read_loss() override;
+  /// Evaluation passes pause every rank's training values; their accuracy is not computed here.
+  double evaluating(bool on) override;
+
+  const FunctionalModel& rank(std::int64_t r) const { return *m_ranks.at(static_cast<std::size_t>(r)); }
+
+ private:
+  std::vector<std::unique_ptr<FunctionalModel>> m_ranks;
+  std::vector<workloads::TensorId> m_gradients;
+  std::vector<bool> m_fp16;  ///< per gradient: stored in fp16
+  bool m_evaluating = false;
+};
+
 }  // namespace ascendsim::runtime

@@ -24,19 +24,18 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     m_systems.push_back(
         std::make_unique<System>(name.c_str(), cfg, workload, session, RankPlace{}, nullptr, functional));
   } else {
-    if (functional.enabled && !workload.parallel.semi_auto)
-      throw InputError("functional", "functional",
-                       "functional mode computes one device's values; data-parallel values (the AllReduce of real "
-                       "gradients) are not computed — give devices 1");
     if (functional.enabled) {
       if (functional.eval || !functional.init_from.empty() || functional.dump_steps > 0)
-        throw InputError(
-            "functional", "functional",
-            "semi-auto functional mode prints the loss; --eval, --init-from and --dump-batches are for one "
-            "device");
+        throw InputError("functional", "functional",
+                         "functional mode on several devices prints rank 0's loss; --eval, --init-from and "
+                         "--dump-batches are for one device");
       const std::string& dir = workload.data.dataset.source;
-      run.values = std::make_unique<runtime::ClusterValues>(workload, devices, functional,
-                                                            dir == "synthetic" ? "" : dir, session.steps_per_epoch);
+      if (workload.parallel.semi_auto)
+        run.values = std::make_unique<runtime::ClusterValues>(workload, devices, functional,
+                                                              dir == "synthetic" ? "" : dir, session.steps_per_epoch);
+      else
+        run.values = std::make_unique<runtime::DataParallelValues>(
+            workload, devices, functional, dir == "synthetic" ? "" : dir, session.steps_per_epoch);
     }
     const runtime::CompiledGraph graph = compile_checked(cfg, workload, session);
     run.ranks = static_cast<std::size_t>(devices);

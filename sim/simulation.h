@@ -62,8 +62,8 @@ class Simulation {
   /// A run: its ranks' systems (m_systems[first, first + ranks)) and what they share.
   struct Run {
     std::size_t first = 0, ranks = 1;
-    std::int64_t data_shards = 0;                    ///< ranks reading different samples (0: every rank)
-    std::unique_ptr<runtime::ClusterValues> values;  ///< functional semi-auto: every rank's values
+    std::int64_t data_shards = 0;              ///< ranks reading different samples (0: every rank)
+    std::unique_ptr<hostif::ValuesIf> values;  ///< functional mode on several devices: every rank's values
     std::unique_ptr<aicpu::Hccl> hccl;
     std::vector<std::unique_ptr<runtime::HostCores>> host_cores;  ///< per server
     std::unique_ptr<TraceRecorder> links;                         ///< the links' tracks, when tracing

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/functional_cluster.h"
 #include "runtime/image_ops.h"
 #include "sim/api.h"
 #include "sim/core/error.h"
@@ -324,6 +325,68 @@ TEST(Functional, HeUniformDrawsWithinEachWeightsFanInAndLeavesBatchNormAlone) {
   fs::remove_all(dir);
 }
 
+TEST(Functional, DataParallelRanksTrainAsOneDeviceOnTheirWholeBatch) {
+  NEED_FASHION_MNIST();
+  // Two ranks of batch 16, their gradients averaged, against one device of batch 32: each step's
+  // two half batches are the one device's batch, so the weights stay the same (to float rounding:
+  // the gradient of a mean over 32 is summed in another order) and the ranks' mean loss is its loss.
+  runtime::FunctionalOptions opt;
+  opt.enabled = true;
+  const auto half = workloads::make_workload("lenet5", 16), whole = workloads::make_workload("lenet5", 32);
+  runtime::DataParallelValues ranks(half, 2, opt, kFashion, 1875);
+  runtime::FunctionalModel one(whole, opt, kFashion, 1875);
+  double worst_loss = 0;
+  for (int s = 0; s < 30; ++s) {
+    // Non-sink's path for the ranks, the queue's for the one device: the batches are the same.
+    ranks.copy_batch_to_device();
+    ranks.step();
+    one.send_batch_to_queue();
+    one.get_next();
+    one.step();
+    const double mean = (ranks.rank(0).value(half.loss)[0] + ranks.rank(1).value(half.loss)[0]) / 2;
+    worst_loss = std::max(worst_loss, std::fabs(mean - one.value(whole.loss)[0]) / one.value(whole.loss)[0]);
+    EXPECT_EQ(ranks.read_loss(), ranks.rank(0).value(half.loss)[0]);
+  }
+  EXPECT_LT(worst_loss, 1e-5);
+  int compared = 0;
+  for (std::size_t i = 0; i < half.graph.tensors().size(); ++i) {
+    if (half.graph.tensors()[i].role != workloads::TensorRole::Parameter) continue;
+    const auto t = static_cast<workloads::TensorId>(i);
+    const auto& a = ranks.rank(0).value(t);
+    EXPECT_EQ(a, ranks.rank(1).value(t)) << half.graph.tensors()[i].name;  // the same update on both ranks
+    const auto& b = one.value(t);  // the same parameters in the same order in both graphs
+    ASSERT_EQ(a.size(), b.size());
+    double diff = 0, scale = 0, moved = 0;
+    const auto start = runtime::FunctionalModel(whole, opt, kFashion, 1875).value(t);
+    for (std::size_t e = 0; e < a.size(); ++e) {
+      diff = std::max(diff, static_cast<double>(std::fabs(a[e] - b[e])));
+      scale = std::max(scale, static_cast<double>(std::fabs(b[e])));
+      moved = std::max(moved, static_cast<double>(std::fabs(b[e] - start[e])));
+    }
+    EXPECT_LT(diff, 1e-5 * scale) << half.graph.tensors()[i].name;
+    EXPECT_GT(moved, 1000 * diff) << half.graph.tensors()[i].name;  // training moved it far more than that
+    ++compared;
+  }
+  EXPECT_EQ(compared, 8);
+  // Not averaging would leave the ranks apart: each rank's own gradient differs.
+  EXPECT_NE(ranks.rank(0).value(half.loss)[0], ranks.rank(1).value(half.loss)[0]);
+}
+
+TEST(Functional, DataParallelRunsPrintRankZerosLoss) {
+  NEED_FASHION_MNIST();
+  sim::RunRequest r = lenet(6);
+  r.devices = 4;
+  r.strategies = {runtime::Strategy::DataSink};
+  const auto with = sim::run(r).runs.front();
+  ASSERT_EQ(with.loss_values.size(), 6u);
+  for (const auto& l : with.loss_values) EXPECT_NEAR(l.loss, std::log(10.0), 0.1);
+  // The timing is the same without the values.
+  r.functional.enabled = false;
+  const auto without = sim::run(r).runs.front();
+  EXPECT_EQ(with.sim_time_s, without.sim_time_s);
+  EXPECT_EQ(with.steps_completed, without.steps_completed);
+}
+
 TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
   NEED_FASHION_MNIST();
   sim::RunRequest r = lenet(4);
@@ -338,9 +401,16 @@ TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
         }
       },
       sim::InputError);
+  // On several devices --eval (like --init-from and --dump-batches) is for one device.
   r = lenet(4);
   r.devices = 2;
-  EXPECT_THROW(sim::run(r), sim::InputError);
+  r.functional.eval = true;
+  try {
+    sim::run(r);
+    ADD_FAILURE() << "accepted --eval on two devices";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("are for one device"), std::string::npos) << e.what();
+  }
   // Weights files: a missing parameter, a wrong shape, a tensor the network does not have.
   const fs::path dir = fs::temp_directory_path() / "ascendsim_functional_weights";
   fs::create_directories(dir);
