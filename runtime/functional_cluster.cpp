@@ -194,7 +194,8 @@ DataParallelValues::DataParallelValues(const workloads::Workload& w, std::int64_
     FunctionalOptions mine = opt;
     mine.num_shards = ranks;
     mine.shard_id = r;
-    m_ranks.push_back(std::make_unique<FunctionalModel>(w, mine, dataset_dir, steps_per_epoch));
+    if (r > 0) mine.dump_steps = 0;  // --dump-batches writes rank 0's
+    m_ranks.push_back(std::make_shared<FunctionalModel>(w, mine, dataset_dir, steps_per_epoch));
   }
   m_gradients = m_ranks.front()->gradients();
   for (auto t : m_gradients) m_fp16.push_back(w.graph.tensor(t).dtype == workloads::DType::F16);

@@ -54,7 +54,8 @@ class ClusterValues : public hostif::ValuesIf {
 /// (FunctionalOptions::num_shards); after each step's backward pass the ranks' gradients are
 /// averaged — the AllReduce with gradients_mean, summed in rank order — and every rank applies the
 /// same update. Driven through rank 0's hooks like ClusterValues; the loss read back is rank 0's,
-/// as MindSpore's LossMonitor prints on rank 0.
+/// as MindSpore's LossMonitor prints on rank 0; rank 0's network is the one evaluated (--eval) and
+/// saved.
 class DataParallelValues : public hostif::ValuesIf {
  public:
   DataParallelValues(const workloads::Workload& w, std::int64_t ranks, const FunctionalOptions& opt,
@@ -69,9 +70,11 @@ class DataParallelValues : public hostif::ValuesIf {
   double evaluating(bool on) override;
 
   const FunctionalModel& rank(std::int64_t r) const { return *m_ranks.at(static_cast<std::size_t>(r)); }
+  /// Rank 0's network (what --save-weights writes, --dump-batches its batches).
+  std::shared_ptr<FunctionalModel> rank0() const { return m_ranks.front(); }
 
  private:
-  std::vector<std::unique_ptr<FunctionalModel>> m_ranks;
+  std::vector<std::shared_ptr<FunctionalModel>> m_ranks;
   std::vector<workloads::TensorId> m_gradients;
   std::vector<bool> m_fp16;  ///< per gradient: stored in fp16
   bool m_evaluating = false;

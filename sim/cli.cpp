@@ -480,6 +480,8 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   if (functional_only && !o.functional.enabled)
     throw InputError(
         "--eval, --init, --init-from, --save-weights and --dump-batches belong to functional mode; add --functional");
+  if (!o.save_weights.empty() && o.devices > 1 && o.parallel_mode == "semi-auto")
+    throw InputError("--save-weights writes one network's weights: give one device or data parallelism");
   if (o.functional.dump_steps < 0)
     throw InputError("--dump-steps " + std::to_string(o.functional.dump_steps) + ": give 0 or more");
   if (o.dump_batches.empty()) r.functional.dump_steps = 0;
@@ -577,7 +579,12 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
       losses += fmt::format("{}epoch: {} step: {}, loss is {}\n", who, l.epoch, l.step, l.loss);
     if (r.accuracy >= 0)
       losses += fmt::format("{}accuracy on the test split: {:.4f} ({} samples)\n", who, r.accuracy, r.eval_samples);
-    if (r.values) {
+    if (r.values && r.devices > 1) {
+      losses += fmt::format(
+          "{}values of {} steps on each of {} ranks; seed {}, weights from {}\n", who, r.values->steps_computed(),
+          r.devices, r.values->options().seed,
+          r.values->options().init_from.empty() ? "--init " + r.values->options().init : r.values->options().init_from);
+    } else if (r.values) {
       const auto& opt = r.values->options();
       losses +=
           fmt::format("{}values of {} steps computed in {:.2f} s wall ({:.0f} samples/s); seed {}, weights from {}\n",

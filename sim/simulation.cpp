@@ -25,11 +25,13 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
         std::make_unique<System>(name.c_str(), cfg, workload, session, RankPlace{}, nullptr, functional));
   } else {
     if (functional.enabled) {
-      if (functional.eval || !functional.init_from.empty() || functional.dump_steps > 0)
+      if (workload.parallel.semi_auto &&
+          (functional.eval || !functional.init_from.empty() || functional.dump_steps > 0))
         throw InputError("functional", "functional",
-                         "functional mode on several devices prints rank 0's loss; --eval, --init-from and "
-                         "--dump-batches are for one device");
+                         "semi-auto functional mode prints rank 0's loss; --eval, --init-from and --dump-batches are "
+                         "for one device or data parallelism");
       const std::string& dir = workload.data.dataset.source;
+      run.eval = functional.eval;
       if (workload.parallel.semi_auto)
         run.values = std::make_unique<runtime::ClusterValues>(workload, devices, functional,
                                                               dir == "synthetic" ? "" : dir, session.steps_per_epoch);
@@ -122,6 +124,13 @@ runtime::RunResult Simulation::result(std::size_t index) {
   const Run& run = m_runs.at(index);
   runtime::RunResult r = m_systems.at(run.first)->result();
   if (run.ranks == 1) return r;
+  if (const auto* dp = dynamic_cast<const runtime::DataParallelValues*>(run.values.get())) {
+    r.values = dp->rank0();  // rank 0's network: its weights and batches for the files
+    if (run.eval && r.failure.empty()) {
+      r.accuracy = dp->rank0()->evaluate();
+      r.eval_samples = dp->rank0()->evaluated();
+    }
+  }
   r.devices = static_cast<std::int64_t>(run.ranks);
   r.data_shards = run.data_shards;
   for (std::size_t k = 0; k < run.ranks; ++k) {

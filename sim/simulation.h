@@ -64,6 +64,7 @@ class Simulation {
     std::size_t first = 0, ranks = 1;
     std::int64_t data_shards = 0;              ///< ranks reading different samples (0: every rank)
     std::unique_ptr<hostif::ValuesIf> values;  ///< functional mode on several devices: every rank's values
+    bool eval = false;                         ///< data-parallel functional mode: evaluate rank 0's network
     std::unique_ptr<aicpu::Hccl> hccl;
     std::vector<std::unique_ptr<runtime::HostCores>> host_cores;  ///< per server
     std::unique_ptr<TraceRecorder> links;                         ///< the links' tracks, when tracing

@@ -8,6 +8,7 @@
 #include <map>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "runtime/functional_cluster.h"
 #include "runtime/image_ops.h"
@@ -372,14 +373,28 @@ TEST(Functional, DataParallelRanksTrainAsOneDeviceOnTheirWholeBatch) {
   EXPECT_NE(ranks.rank(0).value(half.loss)[0], ranks.rank(1).value(half.loss)[0]);
 }
 
-TEST(Functional, DataParallelRunsPrintRankZerosLoss) {
+TEST(Functional, DataParallelRunsPrintRankZerosLossAndEvaluateItsNetwork) {
   NEED_FASHION_MNIST();
   sim::RunRequest r = lenet(6);
   r.devices = 4;
   r.strategies = {runtime::Strategy::DataSink};
+  r.functional.eval = true;
+  r.functional.dump_steps = 2;
   const auto with = sim::run(r).runs.front();
   ASSERT_EQ(with.loss_values.size(), 6u);
   for (const auto& l : with.loss_values) EXPECT_NEAR(l.loss, std::log(10.0), 0.1);
+  // Rank 0's network: its weights for --save-weights, its batches for --dump-batches, and the
+  // accuracy over the whole test split.
+  ASSERT_TRUE(with.values);
+  EXPECT_EQ(with.values->steps_computed(), 6);
+  EXPECT_EQ(with.values->options().shard_id, 0);
+  EXPECT_EQ(with.values->options().num_shards, 4);
+  EXPECT_EQ(nlohmann::json::parse(with.values->batches_index())["batches"], 2);
+  EXPECT_EQ(with.eval_samples, 10000);
+  EXPECT_GE(with.accuracy, 0.0);
+  EXPECT_LE(with.accuracy, 1.0);
+  r.functional.eval = false;
+  r.functional.dump_steps = 0;
   // The timing is the same without the values.
   r.functional.enabled = false;
   const auto without = sim::run(r).runs.front();
@@ -401,15 +416,19 @@ TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
         }
       },
       sim::InputError);
-  // On several devices --eval (like --init-from and --dump-batches) is for one device.
+  // Semi-auto ranks hold pieces of the network: --eval (like --init-from and --dump-batches) is for
+  // one device or data parallelism.
   r = lenet(4);
-  r.devices = 2;
+  r.workload = "mlp-slice";
+  r.devices = 8;
+  r.parallel_mode = "semi-auto";
+  r.dataset_strategy = "((1,1,1,4),(1,))";
   r.functional.eval = true;
   try {
     sim::run(r);
-    ADD_FAILURE() << "accepted --eval on two devices";
+    ADD_FAILURE() << "accepted --eval for semi-auto ranks";
   } catch (const sim::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("are for one device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("are for one device or data parallelism"), std::string::npos) << e.what();
   }
   // Weights files: a missing parameter, a wrong shape, a tensor the network does not have.
   const fs::path dir = fs::temp_directory_path() / "ascendsim_functional_weights";

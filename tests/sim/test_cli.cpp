@@ -186,6 +186,14 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
   EXPECT_EQ(ub.code, 2);
   EXPECT_THAT(ub.err, HasSubstr("aicore.ub_kib"));
   EXPECT_EQ(run("compare --set pipeline.shard_id=3").code, 2);
+  // Semi-auto ranks hold pieces of the network: there is no one network's weights to write.
+  const Result pieces =
+      run("train --strategy non-sink --steps-per-epoch 2 --devices 8 --parallel-mode semi-auto "
+          "--workload mlp-slice --dataset-strategy '((1,1,1,4),(1,))' --functional --save-weights " +
+          (m_dir / "w.json").string());
+  EXPECT_EQ(pieces.code, 2);
+  EXPECT_THAT(pieces.err, HasSubstr("--save-weights writes one network's weights"));
+  EXPECT_FALSE(std::filesystem::exists(m_dir / "w.json"));
   const Result out = run("compare --steps-per-epoch 3 --json " + (m_dir / "nodir" / "r.json").string());
   EXPECT_EQ(out.code, 2);
   EXPECT_THAT(out.err, HasSubstr("does not exist"));
