@@ -596,7 +596,12 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     }
   }
   if (!losses.empty()) losses += "\n";
-  if (const auto* v = out.runs.empty() ? nullptr : out.runs.front().values.get()) {
+  const auto* v = out.runs.empty() ? nullptr : out.runs.front().values.get();
+  if (!v && (!o.save_weights.empty() || !o.dump_batches.empty()))  // before any file is written
+    throw InputError(
+        "--save-weights and --dump-batches write one network's values; this run has none (semi-auto "
+        "ranks hold pieces): give one device or data parallelism");
+  if (v) {
     if (!o.save_weights.empty()) {
       files.stage(o.save_weights,
                   v->weights_index(std::filesystem::path(weights_data_path(o.save_weights)).filename().string()));

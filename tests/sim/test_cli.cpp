@@ -194,6 +194,18 @@ TEST_F(CliTest, OtherBadOptionsAreRejected) {
   EXPECT_EQ(pieces.code, 2);
   EXPECT_THAT(pieces.err, HasSubstr("--save-weights writes one network's weights"));
   EXPECT_FALSE(std::filesystem::exists(m_dir / "w.json"));
+  // The same with the devices from a rank table: refused after the run, before any file.
+  if (std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    const Result tabled =
+        run("train --strategy non-sink --steps-per-epoch 2 --parallel-mode semi-auto --workload mlp-slice "
+            "--dataset-strategy '((1,1,1,4),(1,))' --functional --dataset /usr/share/datasets/fashion-mnist "
+            "--rank-table " ASCENDSIM_SOURCE_DIR "/configs/rank_table_8pcs.json --save-weights " +
+            (m_dir / "w.json").string() + " --json " + (m_dir / "r.json").string());
+    EXPECT_EQ(tabled.code, 2);
+    EXPECT_THAT(tabled.err, HasSubstr("write one network's values; this run has none"));
+    EXPECT_FALSE(std::filesystem::exists(m_dir / "w.json"));
+    EXPECT_FALSE(std::filesystem::exists(m_dir / "r.json"));
+  }
   const Result out = run("compare --steps-per-epoch 3 --json " + (m_dir / "nodir" / "r.json").string());
   EXPECT_EQ(out.code, 2);
   EXPECT_THAT(out.err, HasSubstr("does not exist"));
