@@ -126,7 +126,8 @@ void FunctionalModel::init_tensors() {
     auto& v = m_values[i];
     v.assign(static_cast<std::size_t>(t.elements()), 0.0f);
     const std::string& n = t.name;
-    const bool scheme_applies = he_uniform && t.role == TensorRole::Parameter && fan_in_weight(i) >= 0;
+    const std::ptrdiff_t weight = fan_in_weight(i);
+    const bool scheme_applies = he_uniform && t.role == TensorRole::Parameter && weight >= 0;
     if (m_w.initial_values && !scheme_applies) {  // the workload's own values (an imported model's initializers)
       if (auto it = m_w.initial_values->find(n); it != m_w.initial_values->end()) {
         if (static_cast<std::int64_t>(it->second.size()) != t.elements())
@@ -143,11 +144,11 @@ void FunctionalModel::init_tensors() {
           std::fill(v.begin(), v.end(), 1.0f);
         } else if (ends_with(n, ".beta")) {
           // zeros
-        } else if (dense_defaults && fan_in_weight(i) >= 0) {
+        } else if (dense_defaults && weight >= 0) {
           // nn.Dense's and nn.Conv2d's defaults: weight HeUniform(negative_slope=sqrt(5)) and bias
           // uniform, both U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the weight's elements per
           // output channel.
-          const auto& ws = g.tensors()[static_cast<std::size_t>(fan_in_weight(i))].shape;
+          const auto& ws = g.tensors()[static_cast<std::size_t>(weight)].shape;
           std::int64_t fan_in = 1;
           for (std::size_t d = 1; d < ws.size(); ++d) fan_in *= ws[d];
           const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
@@ -194,8 +195,16 @@ void FunctionalModel::init_tensors() {
   }
 }
 
+namespace {
+
+sim::InputError weights_error(const std::string& path, const std::string& what) {
+  return sim::InputError("init_from", "init_from", path + ": " + what);
+}
+
+}  // namespace
+
 WeightsIndex parse_weights_index(const std::string& text, const std::string& path) {
-  auto bad = [&](const std::string& what) { return sim::InputError("init_from", "init_from", path + ": " + what); };
+  auto bad = [&](const std::string& what) { return weights_error(path, what); };
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -231,7 +240,7 @@ WeightsIndex parse_weights_index(const std::string& text, const std::string& pat
 
 void read_weights(const WeightsIndex& index, const std::string& bytes, const workloads::Graph& g,
                   const std::string& network, const std::string& path, std::vector<std::vector<float>>& values) {
-  auto bad = [&](const std::string& what) { return sim::InputError("init_from", "init_from", path + ": " + what); };
+  auto bad = [&](const std::string& what) { return weights_error(path, what); };
   std::set<std::string> unused;
   for (const auto& [name, e] : index.tensors) unused.insert(name);
   const auto size = static_cast<std::int64_t>(bytes.size());
@@ -263,13 +272,13 @@ void read_weights(const WeightsIndex& index, const std::string& bytes, const wor
 
 void FunctionalModel::load_weights(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw sim::InputError("init_from", "init_from", path + ": cannot open");
+  if (!in) throw weights_error(path, "cannot open");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const WeightsIndex index = parse_weights_index(text, path);
   const std::filesystem::path data = std::filesystem::path(path).parent_path() / index.data;
   std::ifstream bin(data, std::ios::binary);
   if (!bin || std::filesystem::is_directory(data))
-    throw sim::InputError("init_from", "init_from", path + ": its data file " + data.string() + " cannot be opened");
+    throw weights_error(path, "its data file " + data.string() + " cannot be opened");
   const std::string bytes((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
   read_weights(index, bytes, m_w.graph, m_w.name, path, m_values);
 }

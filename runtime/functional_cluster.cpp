@@ -220,15 +220,15 @@ void DataParallelValues::step() {
   const auto n = static_cast<double>(m_ranks.size());
   for (std::size_t k = 0; k < m_gradients.size(); ++k) {
     const auto t = m_gradients[k];
-    std::vector<double> sum(m_ranks.front()->value(t).size(), 0.0);
+    m_sum.assign(m_ranks.front()->value(t).size(), 0.0);
     for (const auto& r : m_ranks) {
       const auto& g = r->value(t);
-      for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += g[e];
+      for (std::size_t e = 0; e < m_sum.size(); ++e) m_sum[e] += g[e];
     }
     for (auto& r : m_ranks) {
       auto& g = r->mutable_value(t);
-      for (std::size_t e = 0; e < sum.size(); ++e) {
-        const auto mean = static_cast<float>(sum[e] / n);
+      for (std::size_t e = 0; e < m_sum.size(); ++e) {
+        const auto mean = static_cast<float>(m_sum[e] / n);
         g[e] = m_fp16[k] ? workloads::round_to_fp16(mean) : mean;
       }
     }

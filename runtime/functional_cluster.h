@@ -78,6 +78,7 @@ class DataParallelValues : public hostif::ValuesIf {
   std::vector<workloads::TensorId> m_gradients;
   std::vector<bool> m_fp16;  ///< per gradient: stored in fp16
   bool m_evaluating = false;
+  std::vector<double> m_sum;  ///< a gradient's sum over the ranks (kept: every step reuses it)
 };
 
 }  // namespace ascendsim::runtime

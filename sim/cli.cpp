@@ -579,20 +579,20 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
       losses += fmt::format("{}epoch: {} step: {}, loss is {}\n", who, l.epoch, l.step, l.loss);
     if (r.accuracy >= 0)
       losses += fmt::format("{}accuracy on the test split: {:.4f} ({} samples)\n", who, r.accuracy, r.eval_samples);
-    if (r.values && r.devices > 1) {
-      losses += fmt::format(
-          "{}values of {} steps on each of {} ranks; seed {}, weights from {}\n", who, r.values->steps_computed(),
-          r.devices, r.values->options().seed,
-          r.values->options().init_from.empty() ? "--init " + r.values->options().init : r.values->options().init_from);
-    } else if (r.values) {
-      const auto& opt = r.values->options();
+    if (!r.values) continue;
+    const auto& opt = r.values->options();
+    const std::string source = opt.init_from.empty() ? "--init " + opt.init : opt.init_from;
+    if (r.devices > 1) {
+      losses += fmt::format("{}values of {} steps on each of {} ranks; seed {}, weights from {}\n", who,
+                            r.values->steps_computed(), r.devices, opt.seed, source);
+    } else {
       losses +=
           fmt::format("{}values of {} steps computed in {:.2f} s wall ({:.0f} samples/s); seed {}, weights from {}\n",
                       who, r.values->steps_computed(), r.values->compute_wall_s(),
                       r.values->compute_wall_s() > 0
                           ? static_cast<double>(r.values->steps_computed() * r.batch_size) / r.values->compute_wall_s()
                           : 0.0,
-                      opt.seed, opt.init_from.empty() ? "--init " + opt.init : opt.init_from);
+                      opt.seed, source);
     }
   }
   if (!losses.empty()) losses += "\n";

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import torch
 
-from torch_reference import LeNet5, momentum_losses, read_batches
+from torch_reference import LeNet5, momentum_losses, read_batches, read_weights, write_weights
 
 ascendsim, dataset, work = sys.argv[1:4]
 steps = int(sys.argv[4]) if len(sys.argv) > 4 else 50
@@ -30,25 +30,6 @@ shapes = {
 }
 rng = np.random.default_rng(7)
 init = {k: (rng.standard_normal(s) * 0.05).astype(np.float32) for k, s in shapes.items()}
-
-
-def write_weights(path, tensors):
-    offset, entries = 0, []
-    with open(path + ".bin", "wb") as f:
-        for name, a in tensors.items():
-            f.write(a.astype("<f4").tobytes())
-            entries.append({"name": name, "shape": list(a.shape), "dtype": "float32", "offset": offset})
-            offset += a.size * 4
-    with open(path + ".json", "w") as f:
-        json.dump({"format": "ascendsim-weights", "version": 1, "data": os.path.basename(path) + ".bin",
-                   "tensors": entries}, f)
-
-
-def read_weights(index):
-    meta = json.load(open(index))
-    raw = open(os.path.join(os.path.dirname(index), meta["data"]), "rb").read()
-    return {t["name"]: np.frombuffer(raw, "<f4", int(np.prod(t["shape"])), t["offset"]).reshape(t["shape"])
-            for t in meta["tensors"]}
 
 
 write_weights(os.path.join(work, "init"), init)

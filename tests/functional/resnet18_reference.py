@@ -19,6 +19,8 @@ import sys
 import numpy as np
 import torch
 
+from torch_reference import write_weights
+
 ascendsim, work = sys.argv[1:3]
 data = os.path.join(work, "cifar")
 os.makedirs(data, exist_ok=True)
@@ -80,21 +82,13 @@ def ours(name):  # PyTorch parameter name -> ascendsim tensor name
     return name
 
 
-def write_weights(net, stem):
-    state = {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
-    offset, entries = 0, []
-    with open(os.path.join(work, stem + ".bin"), "wb") as f:
-        for k, v in state.items():
-            a = v.detach().numpy().astype("<f4")
-            f.write(a.tobytes())
-            entries.append({"name": ours(k), "shape": list(a.shape), "dtype": "float32", "offset": offset})
-            offset += a.size * 4
-    json.dump({"format": "ascendsim-weights", "version": 1, "data": stem + ".bin", "tensors": entries},
-              open(os.path.join(work, stem + ".json"), "w"))
+def write_net(net, stem):  # its weights and BatchNorm statistics under ascendsim's names
+    write_weights(os.path.join(work, stem), {ours(k): v.detach().numpy() for k, v in net.state_dict().items()
+                                             if not k.endswith("num_batches_tracked")})
 
 
 net = ResNet18()
-write_weights(net, "init")
+write_net(net, "init")
 
 
 def run(amp):
@@ -140,7 +134,7 @@ with torch.no_grad():
         if isinstance(m, torch.nn.BatchNorm2d):
             m.running_mean.copy_(torch.randn(m.num_features) * 0.2)
             m.running_var.copy_(torch.rand(m.num_features) * 1.5 + 0.5)
-write_weights(evaluated, "eval")
+write_net(evaluated, "eval")
 out = os.path.join(work, "report_infer.json")
 subprocess.run([ascendsim, "train", "--workload", "resnet18-cifar10", "--mode", "infer", "--functional", "--strategy",
                 "non-sink", "--dataset", data, "--batch-size", "2", "--steps-per-epoch", "1", "--amp-level", "O0",

@@ -1,5 +1,6 @@
-"""What the PyTorch comparisons share: the seed's LeNet-5, the batches ascendsim dumps with
---dump-batches, and MindSpore's Momentum (SGD with momentum, no dampening) over them."""
+"""What the PyTorch comparisons share: the seed's LeNet-5, ascendsim's weights files (--init-from,
+--save-weights), the batches it dumps with --dump-batches, and MindSpore's Momentum (SGD with
+momentum, no dampening) over them."""
 import json
 import os
 
@@ -45,3 +46,24 @@ def momentum_losses(net, images, labels, lr=0.01, momentum=0.9):
         opt.step()
         losses.append(loss.item())
     return losses
+
+
+def write_weights(path, tensors):
+    """`tensors` (name -> array) as the weights file PATH.json with its data PATH.bin."""
+    offset, entries = 0, []
+    with open(path + ".bin", "wb") as f:
+        for name, a in tensors.items():
+            f.write(a.astype("<f4").tobytes())
+            entries.append({"name": name, "shape": list(a.shape), "dtype": "float32", "offset": offset})
+            offset += a.size * 4
+    with open(path + ".json", "w") as f:
+        json.dump({"format": "ascendsim-weights", "version": 1, "data": os.path.basename(path) + ".bin",
+                   "tensors": entries}, f)
+
+
+def read_weights(index):
+    """A weights file's tensors, name -> float32 array."""
+    meta = json.load(open(index))
+    raw = open(os.path.join(os.path.dirname(index), meta["data"]), "rb").read()
+    return {t["name"]: np.frombuffer(raw, "<f4", int(np.prod(t["shape"])), t["offset"]).reshape(t["shape"])
+            for t in meta["tensors"]}
