@@ -29,6 +29,13 @@ Strategy parse_strategy(const std::string& name) {
                         "unknown strategy '" + name + "' (choose non-sink, data-sink, graph-sink or loop-sink)");
 }
 
+std::string Session::largest_factor() const {
+  const bool sink = strategy == Strategy::LoopSink && sink_size > 0;
+  const std::int64_t per_epoch = sink ? sink_size : steps_per_epoch;
+  if (epochs >= per_epoch) return "epochs";
+  return sink ? "sink_size" : "steps_per_epoch";
+}
+
 void Session::validate() const {
   if (epochs <= 0)
     throw sim::InputError("epochs", "epochs", "must be a positive whole number, got " + std::to_string(epochs));
@@ -49,10 +56,13 @@ void Session::validate() const {
                           "the evaluation dataset makes no batch (" + std::to_string(eval_steps) +
                               " steps per pass); reduce batch_size or give a larger evaluation dataset");
   const std::int64_t per_epoch = strategy == Strategy::LoopSink ? effective_sink_size() : steps_per_epoch;
-  if (per_epoch > kMaxSteps || epochs > kMaxSteps / per_epoch)
-    throw sim::InputError("epochs", "epochs",
-                          "the run would simulate more than " + std::to_string(kMaxSteps) +
+  if (per_epoch > kMaxSteps || epochs > kMaxSteps / per_epoch) {
+    const std::string key = largest_factor();
+    throw sim::InputError(key, key,
+                          std::to_string(epochs) + " x " + std::to_string(per_epoch) +
+                              " steps would simulate more than " + std::to_string(kMaxSteps) +
                               " steps — reduce epochs, steps_per_epoch or sink_size");
+  }
 }
 
 }  // namespace ascendsim::runtime

@@ -35,6 +35,9 @@ struct Session {
   /// Throws sim::InputError for non-positive epochs/steps, a sink size that is neither -1 nor > 0,
   /// or more than kMaxSteps steps.
   void validate() const;
+  /// The request key of the larger factor of the run's steps (epochs, or the steps of one epoch:
+  /// sink_size or steps_per_epoch): the one an error about too many steps names.
+  std::string largest_factor() const;
   /// S: steps per graph launch under loop sink.
   std::int64_t effective_sink_size() const { return sink_size < 0 ? steps_per_epoch : sink_size; }
   /// E x D, or E x S under loop sink.

@@ -406,10 +406,16 @@ RunOutcome run(const RunRequest& req) {
     for (const auto& p : simulation.system(0).compiled().pass_effects)
       out.header.graph_passes.push_back({{"pass", p.name}, {"ops", p.ops}, {"hbm_bytes", p.bytes}});
   }
-  if (req.trace && req.warnings && simulation.size() > 0) {  // the systems' own compiled graph
+  if (req.trace && (req.warnings || req.trace_space) && simulation.size() > 0) {  // the systems' own compiled graph
     const auto ops = static_cast<std::int64_t>(simulation.system(0).compiled().step_tasks.size());
     const std::int64_t bytes = trace_bytes(req, ops, sessions);
-    if (bytes > kTraceWarnBytes)
+    if (req.trace_space && bytes > *req.trace_space)
+      throw InputError("trace", "trace",
+                       "the trace would take about " + format_bytes(static_cast<double>(bytes)) + " but its file system has " +
+                           format_bytes(static_cast<double>(*req.trace_space)) +
+                           " free; keep a window of steps with trace_steps A:B (e.g. trace_steps 100:120), or write "
+                           "the trace where there is room");
+    if (req.warnings && bytes > kTraceWarnBytes)
       *req.warnings << "warning: the trace will take about " << format_bytes(static_cast<double>(bytes))
                     << " (every device op of every traced step and run); keep a window of steps with "
                        "--trace-steps A:B, e.g. --trace-steps 100:120\n";

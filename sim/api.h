@@ -73,6 +73,9 @@ struct RunRequest {
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)
   std::int64_t trace_first_step = 0;  ///< traced steps: [first, last)
   std::int64_t trace_last_step = INT64_MAX;
+  /// Free bytes where trace_out's file goes (its file system's, for an unprivileged user): a trace
+  /// estimated larger is refused before anything is simulated. Unset: not checked (a pipe).
+  std::optional<std::int64_t> trace_space;
   std::ostream* progress = nullptr;  ///< progress lines, about once a second
   std::ostream* warnings = nullptr;  ///< warnings before simulating (a very large trace)
   bool one_wait_per_task = false;    ///< the reference execution the runs of tasks must equal

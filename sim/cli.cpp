@@ -31,6 +31,7 @@
 #include "sim/api.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
+#include "sim/core/stop.h"
 #include "sim/outputs.h"
 #include "sim/rank_table.h"
 #include "sim/regression.h"
@@ -118,6 +119,15 @@ ConfigRequest Options::request() const {
   r.dir = default_config_dir();
   r.sets.insert(r.sets.begin(), shortcut_sets.begin(), shortcut_sets.end());
   for (const auto& s : config.sets) typed().emplace(override_origin(s), "--set " + s);
+  // Each parameter is set once: of two settings, neither silently wins.
+  std::map<std::string, std::string> first;  // key -> the words that set it
+  for (const auto& s : r.sets) {
+    const std::string words = typed().at(override_origin(s));
+    const auto [at, fresh] = first.emplace(s.substr(0, s.find('=')), words);
+    if (!fresh)
+      throw InputError(words + ": " + at->first + " is already set by " + at->second +
+                       "; give each parameter once");
+  }
   return r;
 }
 
@@ -387,6 +397,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"strategy", "--strategy"},
                                                        {"param", "--param"},
                                                        {"values", "--values"},
+                                                       {"trace", "--trace"},
                                                        {"trace_steps", "--trace-steps"}};
   return m;
 }
@@ -408,7 +419,7 @@ std::string cli_message(const InputError& e) {
   // are also plain words in prose ("the dataset").
   for (const auto& [key, flag] : request_flags()) {
     if (key == "dataset" || key == "workload" || key == "devices" || key == "strategy" || key == "values" ||
-        key == "param" || key == "model" || key == "mode" || key == "loss")
+        key == "param" || key == "model" || key == "mode" || key == "loss" || key == "trace")
       continue;
     for (std::size_t at = detail.find(key); at != std::string::npos; at = detail.find(key, at + flag.size())) {
       const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(detail[at - 1])) ||
@@ -440,10 +451,7 @@ void add_outputs(Outputs& out, const Options& o) {
     out.add(weights_data_path(o.save_weights), "--save-weights");
   }
   if (!o.dump_batches.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.dump_batches, ec);
-    if (ec)
-      throw InputError("--dump-batches " + o.dump_batches + ": cannot create the directory (" + ec.message() + ")");
+    out.directory(o.dump_batches, "--dump-batches");
     for (const char* f : {"batches.json", "images.bin", "labels.bin"})
       out.add((std::filesystem::path(o.dump_batches) / f).string(), "--dump-batches");
   }
@@ -534,7 +542,11 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   Outputs files;
   add_outputs(files, o);
   RunRequest req = make_request(o, strategies);
-  if (req.trace) req.trace_out = &files.stream(o.trace);  // written as the runs record it
+  if (req.trace) {
+    req.trace_out = &files.stream(o.trace);  // written as the runs record it
+    req.trace_space = files.free_bytes(o.trace);
+    typed()["trace"] = "--trace " + o.trace;  // an error about the trace names its file
+  }
   RunOutcome out = run(req);
   if (out.failed()) {
     std::istringstream lines(out.failure_message());
@@ -1047,14 +1059,6 @@ int cmd_stats(int argc, char* argv[]) {
   return 0;
 }
 
-/// Makes `dir` (its parent must exist) unless it is there; InputError naming `option` otherwise.
-void ensure_directory(const std::string& dir, const std::string& option) {
-  if (std::filesystem::is_directory(dir)) return;
-  std::error_code ec;
-  std::filesystem::create_directory(dir, ec);
-  if (ec) throw InputError(option + " " + dir + ": cannot create the directory: " + ec.message());
-}
-
 /// A non-negative share given as a percentage ("1%") or, without the sign, as a fraction ("0.01")
 /// or, if `bare_is_percent`, as a percentage ("15").
 double parse_share(const std::string& text, const std::string& option, bool bare_is_percent) {
@@ -1081,11 +1085,11 @@ int cmd_profile(int argc, char* argv[]) {
   desc.add_options()("out", po::value(&out_dir)->required(),
                      "directory for aicore_op_detail.csv and aicore_op_type.csv (MindSpore profiler columns)");
   if (!parse(argc, argv, desc, "profile")) return 0;
-  ensure_directory(out_dir, "--out");
+  Outputs files;
+  files.directory(out_dir, "--out");
   const OpProfile p = profile_ops(make_request(o, runtime::all_strategies()));
   const std::string detail = (std::filesystem::path(out_dir) / "aicore_op_detail.csv").string();
   const std::string types = (std::filesystem::path(out_dir) / "aicore_op_type.csv").string();
-  Outputs files;
   files.add(detail, "--out");
   files.add(types, "--out");
   std::string d = "full_kernel_name,op_type,execution_time_ms,execution_frequency,percent\n";
@@ -1142,8 +1146,8 @@ int cmd_suite(int argc, char* argv[]) {
   if (!parse(argc, argv, desc, "suite", &pos)) return 0;
   std::string name;
   const auto entries = load_suite(file, default_config_dir(), &name);
-  ensure_directory(out_dir, "--out");
   Outputs files;
+  files.directory(out_dir, "--out");
   ordered_json index;
   index["suite"] = name;
   index["entries"] = ordered_json::array();
@@ -1305,6 +1309,27 @@ int cmd_calibrate_host(int argc, char* argv[]) {
 
 }  // namespace
 
+/// Runs one command; options start after the command word.
+int dispatch(const std::string& command, int argc, char* argv[]) {
+  if (command == "compare") return cmd_compare(argc, argv);
+  if (command == "train") return cmd_train(argc, argv);
+  if (command == "info") return cmd_info(argc, argv);
+  if (command == "op") return cmd_op(argc, argv);
+  if (command == "sweep") return cmd_sweep(argc, argv);
+  if (command == "advise-fusion") return cmd_advise_fusion(argc, argv);
+  if (command == "params") return cmd_params(argc, argv);
+  if (command == "chips") return cmd_chips(argc, argv);
+  if (command == "calibrate-host") return cmd_calibrate_host(argc, argv);
+  if (command == "make-image-folder") return cmd_make_image_folder(argc, argv);
+  if (command == "stats") return cmd_stats(argc, argv);
+  if (command == "suite") return cmd_suite(argc, argv);
+  if (command == "profile") return cmd_profile(argc, argv);
+  if (command == "validate") return cmd_validate(argc, argv);
+  if (command == "diff") return cmd_diff(argc, argv);
+  std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
+  return kExitInput;
+}
+
 int run_cli(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
@@ -1317,25 +1342,14 @@ int run_cli(int argc, char* argv[]) {
     return 0;
   }
   const std::string command = argv[1];
+  clear_stop();  // an earlier command's stop (the Python package runs many in one process)
   try {
-    // Options start after the command word.
-    if (command == "compare") return cmd_compare(argc - 1, argv + 1);
-    if (command == "train") return cmd_train(argc - 1, argv + 1);
-    if (command == "info") return cmd_info(argc - 1, argv + 1);
-    if (command == "op") return cmd_op(argc - 1, argv + 1);
-    if (command == "sweep") return cmd_sweep(argc - 1, argv + 1);
-    if (command == "advise-fusion") return cmd_advise_fusion(argc - 1, argv + 1);
-    if (command == "params") return cmd_params(argc - 1, argv + 1);
-    if (command == "chips") return cmd_chips(argc - 1, argv + 1);
-    if (command == "calibrate-host") return cmd_calibrate_host(argc - 1, argv + 1);
-    if (command == "make-image-folder") return cmd_make_image_folder(argc - 1, argv + 1);
-    if (command == "stats") return cmd_stats(argc - 1, argv + 1);
-    if (command == "suite") return cmd_suite(argc - 1, argv + 1);
-    if (command == "profile") return cmd_profile(argc - 1, argv + 1);
-    if (command == "validate") return cmd_validate(argc - 1, argv + 1);
-    if (command == "diff") return cmd_diff(argc - 1, argv + 1);
-    std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
-    return kExitInput;
+    const int code = dispatch(command, argc - 1, argv + 1);
+    if (code == 0) check_stdout();  // a report lost on its way out is a failure
+    return code;
+  } catch (const Stopped& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return e.signal() != 0 ? 128 + e.signal() : kExitInput;
   } catch (const InputError& e) {
     std::cerr << "error: " << cli_message(e) << "\n";
     return kExitInput;

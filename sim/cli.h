@@ -3,8 +3,9 @@
 
 namespace ascendsim::sim {
 
-/// Exit codes: 0 success, 1 internal error, 2 bad input (options, config, files), 3 the simulated
-/// job failed (e.g. GetNext timeout).
+/// Exit codes: 0 success, 1 internal error, 2 bad input (options, config, files) or an output that
+/// could not be written, 3 the simulated job failed (e.g. GetNext timeout), 128 + N stopped by
+/// signal N (when the caller installed sim/core/stop.h's handlers, as the ascendsim binary does).
 int run_cli(int argc, char* argv[]);
 
 }  // namespace ascendsim::sim

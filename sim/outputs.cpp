@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,8 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <streambuf>
+#include <string_view>
 
 #include "sim/core/error.h"
+#include "sim/core/stop.h"
 
 namespace ascendsim::sim {
 
@@ -21,7 +25,7 @@ namespace {
 std::string reason(int err) { return std::strerror(err); }
 
 /// Writes all of `text` to `fd`; false with errno set on failure.
-bool write_all(int fd, const std::string& text) {
+bool write_all(int fd, std::string_view text) {
   const char* p = text.data();
   std::size_t left = text.size();
   while (left > 0) {
@@ -38,10 +42,116 @@ bool write_all(int fd, const std::string& text) {
 
 }  // namespace
 
+FdBuf::FdBuf(int fd, bool owned, std::function<void(int)> on_fail)
+    : m_fd(fd), m_owned(owned), m_on_fail(std::move(on_fail)), m_block(kBlock) {
+  setp(m_block.data(), m_block.data() + m_block.size());
+}
+
+FdBuf::~FdBuf() {
+  if (m_owned && m_fd >= 0) ::close(m_fd);
+}
+
+int FdBuf::close() {
+  drain();
+  if (m_owned && m_fd >= 0) {
+    if (m_error == 0 && ::fsync(m_fd) != 0 && errno != EINVAL) fail(errno);  // EINVAL: a FIFO
+    if (::close(m_fd) != 0 && m_error == 0) fail(errno);
+    m_fd = -1;
+  }
+  return m_error;
+}
+
+FdBuf::int_type FdBuf::overflow(int_type c) {
+  if (!drain()) return traits_type::eof();
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  *pptr() = traits_type::to_char_type(c);
+  pbump(1);
+  return c;
+}
+
+std::streamsize FdBuf::xsputn(const char* s, std::streamsize n) {
+  if (n > epptr() - pptr()) {  // a large block goes straight to the file
+    if (!drain() || !put(s, static_cast<std::size_t>(n))) return 0;
+    return n;
+  }
+  std::copy(s, s + n, pptr());
+  pbump(static_cast<int>(n));
+  return n;
+}
+
+bool FdBuf::drain() {
+  const auto n = static_cast<std::size_t>(pptr() - pbase());
+  setp(m_block.data(), m_block.data() + m_block.size());
+  return n == 0 || put(m_block.data(), n);
+}
+
+bool FdBuf::put(const char* p, std::size_t n) {
+  if (m_error != 0) return false;
+  if (write_all(m_fd, std::string_view(p, n))) return true;
+  fail(errno);
+  return false;
+}
+
+void FdBuf::fail(int err) {
+  m_error = err;
+  if (m_on_fail) m_on_fail(err);
+}
+
+/// An output file written through its descriptor: the first write that fails requests a stop
+/// naming the output.
+class FileStream : public std::ostream {
+ public:
+  FileStream(int fd, const std::string& what)
+      : std::ostream(nullptr), m_buf(fd, true, [what](int err) {
+          request_stop(what + ": cannot write: " + reason(err) + "; the run stopped and nothing was written");
+        }) {
+    rdbuf(&m_buf);
+  }
+  /// Writes what is buffered and closes the descriptor; 0 or the errno of the first failure.
+  int close() { return m_buf.close(); }
+
+ private:
+  FdBuf m_buf;
+};
+
+void check_stdout() {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  int err = errno;
+  if (const auto* own = dynamic_cast<const FdBuf*>(std::cout.rdbuf()); own && own->error() != 0) err = own->error();
+  if (flushed && err == 0 && !std::ferror(stdout) && std::cout.good()) return;
+  throw InputError("standard output: the report could not be written (" +
+                   (err != 0 ? reason(err) : std::string("a write failed")) +
+                   "); no file was written — print it somewhere with room, or give --json FILE");
+}
+
 Outputs::~Outputs() {
   if (m_committed) return;
-  for (const auto& e : m_entries)
+  for (auto& e : m_entries) {
+    e.out.reset();  // closes the descriptor
     if (!e.temp.empty()) ::unlink(e.temp.c_str());
+  }
+  for (auto it = m_made.rbegin(); it != m_made.rend(); ++it) ::rmdir(it->c_str());  // only if empty
+}
+
+void Outputs::directory(const std::string& dir, const std::string& option) {
+  const std::string what = option + " " + dir + ": ";
+  std::error_code ec;
+  const fs::path target = fs::absolute(dir, ec);
+  if (ec) throw InputError(what + "cannot resolve the path: " + ec.message());
+  std::vector<fs::path> missing;  // the deepest first
+  for (fs::path p = target; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw InputError(what + "is a file; give a directory");
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST)
+      throw InputError(what + "cannot create the directory " + it->string() + ": " + reason(errno));
+    m_made.push_back(it->string());
+  }
+  if (::access(target.c_str(), W_OK) != 0) throw InputError(what + "cannot write in the directory: " + reason(errno));
 }
 
 Outputs::Entry& Outputs::find(const std::string& path) {
@@ -91,9 +201,18 @@ std::ostream& Outputs::stream(const std::string& path) {
   Entry& e = find(path);
   e.staged = true;
   const std::string target = e.through ? e.real : make_temp(e);
-  e.out = std::make_shared<std::ofstream>(target, std::ios::binary | (e.through ? std::ios::app : std::ios::trunc));
-  if (!*e.out) throw InputError(e.option + " " + path + ": cannot write: " + reason(errno));
+  const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | (e.through ? O_APPEND : O_TRUNC));
+  if (fd < 0) throw InputError(e.option + " " + path + ": cannot write: " + reason(errno));
+  e.out = std::make_shared<FileStream>(fd, e.option + " " + path);
   return *e.out;
+}
+
+std::optional<std::int64_t> Outputs::free_bytes(const std::string& path) {
+  const Entry& e = find(path);
+  if (path == "-" || e.through) return std::nullopt;
+  struct statvfs fs {};
+  if (::statvfs(std::filesystem::path(e.real).parent_path().c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
 }
 
 std::string Outputs::make_temp(Entry& e) {
@@ -127,13 +246,16 @@ void Outputs::stage(const std::string& path, const std::string& text) {
 }
 
 void Outputs::commit() {
+  check_stop();  // a signal before the end: nothing is put in place
   for (auto& e : m_entries) {
     if (!e.out) continue;
-    e.out->flush();
-    if (!*e.out) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
-    e.out->close();
+    const int err = e.out->close();
     e.out.reset();
+    if (err != 0) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(err));
   }
+  for (const auto& e : m_entries)
+    if (e.staged && e.path == "-") std::cout << e.text;
+  check_stdout();  // the printed report reached its reader before any file is put in place
   for (auto& e : m_entries) {
     if (!e.staged || e.temp.empty()) continue;
     if (::rename(e.temp.c_str(), e.real.c_str()) != 0)
@@ -141,12 +263,7 @@ void Outputs::commit() {
     e.temp.clear();
   }
   for (auto& e : m_entries) {
-    if (!e.staged) continue;
-    if (e.path == "-") {
-      std::cout << e.text << std::flush;
-      continue;
-    }
-    if (!e.through || e.text.empty()) continue;
+    if (!e.staged || !e.through || e.text.empty()) continue;
     const int fd = ::open(e.real.c_str(), O_WRONLY | O_APPEND);
     if (fd < 0 || !write_all(fd, e.text)) {
       const int err = errno;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "sim/core/error.h"
+#include "sim/core/stop.h"
 #include "sim/core/time.h"
 #include "sim/kernel.h"
 
@@ -77,24 +78,23 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
 void Simulation::run() {
   if (m_ran) throw std::logic_error("Simulation::run called twice");
   m_ran = true;
-  // Every run ends before the time limit or is reported as having run out of time (System::result).
-  if (!m_progress) {
-    sc_core::sc_start(time_limit(), sc_core::SC_EXIT_ON_STARVATION);
-    clear_dead_stack();
-    if (m_trace) m_trace->close();
-    return;
-  }
-  // Run in slices of simulated time, sized to take about a tenth of a second of wall time each,
-  // and report about once a second after the first second.
+  // Run in slices of simulated time, sized to take about a tenth of a second of wall time each:
+  // between slices a requested stop (a signal, an output that failed) ends the run, and progress
+  // is reported about once a second after the first second. Slicing changes no result: a slice's
+  // end only pauses the kernel between two instants. Every run ends before the time limit or is
+  // reported as having run out of time (System::result).
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto last = t0;
   bool printed = false;
   sc_core::sc_time slice(1, sc_core::SC_MS);
+  // Starting the processes in a delta cycle of their own is not worth SystemC's warning (W571)
+  // when they schedule nothing more in it (a short run); it would go to standard output.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate and start the processes
   std::int64_t total = 0;
   for (const auto& s : m_systems) total += s->steps_total();
-  while (sc_core::sc_pending_activity() && sc_core::sc_time_stamp() < time_limit()) {
+  while (!stop_requested() && sc_core::sc_pending_activity() && sc_core::sc_time_stamp() < time_limit()) {
     const auto before = clock::now();
     const sc_core::sc_time left = time_limit() - sc_core::sc_time_stamp();
     if (sc_core::sc_time_to_pending_activity() >= left) break;  // the next event lies beyond the limit
@@ -104,7 +104,7 @@ void Simulation::run() {
     if (took < 0.05) slice = slice * 2;
     if (took > 0.2 && slice > sc_core::sc_time(1, sc_core::SC_US)) slice = slice / 2;
     const double wall = std::chrono::duration<double>(now - t0).count();
-    if (wall < 1.0 || std::chrono::duration<double>(now - last).count() < 1.0) continue;
+    if (!m_progress || wall < 1.0 || std::chrono::duration<double>(now - last).count() < 1.0) continue;
     last = now;
     std::int64_t done = 0;
     for (const auto& s : m_systems) done += s->steps_done();
@@ -117,6 +117,7 @@ void Simulation::run() {
   }
   clear_dead_stack();
   if (printed) *m_progress << "\r" << std::string(72, ' ') << "\r" << std::flush;
+  check_stop();  // the runs did not finish: no result, no trace's end
   if (m_trace) m_trace->close();
 }
 

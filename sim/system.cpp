@@ -82,7 +82,7 @@ runtime::CompiledGraph compile_checked(const SystemConfig& cfg, const workloads:
   // is refused before it starts.
   const double at_least_s = static_cast<double>(session.steps()) * g.device_compute_s;
   if (at_least_s * 1e12 >= kTimeLimitPs)
-    throw InputError("epochs", "epochs",
+    throw InputError(session.largest_factor(), session.largest_factor(),
                      std::to_string(session.steps()) + " steps need at least " +
                          std::to_string(static_cast<std::int64_t>(at_least_s / 86400)) +
                          " days of simulated time (device compute alone), beyond the simulator's range of about "

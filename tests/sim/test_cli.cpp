@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>
@@ -105,7 +107,7 @@ TEST_F(CliTest, TwoIdenticalRunsWriteByteIdenticalJson) {
 }
 
 TEST_F(CliTest, ProgressReportingDoesNotChangeResults) {
-  // Progress runs the kernel in slices of simulated time; the report must not move.
+  // Printing progress between the kernel's slices of simulated time must not move the report.
   const std::string args = "compare --epochs 2 --steps-per-epoch 1875 --json ";
   const Result plain = run(args + (m_dir / "a.json").string());
   const Result progress = run("--progress " + args + (m_dir / "b.json").string());
@@ -617,6 +619,150 @@ TEST_F(CliTest, OutputsGoWhereTheyPointAndAFailedCommandLeavesNone) {
           (m_dir / "never.json").string());
   EXPECT_EQ(failed.code, 3);
   EXPECT_FALSE(fs::exists(m_dir / "never.json"));
+}
+
+/// Files in `dir` whose names start with "." (the staged outputs).
+std::vector<std::string> hidden_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().front() == '.') out.push_back(e.path().filename().string());
+  return out;
+}
+
+TEST_F(CliTest, ATraceLargerThanTheFreeSpaceIsRefusedBeforeTheRun) {
+  // 10^8 traced ResNet-50 steps of about 10^3 device ops each: tens of terabytes, more than any
+  // test machine's disk has free.
+  const fs::path trace = m_dir / "t.json", json = m_dir / "r.json";
+  const Result r = run("train -s non-sink --workload resnet50 --epochs 100 --steps-per-epoch 1000000 --trace " +
+                       trace.string() + " --json " + json.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--trace " + trace.string() + ": the trace would take about"));
+  EXPECT_THAT(r.err, HasSubstr(" TiB but its file system has "));
+  EXPECT_THAT(r.err, HasSubstr("free; keep a window of steps with --trace-steps A:B"));
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fs::exists(trace));
+  EXPECT_FALSE(fs::exists(json));
+  EXPECT_THAT(hidden_files(m_dir), ::testing::IsEmpty());
+}
+
+TEST_F(CliTest, AWriteThatFailsStopsTheRunAndLeavesNothing) {
+  // A file-size limit stands in for a full disk: the trace's write fails with EFBIG after 1 MiB
+  // (ulimit -f counts 1024-byte blocks), SIGXFSZ is ignored, and the run stops at the next slice.
+  const fs::path trace = m_dir / "t.json", json = m_dir / "r.json";
+  const std::string cmd = "ulimit -f 1024; ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN
+                          " train -s non-sink --epochs 200 --trace " +
+                          trace.string() + " --json " + json.string() + " >" + (m_dir / "out").string() + " 2>" +
+                          (m_dir / "err").string();
+  const int status = std::system(("bash -c '" + cmd + "'").c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string err = slurp(m_dir / "err");
+  EXPECT_THAT(err, HasSubstr("--trace " + trace.string() + ": cannot write: File too large"));
+  EXPECT_THAT(err, HasSubstr("the run stopped"));
+  EXPECT_EQ(slurp(m_dir / "out"), "");  // no report: the run did not end
+  EXPECT_FALSE(fs::exists(trace));
+  EXPECT_FALSE(fs::exists(json));
+  EXPECT_THAT(hidden_files(m_dir), ::testing::IsEmpty());
+  // A device that is always full (ENOSPC), written straight through.
+  const Result full = run("train -s non-sink --epochs 200 --trace /dev/full --json " + json.string());
+  EXPECT_EQ(full.code, 2);
+  EXPECT_THAT(full.err, HasSubstr("--trace /dev/full: cannot write: No space left on device"));
+  EXPECT_FALSE(fs::exists(json));
+}
+
+class CliSignalTest : public CliTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CliSignalTest, ASignalMidRunRemovesEveryStagingFile) {
+  const int signo = GetParam();
+  const fs::path trace = m_dir / "t.json", json = m_dir / "r.json";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string err = (m_dir / "err").string();
+    ::freopen("/dev/null", "w", stdout);
+    ::freopen(err.c_str(), "w", stderr);
+    ::setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1);
+    // Long enough never to finish first: 3.75 million steps.
+    ::execl(ASCENDSIM_BIN, ASCENDSIM_BIN, "compare", "--epochs", "500", "--trace", trace.c_str(), "--trace-steps",
+            "0:20", "--json", json.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // The run is under way once its trace is staged and the first steps were written out.
+  bool staged = false;
+  for (int i = 0; i < 600 && !staged; ++i) {
+    for (const auto& name : hidden_files(m_dir)) staged = staged || fs::file_size(m_dir / name) > 0;
+    if (!staged) ::usleep(20000);
+  }
+  ::usleep(200000);
+  ASSERT_EQ(::kill(pid, signo), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(staged) << "the trace was never staged";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + signo);
+  EXPECT_THAT(slurp(m_dir / "err"), HasSubstr(std::string("stopped by SIG") + sigabbrev_np(signo)));
+  EXPECT_FALSE(fs::exists(trace));
+  EXPECT_FALSE(fs::exists(json));
+  EXPECT_THAT(hidden_files(m_dir), ::testing::IsEmpty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, CliSignalTest, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const auto& p) { return std::string(sigabbrev_np(p.param)); });
+
+TEST_F(CliTest, AReportThatCannotReachStandardOutputFailsTheCommand) {
+  const fs::path json = m_dir / "r.json";
+  const std::string bin = "ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN;
+  for (const auto& [where, why] : {std::pair<const char*, const char*>{">/dev/full", "No space left on device"},
+                                   {">&-", "Bad file descriptor"}}) {
+    const std::string cmd = bin + " compare --steps-per-epoch 20 --json " + json.string() + " " + where + " 2>" +
+                            (m_dir / "err").string();
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << where;
+    EXPECT_EQ(WEXITSTATUS(status), 2) << where;
+    EXPECT_THAT(slurp(m_dir / "err"),
+                HasSubstr(std::string("standard output: the report could not be written (") + why + ")"))
+        << where;
+    EXPECT_FALSE(fs::exists(json)) << where;  // nothing put in place
+  }
+  // A command that only prints.
+  const int info = std::system((bin + " info --workload lenet5 >/dev/full 2>/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(info), 2);
+  EXPECT_THAT(hidden_files(m_dir), ::testing::IsEmpty());
+}
+
+TEST_F(CliTest, AParameterSetTwiceIsRefusedNamingBoth) {
+  const Result twice = run("compare --steps-per-epoch 3 --set host.op_launch_us=1 --set host.op_launch_us=2");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_THAT(twice.err,
+              HasSubstr("--set host.op_launch_us=2: host.op_launch_us is already set by --set host.op_launch_us=1"));
+  const Result flag_and_set =
+      run("compare --steps-per-epoch 3 --num-parallel-workers 4 --set pipeline.num_parallel_workers=8");
+  EXPECT_EQ(flag_and_set.code, 2);
+  EXPECT_THAT(flag_and_set.err, HasSubstr("--set pipeline.num_parallel_workers=8: pipeline.num_parallel_workers is "
+                                          "already set by --num-parallel-workers 4"));
+  EXPECT_EQ(run("compare --steps-per-epoch 3 --set host.op_launch_us=1 --set link.doorbell_ns=900").code, 0);
+}
+
+TEST_F(CliTest, TooManyStepsNamesTheFlagThatMadeThem) {
+  const Result spe = run("train -s non-sink --steps-per-epoch 1000000000000");
+  EXPECT_EQ(spe.code, 2);
+  EXPECT_THAT(spe.err, HasSubstr("--steps-per-epoch: 1 x 1000000000000 steps would simulate more than 100000000"));
+  const Result epochs = run("train -s non-sink --steps-per-epoch 10 --epochs 1000000000000");
+  EXPECT_EQ(epochs.code, 2);
+  EXPECT_THAT(epochs.err, HasSubstr("--epochs: 1000000000000 x 10 steps would simulate"));
+  const Result sink = run("train --sink-size 1000000000000 --steps-per-epoch 10");
+  EXPECT_EQ(sink.code, 2);
+  EXPECT_THAT(sink.err, HasSubstr("--sink-size: "));
+}
+
+TEST_F(CliTest, OutputDirectoriesAreMadeWithTheirParentsAndRemovedOnFailure) {
+  const fs::path out = m_dir / "runs" / "new";
+  const Result ok = run("profile --workload lenet5 --out " + out.string());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(out / "aicore_op_detail.csv"));
+  const Result bad = run("profile --workload nosuch --out " + (m_dir / "a" / "b").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_FALSE(fs::exists(m_dir / "a"));  // made for the outputs, removed with them
 }
 
 TEST_F(CliTest, OpSizesBeyondTheModelsArithmeticAreRejected) {
