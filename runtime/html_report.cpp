@@ -444,18 +444,16 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
         strategy_name(r.session.strategy), a.mean_ms, a.p99_ms, b.mean_ms, b.p99_ms, c.mean_ms, c.p99_ms);
   }
   body += "</table>\n";
-  for (const auto& r : runs) {  // per step for a chosen window
-    const auto& k = r.steps;
-    if (k.keep_each || k.trace.interval_s.empty()) continue;
+  for (const auto& r : runs) {  // per step for a chosen window, steps numbered from 1
+    const std::vector<NumberedStep> w = r.steps.window_steps();
+    if (w.empty()) continue;
     body += fmt::format(
         "<h3>{}: steps {} to {}</h3>\n<table class=\"step-window\"><tr><th>step</th>"
         "<th>iteration_interval</th><th>fp_and_bp</th><th>tail</th><th>step ms</th></tr>\n",
-        strategy_name(r.session.strategy), k.first_kept,
-        k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()) - 1);
-    for (std::size_t i = 0; i < k.trace.interval_s.size(); ++i)
-      body += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td></tr>\n",
-                          k.first_kept + static_cast<std::int64_t>(i), 1e3 * k.trace.interval_s[i],
-                          1e3 * k.trace.fp_bp_s[i], 1e3 * k.trace.tail_s[i], 1e3 * k.step_s[i]);
+        strategy_name(r.session.strategy), w.front().number, w.back().number);
+    for (const auto& k : w)
+      body += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td></tr>\n", k.number,
+                          1e3 * k.interval_s, 1e3 * k.fp_bp_s, 1e3 * k.tail_s, 1e3 * k.step_s);
     body += "</table>\n";
   }
   std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> depth;

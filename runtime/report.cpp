@@ -210,17 +210,16 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   }
   if (h.devices > 1) out += format_cluster(runs);
   if (h.parallel.is_object()) out += format_semi_auto(h.parallel);
-  // Per step for a chosen window (--step-trace A:B).
+  // Per step for a chosen window (--step-trace A:B), steps numbered from 1.
   for (const auto& r : runs) {
-    const auto& k = r.steps;
-    if (k.keep_each || k.trace.interval_s.empty()) continue;
-    out += fmt::format("\nstep trace of {}, steps {} to {} (ms)\n", strategy_name(r.session.strategy), k.first_kept,
-                       k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()) - 1);
+    const std::vector<NumberedStep> w = r.steps.window_steps();
+    if (w.empty()) continue;
+    out += fmt::format("\nstep trace of {}, steps {} to {} (ms)\n", strategy_name(r.session.strategy), w.front().number,
+                       w.back().number);
     TextTable t({"step", "iteration_interval", "fp_and_bp", "tail", "step"});
-    for (std::size_t i = 0; i < k.trace.interval_s.size(); ++i)
-      t.add({std::to_string(k.first_kept + static_cast<std::int64_t>(i)),
-             fmt::format("{:.4f}", 1e3 * k.trace.interval_s[i]), fmt::format("{:.4f}", 1e3 * k.trace.fp_bp_s[i]),
-             fmt::format("{:.4f}", 1e3 * k.trace.tail_s[i]), fmt::format("{:.4f}", 1e3 * k.step_s[i])});
+    for (const auto& k : w)
+      t.add({std::to_string(k.number), fmt::format("{:.4f}", 1e3 * k.interval_s), fmt::format("{:.4f}", 1e3 * k.fp_bp_s),
+             fmt::format("{:.4f}", 1e3 * k.tail_s), fmt::format("{:.4f}", 1e3 * k.step_s)});
     out += t.render();
   }
   out += "\ndata pipeline\n";

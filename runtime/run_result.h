@@ -32,6 +32,13 @@ struct StepTrace {
   std::vector<double> tail_s;      ///< backward end to step end (optimizer, loop control, final return)
 };
 
+/// One kept step's values, with its number: steps are numbered from 1, the run's first step being
+/// step 1, in every output that names a step (docs/reports.md).
+struct NumberedStep {
+  std::int64_t number = 0;
+  double step_s = 0, interval_s = 0, fp_bp_s = 0, tail_s = 0;
+};
+
 /// The steps of a run summarised as they complete (bounded memory), and, if asked for, every
 /// step's values.
 struct StepRecord {
@@ -46,6 +53,11 @@ struct StepRecord {
 
   /// Adds one step's values, in step order.
   void add(double step, double interval, double fp_bp, double tail, std::int64_t steps_per_epoch);
+  /// Every kept step, numbered from 1.
+  std::vector<NumberedStep> kept_steps() const;
+  /// The kept steps of the window [window_first, window_last) (a per-step table), numbered from 1;
+  /// empty when no window was asked for.
+  std::vector<NumberedStep> window_steps() const;
 
  private:
   double m_epoch_sum = 0;

@@ -325,10 +325,9 @@ ordered_json RunOutcome::report() const { return runtime::make_report(header, ru
 std::string RunOutcome::per_step_csv() const {
   std::string out = "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s\n";
   for (const auto& r : runs) {
-    const auto& s = r.steps;
-    for (std::size_t i = 0; i < s.step_s.size(); ++i)
-      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", runtime::strategy_name(r.session.strategy), i + 1,
-                         s.step_s[i], s.trace.interval_s[i], s.trace.fp_bp_s[i], s.trace.tail_s[i]);
+    for (const auto& k : r.steps.kept_steps())
+      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", runtime::strategy_name(r.session.strategy), k.number,
+                         k.step_s, k.interval_s, k.fp_bp_s, k.tail_s);
   }
   return out;
 }

@@ -217,5 +217,28 @@ TEST(Api, ErrorsNameTheRequestKey) {
   EXPECT_THROW(sim::run(r), sim::InputError);
 }
 
+// A short loop-sink run's time is mostly one-time set-up: its verdict says so and blames no
+// launches; an op-by-op run's verdict names the host's launches it made.
+TEST(Api, TheVerdictNamesTheShareThatDominatesTheRun) {
+  sim::RunRequest r = lenet(5);
+  r.epochs = 1;
+  r.sink_size = 5;
+  r.strategies = {runtime::Strategy::LoopSink, runtime::Strategy::NonSink};
+  const auto out = sim::run(r);
+  const auto& sink = out.runs[0];
+  const double setup = sink.breakdown_s[static_cast<std::size_t>(sim::Phase::Setup)] / sink.sim_time_s;
+  ASSERT_GT(setup, 0.4);  // the graph's load and the channel's creation against five short steps
+  EXPECT_EQ(sink.interactions.op_launches, 0);
+  EXPECT_EQ(sink.data["dominant"], "set-up");
+  EXPECT_NEAR(sink.data["dominant_fraction"].get<double>(), setup, 1e-12);
+  const std::string v = sink.data["verdict"].get<std::string>();
+  EXPECT_NE(v.find("goes to one-time set-up"), std::string::npos) << v;
+  EXPECT_EQ(v.find("launch"), std::string::npos) << v;
+  const auto& ops = out.runs[1];
+  EXPECT_GT(ops.interactions.op_launches, 0);
+  EXPECT_EQ(ops.data["dominant"], "host");
+  EXPECT_NE(ops.data["verdict"].get<std::string>().find("the host's launches"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ascendsim
