@@ -137,6 +137,7 @@ nlohmann::ordered_json RunResult::to_json() const {
     j["devices"] = devices;
     const std::int64_t slow = straggler();
     j["ranks"] = {{"step_time_ms_mean", rank_step_mean_ms},
+                  {"step_time_ms_p50", rank_step_p50_ms},
                   {"wait_data_s", rank_wait_data_s},
                   {"comm_s", rank_comm_s},
                   {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()}};

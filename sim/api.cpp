@@ -617,15 +617,19 @@ ordered_json SweepOutcome::report() const {
 std::string SweepOutcome::table() const {
   std::string out =
       fmt::format("{} on {}, batch {}: sweep of {}\n\n", header.workload, header.chip, header.batch_size, param);
-  out += fmt::format("{:>14} {:<11} {:>8} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps", "step ms",
-                     "samples/s", "busy", "launches", "syncs");
+  out += fmt::format("{:>14} {:<11} {:>8} {:>12} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps",
+                     "step ms mean", "median", "samples/s", "busy", "launches", "syncs");
+  bool pulled_up = false;
   for (const auto& p : points) {
     const auto& r = p.run;
-    out += fmt::format("{:>14} {:<11} {:>8} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
-                       runtime::strategy_name(r.session.strategy), r.steps_completed, r.steps.step.stats().mean_ms,
+    const runtime::StepStats st = r.steps.step.stats();
+    pulled_up = pulled_up || runtime::mean_pulled_up(st);
+    out += fmt::format("{:>14} {:<11} {:>8} {:>12.4f} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
+                       runtime::strategy_name(r.session.strategy), r.steps_completed, st.mean_ms, st.p50_ms,
                        r.samples_per_s(), 100 * r.device_busy_fraction(),
                        r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
   }
+  if (pulled_up) out += std::string("\n") + runtime::kPulledUpNote;
   if (!conclusion.empty()) out += "\n" + conclusion + "\n";
   return out;
 }
