@@ -205,3 +205,30 @@ def test_a_step_has_one_number_in_every_output(tmp_path):
     # Step 0 is no step.
     code, errors = cli_error("train", "-s", "non-sink", "--steps-per-epoch", 4, "--step-trace", "0:2")
     assert code == 2 and "--step-trace '0:2'" in errors[0] and "numbered from 1" in errors[0]
+
+
+def test_a_sink_size_sweep_means_the_same_in_python_and_on_the_command_line(tmp_path):
+    """sink_size in a sweep keeps the training (epochs x steps per epoch) and changes the sink, in
+    Python's grid as on the command line: the same rows, figure for figure."""
+    py = ascendsim.sweep("lenet5", {"sink_size": [1, 4, 7]}, epochs=2, steps_per_epoch=12)
+    out = tmp_path / "sweep.json"
+    cli_stdout("sweep", "--workload", "lenet5", "--param", "sink_size", "--values", "1,4,7", "--epochs", 2,
+               "--steps-per-epoch", 12, "--json", out, "-q")
+    rows = json.load(open(out))["rows"]
+    assert not py.failed and len(py.rows()) == len(rows) == 3 * 4
+    for p, c in zip(py.rows(), rows):
+        assert (p["sink_size"], p["strategy"]) == (c["value"], c["strategy"])
+        assert (p["steps"], p["sim_time_s"], p["step_ms_mean"], p["step_ms_p50"]) == (
+            c["steps"], c["sim_time_s"], c["step_time_ms"]["mean"], c["step_time_ms"]["p50"])
+    # One meaning: 24 steps of training; loop sink runs them in ceil(24 / S) sinks of S steps.
+    for point, report in zip(py.points, py.reports()):
+        sink = point["point"]["sink_size"]
+        for run in report.runs:
+            if run["strategy"] == "loop-sink":
+                sinks = -(-24 // sink)
+                assert (run["sink_size"], run["steps"], run["interactions"]["graph_launches"]) == (
+                    sink, sinks * sink, sinks)
+            else:
+                assert run["steps"] == 24
+    # train()'s sink_size with epochs stays Model.train's: epochs sinks of S steps.
+    assert ascendsim.train("lenet5", "loop-sink", sink_size=7, epochs=2, steps_per_epoch=12).runs[0]["steps"] == 14
