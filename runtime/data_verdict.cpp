@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,8 +15,59 @@ nlohmann::ordered_json DataVerdict::to_json() const {
           {"pipeline_batches_per_s", pipeline_batches_per_s},
           {"device_batches_per_s", device_batches_per_s},
           {"strategy_batches_per_s", strategy_batches_per_s},
+          {"dominant", dominant},
+          {"dominant_fraction", dominant_fraction},
           {"verdict", verdict},
           {"advice", advice}};
+}
+
+Dominant dominant_share(const RunResult& r) {
+  using sim::Phase;
+  auto at = [&](Phase p) { return r.breakdown_s[static_cast<std::size_t>(p)]; };
+  // The host's exposed work, each part named only if the run spent time on it.
+  const std::vector<std::pair<std::string, double>> host_parts = {
+      {"launches", at(Phase::Launch)},
+      {"syncs", at(Phase::Sync)},
+      {"step work", at(Phase::HostLoop)},
+      {"copies", at(Phase::H2D) + at(Phase::D2H)}};
+  double host = 0;
+  for (const auto& [name, s] : host_parts) host += s;
+  const std::vector<std::pair<std::string, double>> shares = {
+      {"device compute", at(Phase::DeviceCompute)},
+      {"host", host},
+      {"waiting for data", at(Phase::WaitData) + at(Phase::HostData)},
+      {"communication", at(Phase::Comm)},
+      {"set-up", at(Phase::Setup)},
+      {"evaluation", at(Phase::Eval)}};
+  Dominant d;
+  double best = -1;
+  for (const auto& [name, s] : shares)
+    if (s > best) {  // the first of equal shares
+      best = s;
+      d.name = name;
+    }
+  d.fraction = r.sim_time_s > 0 ? best / r.sim_time_s : 0;
+  if (d.name == "device compute") {
+    d.words = "the device's compute";
+  } else if (d.name == "host") {
+    std::vector<std::pair<std::string, double>> parts;
+    for (const auto& p : host_parts)
+      if (p.second > 0) parts.push_back(p);
+    std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    d.words = "the host's ";
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      d.words += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i].first;
+    d.words += " while the device idles";
+  } else if (d.name == "waiting for data") {
+    d.words = "waiting for data";
+  } else if (d.name == "communication") {
+    d.words = "communication no computation hides";
+  } else if (d.name == "set-up") {
+    d.words = "one-time set-up (creating the data channel, loading the graph): a longer run amortises it";
+  } else {
+    d.words = "evaluation passes";
+  }
+  return d;
 }
 
 DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostConfig& host, const PipelineConfig& pipe) {
@@ -36,18 +89,19 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   // syncs and the host loop included, so non-sink asks far less than the device could take).
   const double busy_s = r.sim_time_s - wait;
   v.strategy_batches_per_s = busy_s > 0 ? static_cast<double>(r.steps_completed) / busy_s : v.device_batches_per_s;
+  const Dominant top = dominant_share(r);
+  v.dominant = top.name;
+  v.dominant_fraction = top.fraction;
   v.verdict = fmt::format(
       "{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}, {} consumes {:.1f} "
-      "batches/s when not waiting (the device alone could take {:.1f}); {}",
+      "batches/s when not waiting (the device alone could take {:.1f}); the largest share of the run's time "
+      "({:.1f}%) goes to {}",
       v.data_bound ? "data-bound" : "not data-bound", 100 * v.waiting_fraction, v.pipeline_batches_per_s,
       rates.has_later_epochs && v.first_epoch_batches_per_s != v.pipeline_batches_per_s
           ? fmt::format(" ({:.1f} in the first epoch)", v.first_epoch_batches_per_s)
           : "",
-      strategy_name(r.session.strategy), v.strategy_batches_per_s, v.device_batches_per_s,
-      v.data_bound ? "the data pipeline bounds this run"
-                   : (v.strategy_batches_per_s < 0.8 * v.device_batches_per_s
-                          ? "the host's launches, syncs and step work bound this run"
-                          : "the device's compute bounds this run"));
+      strategy_name(r.session.strategy), v.strategy_batches_per_s, v.device_batches_per_s, 100 * top.fraction,
+      top.words);
   if (!v.data_bound) {
     v.advice = v.pipeline_batches_per_s < 1.25 * v.strategy_batches_per_s
                    ? "little headroom: a slower host or heavier augmentation would make this run data-bound"

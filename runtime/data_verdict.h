@@ -25,12 +25,25 @@ struct DataVerdict {
   double first_epoch_batches_per_s = 0;
   double device_batches_per_s = 0;    ///< what the device's compute alone would consume
   double strategy_batches_per_s = 0;  ///< what the strategy consumes while it does not wait for data
+  std::string dominant;               ///< the share of the run's time that is largest (see Dominant)
+  double dominant_fraction = 0;       ///< its fraction of the simulated time
   std::string verdict;
   std::string advice;
   nlohmann::ordered_json to_json() const;
 };
 
-/// Data-bound when more than 20% of the run waits for data.
+/// The largest share of a run's time, its phases (breakdown_s) grouped as the verdict names them:
+/// "device compute", "host" (launches, syncs, step work and copies while the device idles),
+/// "waiting for data", "communication", "set-up" (one-time) or "evaluation".
+struct Dominant {
+  std::string name;
+  double fraction = 0;  ///< of the simulated time
+  std::string words;    ///< as the verdict says it; the host's parts named only if the run spent time on them
+};
+Dominant dominant_share(const RunResult& r);
+
+/// Data-bound when more than 20% of the run waits for data. The verdict names the largest share
+/// of the run's time (dominant_share), set-up included.
 DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostConfig& host, const PipelineConfig& pipe);
 
 }  // namespace ascendsim::runtime

@@ -84,7 +84,7 @@ std::string step_time_chart(const std::vector<RunResult>& runs) {
   std::string s = fmt::format(
       "<svg id=\"chart-step-time\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
       "aria-label=\"mean step time per strategy\">",
-      left + width + 120, height);
+      left + width + 220, height);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const double ms = r.steps.step.stats().mean_ms;
@@ -97,7 +97,8 @@ std::string step_time_chart(const std::vector<RunResult>& runs) {
         "{:.4f} "
         "ms per step</title></rect>",
         left, y, w, bar, color_of(r.session.strategy), strategy_name(r.session.strategy), ms);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.4f} ms/step</text>", left + w + 6, y + bar * 0.7, ms);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.4f} ms/step (median {:.4f})</text>", left + w + 6, y + bar * 0.7,
+                     ms, r.steps.step.stats().p50_ms);
   }
   return s + "</svg>\n";
 }
@@ -235,16 +236,18 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
 
 std::string summary_table(const std::vector<RunResult>& runs) {
   std::string s =
-      "<table><tr><th>strategy</th><th>steps</th><th>simulated s</th><th>step ms (mean)</th><th>p99 ms</th>"
+      "<table><tr><th>strategy</th><th>steps</th><th>simulated s</th><th>step ms (mean)</th><th>median ms</th>"
+      "<th>p99 ms</th>"
       "<th>samples/s</th><th>device busy</th><th>op launches</th><th>graph launches</th><th>H2D</th><th>D2H</th>"
       "<th>syncs</th></tr>\n";
   for (const auto& r : runs) {
     const auto st = r.steps.step.stats();
     const auto& io = r.interactions;
     s += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p99_ms, r.samples_per_s(),
+        "<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td>"
+        "<td>{:.1f}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p50_ms, st.p99_ms,
+        r.samples_per_s(),
         100 * r.device_busy_fraction(), io.op_launches, io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs);
   }
   return s + "</table>\n";
@@ -444,18 +447,16 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
         strategy_name(r.session.strategy), a.mean_ms, a.p99_ms, b.mean_ms, b.p99_ms, c.mean_ms, c.p99_ms);
   }
   body += "</table>\n";
-  for (const auto& r : runs) {  // per step for a chosen window
-    const auto& k = r.steps;
-    if (k.keep_each || k.trace.interval_s.empty()) continue;
+  for (const auto& r : runs) {  // per step for a chosen window, steps numbered from 1
+    const std::vector<NumberedStep> w = r.steps.window_steps();
+    if (w.empty()) continue;
     body += fmt::format(
         "<h3>{}: steps {} to {}</h3>\n<table class=\"step-window\"><tr><th>step</th>"
         "<th>iteration_interval</th><th>fp_and_bp</th><th>tail</th><th>step ms</th></tr>\n",
-        strategy_name(r.session.strategy), k.first_kept,
-        k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()) - 1);
-    for (std::size_t i = 0; i < k.trace.interval_s.size(); ++i)
-      body += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td></tr>\n",
-                          k.first_kept + static_cast<std::int64_t>(i), 1e3 * k.trace.interval_s[i],
-                          1e3 * k.trace.fp_bp_s[i], 1e3 * k.trace.tail_s[i], 1e3 * k.step_s[i]);
+        strategy_name(r.session.strategy), w.front().number, w.back().number);
+    for (const auto& k : w)
+      body += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td></tr>\n", k.number,
+                          1e3 * k.interval_s, 1e3 * k.fp_bp_s, 1e3 * k.tail_s, 1e3 * k.step_s);
     body += "</table>\n";
   }
   std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> depth;
@@ -523,11 +524,13 @@ std::string html_sweep(const ReportHeader& h, const std::string& param, const st
                                                    {numeric ? param : param + " (values in the order given)", log},
                                                    {"ms per step"}, "ms per step", series, mark, mark_label);
   body += "<h2>Rows</h2>\n<table><tr><th>" + esc(param) +
-          "</th><th>strategy</th><th>steps</th><th>step ms</th><th>samples/s</th><th>device busy</th></tr>\n";
+          "</th><th>strategy</th><th>steps</th><th>step ms (mean)</th><th>median ms</th><th>samples/s</th><th>device "
+          "busy</th></tr>\n";
   for (const auto& p : points)
-    body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
-                        esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed,
-                        p.run.steps.step.stats().mean_ms, p.run.samples_per_s(), 100 * p.run.device_busy_fraction());
+    body += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
+        esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed, p.run.steps.step.stats().mean_ms,
+        p.run.steps.step.stats().p50_ms, p.run.samples_per_s(), 100 * p.run.device_busy_fraction());
   body += "</table>\n";
   return page("ascendsim — " + h.workload + " sweep of " + param, body);
 }

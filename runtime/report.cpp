@@ -6,6 +6,10 @@
 
 namespace ascendsim::runtime {
 
+const char* const kPulledUpNote =
+    "a mean above the median: a few slow steps (the first loads the graph and fills the pipeline) pull the mean "
+    "up; the median is the steady-state step\n";
+
 nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
                                    const nlohmann::ordered_json& config) {
   nlohmann::ordered_json j;
@@ -58,23 +62,28 @@ std::string TextTable::render() const {
 }
 
 std::string format_cluster(const std::vector<RunResult>& runs) {
-  std::string out = "\ncluster (per rank: mean step; the slowest rank; exposed communication per rank)\n";
+  std::string out =
+      "\ncluster: the ranks step together, each AllReduce waiting for the last rank to arrive; that rank is the "
+      "straggler,\nthe one with the least exposed communication (named when the ranks' exposed communication differs "
+      "by over 1% of the run)\nper rank: its mean and median step (the lowest to the highest over the ranks) and exposed "
+      "communication\n";
   {
-    TextTable t({"strategy", "step ms (ranks' mean)", "slowest rank", "comm s (mean / max)", "straggler", "scaling"});
+    TextTable t({"strategy", "step ms mean", "median", "comm s (mean / max)", "straggler", "scaling"});
+    auto spread = [](const std::vector<double>& v) {
+      if (v.empty()) return std::string("-");
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      return fmt::format("{:.4f} to {:.4f}", *lo, *hi);
+    };
     for (const auto& r : runs) {
-      const auto& m = r.rank_step_mean_ms;
-      if (m.empty()) continue;
-      const auto slow = std::max_element(m.begin(), m.end());
-      double mean = 0, comm = 0, comm_max = 0;
-      for (double v : m) mean += v / static_cast<double>(m.size());
+      if (r.rank_step_mean_ms.empty()) continue;
+      double comm = 0, comm_max = 0;
       for (double v : r.rank_comm_s) {
         comm += v / static_cast<double>(r.rank_comm_s.size());
         comm_max = std::max(comm_max, v);
       }
       const std::int64_t s = r.straggler();
-      t.add({strategy_name(r.session.strategy), fmt::format("{:.4f}", mean),
-             fmt::format("{} ({:.4f} ms)", slow - m.begin(), *slow), fmt::format("{:.4f} / {:.4f}", comm, comm_max),
-             s >= 0 ? "rank " + std::to_string(s) : std::string("none"),
+      t.add({strategy_name(r.session.strategy), spread(r.rank_step_mean_ms), spread(r.rank_step_p50_ms),
+             fmt::format("{:.4f} / {:.4f}", comm, comm_max), s >= 0 ? "rank " + std::to_string(s) : std::string("none"),
              r.scaling_efficiency >= 0 ? fmt::format("{:.3f}", r.scaling_efficiency) : std::string("-")});
     }
     out += t.render();
@@ -165,18 +174,21 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     out += "\n";
   }
   {
-    TextTable t({"strategy", "steps", "sim s", "step ms", "p99 ms", "samples/s", "busy", "|", "op launch", "graph",
-                 "H2D", "D2H", "syncs"});
+    TextTable t({"strategy", "steps", "sim s", "step ms mean", "median", "p99", "samples/s", "busy", "|", "op launch",
+                 "graph", "H2D", "D2H", "syncs"});
+    bool pulled_up = false;
     for (const auto& r : runs) {
       const StepStats st = r.steps.step.stats();
       const Interactions& io = r.interactions;
+      pulled_up = pulled_up || mean_pulled_up(st);
       t.add({strategy_name(r.session.strategy), std::to_string(r.steps_completed), fmt::format("{:.3f}", r.sim_time_s),
-             fmt::format("{:.4f}", st.mean_ms), fmt::format("{:.4f}", st.p99_ms),
+             fmt::format("{:.4f}", st.mean_ms), fmt::format("{:.4f}", st.p50_ms), fmt::format("{:.4f}", st.p99_ms),
              fmt::format("{:.0f}", r.samples_per_s()), fmt::format("{:.1f}%", 100.0 * r.device_busy_fraction()), "|",
              std::to_string(io.op_launches), std::to_string(io.graph_launches), std::to_string(io.h2d_copies),
              std::to_string(io.d2h_copies), std::to_string(io.host_syncs)});
     }
     out += t.render();
+    if (pulled_up) out += kPulledUpNote;
   }
   out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";
   {
@@ -197,12 +209,14 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     }
     out += t.render();
   }
-  out += "\nstep trace (ms per step, mean / p99; MindSpore profiler's iteration_interval, fp_and_bp, tail)\n";
+  out +=
+      "\nstep trace (ms per step, mean / median / p99; MindSpore profiler's iteration_interval, fp_and_bp, "
+      "tail)\n";
   {
     TextTable t({"strategy", "iteration_interval", "fp_and_bp", "tail"});
     auto cell = [](const StepSummary& v) {
       const StepStats s = v.stats();
-      return fmt::format("{:.4f} / {:.4f}", s.mean_ms, s.p99_ms);
+      return fmt::format("{:.4f} / {:.4f} / {:.4f}", s.mean_ms, s.p50_ms, s.p99_ms);
     };
     for (const auto& r : runs)
       t.add({strategy_name(r.session.strategy), cell(r.steps.interval), cell(r.steps.fp_bp), cell(r.steps.tail)});
@@ -210,17 +224,16 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   }
   if (h.devices > 1) out += format_cluster(runs);
   if (h.parallel.is_object()) out += format_semi_auto(h.parallel);
-  // Per step for a chosen window (--step-trace A:B).
+  // Per step for a chosen window (--step-trace A:B), steps numbered from 1.
   for (const auto& r : runs) {
-    const auto& k = r.steps;
-    if (k.keep_each || k.trace.interval_s.empty()) continue;
-    out += fmt::format("\nstep trace of {}, steps {} to {} (ms)\n", strategy_name(r.session.strategy), k.first_kept,
-                       k.first_kept + static_cast<std::int64_t>(k.trace.interval_s.size()) - 1);
+    const std::vector<NumberedStep> w = r.steps.window_steps();
+    if (w.empty()) continue;
+    out += fmt::format("\nstep trace of {}, steps {} to {} (ms)\n", strategy_name(r.session.strategy), w.front().number,
+                       w.back().number);
     TextTable t({"step", "iteration_interval", "fp_and_bp", "tail", "step"});
-    for (std::size_t i = 0; i < k.trace.interval_s.size(); ++i)
-      t.add({std::to_string(k.first_kept + static_cast<std::int64_t>(i)),
-             fmt::format("{:.4f}", 1e3 * k.trace.interval_s[i]), fmt::format("{:.4f}", 1e3 * k.trace.fp_bp_s[i]),
-             fmt::format("{:.4f}", 1e3 * k.trace.tail_s[i]), fmt::format("{:.4f}", 1e3 * k.step_s[i])});
+    for (const auto& k : w)
+      t.add({std::to_string(k.number), fmt::format("{:.4f}", 1e3 * k.interval_s), fmt::format("{:.4f}", 1e3 * k.fp_bp_s),
+             fmt::format("{:.4f}", 1e3 * k.tail_s), fmt::format("{:.4f}", 1e3 * k.step_s)});
     out += t.render();
   }
   out += "\ndata pipeline\n";

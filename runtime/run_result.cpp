@@ -28,6 +28,24 @@ void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail
   trace.tail_s.push_back(tail_s);
 }
 
+std::vector<NumberedStep> StepRecord::kept_steps() const {
+  std::vector<NumberedStep> out;
+  out.reserve(step_s.size());
+  // The kept steps are consecutive from first_kept (0-based index): number = index + 1.
+  for (std::size_t i = 0; i < step_s.size(); ++i)
+    out.push_back({first_kept + static_cast<std::int64_t>(i) + 1, step_s[i], trace.interval_s[i], trace.fp_bp_s[i],
+                   trace.tail_s[i]});
+  return out;
+}
+
+std::vector<NumberedStep> StepRecord::window_steps() const {
+  std::vector<NumberedStep> out;
+  if (window_last <= window_first) return out;
+  for (const auto& s : kept_steps())
+    if (s.number - 1 >= window_first && s.number - 1 < window_last) out.push_back(s);
+  return out;
+}
+
 double RunResult::samples_per_s() const {
   const std::int64_t readers = data_shards > 0 ? data_shards : devices;
   return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size * readers) / sim_time_s : 0.0;
@@ -119,6 +137,7 @@ nlohmann::ordered_json RunResult::to_json() const {
     j["devices"] = devices;
     const std::int64_t slow = straggler();
     j["ranks"] = {{"step_time_ms_mean", rank_step_mean_ms},
+                  {"step_time_ms_p50", rank_step_p50_ms},
                   {"wait_data_s", rank_wait_data_s},
                   {"comm_s", rank_comm_s},
                   {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()}};

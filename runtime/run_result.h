@@ -32,6 +32,13 @@ struct StepTrace {
   std::vector<double> tail_s;      ///< backward end to step end (optimizer, loop control, final return)
 };
 
+/// One kept step's values, with its number: steps are numbered from 1, the run's first step being
+/// step 1, in every output that names a step (docs/reports.md).
+struct NumberedStep {
+  std::int64_t number = 0;
+  double step_s = 0, interval_s = 0, fp_bp_s = 0, tail_s = 0;
+};
+
 /// The steps of a run summarised as they complete (bounded memory), and, if asked for, every
 /// step's values.
 struct StepRecord {
@@ -46,6 +53,11 @@ struct StepRecord {
 
   /// Adds one step's values, in step order.
   void add(double step, double interval, double fp_bp, double tail, std::int64_t steps_per_epoch);
+  /// Every kept step, numbered from 1.
+  std::vector<NumberedStep> kept_steps() const;
+  /// The kept steps of the window [window_first, window_last) (a per-step table), numbered from 1;
+  /// empty when no window was asked for.
+  std::vector<NumberedStep> window_steps() const;
 
  private:
   double m_epoch_sum = 0;
@@ -110,7 +122,7 @@ struct RunResult {
   /// duration_ms, exposed_ms, exposed_max_ms}), the parameters' broadcast and the links
   /// (`cluster_links`, see docs/reports.md).
   std::int64_t devices = 1;
-  std::vector<double> rank_step_mean_ms;
+  std::vector<double> rank_step_mean_ms, rank_step_p50_ms;  ///< per rank: mean and median step
   std::vector<double> rank_wait_data_s, rank_comm_s;  ///< per rank: waiting for data, exposed communication
   nlohmann::ordered_json comm_groups;
   nlohmann::ordered_json cluster_links;
@@ -125,9 +137,10 @@ struct RunResult {
   std::int64_t data_shards = 0;
   /// Samples trained per second: each step's batch on every rank that reads its own samples.
   double samples_per_s() const;
-  /// Data-parallel runs: the rank the others wait for in each AllReduce — the one with the least
-  /// exposed communication, as it arrives last — when the ranks' exposed communication differs by
-  /// over 1% of the run; -1 otherwise.
+  /// Data-parallel runs: the straggler, the rank the others wait for in each AllReduce — the one
+  /// with the least exposed communication, as it arrives last — when the ranks' exposed
+  /// communication differs by over 1% of the run; -1 otherwise. The ranks step together, so their
+  /// step times do not single out a slow rank: this is the report's only one.
   std::int64_t straggler() const;
   double device_busy_fraction() const;
   EvalSummary evaluation() const;

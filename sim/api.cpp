@@ -325,10 +325,9 @@ ordered_json RunOutcome::report() const { return runtime::make_report(header, ru
 std::string RunOutcome::per_step_csv() const {
   std::string out = "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s\n";
   for (const auto& r : runs) {
-    const auto& s = r.steps;
-    for (std::size_t i = 0; i < s.step_s.size(); ++i)
-      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", runtime::strategy_name(r.session.strategy), i + 1,
-                         s.step_s[i], s.trace.interval_s[i], s.trace.fp_bp_s[i], s.trace.tail_s[i]);
+    for (const auto& k : r.steps.kept_steps())
+      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", runtime::strategy_name(r.session.strategy), k.number,
+                         k.step_s, k.interval_s, k.fp_bp_s, k.tail_s);
   }
   return out;
 }
@@ -624,15 +623,19 @@ ordered_json SweepOutcome::report() const {
 std::string SweepOutcome::table() const {
   std::string out =
       fmt::format("{} on {}, batch {}: sweep of {}\n\n", header.workload, header.chip, header.batch_size, param);
-  out += fmt::format("{:>14} {:<11} {:>8} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps", "step ms",
-                     "samples/s", "busy", "launches", "syncs");
+  out += fmt::format("{:>14} {:<11} {:>8} {:>12} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps",
+                     "step ms mean", "median", "samples/s", "busy", "launches", "syncs");
+  bool pulled_up = false;
   for (const auto& p : points) {
     const auto& r = p.run;
-    out += fmt::format("{:>14} {:<11} {:>8} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
-                       runtime::strategy_name(r.session.strategy), r.steps_completed, r.steps.step.stats().mean_ms,
+    const runtime::StepStats st = r.steps.step.stats();
+    pulled_up = pulled_up || runtime::mean_pulled_up(st);
+    out += fmt::format("{:>14} {:<11} {:>8} {:>12.4f} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
+                       runtime::strategy_name(r.session.strategy), r.steps_completed, st.mean_ms, st.p50_ms,
                        r.samples_per_s(), 100 * r.device_busy_fraction(),
                        r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
   }
+  if (pulled_up) out += std::string("\n") + runtime::kPulledUpNote;
   if (!conclusion.empty()) out += "\n" + conclusion + "\n";
   return out;
 }

@@ -71,7 +71,7 @@ struct RunRequest {
   bool trace = false;                                      ///< record a timeline
   sim::TraceFormat trace_format = sim::TraceFormat::Json;  ///< Chrome JSON or Perfetto protobuf
   std::ostream* trace_out = nullptr;  ///< stream the trace here as it is recorded (else RunOutcome::trace)
-  std::int64_t trace_first_step = 0;  ///< traced steps: [first, last)
+  std::int64_t trace_first_step = 0;  ///< traced steps: [first, last), 0-based (the CLI's step N is N-1)
   std::int64_t trace_last_step = INT64_MAX;
   /// Free bytes where trace_out's file goes (its file system's, for an unprivileged user): a trace
   /// estimated larger is refused before anything is simulated. Unset: not checked (a pipe).
@@ -80,7 +80,7 @@ struct RunRequest {
   std::ostream* warnings = nullptr;  ///< warnings before simulating (a very large trace)
   bool one_wait_per_task = false;    ///< the reference execution the runs of tasks must equal
   bool per_step = false;
-  std::int64_t step_trace_first = 0;  ///< steps whose trajectory is kept for a per-step table: [first, last)
+  std::int64_t step_trace_first = 0;  ///< steps kept for a per-step table: [first, last), 0-based as above
   std::int64_t step_trace_last = 0;   ///< keep every step's values (RunResult::steps.step_s), not only their summary
 };
 

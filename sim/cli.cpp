@@ -279,12 +279,13 @@ po::options_description run_options(Options& o) {
       "trace", po::value(&o.trace),
       "write a timeline of every run to FILE: Perfetto's protobuf format if FILE ends in .pftrace "
       "(smaller, faster), else Chrome JSON (Perfetto UI, chrome://tracing)")(
-      "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B (counted from 0)")(
+      "trace-steps", po::value(&o.trace_steps), "trace only steps A to B-1, as A:B (steps numbered from 1)")(
       "html", po::value(&o.html), "write a self-contained HTML report with charts to FILE")(
       "step-trace", po::value(&o.step_trace),
-      "print the step trace of steps A to B-1 per step, as A:B (counted from 0, like --trace-steps)")(
+      "print the step trace of steps A to B-1 per step, as A:B (steps numbered from 1, like --trace-steps)")(
       "per-step", po::value(&o.per_step),
-      "write every step's time and iteration trajectory as CSV to FILE (the report keeps summaries)")(
+      "write every step's time and iteration trajectory as CSV to FILE, steps numbered from 1 (the report keeps "
+      "summaries)")(
       "functional", po::bool_switch(&o.functional.enabled),
       "also compute the values: read the dataset's samples, run every op of the training graph and print the "
       "loss as MindSpore's LossMonitor (needs --dataset; one device)")(
@@ -318,14 +319,17 @@ std::optional<std::int64_t> whole_number(const std::string& s) {
   return std::nullopt;
 }
 
-std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s) {
+/// `flag`'s A:B — steps A to B-1, numbered from 1 as every output numbers them — as the library's
+/// 0-based step indices [A-1, B-1).
+std::pair<std::int64_t, std::int64_t> parse_step_window(const std::string& s, const std::string& flag) {
   if (s.empty()) return {0, INT64_MAX};
   const auto colon = s.find(':');
   const auto a = colon == std::string::npos ? std::nullopt : whole_number(s.substr(0, colon));
   const auto b = colon == std::string::npos ? std::nullopt : whole_number(s.substr(colon + 1));
-  if (!a || !b || *a < 0 || *b <= *a)
-    throw InputError("--trace-steps '" + s + "': expected A:B with 0 <= A < B, e.g. 100:120");
-  return {*a, *b};
+  if (!a || !b || *a < 1 || *b <= *a)
+    throw InputError(flag + " '" + s +
+                     "': expected A:B, steps A to B-1 with 1 <= A < B (steps are numbered from 1), e.g. 100:120");
+  return {*a - 1, *b - 1};
 }
 
 bool progress_wanted(const Options& o) { return !o.quiet && (o.progress || isatty(2)); }
@@ -522,12 +526,12 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   if (!o.trace.empty()) {
     r.trace = true;
     r.trace_format = sim::trace_format_for(o.trace);
-    std::tie(r.trace_first_step, r.trace_last_step) = parse_step_window(o.trace_steps);
+    std::tie(r.trace_first_step, r.trace_last_step) = parse_step_window(o.trace_steps, "--trace-steps");
   }
   if (progress_wanted(o)) r.progress = &std::cerr;
   r.per_step = !o.per_step.empty();
   if (!o.step_trace.empty()) {
-    const auto [a, b] = parse_step_window(o.step_trace);
+    const auto [a, b] = parse_step_window(o.step_trace, "--step-trace");
     if (b - a > 1000) throw InputError("--step-trace " + o.step_trace + ": at most 1000 steps, e.g. 10:20");
     r.step_trace_first = a;
     r.step_trace_last = b;

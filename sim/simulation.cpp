@@ -139,6 +139,7 @@ runtime::RunResult Simulation::result(std::size_t index) {
     if (k > 0) other = m_systems.at(run.first + k)->result();
     const runtime::RunResult& rank = k == 0 ? r : other;
     r.rank_step_mean_ms.push_back(rank.steps.step.stats().mean_ms);
+    r.rank_step_p50_ms.push_back(rank.steps.step.stats().p50_ms);
     r.rank_wait_data_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::WaitData)]);
     r.rank_comm_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::Comm)]);
     r.sim_time_s = std::max(r.sim_time_s, rank.sim_time_s);

@@ -284,13 +284,32 @@ def _point_kwargs(workload: str, point: Mapping[str, Any], common: Mapping[str, 
     return kw
 
 
+def _sink_size_point(workload: str, kw: Dict[str, Any], strategies: Optional[Sequence[str]]) -> Report:
+    """A grid point with ``sink_size`` S, run as ``ascendsim sweep --param sink_size --values S``:
+    the training stays ``epochs`` x ``steps_per_epoch`` steps, loop sink runs it in ceil(total / S)
+    sinks of S steps, the other strategies as they are. Its report holds the sweep's rows as runs
+    (without the per-module ``stats``)."""
+    kw = dict(kw)
+    sink = kw.pop("sink_size")
+    args = ["sweep", "--param", "sink_size", "--values", str(sink)]
+    if strategies is not None:
+        args += ["--strategies", ",".join(strategies)]
+    data = json.loads(cli(*args, *_run_args(workload, **kw), "--json", "-", "-q"))
+    runs = [{k: v for k, v in row.items() if k not in ("param", "value")} for row in data["rows"]]
+    report = {"workload": data["workload"], "chip": data["chip"], "batch_size": data["batch_size"], "runs": runs,
+              "config": data["config"]}
+    return Report(json.dumps(report, indent=2))
+
+
 def run_point(workload: str, point: Mapping[str, Any], strategies: Optional[Sequence[str]],
               common: Mapping[str, Any]) -> Dict[str, Any]:
     """One grid point (a Dask task): {"point", "report"} or {"point", "error", "kind"}."""
     try:
         kw = _point_kwargs(workload, point, common)
         wl = kw.pop("workload")
-        if strategies is not None and len(strategies) == 1:
+        if "sink_size" in point:
+            report = _sink_size_point(wl, kw, strategies)
+        elif strategies is not None and len(strategies) == 1:
             report = train(wl, strategies[0], **kw)
         else:
             report = compare(wl, **kw)
@@ -335,8 +354,7 @@ class SweepResult:
 
 def grid_points(grid: Union[Mapping[str, Iterable[Any]], Sequence[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
     """The Cartesian product of the grid, the last key varying fastest; a list of points (dicts)
-    is taken as it is (for values that go together, e.g. sink_size with the epochs that keep the
-    steps equal)."""
+    is taken as it is (for values that go together, e.g. a batch size with its steps per epoch)."""
     if not isinstance(grid, Mapping):
         return [dict(p) for p in grid]
     keys = list(grid)
@@ -348,6 +366,11 @@ def sweep(workload: str, grid: Union[Mapping[str, Iterable[Any]], Sequence[Mappi
           **common: Any) -> SweepResult:
     """Runs ``workload`` at every point of ``grid`` (run settings such as ``sink_size`` or
     parameters such as ``"link.h2d_bandwidth_gbps"``), under ``strategies`` (default all four).
+
+    A ``sink_size`` in the grid means what ``ascendsim sweep --param sink_size`` means: the same
+    training, ``epochs`` x ``steps_per_epoch`` steps, which loop sink runs in ceil(total / S) sinks
+    of S steps (``train``'s and ``compare``'s ``sink_size`` with ``epochs`` is Model.train's:
+    ``epochs`` sinks of S steps).
 
     With a ``dask.distributed.Client`` each point is a task on the cluster's workers; the points
     come back in grid order and equal a local run's. A point that fails is reported with its error

@@ -1,4 +1,6 @@
 """The Python API (run by ctest with PYTHONPATH=build/python and ASCENDSIM_BIN=the CLI)."""
+import csv
+import itertools
 import json
 import os
 import subprocess
@@ -167,3 +169,66 @@ def test_the_module_runs_a_sweep_from_the_shell(tmp_path):
     points = json.load(open(out))
     assert [pt["point"]["sink_size"] for pt in points] == [1, 10]
     assert points[1]["report"]["runs"][0]["sink_size"] == 10
+
+
+def test_a_step_has_one_number_in_every_output(tmp_path):
+    """Steps are numbered from 1 everywhere: --per-step's rows, --step-trace's table and the steps
+    --trace-steps keeps name the same steps. Loop sink in sinks of 4: step 5, a sink's first, is
+    the one with the launch's gap before it."""
+    csv_file, trace = tmp_path / "s.csv", tmp_path / "t.json"
+    out = cli_stdout("train", "-s", "loop-sink", "--sink-size", 4, "--epochs", 3, "--steps-per-epoch", 4,
+                     "--per-step", csv_file, "--step-trace", "4:7", "--trace", trace, "--trace-steps", "4:7", "-q")
+    rows = list(csv.DictReader(open(csv_file)))
+    assert [int(r["step"]) for r in rows] == list(range(1, 13))
+    step_s = {int(r["step"]): float(r["step_s"]) for r in rows}
+    gap = {int(r["step"]): float(r["iteration_interval_s"]) for r in rows}
+    assert max(gap[n] for n in range(2, 13)) == gap[5] == gap[9] > 10 * gap[6]  # a new sink's launch
+    # The table lists steps 4 to 6 with the CSV's values for the steps of those numbers.
+    assert "step trace of loop-sink, steps 4 to 6 (ms)" in out
+    table = {}
+    for line in out.split("step trace of loop-sink, steps 4 to 6 (ms)")[1].splitlines()[2:5]:
+        cells = line.split()
+        table[int(cells[0])] = (float(cells[1]), float(cells[4]))
+    assert sorted(table) == [4, 5, 6]
+    for n, (interval_ms, ms) in table.items():
+        assert ms == pytest.approx(1e3 * step_s[n], abs=6e-5)
+        assert interval_ms == pytest.approx(1e3 * gap[n], abs=6e-5)
+    # The trace keeps steps 4 to 6: one first forward op in each, inside that step's time (the CSV's
+    # steps add up to the run's time from its start).
+    ends = list(itertools.accumulate(step_s[n] for n in range(1, 13)))
+    events = json.load(open(trace))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    starts = sorted(e["ts"] / 1e6 for e in events if e.get("name") == "conv1/Conv2D" and e.get("ph") == "X")
+    assert len(starts) == 3
+    for n, t in zip((4, 5, 6), starts):
+        assert ends[n - 2] < t < ends[n - 1], (n, t)
+    # Step 0 is no step.
+    code, errors = cli_error("train", "-s", "non-sink", "--steps-per-epoch", 4, "--step-trace", "0:2")
+    assert code == 2 and "--step-trace '0:2'" in errors[0] and "numbered from 1" in errors[0]
+
+
+def test_a_sink_size_sweep_means_the_same_in_python_and_on_the_command_line(tmp_path):
+    """sink_size in a sweep keeps the training (epochs x steps per epoch) and changes the sink, in
+    Python's grid as on the command line: the same rows, figure for figure."""
+    py = ascendsim.sweep("lenet5", {"sink_size": [1, 4, 7]}, epochs=2, steps_per_epoch=12)
+    out = tmp_path / "sweep.json"
+    cli_stdout("sweep", "--workload", "lenet5", "--param", "sink_size", "--values", "1,4,7", "--epochs", 2,
+               "--steps-per-epoch", 12, "--json", out, "-q")
+    rows = json.load(open(out))["rows"]
+    assert not py.failed and len(py.rows()) == len(rows) == 3 * 4
+    for p, c in zip(py.rows(), rows):
+        assert (p["sink_size"], p["strategy"]) == (c["value"], c["strategy"])
+        assert (p["steps"], p["sim_time_s"], p["step_ms_mean"], p["step_ms_p50"]) == (
+            c["steps"], c["sim_time_s"], c["step_time_ms"]["mean"], c["step_time_ms"]["p50"])
+    # One meaning: 24 steps of training; loop sink runs them in ceil(24 / S) sinks of S steps.
+    for point, report in zip(py.points, py.reports()):
+        sink = point["point"]["sink_size"]
+        for run in report.runs:
+            if run["strategy"] == "loop-sink":
+                sinks = -(-24 // sink)
+                assert (run["sink_size"], run["steps"], run["interactions"]["graph_launches"]) == (
+                    sink, sinks * sink, sinks)
+            else:
+                assert run["steps"] == 24
+    # train()'s sink_size with epochs stays Model.train's: epochs sinks of S steps.
+    assert ascendsim.train("lenet5", "loop-sink", sink_size=7, epochs=2, steps_per_epoch=12).runs[0]["steps"] == 14

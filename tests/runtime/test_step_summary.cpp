@@ -1,10 +1,13 @@
 // Steps summarised as they complete: exact while small, a sketch with a stated error bound
 // beyond, never more memory than the bound allows.
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "runtime/data_verdict.h"
+#include "runtime/run_result.h"
 #include "runtime/step_summary.h"
 
 namespace ascendsim::runtime {
@@ -52,6 +55,118 @@ TEST(StepSummary, ConstantStepsGiveTheirValueAndTheSameInputsTheSameSummary) {
   EXPECT_NEAR(a.stats().p99_ms, 0.15307, StepSummary::kRelativeError * 0.15307);
   EXPECT_EQ(a.stats().p50_ms, b.stats().p50_ms);
   EXPECT_EQ(a.stats().mean_ms, b.stats().mean_ms);
+}
+
+// Steps are numbered from 1 in every output: the kept steps and a window's carry the number of
+// the step they are, whether every step is kept (--per-step) or only the window (--step-trace).
+TEST(StepRecord, KeptStepsCarryTheirNumberFromOne) {
+  for (bool keep_each : {false, true}) {
+    StepRecord r;
+    r.keep_each = keep_each;
+    r.window_first = 4;  // the CLI's 5:8, steps 5 to 7
+    r.window_last = 7;
+    for (int i = 0; i < 12; ++i) r.add(1e-3 * (i + 1), 0, 1e-3 * (i + 1), 0, 4);  // step n takes n ms
+    const auto w = r.window_steps();
+    ASSERT_EQ(w.size(), 3u) << keep_each;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      EXPECT_EQ(w[i].number, static_cast<std::int64_t>(5 + i));
+      EXPECT_DOUBLE_EQ(w[i].step_s, 1e-3 * static_cast<double>(w[i].number));  // the step of that number
+    }
+    const auto all = r.kept_steps();
+    ASSERT_EQ(all.size(), keep_each ? 12u : 3u);
+    EXPECT_EQ(all.front().number, keep_each ? 1 : 5);
+    for (const auto& k : all) EXPECT_DOUBLE_EQ(k.step_s, 1e-3 * static_cast<double>(k.number));
+  }
+  StepRecord none;  // no window asked for: none listed
+  none.keep_each = true;
+  for (int i = 0; i < 3; ++i) none.add(1e-3, 0, 1e-3, 0, 3);
+  EXPECT_TRUE(none.window_steps().empty());
+}
+
+/// A run whose phases take the given seconds (they add up to its simulated time).
+RunResult run_with(std::initializer_list<std::pair<sim::Phase, double>> phases, Strategy s = Strategy::LoopSink) {
+  RunResult r;
+  r.session.strategy = s;
+  r.steps_completed = 5;
+  for (const auto& [p, t] : phases) {
+    r.breakdown_s[static_cast<std::size_t>(p)] = t;
+    r.sim_time_s += t;
+  }
+  return r;
+}
+
+DataVerdict verdict_of(const RunResult& r) {
+  DataRates rates;
+  rates.first_read_s = rates.first_map_s = 1e-5;
+  rates.device_s_per_batch = 1e-4;
+  return judge_data(r, rates, HostConfig{}, PipelineConfig{});
+}
+
+// The verdict names the largest share of the run's time, set-up included: a short loop-sink run
+// whose time is mostly set-up is not blamed on launches it did not make.
+TEST(DataVerdict, NamesTheShareThatDominatesSetUpIncluded) {
+  using sim::Phase;
+  const RunResult short_sink = run_with(
+      {{Phase::Setup, 0.47}, {Phase::DeviceCompute, 0.30}, {Phase::HostLoop, 0.13}, {Phase::Sync, 0.10}});
+  const DataVerdict v = verdict_of(short_sink);
+  EXPECT_EQ(v.dominant, "set-up");
+  EXPECT_NEAR(v.dominant_fraction, 0.47, 1e-12);
+  EXPECT_NE(v.verdict.find("(47.0%) goes to one-time set-up"), std::string::npos) << v.verdict;
+  EXPECT_EQ(v.verdict.find("launch"), std::string::npos) << v.verdict;
+  // The same run with the host's parts larger: the host, naming only the parts it spent time on —
+  // no launches in a run that made none.
+  const RunResult host = run_with(
+      {{Phase::Setup, 0.15}, {Phase::DeviceCompute, 0.30}, {Phase::HostLoop, 0.30}, {Phase::Sync, 0.25}});
+  const DataVerdict h = verdict_of(host);
+  EXPECT_EQ(h.dominant, "host");
+  EXPECT_NEAR(h.dominant_fraction, 0.55, 1e-12);
+  EXPECT_NE(h.verdict.find("goes to the host's step work and syncs while the device idles"), std::string::npos)
+      << h.verdict;
+  EXPECT_EQ(h.verdict.find("launch"), std::string::npos) << h.verdict;
+  // Launches are named when they took time, largest part first.
+  const RunResult op_by_op = run_with({{Phase::DeviceCompute, 0.2},
+                                       {Phase::Launch, 0.3},
+                                       {Phase::HostLoop, 0.1},
+                                       {Phase::H2D, 0.05},
+                                       {Phase::Sync, 0.02}},
+                                      Strategy::NonSink);
+  EXPECT_NE(verdict_of(op_by_op).verdict.find("the host's launches, step work, copies and syncs"), std::string::npos);
+}
+
+// Whatever the mix, the named share is the largest of the groups, which add up to the run's time.
+TEST(DataVerdict, TheNamedShareIsTheLargestAndTheGroupsAddUp) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    RunResult r;
+    r.session.strategy = Strategy::GraphSink;
+    r.steps_completed = 10;
+    for (std::size_t i = 0; i < sim::kPhaseCount; ++i) {
+      r.breakdown_s[i] = u(gen) < 0.3 ? 0 : u(gen);
+      r.sim_time_s += r.breakdown_s[i];
+    }
+    if (r.sim_time_s == 0) continue;
+    auto at = [&](sim::Phase p) { return r.breakdown_s[static_cast<std::size_t>(p)]; };
+    using sim::Phase;
+    const double groups[] = {at(Phase::DeviceCompute),
+                             at(Phase::Launch) + at(Phase::Sync) + at(Phase::HostLoop) + at(Phase::H2D) + at(Phase::D2H),
+                             at(Phase::WaitData) + at(Phase::HostData),
+                             at(Phase::Comm),
+                             at(Phase::Setup),
+                             at(Phase::Eval)};
+    double sum = 0, most = 0;
+    for (double g : groups) {
+      sum += g;
+      most = std::max(most, g);
+    }
+    EXPECT_NEAR(sum, r.sim_time_s, 1e-12);  // every phase in exactly one group
+    const Dominant d = dominant_share(r);
+    EXPECT_DOUBLE_EQ(d.fraction, most / r.sim_time_s);
+    // A host part is named only if the run spent time on it.
+    const bool names_launches = d.words.find("launches") != std::string::npos;
+    EXPECT_EQ(names_launches, d.name == "host" && at(Phase::Launch) > 0) << d.words;
+    EXPECT_EQ(verdict_of(r).dominant, d.name);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "sim/api.h"
@@ -87,6 +88,29 @@ TEST(Api, SweepsInProcessEqualTheCommandLine) {
   const std::string in_process = sim::sweep(s).report().dump(2) + "\n";
   EXPECT_EQ(in_process, cli_json("sweep --epochs 2 --steps-per-epoch 30 --param sink_size --values 1,10,60"));
   EXPECT_EQ(in_process, sim::sweep(s).report().dump(2) + "\n");
+  // A sink_size sweep keeps the training, 2 x 30 steps, and gives loop sink ceil(60 / S) sinks of
+  // S; every row's table line shows the mean step with the median beside it.
+  const auto out = sim::sweep(s);
+  std::istringstream table(out.table());
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(table, line);) {
+    std::istringstream cells(line);
+    std::vector<std::string> c;
+    for (std::string w; cells >> w;) c.push_back(w);
+    if (c.size() == 9 && (c[0] == "1" || c[0] == "10" || c[0] == "60")) rows.push_back(c);
+  }
+  ASSERT_EQ(rows.size(), out.points.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& run = out.points[i].run;
+    const auto st = run.steps.step.stats();
+    EXPECT_EQ(rows[i][3], fmt::format("{:.4f}", st.mean_ms));
+    EXPECT_EQ(rows[i][4], fmt::format("{:.4f}", st.p50_ms));
+    EXPECT_EQ(run.steps_completed, 60);
+    if (run.session.strategy == runtime::Strategy::LoopSink) {
+      const std::int64_t sink = std::stoll(out.points[i].value);
+      EXPECT_EQ(run.interactions.graph_launches, (60 + sink - 1) / sink);
+    }
+  }
 }
 
 TEST(Api, AnInputErrorAfterRunsIsThrownCleanly) {
@@ -215,6 +239,29 @@ TEST(Api, ErrorsNameTheRequestKey) {
   r = lenet(10);
   r.config.dir.clear();  // the library never falls back to the environment
   EXPECT_THROW(sim::run(r), sim::InputError);
+}
+
+// A short loop-sink run's time is mostly one-time set-up: its verdict says so and blames no
+// launches; an op-by-op run's verdict names the host's launches it made.
+TEST(Api, TheVerdictNamesTheShareThatDominatesTheRun) {
+  sim::RunRequest r = lenet(5);
+  r.epochs = 1;
+  r.sink_size = 5;
+  r.strategies = {runtime::Strategy::LoopSink, runtime::Strategy::NonSink};
+  const auto out = sim::run(r);
+  const auto& sink = out.runs[0];
+  const double setup = sink.breakdown_s[static_cast<std::size_t>(sim::Phase::Setup)] / sink.sim_time_s;
+  ASSERT_GT(setup, 0.4);  // the graph's load and the channel's creation against five short steps
+  EXPECT_EQ(sink.interactions.op_launches, 0);
+  EXPECT_EQ(sink.data["dominant"], "set-up");
+  EXPECT_NEAR(sink.data["dominant_fraction"].get<double>(), setup, 1e-12);
+  const std::string v = sink.data["verdict"].get<std::string>();
+  EXPECT_NE(v.find("goes to one-time set-up"), std::string::npos) << v;
+  EXPECT_EQ(v.find("launch"), std::string::npos) << v;
+  const auto& ops = out.runs[1];
+  EXPECT_GT(ops.interactions.op_launches, 0);
+  EXPECT_EQ(ops.data["dominant"], "host");
+  EXPECT_NE(ops.data["verdict"].get<std::string>().find("the host's launches"), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // Data-parallel training on one server: the ring AllReduce against its formula, gradient groups,
 // sharded data, and what scaling must respect.
 #include <algorithm>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -356,6 +357,18 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
       EXPECT_GT(slow.rank_comm_s[k], slow.rank_comm_s[3]);
       EXPECT_LT(slow.rank_wait_data_s[k], slow.rank_wait_data_s[3]);
     }
+  // The text report names one slow rank, the straggler, and says by what; the ranks' steps, in
+  // lock step, single out none (no "slowest rank" beside it).
+  const std::string cluster = runtime::format_cluster({slow});
+  const std::string text = cluster.substr(0, cluster.find("AllReduce groups"));  // the ranks' table
+  EXPECT_NE(text.find("the one with the least exposed communication"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 3"), std::string::npos) << text;
+  for (int k = 0; k < 8; ++k)
+    if (k != 3) EXPECT_EQ(text.find("rank " + std::to_string(k)), std::string::npos) << text;
+  EXPECT_EQ(text.find("slowest"), std::string::npos) << text;
+  ASSERT_EQ(slow.rank_step_p50_ms.size(), 8u);
+  for (std::size_t k = 0; k < 8; ++k) EXPECT_DOUBLE_EQ(slow.rank_step_p50_ms[k], slow.rank_step_p50_ms[3]);
+  EXPECT_EQ(slow.to_json()["ranks"]["step_time_ms_p50"].size(), 8u);
   // The HTML report shows every rank's waits and names the straggler.
   const std::string page = runtime::html_compare({}, {slow});
   EXPECT_NE(page.find("id=\"allreduce-groups\""), std::string::npos);
@@ -445,6 +458,71 @@ TEST(DataParallel, EightRanksGiveTheSameReportEveryTime) {
   EXPECT_EQ(sim::run(r).report().dump(), first);
   // A single device reports no cluster.
   EXPECT_FALSE(sim::run(resnet(1)).report()["runs"][0].contains("devices"));
+}
+
+/// The cells of a text table's line (two spaces or more apart).
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t at = line.find_first_not_of(' ');
+  while (at != std::string::npos) {
+    const auto end = line.find("  ", at);
+    cells.push_back(line.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end == std::string::npos ? end : line.find_first_not_of(' ', end);
+  }
+  return cells;
+}
+
+// Eight LeNet-5 ranks for 200 steps: the first steps (graph load, pipeline filling) pull the sink
+// modes' mean above their p99. Every table that prints a mean step prints the median beside it,
+// and says why the mean stands above it.
+TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.devices = 8;
+  r.epochs = 1;
+  r.steps_per_epoch = 200;
+  const auto out = sim::run(r);
+  const std::string table = runtime::format_table(out.header, out.runs);
+  bool above_p99 = false;
+  for (const auto& run : out.runs) {
+    const runtime::StepStats st = run.steps.step.stats();
+    EXPECT_LE(st.p50_ms, st.p99_ms);  // nearest-rank percentiles are ordered
+    above_p99 = above_p99 || st.mean_ms > st.p99_ms;
+    const std::string name = runtime::strategy_name(run.session.strategy);
+    int rows = 0;
+    std::istringstream lines(table);
+    for (std::string line; std::getline(lines, line);) {
+      const auto c = cells_of(line);
+      if (c.empty() || c[0] != name) continue;
+      ++rows;
+      if (rows == 1) {  // the figures: mean, median, p99
+        EXPECT_EQ(c[3], fmt::format("{:.4f}", st.mean_ms));
+        EXPECT_EQ(c[4], fmt::format("{:.4f}", st.p50_ms));
+        EXPECT_EQ(c[5], fmt::format("{:.4f}", st.p99_ms));
+      } else if (rows == 3) {  // the step trace: mean / median / p99 of each part
+        const runtime::StepStats fb = run.steps.fp_bp.stats();
+        EXPECT_EQ(c[2], fmt::format("{:.4f} / {:.4f} / {:.4f}", fb.mean_ms, fb.p50_ms, fb.p99_ms));
+      } else if (rows == 4) {  // the cluster: the ranks' means and medians
+        const auto [lo, hi] = std::minmax_element(run.rank_step_p50_ms.begin(), run.rank_step_p50_ms.end());
+        EXPECT_EQ(c[2], fmt::format("{:.4f} to {:.4f}", *lo, *hi));
+        EXPECT_DOUBLE_EQ(run.rank_step_p50_ms[0], st.p50_ms);  // rank 0's is the run's
+      }
+    }
+    EXPECT_GE(rows, 4) << name;
+  }
+  ASSERT_TRUE(above_p99);  // the case the median is there for
+  EXPECT_NE(table.find(runtime::kPulledUpNote), std::string::npos);
+  // A run whose mean is within 5% of its median, and not above its p99, draws no note.
+  r.strategies = {runtime::Strategy::NonSink};
+  r.steps_per_epoch = 50;  // p99 is the slowest step
+  const auto steady = sim::run(r);
+  const runtime::StepStats st = steady.runs[0].steps.step.stats();
+  ASSERT_FALSE(runtime::mean_pulled_up(st));
+  ASSERT_LT(st.mean_ms, st.p99_ms);
+  EXPECT_EQ(runtime::format_table(steady.header, steady.runs).find(runtime::kPulledUpNote), std::string::npos);
+  // The HTML summary carries the median too.
+  EXPECT_NE(runtime::html_compare({}, out.runs).find(fmt::format("<td>{:.4f}</td>", out.runs[3].steps.step.stats().p50_ms)),
+            std::string::npos);
 }
 
 }  // namespace
