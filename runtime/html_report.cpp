@@ -457,7 +457,7 @@ std::string rank_waits(const std::vector<RunResult>& runs) {
   const std::vector<double> yt = nice_ticks(0, most > 0 ? most : 1);
   std::vector<std::string> y_labels;
   for (double t : yt) y_labels.push_back(tick_label(t));
-  const double left = widest(y_labels) + 12, right = 10, top = 8, plot_h = 130;
+  const double left = widest(y_labels) + 12, right = 10, top = 8, plot_h = 120;
   const double width = kPanelWidth - left - right, slot = width / static_cast<double>(n);
   const double col = std::min(18.0, slot * 0.4);
   // Label every rank, or every 2nd, 4th, ... where the numbers would touch.
