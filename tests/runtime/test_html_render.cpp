@@ -359,7 +359,7 @@ TEST_F(HtmlRender, EightDevicePageStaysShort) {
     const Chart* b = page->chart(std::string(kind) + "data-sink");
     const Chart* c = page->chart(std::string(kind) + "graph-sink");
     ASSERT_TRUE(a && b && c) << kind;
-    EXPECT_DOUBLE_EQ(a->box.t, b->box.t) << kind << ": side by side";
+    EXPECT_LT(std::fabs(a->box.t - b->box.t), a->box.height()) << kind << ": side by side";  // a note may shift one
     EXPECT_GT(b->box.l, a->box.r) << kind << ": the second to the right of the first";
     EXPECT_GT(c->box.t, a->box.b) << kind << ": the next row";
     // Each rank's two waits: 8 ranks, 2 bars.
