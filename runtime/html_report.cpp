@@ -611,17 +611,14 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     for (const char* key : {"chip", "hostif", "queue"})
       queue = queue != nullptr && queue->is_object() && queue->contains(key) ? &(*queue)[key] : nullptr;
     if (queue == nullptr || !queue->is_object()) continue;
-    const double waited = queue->value("empty_wait_s", 0.0), mean = queue->value("mean_depth", 0.0);
+    const double waited = queue->value("empty_wait_s", 0.0);
     const std::string name = strategy_name(r.session.strategy);
     if (waited > 0)
-      depth_notes.push_back(fmt::format(
-          "{}: GetNext found the queue empty and waited {:.3g} ms for batches in all, {:.2g}% of the run (mean depth "
-          "{:.1f}).",
-          name, 1e3 * waited, r.sim_time_s > 0 ? 100 * waited / r.sim_time_s : 0.0, mean));
+      depth_notes.push_back(
+          fmt::format("{}: GetNext found the queue empty and waited {:.3g} ms for batches in all, {:.2g}% of the run.",
+                      name, 1e3 * waited, r.sim_time_s > 0 ? 100 * waited / r.sim_time_s : 0.0));
     else
-      depth_notes.push_back(fmt::format(
-          "{}: the queue never ran empty under the device: GetNext never waited for a batch (mean depth {:.1f}).", name,
-          mean));
+      depth_notes.push_back(name + ": the queue never ran empty under the device: GetNext never waited for a batch.");
   }
   if (!depth.empty())
     body += "<h2>Data queue depth over time</h2>\n" +
