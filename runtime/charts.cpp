@@ -1,6 +1,8 @@
 #include "runtime/charts.h"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -54,6 +56,61 @@ std::string tick_label(double v) {
   s.erase(s.find_last_not_of('0') + 1);
   if (!s.empty() && s.back() == '.') s.pop_back();
   return s == "-0" ? "0" : s;
+}
+
+std::string count_label(double v) {
+  const double a = std::fabs(v);
+  if (a < 1e4) return fmt::format("{:.0f}", v);
+  static const char* kSuffix[] = {"k", "M", "G", "T"};
+  int k = 0;
+  double m = v / 1e3;
+  while (std::fabs(m) >= 999.5 && k < 3) {
+    m /= 1e3;
+    ++k;
+  }
+  // Three significant digits, no trailing zeros after a decimal point: 274k, 1.2M, 12.5M.
+  const int decimals = std::fabs(m) >= 99.95 ? 0 : std::fabs(m) >= 9.995 ? 1 : 2;
+  std::string s = fmt::format("{:.{}f}", m, decimals);
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s + kSuffix[k];
+}
+
+double text_width(const std::string& text, double font_px) {
+  // DejaVu Sans advance widths of ' ' to '~' in font units (2048 per em).
+  static const int kAdvance[95] = {
+      651,  821,  942,  1716, 1303, 1946, 1597, 563,  799,  799,  1024, 1716, 651,  739,  651,  690,  1303, 1303, 1303,
+      1303, 1303, 1303, 1303, 1303, 1303, 1303, 690,  690,  1716, 1716, 1716, 1087, 2048, 1401, 1405, 1430, 1577, 1294,
+      1178, 1587, 1540, 604,  604,  1343, 1141, 1767, 1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403,
+      1251, 1403, 799,  690,  799,  1716, 1024, 1024, 1255, 1300, 1126, 1300, 1260, 721,  1300, 1298, 569,  569,  1186,
+      569,  1995, 1298, 1253, 1300, 1300, 842,  1067, 803,  1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,  1303, 1716};
+  double units = 0;
+  for (unsigned char c : text) {
+    if (c >= 32 && c < 127)
+      units += kAdvance[c - 32];
+    else if ((c & 0xC0) != 0x80)  // the first byte of a character beyond ASCII
+      units += 2048;
+  }
+  return units / 2048 * font_px;
+}
+
+std::vector<std::string> wrap(const std::string& text, double width, double font_px) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string word, line;
+  while (in >> word) {
+    const std::string longer = line.empty() ? word : line + " " + word;
+    if (!line.empty() && text_width(longer, font_px) > width) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = longer;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
 }
 
 }  // namespace ascendsim::runtime::charts

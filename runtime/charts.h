@@ -23,5 +23,16 @@ std::vector<double> nice_ticks(double lo, double hi, int target = 5, bool intege
 std::vector<double> log_ticks(double lo, double hi);
 /// A tick label: no trailing zeros, no exponent below 10^6.
 std::string tick_label(double v);
+/// A count in at most four characters and a suffix: exact below 10,000, else three significant
+/// digits with k, M or G (273750 -> "274k"), for labels that must fit a narrow bar.
+std::string count_label(double v);
+
+/// The width in px of `text` set at `font_px` in DejaVu Sans, the widest of the common sans-serif
+/// faces (and the one Debian's browsers use for system-ui): charts size their margins and legends
+/// with it, so labels fit in any of the fonts the page may get. Characters beyond ASCII count as
+/// one em. Deterministic: the same text gives the same width everywhere.
+double text_width(const std::string& text, double font_px = 12);
+/// `text` broken at spaces into lines at most `width` px wide (a word longer than that alone).
+std::vector<std::string> wrap(const std::string& text, double width, double font_px = 12);
 
 }  // namespace ascendsim::runtime::charts

@@ -25,31 +25,65 @@ std::string page(const std::string& title, const std::string& body) {
          "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
          "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}svg{display:block;margin:1em 0}"
-         "svg text{font-size:12px;font-family:system-ui,sans-serif}.note{color:#555}</style></head><body>\n<h1>" +
+         "td:first-child{white-space:nowrap}svg text{font-size:12px;font-family:system-ui,sans-serif}.note{color:#555}"
+         ".multiples{display:flex;flex-wrap:wrap;column-gap:24px}.multiples figure{margin:0;max-width:540px}"
+         "figcaption{font-weight:600;margin:.5em 0 0}figure svg{margin:.25em 0 1em}</style></head><body>\n<h1>" +
          esc(title) + "</h1>\n" + body + "</body></html>\n";
 }
 
-std::string legend(const std::vector<std::pair<std::string, std::string>>& items, double x, double y) {
-  std::string s;
+using charts::text_width;
+
+constexpr double kLegendRow = 18;
+
+struct Legend {
+  std::string svg;
+  double bottom = 0;  ///< below the last row of entries
+};
+
+/// Colour swatches with their labels from (x, y), in rows that break before `right`.
+Legend legend(const std::vector<std::pair<std::string, std::string>>& items, double x, double y, double right) {
+  Legend l;
+  const double x0 = x;
   for (const auto& [label, color] : items) {
-    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>", x, y, color);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x + 16, y + 10, esc(label));
-    x += 30 + 7.0 * static_cast<double>(label.size());
+    const double w = 16 + text_width(label);
+    if (x > x0 && x + w > right) {
+      x = x0;
+      y += kLegendRow;
+    }
+    l.svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>", x, y, color);
+    l.svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x + 16, y + 10, esc(label));
+    x += w + 14;
   }
-  return s;
+  l.bottom = y + 14;
+  return l;
+}
+
+/// The widest of these labels at 12 px.
+double widest(const std::vector<std::string>& labels, double font_px = 12) {
+  double w = 0;
+  for (const auto& l : labels) w = std::max(w, text_width(l, font_px));
+  return w;
+}
+
+std::vector<std::string> strategy_names(const std::vector<RunResult>& runs) {
+  std::vector<std::string> out;
+  for (const auto& r : runs) out.emplace_back(strategy_name(r.session.strategy));
+  return out;
 }
 
 std::string breakdown_chart(const std::vector<RunResult>& runs) {
-  const double left = 110, width = 760, bar = 26, gap = 12, top = 40;
+  const double left = widest(strategy_names(runs)) + 16, width = 760, bar = 26, gap = 12;
+  std::vector<std::pair<std::string, std::string>> items;
+  for (std::size_t p = 0; p < sim::kPhaseCount; ++p)
+    items.emplace_back(sim::phase_name(static_cast<sim::Phase>(p)), phase_color(p));
+  const Legend key = legend(items, left, 8, left + width);
+  const double top = key.bottom + 14;
   const double height = top + static_cast<double>(runs.size()) * (bar + gap) + 46;
   std::string s = fmt::format(
       "<svg id=\"chart-breakdown\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
       "aria-label=\"time breakdown per strategy\">",
-      left + width + 20, height);
-  std::vector<std::pair<std::string, std::string>> items;
-  for (std::size_t p = 0; p < sim::kPhaseCount; ++p)
-    items.emplace_back(sim::phase_name(static_cast<sim::Phase>(p)), phase_color(p));
-  s += legend(items, left, 8);
+      left + width + 24, height);
+  s += key.svg;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const double y = top + static_cast<double>(i) * (bar + gap);
@@ -78,13 +112,18 @@ std::string breakdown_chart(const std::vector<RunResult>& runs) {
 
 std::string step_time_chart(const std::vector<RunResult>& runs) {
   double max_ms = 0;
-  for (const auto& r : runs) max_ms = std::max(max_ms, r.steps.step.stats().mean_ms);
-  const double left = 110, width = 700, bar = 22, gap = 10;
+  std::vector<std::string> values;
+  for (const auto& r : runs) {
+    max_ms = std::max(max_ms, r.steps.step.stats().mean_ms);
+    values.push_back(
+        fmt::format("{:.4f} ms/step (median {:.4f})", r.steps.step.stats().mean_ms, r.steps.step.stats().p50_ms));
+  }
+  const double left = widest(strategy_names(runs)) + 16, width = 700, bar = 22, gap = 10;
   const double height = static_cast<double>(runs.size()) * (bar + gap) + 20;
   std::string s = fmt::format(
       "<svg id=\"chart-step-time\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
       "aria-label=\"mean step time per strategy\">",
-      left + width + 220, height);
+      left + width + 6 + widest(values) + 12, height);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const double ms = r.steps.step.stats().mean_ms;
@@ -97,12 +136,14 @@ std::string step_time_chart(const std::vector<RunResult>& runs) {
         "{:.4f} "
         "ms per step</title></rect>",
         left, y, w, bar, color_of(r.session.strategy), strategy_name(r.session.strategy), ms);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.4f} ms/step (median {:.4f})</text>", left + w + 6, y + bar * 0.7,
-                     ms, r.steps.step.stats().p50_ms);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", left + w + 6, y + bar * 0.7, values[i]);
   }
   return s + "</svg>\n";
 }
 
+/// Counts per strategy on a logarithmic axis. The axis starts half a decade below 1, so a count
+/// of 1 still draws a bar; a count of 0 has no place on it and draws none, only its label "0".
+/// Value labels are compact (274k) and every bar is as wide as the widest, so they never touch.
 std::string interactions_chart(const std::vector<RunResult>& runs) {
   const std::vector<std::pair<std::string, std::int64_t Interactions::*>> kinds = {
       {"op launches", &Interactions::op_launches},
@@ -110,48 +151,66 @@ std::string interactions_chart(const std::vector<RunResult>& runs) {
       {"H2D copies", &Interactions::h2d_copies},
       {"D2H copies", &Interactions::d2h_copies},
       {"host syncs", &Interactions::host_syncs}};
-  double max_v = 1;
-  for (const auto& r : runs)
-    for (const auto& k : kinds) max_v = std::max(max_v, static_cast<double>(r.interactions.*(k.second)));
-  const double top_log = std::ceil(std::log10(max_v + 1));
-  const double left = 60, plot_h = 220, group_w = 150, top = 30;
-  const double bar_w = (group_w - 30) / static_cast<double>(std::max<std::size_t>(1, runs.size()));
+  constexpr double kValueFont = 10, kBase = -0.5;  // log10 of the axis' bottom
+  double max_v = 1, label_w = 0, kind_w = 0;
+  for (const auto& k : kinds) {
+    kind_w = std::max(kind_w, text_width(k.first));
+    for (const auto& r : runs) {
+      const double v = static_cast<double>(r.interactions.*(k.second));
+      max_v = std::max(max_v, v);
+      label_w = std::max(label_w, text_width(charts::count_label(v), kValueFont));
+    }
+  }
+  const double decades = std::max(1.0, std::ceil(std::log10(max_v) - 1e-12));
+  std::vector<std::string> ticks;
+  for (int d = 0; d <= static_cast<int>(decades); ++d) ticks.push_back(charts::count_label(std::pow(10, d)));
+  const double n = static_cast<double>(std::max<std::size_t>(1, runs.size()));
+  const double bar_w = std::max(16.0, label_w + 4);
+  const double group_w = std::max(n * bar_w, kind_w) + 28;
+  const double left = 28 + widest(ticks) + 8, plot_h = 220;
+  const double plot_w = group_w * static_cast<double>(kinds.size());
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const auto& r : runs) items.emplace_back(strategy_name(r.session.strategy), color_of(r.session.strategy));
+  const Legend key = legend(items, left, 4, left + plot_w);
+  const double top = key.bottom + 20;
+  auto py = [&](double v) { return top + plot_h - plot_h * (std::log10(v) - kBase) / (decades - kBase); };
   std::string s = fmt::format(
       "<svg id=\"chart-interactions\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
       "aria-label=\"host-device interactions per strategy (log scale)\">",
-      left + group_w * static_cast<double>(kinds.size()) + 20, top + plot_h + 40);
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const auto& r : runs) items.emplace_back(strategy_name(r.session.strategy), color_of(r.session.strategy));
-  s += legend(items, left, 4);
-  for (int d = 0; d <= static_cast<int>(top_log); ++d) {
-    const double y = top + plot_h - plot_h * d / top_log;
+      left + plot_w + 20, top + plot_h + 30);
+  s += key.svg;
+  for (int d = 0; d <= static_cast<int>(decades); ++d) {
+    const double y = py(std::pow(10, d));
     s += fmt::format("<line x1=\"{:.0f}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>", left,
-                     left + group_w * static_cast<double>(kinds.size()), y, y);
-    s += fmt::format("<text class=\"tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4, y + 4,
-                     tick_label(std::pow(10, d)));
+                     left + plot_w, y, y);
+    s += fmt::format("<text class=\"tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 6, y + 4,
+                     ticks[static_cast<std::size_t>(d)]);
   }
+  s += fmt::format("<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#888\"/>", left,
+                   left + plot_w, top + plot_h);
   s += fmt::format(
-      "<text class=\"axis-label\" x=\"12\" y=\"{0:.0f}\" transform=\"rotate(-90 12 {0:.0f})\" "
+      "<text class=\"axis-label\" x=\"14\" y=\"{0:.0f}\" transform=\"rotate(-90 14 {0:.0f})\" "
       "text-anchor=\"middle\">count per run (log scale)</text>",
       top + plot_h / 2);
   for (std::size_t k = 0; k < kinds.size(); ++k) {
-    const double gx = left + group_w * static_cast<double>(k) + 15;
+    const double gx = left + group_w * static_cast<double>(k) + (group_w - n * bar_w) / 2;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const double v = static_cast<double>(runs[i].interactions.*(kinds[k].second));
-      const double h = v > 0 ? plot_h * std::log10(v + 1) / top_log : 0;
       const double bx = gx + bar_w * static_cast<double>(i);
-      // A zero stays visible: a thin mark on the axis.
+      const double y = v > 0 ? py(v) : top + plot_h;
+      if (v > 0)
+        s += fmt::format(
+            "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.2f}\" width=\"{:.1f}\" height=\"{:.2f}\" fill=\"{}\"><title>{} "
+            "{}: {:.0f}</title></rect>",
+            bx + 1, y, bar_w - 2, top + plot_h - y, color_of(runs[i].session.strategy),
+            strategy_name(runs[i].session.strategy), kinds[k].first, v);
       s += fmt::format(
-          "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} "
-          "{}: {:.0f}</title></rect>",
-          bx, top + plot_h - std::max(h, 1.5), bar_w - 2, std::max(h, 1.5), color_of(runs[i].session.strategy),
-          strategy_name(runs[i].session.strategy), kinds[k].first, v);
-      s += fmt::format(
-          "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" style=\"font-size:8px\">{}</text>",
-          bx + (bar_w - 2) / 2, top + plot_h - std::max(h, 1.5) - 3, tick_label(v));
+          "<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+          "style=\"font-size:{:.0f}px\">{}</text>",
+          bx + bar_w / 2, y - 3, kValueFont, charts::count_label(v));
     }
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", gx + (group_w - 30) / 2,
-                     top + plot_h + 18, kinds[k].first);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
+                     left + group_w * (static_cast<double>(k) + 0.5), top + plot_h + 18, kinds[k].first);
   }
   return s + "</svg>\n";
 }
@@ -165,10 +224,12 @@ struct Axis {
 using Series = std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>;
 
 /// A line chart with nice ticks on both axes; `mark_x` (if > 0) draws a marked vertical line.
-/// `ref_y` (if > 0) draws a dashed horizontal reference line labelled `ref_label`.
+/// `ref_y` (if > 0) draws a dashed horizontal reference line labelled `ref_label`. `notes` are
+/// sentences printed under the chart, wrapped to its width.
 std::string line_chart(const std::string& id, const std::string& label, const Axis& xa, const Axis& ya,
                        const std::string& y_unit, const Series& series, double mark_x = 0,
-                       const std::string& mark_label = {}, double ref_y = 0, const std::string& ref_label = {}) {
+                       const std::string& mark_label = {}, double ref_y = 0, const std::string& ref_label = {},
+                       const std::vector<std::string>& notes = {}) {
   double min_x = INFINITY, max_x = 0, max_y = 0;
   for (const auto& [st, pts] : series)
     for (const auto& [x, y] : pts) {
@@ -183,23 +244,36 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
   const std::vector<double> yt = nice_ticks(0, max_y > 0 ? max_y : 1, 5, ya.integer);
   const double x0 = xa.log ? std::log10(xt.front()) : xt.front(), x1 = xa.log ? std::log10(xt.back()) : xt.back();
   const double y1 = yt.back();
-  const double left = 70, top = 30, w = 720, h = 240;
+  std::vector<std::string> y_labels, x_labels;
+  for (double t : yt) y_labels.push_back(tick_label(t));
+  for (double t : xt) x_labels.push_back(tick_label(t));
+  const double left = 28 + widest(y_labels) + 8, w = 720, h = 240;
+  const double right = std::max(30.0, text_width(x_labels.back()) / 2 + 6), svg_w = left + w + right;
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const auto& [st, pts] : series) items.emplace_back(strategy_name(st), color_of(st));
+  const Legend key = legend(items, left, 4, left + w);
+  const double top = key.bottom + (mark_x > 0 || ref_y > 0 ? 24 : 12);
+  std::vector<std::string> note_lines;
+  for (const auto& n : notes)
+    for (auto& line : charts::wrap(n, svg_w - 16)) note_lines.push_back(std::move(line));
+  const double height = top + h + 50 + 18 * static_cast<double>(note_lines.size());
   auto px = [&](double x) { return left + ((xa.log ? std::log10(x) : x) - x0) / (x1 - x0) * w; };
   auto py = [&](double y) { return top + h - y / y1 * h; };
   std::string s =
       fmt::format("<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" aria-label=\"{}\">",
-                  id, left + w + 30, top + h + 50, esc(label));
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const auto& [st, pts] : series) items.emplace_back(strategy_name(st), color_of(st));
-  s += legend(items, left, 4);
+                  id, svg_w, height, esc(label));
+  s += key.svg;
+  for (std::size_t i = 0; i < note_lines.size(); ++i)
+    s += fmt::format("<text class=\"note\" x=\"8\" y=\"{:.0f}\">{}</text>", top + h + 62 + 18 * static_cast<double>(i),
+                     esc(note_lines[i]));
   s += fmt::format("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/>", left, top, top + h);
   s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#888\"/>", left, left + w, top + h);
-  for (double t : yt)
+  for (std::size_t i = 0; i < yt.size(); ++i)
     s += fmt::format("<text class=\"tick y-tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4,
-                     py(t) + 4, tick_label(t));
-  for (double t : xt)
-    s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", px(t),
-                     top + h + 16, tick_label(t));
+                     py(yt[i]) + 4, y_labels[i]);
+  for (std::size_t i = 0; i < xt.size(); ++i)
+    s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
+                     px(xt[i]), top + h + 16, x_labels[i]);
   s += fmt::format("<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}{}</text>",
                    left + w / 2, top + h + 36, esc(xa.label), xa.log ? " (log scale)" : "");
   s += fmt::format(
@@ -211,8 +285,10 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
         "<line class=\"mark\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#444\" "
         "stroke-dasharray=\"2 3\"><title>{3}</title></line>",
         px(mark_x), top, top + h, esc(mark_label));
+    // Centred on the line, moved in where it would cross the chart's edge.
+    const double half = text_width(mark_label) / 2;
     s += fmt::format("<text class=\"mark-label\" x=\"{:.2f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
-                     px(mark_x), top - 4, esc(mark_label));
+                     std::clamp(px(mark_x), half + 4, svg_w - half - 4), top - 6, esc(mark_label));
   }
   if (ref_y > 0)
     s += fmt::format(
@@ -272,32 +348,65 @@ std::string escape_xml(const std::string& s) {
   return o;
 }
 
+/// Small multiples: one panel per strategy, two to a row on a wide page, sharing their scales.
+constexpr double kPanelWidth = 528;
+
+std::string shared_legend(const std::string& id, const std::vector<std::pair<std::string, std::string>>& items) {
+  const Legend key = legend(items, 4, 4, 2 * kPanelWidth);
+  return fmt::format(
+      "<svg id=\"{}\" class=\"chart legend\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
+      "aria-label=\"legend\">{}</svg>\n",
+      id, 2 * kPanelWidth, key.bottom + 4, key.svg);
+}
+
 /// Per strategy, a mean step on one row per stream: forward and backward on the compute stream,
 /// each AllReduce group on the communication stream from its start for its duration, the part
-/// no computation hid drawn at its end; the step's end marked.
+/// no computation hid drawn at its end; the step's end marked. One panel per strategy, on one
+/// time scale.
 std::string group_timeline(const std::vector<RunResult>& runs) {
-  std::string s;
+  double end = 0;
+  std::vector<std::string> labels = {"compute stream"};
+  bool any = false;
+  for (const auto& r : runs) {
+    const auto& groups = r.comm_groups;
+    if (!groups.is_array() || groups.empty()) continue;
+    any = true;
+    const double fp_bp = r.steps.fp_bp.stats().mean_ms;
+    end = std::max({end, fp_bp, fp_bp + r.steps.tail.stats().mean_ms});
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      end = std::max(end, groups[k].value("start_ms", 0.0) + groups[k].value("duration_ms", 0.0));
+      labels.push_back(fmt::format("group {} ({:.1f} MB)", k, groups[k]["bytes"].get<double>() / 1e6));
+    }
+  }
+  if (!any) return "";
+  const std::vector<double> xt = nice_ticks(0, end);
+  std::vector<std::string> x_labels;
+  for (double t : xt) x_labels.push_back(tick_label(t));
+  const double left = widest(labels) + 14, right = text_width(x_labels.back()) / 2 + 6;
+  const double width = kPanelWidth - left - right, row = 20, top = 6;
+  auto px = [&](double ms) { return left + ms / xt.back() * width; };
+  const char* compute = phase_color(static_cast<std::size_t>(sim::Phase::DeviceCompute));
+  const char* exposed = phase_color(static_cast<std::size_t>(sim::Phase::Comm));
+  const char* hidden = "#c8c8c8";
+  std::string s =
+      "<h3>The AllReduce groups in a mean step (ms)</h3>\n<p class=\"note\">Per strategy, on one scale: the compute "
+      "stream's forward and backward pass, each group's AllReduce from its start for its duration, and the part no "
+      "computation hid at its end; dotted: the step's end, after its tail.</p>\n";
+  s += shared_legend("legend-groups",
+                     {{"forward + backward", compute}, {"communication hidden", hidden}, {"exposed", exposed}});
+  s += "<div class=\"multiples\">\n";
   for (const auto& r : runs) {
     const auto& groups = r.comm_groups;
     if (!groups.is_array() || groups.empty()) continue;
     // The step ends after its tail; the interval before the first forward op is not drawn.
     const double fp_bp = r.steps.fp_bp.stats().mean_ms, step = fp_bp + r.steps.tail.stats().mean_ms;
-    double end = std::max(fp_bp, step);
-    for (const auto& g : groups) end = std::max(end, g.value("start_ms", 0.0) + g.value("duration_ms", 0.0));
-    const std::vector<double> xt = nice_ticks(0, end);
-    const double left = 150, width = 640, row = 20, top = 28;
     const double height = top + static_cast<double>(groups.size() + 1) * (row + 6) + 40;
-    auto px = [&](double ms) { return left + ms / xt.back() * width; };
     const std::string name = strategy_name(r.session.strategy);
-    s += fmt::format("<h3>{}: the AllReduce groups in a mean step (ms)</h3>\n", name);
     s += fmt::format(
-        "<svg id=\"chart-groups-{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
-        "aria-label=\"forward and backward pass and each AllReduce group over a mean step\">",
-        name, left + width + 40, height);
-    const char* compute = phase_color(static_cast<std::size_t>(sim::Phase::DeviceCompute));
-    const char* exposed = phase_color(static_cast<std::size_t>(sim::Phase::Comm));
-    const char* hidden = "#c8c8c8";
-    s += legend({{"forward + backward", compute}, {"communication hidden", hidden}, {"exposed", exposed}}, left, 4);
+        "<figure><figcaption>{0}</figcaption><svg id=\"chart-groups-{0}\" class=\"chart\" width=\"{1:.0f}\" "
+        "height=\"{2:.0f}\" role=\"img\" aria-label=\"{0}: forward and backward pass and each AllReduce group over a "
+        "mean step\">",
+        name, kPanelWidth, height);
     auto bar = [&](double y, double from, double to, const char* color, const std::string& title) {
       s += fmt::format(
           "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\">"
@@ -305,7 +414,7 @@ std::string group_timeline(const std::vector<RunResult>& runs) {
           px(from), y, std::max(0.5, px(to) - px(from)), row, color, esc(title));
     };
     double y = top;
-    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">compute stream</text>", left - 6, y + 14);
+    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 6, y + 14, labels[0]);
     bar(y, 0, fp_bp, compute, fmt::format("forward + backward: {:.3f} ms", fp_bp));
     for (std::size_t k = 0; k < groups.size(); ++k) {
       y += row + 6;
@@ -319,22 +428,87 @@ std::string group_timeline(const std::vector<RunResult>& runs) {
       bar(y, start + dur - exp, start + dur, exposed, fmt::format("group {}: {:.3f} ms exposed", k, exp));
     }
     const double axis = y + row + 6;
-    s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#888\"/>", left, left + width,
-                     axis);
-    for (double t : xt)
-      s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", px(t),
-                       axis + 14, tick_label(t));
+    s += fmt::format("<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#888\"/>", left,
+                     left + width, axis);
+    for (std::size_t i = 0; i < xt.size(); ++i)
+      s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
+                       px(xt[i]), axis + 14, x_labels[i]);
     s += fmt::format(
         "<line class=\"mark\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2:.1f}\" stroke=\"#444\" "
         "stroke-dasharray=\"2 3\"><title>the step ends: {3:.3f} ms</title></line>",
         px(step), top - 4, axis, step);
     s += fmt::format(
-        "<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"middle\">ms after the "
-        "step's first forward op (dotted: the step's end, after its tail)</text>",
+        "<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"middle\">ms after the step's first "
+        "forward op</text>",
         left + width / 2, axis + 32);
-    s += "</svg>\n";
+    s += "</svg></figure>\n";
   }
-  return s;
+  return s + "</div>\n";
+}
+
+/// Per strategy, each rank's wait for data and exposed communication as two columns: one panel
+/// per strategy, on one scale, however many ranks.
+std::string rank_waits(const std::vector<RunResult>& runs) {
+  double most = 0;
+  std::size_t n = 0;
+  for (const auto& r : runs) {
+    n = std::max(n, r.rank_comm_s.size());
+    for (std::size_t k = 0; k < r.rank_comm_s.size(); ++k)
+      most = std::max({most, r.rank_comm_s[k], r.rank_wait_data_s[k]});
+  }
+  if (n == 0) return "";
+  const std::vector<double> yt = nice_ticks(0, most > 0 ? most : 1);
+  std::vector<std::string> y_labels;
+  for (double t : yt) y_labels.push_back(tick_label(t));
+  const double left = widest(y_labels) + 12, right = 10, top = 8, plot_h = 120;
+  const double width = kPanelWidth - left - right, slot = width / static_cast<double>(n);
+  const double col = std::min(18.0, slot * 0.4);
+  // Label every rank, or every 2nd, 4th, ... where the numbers would touch.
+  std::size_t every = 1;
+  while (static_cast<double>(every) * slot < text_width(std::to_string(n - 1)) + 8) every *= 2;
+  auto py = [&](double v) { return top + plot_h - v / yt.back() * plot_h; };
+  const char* colors[2] = {phase_color(static_cast<std::size_t>(sim::Phase::WaitData)),
+                           phase_color(static_cast<std::size_t>(sim::Phase::Comm))};
+  const char* what[2] = {"wait for data", "exposed communication"};
+  std::string s = "<h3>Each rank's waits (s)</h3>\n";
+  s += shared_legend("legend-ranks", {{what[0], colors[0]}, {what[1], colors[1]}});
+  s += "<div class=\"multiples\">\n";
+  for (const auto& r : runs) {
+    const std::size_t ranks = r.rank_comm_s.size();
+    if (ranks == 0) continue;
+    const std::string name = strategy_name(r.session.strategy);
+    s += "<figure><figcaption>" + name + "</figcaption>";
+    if (r.straggler() >= 0)
+      s += fmt::format("<p class=\"note\">The others wait for rank {} in the AllReduce.</p>", r.straggler());
+    s += fmt::format(
+        "<svg id=\"chart-ranks-{0}\" class=\"chart\" width=\"{1:.0f}\" height=\"{2:.0f}\" role=\"img\" "
+        "aria-label=\"{0}: each rank's wait for data and exposed communication\">",
+        name, kPanelWidth, top + plot_h + 44);
+    for (std::size_t i = 0; i < yt.size(); ++i) {
+      s += fmt::format("<line x1=\"{:.0f}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>", left,
+                       left + width, py(yt[i]), py(yt[i]));
+      s += fmt::format("<text class=\"tick y-tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4,
+                       py(yt[i]) + 4, y_labels[i]);
+    }
+    for (std::size_t k = 0; k < ranks; ++k) {
+      const double x = left + slot * static_cast<double>(k) + slot / 2;
+      const double values[2] = {r.rank_wait_data_s[k], r.rank_comm_s[k]};
+      for (int b = 0; b < 2; ++b)
+        s += fmt::format(
+            "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\">"
+            "<title>rank {}: {:.4f} s {}</title></rect>",
+            x - col + b * col, py(values[b]), col, top + plot_h - py(values[b]), colors[b], k, values[b], what[b]);
+      if (k % every == 0)
+        s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>", x,
+                         top + plot_h + 14, k);
+    }
+    s += fmt::format("<line x1=\"{0:.0f}\" x2=\"{1:.0f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#888\"/>", left,
+                     left + width, top + plot_h);
+    s += fmt::format("<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">rank</text>",
+                     left + width / 2, top + plot_h + 34);
+    s += "</svg></figure>\n";
+  }
+  return s + "</div>\n";
 }
 
 /// Data-parallel runs: each AllReduce group (bytes, collective time) and each rank's waits, per
@@ -382,41 +556,7 @@ std::string cluster_section(const std::vector<RunResult>& runs) {
     }
     s += "</table>\n";
   }
-  // Per strategy, each rank's wait for data and exposed communication as two bars.
-  for (const auto& r : runs) {
-    const std::size_t n = r.rank_comm_s.size();
-    if (n == 0) continue;
-    double top = 0;
-    for (std::size_t k = 0; k < n; ++k) top = std::max({top, r.rank_comm_s[k], r.rank_wait_data_s[k]});
-    const double left = 60, width = 700, row = 16, height = 30 + static_cast<double>(n) * (2 * row + 6);
-    s += fmt::format("<h3>{}: each rank's waits (s)</h3>\n", strategy_name(r.session.strategy));
-    if (r.straggler() >= 0)
-      s += fmt::format("<p class=\"note\">The others wait for rank {} in the AllReduce.</p>\n", r.straggler());
-    s += fmt::format(
-        "<svg id=\"chart-ranks-{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
-        "aria-label=\"each rank's wait for data and exposed communication\">",
-        strategy_name(r.session.strategy), left + width + 120, height);
-    s += legend({{"wait for data", phase_color(static_cast<std::size_t>(sim::Phase::WaitData))},
-                 {"exposed communication", phase_color(static_cast<std::size_t>(sim::Phase::Comm))}},
-                left, 4);
-    for (std::size_t k = 0; k < n; ++k) {
-      const double y = 24 + static_cast<double>(k) * (2 * row + 6);
-      s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">rank {}</text>", left - 6, y + row, k);
-      const double values[2] = {r.rank_wait_data_s[k], r.rank_comm_s[k]};
-      const sim::Phase phases[2] = {sim::Phase::WaitData, sim::Phase::Comm};
-      for (int b = 0; b < 2; ++b) {
-        const double w = top > 0 ? values[b] / top * width : 0;
-        s += fmt::format(
-            "<rect class=\"bar\" x=\"{:.0f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\">"
-            "<title>rank {}: {:.4f} s</title></rect>",
-            left, y + b * row, w, row - 2, phase_color(static_cast<std::size_t>(phases[b])), k, values[b]);
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:.3f}</text>", left + w + 4, y + b * row + row - 5,
-                         values[b]);
-      }
-    }
-    s += "</svg>\n";
-  }
-  return s;
+  return s + rank_waits(runs);
 }
 
 std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& runs) {
@@ -460,16 +600,31 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     body += "</table>\n";
   }
   std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>> depth;
+  std::vector<std::string> depth_notes;
   for (const auto& r : runs) {
     if (r.data.is_null() || !r.data.contains("queue_depth_over_time") || !uses_queue(r.session.strategy)) continue;
     std::vector<std::pair<double, double>> pts;
     for (const auto& p : r.data["queue_depth_over_time"]) pts.emplace_back(p[0].get<double>(), p[1].get<double>());
     depth.emplace_back(r.session.strategy, std::move(pts));
+    // A line that barely moves says little by itself: say in words whether the device ever
+    // found the queue empty.
+    const nlohmann::ordered_json* queue = &r.stats;
+    for (const char* key : {"chip", "hostif", "queue"})
+      queue = queue != nullptr && queue->is_object() && queue->contains(key) ? &(*queue)[key] : nullptr;
+    if (queue == nullptr || !queue->is_object()) continue;
+    const double waited = queue->value("empty_wait_s", 0.0);
+    const std::string name = strategy_name(r.session.strategy);
+    if (waited > 0)
+      depth_notes.push_back(
+          fmt::format("{}: GetNext found the queue empty and waited {:.3g} ms for batches in all, {:.2g}% of the run.",
+                      name, 1e3 * waited, r.sim_time_s > 0 ? 100 * waited / r.sim_time_s : 0.0));
+    else
+      depth_notes.push_back(name + ": the queue never ran empty under the device: GetNext never waited for a batch.");
   }
   if (!depth.empty())
-    body += "<h2>Data queue depth over time</h2>\n" + line_chart("chart-queue-depth", "data queue depth over time",
-                                                                 {"simulated time (s)"},
-                                                                 {"batches queued", false, true}, "batches", depth);
+    body += "<h2>Data queue depth over time</h2>\n" +
+            line_chart("chart-queue-depth", "data queue depth over time", {"simulated time (s)"},
+                       {"batches queued", false, true}, "batches", depth, 0, {}, 0, {}, depth_notes);
   if (!runs.empty() && runs.front().devices > 1) body += cluster_section(runs);
   body += "<h2>Data pipeline</h2>\n<ul>\n";
   for (const auto& r : runs)
@@ -550,7 +705,15 @@ std::string html_validation(const std::vector<ValidationEntry>& rows, double tol
       "against this simulator's runs of the same configuration.</p>\n",
       within, compared, tolerance * 100, compared ? 100 * abs_sum / static_cast<double>(compared) : 0.0);
   // Signed error per figure, the tolerance band shaded.
-  const double left = 70, width = 700, bar = 22, gap = 10, top = 10;
+  // Room on the left for the longest id, on the right for the longest value beyond the axis' end.
+  std::vector<std::string> ids, values;
+  for (const auto& r : rows)
+    if (r.compared) {
+      ids.push_back(r.id);
+      values.push_back(fmt::format("{:+.1f}%", r.error * 100));
+    }
+  const double left = std::max(40.0, widest(ids) + 16), width = 700, bar = 22, gap = 10, top = 10;
+  const double right = std::max(24.0, widest(values) + 10);
   const double span = std::ceil(worst * 10 + 0.5) / 10;  // symmetric axis, in steps of 10%
   const double height = top + static_cast<double>(compared) * (bar + gap) + 40;
   const double zero = left + width / 2;
@@ -558,7 +721,7 @@ std::string html_validation(const std::vector<ValidationEntry>& rows, double tol
   std::string svg = fmt::format(
       "<svg id=\"chart-validation\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
       "aria-label=\"simulation error per published figure\">",
-      left + width + 20, height);
+      left + width + right, height);
   svg += fmt::format(
       "<rect class=\"band\" x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
       "fill=\"#e8f2e8\"><title>within "

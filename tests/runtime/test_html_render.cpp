@@ -1,0 +1,408 @@
+// The HTML reports as a browser draws them. Headless Chromium renders a copy of each page into
+// which the test injects a script (the pages themselves have none) that writes the box of every
+// chart, label and bar into the DOM; --dump-dom hands them back. The same run saves a screenshot
+// next to the page (kept with ASCENDSIM_KEEP_RENDERS=1, or when a check fails).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/charts.h"
+#include "sim/core/breakdown.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr const char* kChromium = "/usr/bin/chromium";
+constexpr double kTolerance = 0.5;  // px: sub-pixel rounding of boxes
+
+struct Box {
+  double l = 0, t = 0, r = 0, b = 0;
+  double height() const { return b - t; }
+};
+
+bool inside(const Box& in, const Box& out) {
+  return in.l >= out.l - kTolerance && in.r <= out.r + kTolerance && in.t >= out.t - kTolerance &&
+         in.b <= out.b + kTolerance;
+}
+
+bool overlap(const Box& a, const Box& b) {
+  return a.l < b.r - kTolerance && b.l < a.r - kTolerance && a.t < b.b - kTolerance && b.t < a.b - kTolerance;
+}
+
+struct Text {
+  std::string cls, text;
+  Box box;
+  double length = 0, font_px = 0;  ///< getComputedTextLength(), the computed font size
+};
+
+struct Bar {
+  std::string title;
+  Box box;
+};
+
+struct Chart {
+  std::string id;
+  Box box;
+  std::vector<Text> texts;
+  std::vector<Bar> bars;
+  const Text* find(const std::string& text, const std::string& cls = "") const {
+    for (const auto& t : texts)
+      if (t.text == text && (cls.empty() || t.cls == cls)) return &t;
+    return nullptr;
+  }
+};
+
+struct Page {
+  double height = 0;
+  std::vector<Chart> charts;
+  std::vector<std::pair<std::string, double>> headings;  ///< each <h2> and its top
+  const Chart* chart(const std::string& id) const {
+    for (const auto& c : charts)
+      if (c.id == id) return &c;
+    return nullptr;
+  }
+};
+
+// Written into the DOM as JSON: the page's height (the body's bottom), every <h2>'s top, and per
+// <svg> its box, every <text>'s box, length and font size, every bar's box and title.
+const char* kMeasure = R"(<script>
+(function () {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const out = {height: document.body.getBoundingClientRect().bottom, headings: [], charts: []};
+  for (const h of document.querySelectorAll('h2')) out.headings.push([h.textContent, h.getBoundingClientRect().top]);
+  for (const svg of document.querySelectorAll('svg')) {
+    const c = {id: svg.id, box: box(svg), texts: [], bars: []};
+    for (const t of svg.querySelectorAll('text'))
+      c.texts.push({cls: t.getAttribute('class') || '', text: t.textContent, box: box(t),
+                    length: t.getComputedTextLength(), font: parseFloat(getComputedStyle(t).fontSize)});
+    for (const b of svg.querySelectorAll('rect.bar')) {
+      const title = b.querySelector('title');
+      c.bars.push({title: title ? title.textContent : '', box: box(b)});
+    }
+    out.charts.push(c);
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'geometry';
+  pre.style.display = 'none';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>)";
+
+Box box_of(const json& j) { return {j[0].get<double>(), j[1].get<double>(), j[2].get<double>(), j[3].get<double>()}; }
+
+std::string unescape(std::string s) {
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&nbsp;", "\u00a0"}, {"&amp;", "&"}}) {
+    for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+      s.replace(at, from.size(), to);
+  }
+  return s;
+}
+
+class HtmlRender : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("ascendsim_render_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    if (HasFailure() || std::getenv("ASCENDSIM_KEEP_RENDERS") != nullptr)
+      std::cout << "pages and screenshots kept in " << m_dir.string() << "\n";
+    else
+      fs::remove_all(m_dir);
+  }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+  int run(const std::string& args) {
+    const std::string cmd = std::string("ASCENDSIM_CONFIG_DIR=") + ASCENDSIM_SOURCE_DIR "/configs " + ASCENDSIM_BIN +
+                            " " + args + " >" + (m_dir / "stdout").string() + " 2>" + (m_dir / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  /// The page as Chromium lays it out in a 1280 px wide window; nullopt without a browser. The
+  /// screenshot is <page>.png.
+  std::optional<Page> render(const fs::path& html) {
+    const std::string page = slurp(html);
+    EXPECT_EQ(page.find("<script"), std::string::npos) << "the report itself has no scripts";
+    if (!fs::exists(kChromium)) return std::nullopt;
+    const auto end = page.rfind("</body>");
+    EXPECT_NE(end, std::string::npos);
+    const fs::path copy = m_dir / (html.stem().string() + ".measured.html"),
+                   dom = m_dir / (html.stem().string() + ".dom");
+    std::ofstream(copy) << page.substr(0, end) << kMeasure << page.substr(end);
+    const std::string cmd = std::string("timeout 120 ") + kChromium +
+                            " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                            "--disable-background-networking --disable-component-update --disable-sync "
+                            "--hide-scrollbars --window-size=1280,4000 --user-data-dir=" +
+                            (m_dir / "profile").string() +
+                            " --screenshot=" + (m_dir / (html.stem().string() + ".png")).string() +
+                            " --dump-dom file://" + copy.string() + " >" + dom.string() + " 2>/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::string text = slurp(dom);
+    const auto a = text.find("<pre id=\"geometry\"");
+    if (a == std::string::npos) {
+      ADD_FAILURE() << "no geometry in " << dom;
+      return Page{};
+    }
+    const auto from = text.find('>', a) + 1;
+    const json g = json::parse(unescape(text.substr(from, text.find("</pre>", from) - from)));
+    Page p;
+    p.height = g["height"].get<double>();
+    for (const auto& h : g["headings"]) p.headings.emplace_back(h[0].get<std::string>(), h[1].get<double>());
+    for (const auto& c : g["charts"]) {
+      Chart chart{c["id"].get<std::string>(), box_of(c["box"]), {}, {}};
+      for (const auto& t : c["texts"])
+        chart.texts.push_back({t["cls"].get<std::string>(), t["text"].get<std::string>(), box_of(t["box"]),
+                               t["length"].get<double>(), t["font"].get<double>()});
+      for (const auto& b : c["bars"]) chart.bars.push_back({b["title"].get<std::string>(), box_of(b["box"])});
+      p.charts.push_back(std::move(chart));
+    }
+    return p;
+  }
+
+  fs::path m_dir;
+};
+
+#define RENDER_OR_SKIP(page, html)               \
+  const std::optional<Page> page = render(html); \
+  if (!page) GTEST_SKIP() << "chromium is not installed (scripts/test.sh installs it); HTML not rendered"
+
+/// Every label of every chart lies inside its chart's box and touches no other label; the
+/// charts' own estimate of a label's width is never short of the browser's.
+void expect_labels_fit(const Page& page) {
+  ASSERT_FALSE(page.charts.empty());
+  for (const auto& c : page.charts) {
+    ASSERT_FALSE(c.texts.empty()) << c.id;
+    const Text* longest = &c.texts.front();
+    for (const auto& t : c.texts) {
+      EXPECT_TRUE(inside(t.box, c.box)) << c.id << ": \"" << t.text << "\" at [" << t.box.l << ", " << t.box.r
+                                        << "] x [" << t.box.t << ", " << t.box.b << "], chart [" << c.box.l << ", "
+                                        << c.box.r << "] x [" << c.box.t << ", " << c.box.b << "]";
+      EXPECT_GE(ascendsim::runtime::charts::text_width(t.text, t.font_px) + kTolerance, t.length)
+          << c.id << ": \"" << t.text << "\"";
+      if (t.box.r - t.box.l > longest->box.r - longest->box.l) longest = &t;
+    }
+    EXPECT_TRUE(inside(longest->box, c.box)) << c.id << ": the longest label, \"" << longest->text << "\"";
+    for (std::size_t i = 0; i < c.texts.size(); ++i)
+      for (std::size_t j = i + 1; j < c.texts.size(); ++j)
+        EXPECT_FALSE(overlap(c.texts[i].box, c.texts[j].box))
+            << c.id << ": \"" << c.texts[i].text << "\" and \"" << c.texts[j].text << "\" overlap";
+  }
+}
+
+TEST(ChartText, WidthsAndCountLabels) {
+  using ascendsim::runtime::charts::count_label;
+  using ascendsim::runtime::charts::text_width;
+  using ascendsim::runtime::charts::wrap;
+  // Widths add up, scale with the font size, and a wide letter takes more room than a narrow one.
+  EXPECT_DOUBLE_EQ(text_width("C8-nocache"), text_width("C8-") + text_width("nocache"));
+  EXPECT_DOUBLE_EQ(text_width("eval", 24), 2 * text_width("eval", 12));
+  EXPECT_GT(text_width("m"), 2 * text_width("i"));
+  EXPECT_DOUBLE_EQ(text_width("→"), 12);  // beyond ASCII: one em
+  // Compact counts: exact below 10,000, three significant digits above, never longer than 4 + suffix.
+  EXPECT_EQ(count_label(0), "0");
+  EXPECT_EQ(count_label(9999), "9999");
+  EXPECT_EQ(count_label(270000), "270k");
+  EXPECT_EQ(count_label(273750), "274k");
+  EXPECT_EQ(count_label(1e6), "1M");
+  EXPECT_EQ(count_label(12345678), "12.3M");
+  EXPECT_EQ(count_label(999999), "1M");
+  for (double v = 1; v < 1e13; v = std::round(v * 3.7)) {
+    const std::string s = count_label(v);
+    EXPECT_LE(s.size(), 5u) << v;
+    if (v < 1e4) {
+      EXPECT_EQ(s, std::to_string(static_cast<long long>(v)));
+      continue;
+    }
+    const double scale = s.back() == 'k' ? 1e3 : s.back() == 'M' ? 1e6 : s.back() == 'G' ? 1e9 : 1e12;
+    EXPECT_NEAR(std::stod(s) * scale, v, 0.005 * v) << s;  // three significant digits
+  }
+  // Wrapped lines keep every word, in order, each line within the width unless one word is wider.
+  const std::string text = "the queue never ran empty under the device: GetNext never waited for a batch";
+  const auto lines = wrap(text, 150);
+  std::string joined;
+  for (const auto& l : lines) {
+    EXPECT_TRUE(text_width(l) <= 150 || l.find(' ') == std::string::npos) << l;
+    joined += (joined.empty() ? "" : " ") + l;
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_GT(lines.size(), 1u);
+}
+
+TEST_F(HtmlRender, CompareChartsKeepTheirLabelsInside) {
+  // Two epochs of LeNet-5: op launches in the hundreds of thousands, zeros, a count of 2.
+  const fs::path html = m_dir / "compare.html", report = m_dir / "compare.json";
+  ASSERT_EQ(run("compare --workload lenet5 --epochs 2 --html " + html.string() + " --json " + report.string()), 0)
+      << slurp(m_dir / "stderr");
+  const json j = json::parse(slurp(report));
+  RENDER_OR_SKIP(page, html);
+  expect_labels_fit(*page);
+  // The breakdown legend ends with the last phase, inside the chart.
+  const Chart* breakdown = page->chart("chart-breakdown");
+  ASSERT_NE(breakdown, nullptr);
+  const Text* last = breakdown->find(ascendsim::sim::phase_name(ascendsim::sim::Phase::Eval));
+  ASSERT_NE(last, nullptr);
+  EXPECT_TRUE(inside(last->box, breakdown->box));
+
+  // Interactions on a log axis: a zero draws no bar, only its label "0"; every other count a bar
+  // whose height grows with log10(count) at one rate, the rate at which the decade ticks climb.
+  const Chart* inter = page->chart("chart-interactions");
+  ASSERT_NE(inter, nullptr);
+  const std::vector<std::pair<std::string, std::string>> kinds = {{"op_launches", "op launches"},
+                                                                  {"graph_launches", "graph launches"},
+                                                                  {"h2d_copies", "H2D copies"},
+                                                                  {"d2h_copies", "D2H copies"},
+                                                                  {"host_syncs", "host syncs"}};
+  std::map<std::string, const Bar*> bars;
+  for (const auto& b : inter->bars) bars[b.title] = &b;
+  std::vector<std::pair<double, double>> heights;  // (log10 count, px)
+  std::size_t zeros = 0;
+  for (const auto& r : j["runs"])
+    for (const auto& [key, label] : kinds) {
+      const auto count = r["interactions"][key].get<std::int64_t>();
+      const std::string title = r["strategy"].get<std::string>() + " " + label + ": " + std::to_string(count);
+      if (count == 0) {
+        ++zeros;
+        EXPECT_EQ(bars.count(title), 0u) << title << " draws a bar";
+      } else {
+        ASSERT_EQ(bars.count(title), 1u) << title;
+        heights.emplace_back(std::log10(static_cast<double>(count)), bars[title]->box.height());
+      }
+    }
+  ASSERT_GE(zeros, 4u);
+  std::size_t zero_labels = 0;
+  for (const auto& t : inter->texts) zero_labels += t.cls == "value" && t.text == "0";
+  EXPECT_EQ(zero_labels, zeros);
+  const auto [lo, hi] = std::minmax_element(heights.begin(), heights.end());
+  ASSERT_GT(hi->first - lo->first, 4);  // from 2 to 274k: over five decades
+  const double per_decade = (hi->second - lo->second) / (hi->first - lo->first);
+  for (const auto& [lg, h] : heights) {
+    EXPECT_NEAR(h, lo->second + (lg - lo->first) * per_decade, 0.6) << "log10 count " << lg;
+    EXPECT_GT(h, 0.25 * per_decade);  // a count of 1 or 2 is a bar too
+  }
+  const Text* one = inter->find("1", "tick");
+  const Text* ten = inter->find("10", "tick");
+  ASSERT_TRUE(one && ten);
+  EXPECT_NEAR(one->box.b - ten->box.b, per_decade, 0.6);
+
+  // The queue-depth chart says in words, per sink strategy, whether GetNext ever found it empty.
+  const Chart* depth = page->chart("chart-queue-depth");
+  ASSERT_NE(depth, nullptr);
+  std::string words;
+  for (const auto& t : depth->texts)
+    if (t.cls == "note") words += t.text + " ";
+  for (const auto& r : j["runs"]) {
+    const std::string name = r["strategy"];
+    if (name == "non-sink") continue;
+    ASSERT_EQ(r["stats"]["chip"]["hostif"]["queue"]["empty_wait_s"].get<double>(), 0.0) << name;
+    EXPECT_THAT(words, HasSubstr(name + ": the queue never ran empty")) << words;
+  }
+  // With one map worker, loop sink outruns the pipeline: the chart says how long it waited.
+  const fs::path starved = m_dir / "starved.html", starved_json = m_dir / "starved.json";
+  ASSERT_EQ(run("compare --workload lenet5 --steps-per-epoch 200 --num-parallel-workers 1 --html " + starved.string() +
+                " --json " + starved_json.string()),
+            0);
+  const json s = json::parse(slurp(starved_json));
+  const double waited = s["runs"][3]["stats"]["chip"]["hostif"]["queue"]["empty_wait_s"].get<double>();
+  ASSERT_GT(waited, 0);
+  EXPECT_THAT(slurp(starved), HasSubstr("loop-sink: GetNext found the queue empty and waited " +
+                                        fmt::format("{:.3g}", 1e3 * waited) + " ms"));
+}
+
+TEST_F(HtmlRender, EightDevicePageStaysShort) {
+  const fs::path html = m_dir / "cluster.html";
+  ASSERT_EQ(run("compare --workload lenet5 --epochs 1 --steps-per-epoch 50 --devices 8 --html " + html.string()), 0)
+      << slurp(m_dir / "stderr");
+  RENDER_OR_SKIP(page, html);
+  expect_labels_fit(*page);
+  // Small multiples: one panel per strategy, two to a row at this width, so each kind of
+  // per-strategy chart (the groups' timelines, the ranks' waits) takes two rows of panels where
+  // one chart per strategy in a column took four full-width charts: the Cluster section (from its
+  // heading to the next) took 2,500 px that way; it must now take at most half of that.
+  double cluster = -1, next = -1;
+  for (const auto& [text, top] : page->headings) {
+    if (cluster >= 0 && next < 0) next = top;
+    if (text == "Cluster") cluster = top;
+  }
+  ASSERT_GE(cluster, 0);
+  ASSERT_GT(next, cluster);
+  EXPECT_LE(next - cluster, 1250) << "the cluster section";
+  for (const char* kind : {"chart-groups-", "chart-ranks-"}) {
+    const Chart* a = page->chart(std::string(kind) + "non-sink");
+    const Chart* b = page->chart(std::string(kind) + "data-sink");
+    const Chart* c = page->chart(std::string(kind) + "graph-sink");
+    ASSERT_TRUE(a && b && c) << kind;
+    EXPECT_LT(std::fabs(a->box.t - b->box.t), a->box.height()) << kind << ": side by side";  // a note may shift one
+    EXPECT_GT(b->box.l, a->box.r) << kind << ": the second to the right of the first";
+    EXPECT_GT(c->box.t, a->box.b) << kind << ": the next row";
+    // Each rank's two waits: 8 ranks, 2 bars.
+    if (std::string(kind) == "chart-ranks-") {
+      EXPECT_EQ(a->bars.size(), 2u * 8);
+    }
+  }
+  // The whole page: the one-device report (about 2,300 px) and that section, where it was 4,750 px.
+  EXPECT_LE(page->height, 2300 + 1250);
+}
+
+TEST_F(HtmlRender, ValidationShowsEveryIdWhole) {
+  const fs::path html = m_dir / "validation.html", report = m_dir / "validation.json";
+  ASSERT_EQ(run("validate --html " + html.string() + " --json " + report.string()), 0) << slurp(m_dir / "stderr");
+  const json rows = json::parse(slurp(report));
+  RENDER_OR_SKIP(page, html);
+  expect_labels_fit(*page);
+  const Chart* chart = page->chart("chart-validation");
+  ASSERT_NE(chart, nullptr);
+  std::string longest;
+  for (const auto& row : rows)
+    if (!row["simulated"].is_null() &&
+        ascendsim::runtime::charts::text_width(row["id"]) > ascendsim::runtime::charts::text_width(longest))
+      longest = row["id"];
+  ASSERT_FALSE(longest.empty());
+  const Text* label = chart->find(longest);
+  ASSERT_NE(label, nullptr) << longest;
+  EXPECT_TRUE(inside(label->box, chart->box)) << longest;
+}
+
+TEST_F(HtmlRender, SweepChartKeepsItsMarkInside) {
+  const fs::path html = m_dir / "sweep.html";
+  ASSERT_EQ(run("sweep --workload lenet5 --param sink_size --values 1,10,100,1000 --steps-per-epoch 1000 --html " +
+                html.string()),
+            0)
+      << slurp(m_dir / "stderr");
+  RENDER_OR_SKIP(page, html);
+  expect_labels_fit(*page);
+  const Chart* chart = page->chart("chart-sweep");
+  ASSERT_NE(chart, nullptr);
+  bool marked = false;
+  for (const auto& t : chart->texts) marked |= t.cls == "mark-label" && t.text.rfind("break-even: ", 0) == 0;
+  EXPECT_TRUE(marked);
+}
+
+}  // namespace
