@@ -11,8 +11,17 @@
 
 #include "sim/core/error.h"
 
+#include <dlfcn.h>
+#include <sys/auxv.h>
+
 #ifndef ASCENDSIM_DEFAULT_CONFIG_DIR
 #define ASCENDSIM_DEFAULT_CONFIG_DIR "configs"
+#endif
+#ifndef ASCENDSIM_CONFIG_FROM_BIN
+#define ASCENDSIM_CONFIG_FROM_BIN "../share/ascendsim/configs"
+#endif
+#ifndef ASCENDSIM_CONFIG_FROM_PYTHON
+#define ASCENDSIM_CONFIG_FROM_PYTHON "../../../../share/ascendsim/configs"
 #endif
 
 namespace ascendsim::sim {
@@ -34,8 +43,28 @@ ParamSet bind_params(SystemConfig& cfg) {
   return ps;
 }
 
+namespace {
+/// The presets of an installed copy: PREFIX/share/ascendsim/configs seen from the file this code
+/// was loaded from (PREFIX/bin/ascendsim, or the Python package's extension module), or "".
+std::string installed_config_dir() {
+  static const char anchor = 0;
+  Dl_info self{}, exe{};
+  if (!dladdr(&anchor, &self)) return "";
+  const auto phdr = getauxval(AT_PHDR);  // the main program's headers
+  const bool in_exe = phdr && dladdr(reinterpret_cast<const void*>(phdr), &exe) && exe.dli_fbase == self.dli_fbase;
+  std::error_code ec;
+  const fs::path file = in_exe ? fs::read_symlink("/proc/self/exe", ec)
+                               : (self.dli_fname ? fs::absolute(self.dli_fname, ec) : fs::path());
+  if (ec || file.empty()) return "";
+  const fs::path dir = (file.parent_path() / (in_exe ? ASCENDSIM_CONFIG_FROM_BIN : ASCENDSIM_CONFIG_FROM_PYTHON))
+                           .lexically_normal();
+  return fs::is_regular_file(dir / "host.yaml", ec) ? dir.string() : "";
+}
+}  // namespace
+
 std::string default_config_dir() {
   if (const char* env = std::getenv("ASCENDSIM_CONFIG_DIR"); env && *env) return env;
+  if (std::string installed = installed_config_dir(); !installed.empty()) return installed;
   return ASCENDSIM_DEFAULT_CONFIG_DIR;
 }
 

@@ -45,8 +45,9 @@ struct ConfigRequest {
 /// The origin an error about the override `set` ("key=value") names.
 std::string override_origin(const std::string& set);
 
-/// The presets installed with the build, or the ASCENDSIM_CONFIG_DIR environment variable: what
-/// front ends put in ConfigRequest::dir. The library itself never reads the environment.
+/// What front ends put in ConfigRequest::dir: the ASCENDSIM_CONFIG_DIR environment variable, else
+/// PREFIX/share/ascendsim/configs for an installed binary or Python module (found from its own
+/// file), else the source tree's configs/. The library itself never reads the environment.
 std::string default_config_dir();
 /// Preset names found in dir/chips.
 std::vector<std::string> chip_presets(const std::string& dir);
