@@ -684,7 +684,7 @@ TEST_P(CliSignalTest, ASignalMidRunRemovesEveryStagingFile) {
     ::setenv("ASCENDSIM_CONFIG_DIR", ASCENDSIM_SOURCE_DIR "/configs", 1);
     // Long enough never to finish first: 3.75 million steps.
     ::execl(ASCENDSIM_BIN, ASCENDSIM_BIN, "compare", "--epochs", "500", "--trace", trace.c_str(), "--trace-steps",
-            "0:20", "--json", json.c_str(), static_cast<char*>(nullptr));
+            "1:21", "--json", json.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   // The run is under way once its trace is staged and the first steps were written out.
