@@ -7,8 +7,8 @@
 namespace ascendsim::runtime {
 
 const char* const kPulledUpNote =
-    "a mean above the median: a few slow steps (the first loads the graph and fills the pipeline) pull the mean "
-    "up; the median is the steady-state step\n";
+    "a mean well above the median: a few slow steps pull it up (the first loads the graph and fills the pipeline; "
+    "under loop sink a sink's first step follows its launch); the median is the steady-state step\n";
 
 nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
                                    const nlohmann::ordered_json& config) {

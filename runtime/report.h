@@ -37,12 +37,10 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
 /// than 1%, given (sink size, mean step ms) pairs; none if the largest still gains 1% or more.
 std::optional<std::int64_t> break_even_sink_size(std::vector<std::pair<std::int64_t, double>> sink_and_step_ms);
 
-/// A mean step above its p99 or above kPulledUp times its median draws kPulledUpNote under the
-/// table that prints them: a few slow (warm-up) steps pull the mean up, the median is the steady
-/// state.
-inline constexpr double kPulledUp = 1.05;
+/// A mean step over 1% above its p99 or over 5% above its median draws kPulledUpNote under the
+/// table that prints them: a few slow steps pull the mean up, the median is the steady state.
 extern const char* const kPulledUpNote;
-inline bool mean_pulled_up(const StepStats& s) { return s.mean_ms > s.p99_ms || s.mean_ms > kPulledUp * s.p50_ms; }
+inline bool mean_pulled_up(const StepStats& s) { return s.mean_ms > 1.01 * s.p99_ms || s.mean_ms > 1.05 * s.p50_ms; }
 
 /// A text table whose columns are as wide as their widest cell: the first column to the left,
 /// the others to the right, two spaces between.

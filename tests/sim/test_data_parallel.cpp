@@ -364,7 +364,9 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
   EXPECT_NE(text.find("the one with the least exposed communication"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 3"), std::string::npos) << text;
   for (int k = 0; k < 8; ++k)
-    if (k != 3) EXPECT_EQ(text.find("rank " + std::to_string(k)), std::string::npos) << text;
+    if (k != 3) {
+      EXPECT_EQ(text.find("rank " + std::to_string(k)), std::string::npos) << text;
+    }
   EXPECT_EQ(text.find("slowest"), std::string::npos) << text;
   ASSERT_EQ(slow.rank_step_p50_ms.size(), 8u);
   for (std::size_t k = 0; k < 8; ++k) EXPECT_DOUBLE_EQ(slow.rank_step_p50_ms[k], slow.rank_step_p50_ms[3]);
@@ -487,7 +489,7 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
   for (const auto& run : out.runs) {
     const runtime::StepStats st = run.steps.step.stats();
     EXPECT_LE(st.p50_ms, st.p99_ms);  // nearest-rank percentiles are ordered
-    above_p99 = above_p99 || st.mean_ms > st.p99_ms;
+    above_p99 = above_p99 || st.mean_ms > 1.01 * st.p99_ms;
     const std::string name = runtime::strategy_name(run.session.strategy);
     int rows = 0;
     std::istringstream lines(table);
@@ -512,7 +514,7 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
   }
   ASSERT_TRUE(above_p99);  // the case the median is there for
   EXPECT_NE(table.find(runtime::kPulledUpNote), std::string::npos);
-  // A run whose mean is within 5% of its median, and not above its p99, draws no note.
+  // A run whose mean is within 5% of its median and 1% of its p99 draws no note.
   r.strategies = {runtime::Strategy::NonSink};
   r.steps_per_epoch = 50;  // p99 is the slowest step
   const auto steady = sim::run(r);
