@@ -192,7 +192,7 @@ void register_nn_ops(OpRegistry& r) {
            Graph& g = b.graph();
            std::int64_t begin = 0;
            for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-             const Shape& s = g.tensor(op.inputs[k]).shape;
+             const Shape s = g.tensor(op.inputs[k]).shape;  // a copy: apply() grows the tensors
              if (b.wants(op.inputs[k])) {
                OpAttrs a;
                a.axis = op.axis;
