@@ -56,6 +56,9 @@ struct ConvAttr {
 };
 struct PoolAttr {
   std::int64_t kernel = 2, stride = 2, pad = 0;
+  /// ceil_mode (MaxPool): a last, partial window where the windows do not fit the input exactly
+  /// (starting inside the input or its leading padding), as PyTorch's and ONNX's ceil_mode.
+  bool ceil = false;
 };
 struct MatMulAttr {
   bool transpose_a = false, transpose_b = false;

@@ -744,8 +744,9 @@ void Importer::install() {
       window(n, p.kernel, p.stride, p.pad, xs[2], xs[3], true);
       if (attr_int(n, "ceil_mode", 0)) {  // the same as floor when the windows fit exactly
         for (std::int64_t d : {xs[2], xs[3]})
-          if ((d + 2 * p.pad - p.kernel) % p.stride)
-            fail(where(n) + ": ceil_mode adds a partial window here; only floor rounding is supported");
+          if ((d + 2 * p.pad - p.kernel) % p.stride) p.ceil = true;
+        if (p.ceil && type != "MaxPool")
+          fail(where(n) + ": ceil_mode adds a partial window here; an average pool rounds down only");
       }
       if (n.output_size() > 1 && !n.output(1).empty()) fail(where(n) + ": MaxPool's indices are not supported");
       OpAttrs a;

@@ -10,6 +10,7 @@
 #include "aicore/cost_model.h"
 #include "runtime/functional.h"
 #include "workloads/op_registry.h"
+#include "workloads/op_rules.h"
 #include "workloads/training.h"
 
 namespace ascendsim::workloads {
@@ -276,6 +277,34 @@ TEST(NnOps, AGroupedConvolutionIsCostedAsItsGroupsGemmsOnTheCube) {
   EXPECT_LT(t4, t1);
   EXPECT_GT(t4, t1 / 4 * 0.9);
   EXPECT_GE(t8, t4 * 0.95);
+}
+
+TEST(NnOps, ACeilModeMaxPoolHasItsPartialWindows) {
+  // 4x4 by 3x3 windows at stride 2: floor has one window, ceil_mode two per axis, the second
+  // clipped to rows and columns 2..3. PyTorch: max_pool2d(arange(16).view(1,1,4,4), 3, 2,
+  // ceil_mode=True) = [[10, 11], [14, 15]].
+  std::vector<float> x(16);
+  for (int k = 0; k < 16; ++k) x[static_cast<std::size_t>(k)] = static_cast<float>(k);
+  OpAttrs a;
+  a.pool = {3, 2, 0, true};
+  Graph g;
+  EXPECT_EQ(compute(g, "MaxPool", {x}, {{1, 1, 4, 4}}, a), (std::vector<float>{10, 11, 14, 15}));
+  a.pool.ceil = false;
+  Graph floor;
+  EXPECT_EQ(compute(floor, "MaxPool", {x}, {{1, 1, 4, 4}}, a), (std::vector<float>{10}));
+  // The gradient goes to each window's maximum, the partial windows' too.
+  a.pool.ceil = true;
+  Graph gg;
+  std::vector<float> dx = compute(gg, "MaxPoolGrad", {x, {10, 11, 14, 15}, {1, 2, 3, 4}},
+                                  {{1, 1, 4, 4}, {1, 1, 2, 2}, {1, 1, 2, 2}}, a);
+  std::vector<float> want(16, 0.0f);
+  want[10] = 1, want[11] = 2, want[14] = 3, want[15] = 4;
+  EXPECT_EQ(dx, want);
+  // A window that would start past the input is not added: 5 pixels, 2x2 at stride 2, pad 1.
+  EXPECT_EQ(rules::pool_out(5, PoolAttr{2, 2, 1, true}), 3);
+  EXPECT_EQ(rules::pool_out(4, PoolAttr{2, 2, 1, true}), 3);
+  EXPECT_EQ(rules::pool_out(6, PoolAttr{3, 2, 0, true}), 3);
+  EXPECT_EQ(rules::pool_out(6, PoolAttr{3, 2, 0, false}), 2);
 }
 
 TEST(NnOps, TheEvaluationNetworkNormalisesByMovingStatisticsAndDropsNothing) {
