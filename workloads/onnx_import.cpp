@@ -397,7 +397,8 @@ bool Importer::foldable(const onnx::NodeProto& n) const {
   return true;
 }
 
-// A refused node's outputs: unknown, so that the nodes reading them are not checked.
+// A refused node's outputs: unknown, so that the nodes reading them are not checked (ONNX's own
+// shape inference could give their shapes, but libonnx's divides by a zero stride, for one).
 void Importer::refuse(const onnx::NodeProto& n) {
   for (const auto& o : n.output())
     if (!o.empty()) m_values[o] = Value{-1, std::nullopt, true};
@@ -1136,8 +1137,13 @@ Workload Importer::build() {
   for (const auto& n : graph.node()) {
     const bool std_domain = n.domain().empty() || n.domain() == "ai.onnx";
     const std::string type = std_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    bool downstream = false;  // reads what a refused node computes: not checked
+    for (const auto& in : n.input()) {
+      const auto it = in.empty() ? m_values.end() : m_values.find(in);
+      downstream = downstream || (it != m_values.end() && it->second.unknown);
+    }
     try {
-      if (unsupported.count(type))
+      if (unsupported.count(type) || downstream)
         refuse(n);
       else if (foldable(n))
         fold(n);
