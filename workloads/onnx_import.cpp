@@ -380,6 +380,7 @@ class Importer {
   std::int64_t m_batch = 0;
   int m_node_index = 0;
   std::map<std::string, std::string> m_unsupported;  // operator type -> its first node
+  std::map<std::string, std::int64_t> m_pad_for_pool;  // a zero Pad's output -> its padding, for the pool reading it
   bool m_listed = false;                             // the refusal lists every blocker
 };
 
@@ -743,6 +744,13 @@ void Importer::install() {
       if (xs.size() != 4) fail(where(n) + ": 2-D pooling of an NCHW input is supported");
       PoolAttr p;
       window(n, p.kernel, p.stride, p.pad, xs[2], xs[3], true);
+      const auto padded = m_pad_for_pool.find(n.input(0));  // a zero Pad before it: its padding, counted
+      if (padded != m_pad_for_pool.end()) {
+        if (p.pad != 0 || padded->second >= p.kernel)
+          fail(where(n) + ": a Pad of " + std::to_string(padded->second) + " before a pool of window " +
+               std::to_string(p.kernel) + " and padding " + std::to_string(p.pad) + " is not supported");
+        p.pad = padded->second;
+      }
       if (attr_int(n, "ceil_mode", 0)) {  // the same as floor when the windows fit exactly
         for (std::int64_t d : {xs[2], xs[3]})
           if ((d + 2 * p.pad - p.kernel) % p.stride) p.ceil = true;
@@ -752,7 +760,8 @@ void Importer::install() {
       if (n.output_size() > 1 && !n.output(1).empty()) fail(where(n) + ": MaxPool's indices are not supported");
       OpAttrs a;
       a.pool = p;
-      if (type == "AvgPool") a.count = attr_int(n, "count_include_pad", 0);  // divide by the whole window
+      if (type == "AvgPool")  // divide by the whole window
+        a.count = padded != m_pad_for_pool.end() ? 1 : attr_int(n, "count_include_pad", 0);
       set(n, 0, m_g.apply(type, op_name(n) + "/" + type, {x}, a)[0]);
     };
   };
@@ -949,12 +958,27 @@ void Importer::install() {
            std::to_string(ax) + "'s " + std::to_string(dim));
   };
   h["Identity"] = [this](const onnx::NodeProto& n) { set(n, 0, tensor(n, 0)); };
-  h["Pad"] = [this](const onnx::NodeProto& n) {  // PyTorch puts a zero Pad before an average pool
+  // PyTorch exports avg_pool2d(padding=p) counting the padding as a zero Pad and an AveragePool
+  // without pads: the pool takes the padding (count_include_pad) when it is the only reader.
+  h["Pad"] = [this](const onnx::NodeProto& n) {
     const std::vector<std::int64_t> pads = ints_attr_or_input(n, "pads", 1);
-    if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p != 0; }))
-      fail(where(n) + ": padding by a Pad node is not supported (pads " + shape_string(pads) +
-           "); give the padding to the convolution or pooling that follows");
-    set(n, 0, tensor(n, 0));
+    const TensorId x = tensor(n, 0);
+    if (std::none_of(pads.begin(), pads.end(), [](std::int64_t p) { return p != 0; })) return set(n, 0, x);
+    const double value = has_input(n, 2) ? constant(n, 2).data->at(0) : attr_float(n, "value", 0);
+    const bool spatial = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
+                         pads[2] == pads[3] && pads[2] == pads[6] && pads[2] == pads[7] && pads[2] > 0;
+    bool only_pools = true, read = false;
+    for (const auto& m : m_model.graph().node())
+      for (const auto& in : m.input())
+        if (in == n.output(0)) {
+          read = true;
+          only_pools = only_pools && m.op_type() == "AveragePool" && (m.domain().empty() || m.domain() == "ai.onnx");
+        }
+    if (!spatial || attr_string(n, "mode", "constant") != "constant" || value != 0 || !only_pools || !read)
+      fail(where(n) + ": padding by a Pad node is supported as the equal zero padding of an average pool's input "
+           "(pads " + shape_string(pads) + "); give the padding to the convolution or pooling that follows");
+    m_pad_for_pool[n.output(0)] = pads[2];
+    set(n, 0, x);
   };
   h["Cast"] = [this](const onnx::NodeProto& n) {  // the recipe decides the precision of the network
     if (!is_float(static_cast<int>(attr_int(n, "to", onnx::TensorProto::FLOAT))))

@@ -244,8 +244,9 @@ def test_functional_mode_agrees_with_pytorch_through_every_new_kernel(tmp_path):
 
 
 class GroupsAndChunks(torch.nn.Module):
-    """The operators torchvision's RegNet, ShuffleNet and GoogLeNet added: a grouped convolution,
-    chunk (Split or Slice of an activation), channel shuffle, a ceil_mode max pool."""
+    """The operators torchvision's RegNet, ShuffleNet, GoogLeNet and Inception added: a grouped
+    convolution, chunk (Split or Slice of an activation), channel shuffle, a ceil_mode max pool, an
+    average pool whose padding counts (a Pad before it)."""
 
     def __init__(self):
         super().__init__()
@@ -258,6 +259,7 @@ class GroupsAndChunks(torch.nn.Module):
         a, b = x.chunk(2, dim=1)                                             # two halves of 6 channels
         x = torch.cat([torch.sigmoid(b), a[:, 1:5]], dim=1)                  # a slice of 4 of them
         x = torch.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True)          # 32 -> 16 (floor: 15)
+        x = torch.nn.functional.avg_pool2d(x, 3, 1, padding=1)               # Pad, AveragePool (Inception)
         return self.fc(x.flatten(1))
 
 
@@ -270,7 +272,7 @@ def test_functional_mode_agrees_with_pytorch_through_groups_and_slices(tmp_path)
     onnx = pytest.importorskip("onnx")
     g = onnx.load(model).graph
     assert any(n.op_type == "Conv" and any(a.name == "group" and a.i == 4 for a in n.attribute) for n in g.node)
-    assert {"Split", "Slice"} & {n.op_type for n in g.node}
+    assert {"Split", "Slice"} & {n.op_type for n in g.node} and "Pad" in {n.op_type for n in g.node}
     steps = 8
     losses, reference = functional_losses_against_torch(net, model, tmp_path, steps)
     assert len(losses) == steps

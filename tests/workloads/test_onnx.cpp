@@ -368,6 +368,39 @@ TEST(Onnx, GroupedConvolutionsSlicesAndSplitsImportWithTheirGradients) {
   EXPECT_THAT(import_error(uneven.bytes()), HasSubstr("split sizes [3,3] do not divide axis 1 of [1,4,8,8]"));
 }
 
+TEST(Onnx, AZeroPadBeforeAnAveragePoolIsThePoolsCountedPadding) {
+  // PyTorch's avg_pool2d(x, 3, 1, padding=1), as exported: Pad 1 of zeros, AveragePool 3x3 without
+  // pads; the pool's padding, counted in its divisor (count_include_pad).
+  ModelBuilder b({2, 4, 6, 6});
+  b.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  b.node("Pad", "/pad", {"x", "pads"}, {"p"});
+  auto* pool = b.node("AveragePool", "/pool", {"p"}, {"a"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  ModelBuilder::attr(pool, "strides", std::vector<std::int64_t>{1, 1});
+  b.node("GlobalAveragePool", "/gap", {"a"}, {"g"});
+  b.node("Flatten", "/flat", {"g"}, {"y"});
+  b.output("y");
+  const Workload w = b.import();
+  int pools = 0;
+  for (const auto& op : w.graph.ops())
+    if (op.type == "AvgPool") {
+      ++pools;
+      EXPECT_EQ(op.pool.pad, 1);
+      EXPECT_EQ(op.count, 1);
+      EXPECT_EQ(w.graph.tensor(op.outputs[0]).shape, (Shape{2, 4, 6, 6}));
+    }
+  EXPECT_EQ(pools, 1);
+  // Read by a max pool, the zeros would compete with the values: refused.
+  ModelBuilder m({2, 4, 6, 6});
+  m.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  m.node("Pad", "/pad", {"x", "pads"}, {"p"});
+  ModelBuilder::attr(m.node("MaxPool", "/pool", {"p"}, {"y"}), "kernel_shape", std::vector<std::int64_t>{3, 3});
+  m.output("y");
+  EXPECT_THAT(import_error(m.bytes()),
+              HasSubstr("node '/pad' (Pad): padding by a Pad node is supported as the equal zero padding of an "
+                        "average pool's input (pads [0,0,1,1,0,0,1,1])"));
+}
+
 TEST(Onnx, ARefusalListsEveryBlockerAtOnce) {
   // Two unsupported types, and three supported operators in unsupported forms (two of them the
   // same problem): all in one message. The node reading TopK's output is not checked.
