@@ -50,9 +50,15 @@ enum class Pass { Forward, Backward, Optimizer };
 
 struct ConvAttr {
   std::int64_t kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
+  /// Grouped convolution: the channels in `group` equal groups, each convolved with its own
+  /// Cout/group filters of Cin/group channels (weight [Cout, Cin/group, kh, kw]).
+  std::int64_t group = 1;
 };
 struct PoolAttr {
   std::int64_t kernel = 2, stride = 2, pad = 0;
+  /// ceil_mode (MaxPool): a last, partial window where the windows do not fit the input exactly
+  /// (starting inside the input or its leading padding), as PyTorch's and ONNX's ceil_mode.
+  bool ceil = false;
 };
 struct MatMulAttr {
   bool transpose_a = false, transpose_b = false;

@@ -56,7 +56,7 @@ memory::desc plain(const Shape& s, memory::format_tag tag) {
 memory mem(const memory::desc& d, float* p) { return memory(d, engine(), p); }
 
 /// The op's kept state, built on first use.
-// Convolution (NCHW input, OIHW weight, square stride and symmetric padding) --------------------
+// Convolution (NCHW input, OIHW weight, square stride and symmetric padding, groups) --------------
 
 struct ConvPrims {
   memory::desc x, w, y;
@@ -66,7 +66,10 @@ struct ConvPrims {
 ConvPrims conv_prims(const Shape& x, const Shape& w, const Shape& y, const ConvAttr& a) {
   ConvPrims p;
   p.x = plain(x, memory::format_tag::nchw);
-  p.w = plain(w, memory::format_tag::oihw);
+  if (a.group > 1)  // OIHW [Cout, Cin/G, kh, kw] is GOIHW [G, Cout/G, Cin/G, kh, kw] in the same memory
+    p.w = memory::desc({a.group, w[0] / a.group, w[1], w[2], w[3]}, memory::data_type::f32, memory::format_tag::goihw);
+  else
+    p.w = plain(w, memory::format_tag::oihw);
   p.y = plain(y, memory::format_tag::nchw);
   const Dims stride{a.stride, a.stride}, pad{a.pad, a.pad};
   p.fwd = dnnl::convolution_forward::primitive_desc(

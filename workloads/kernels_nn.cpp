@@ -173,6 +173,17 @@ void strided_slice(KernelIO& io) {
               io.out[0] + o * d * inner);
 }
 
+void strided_slice_grad(KernelIO& io) {  // dy placed at attrs.count along attrs.axis, zeros elsewhere
+  std::int64_t outer, inner;
+  split_at(io.out_shape(0), io.op.axis, outer, inner);
+  const std::int64_t total = io.out_shape(0)[static_cast<std::size_t>(io.op.axis)];
+  const std::int64_t d = io.in_shape(0)[static_cast<std::size_t>(io.op.axis)];
+  std::fill(io.out[0], io.out[0] + io.out_elements(0), 0.0f);
+  for (std::int64_t o = 0; o < outer; ++o)
+    std::copy(io.in[0] + o * d * inner, io.in[0] + (o + 1) * d * inner,
+              io.out[0] + (o * total + io.op.count) * inner);
+}
+
 void transpose(KernelIO& io) {  // output axis k is input axis perm[k]
   const Shape& xs = io.in_shape(0);
   const Shape& ys = io.out_shape(0);
@@ -265,6 +276,7 @@ void register_nn_kernels(OpRegistry& r) {
       {"SoftmaxGrad", softmax_grad},
       {"Concat", concat},
       {"StridedSlice", strided_slice},
+      {"StridedSliceGrad", strided_slice_grad},
       {"Transpose", transpose},
       {"Dropout", dropout},
       {"DropoutGrad", dropout_grad},

@@ -92,6 +92,42 @@ std::vector<Out> values_of(const std::string& raw, const Field& field, std::int6
   return v;
 }
 
+/// Checks that a tensor in the file holds a value per element (its raw bytes or its typed field),
+/// whether or not its values are read: one rule for every mode and size.
+void check_data_length(const onnx::TensorProto& t, std::int64_t n, const std::string& where) {
+  std::int64_t bytes = 4, stored = t.int32_data_size();  // int32, int16, int8, uint8, bool, fp16, bf16: int32_data
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      stored = t.float_data_size();
+      break;
+    case onnx::TensorProto::DOUBLE:
+      bytes = 8, stored = t.double_data_size();
+      break;
+    case onnx::TensorProto::INT64:
+      bytes = 8, stored = t.int64_data_size();
+      break;
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      bytes = 2;
+      break;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      bytes = 1;
+      break;
+    default:
+      break;
+  }
+  if (!t.raw_data().empty()) {
+    if (t.raw_data().size() != static_cast<std::size_t>(n * bytes))
+      fail(where + ": raw data of " + std::to_string(t.raw_data().size()) + " bytes for " + std::to_string(n) +
+           " elements of " + std::to_string(bytes) + " bytes (truncated?)");
+  } else if (stored != n) {
+    fail(where + ": " + std::to_string(stored) + " values for " + std::to_string(n) + " elements (truncated?)");
+  }
+}
+
 Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
   Const c;
   c.elem_type = t.data_type();
@@ -102,6 +138,7 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
          onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(c.elem_type)) +
          ") is not supported");
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return c;  // a weight in a side file: its shape suffices
+  check_data_length(t, n, where);
   if (is_float(c.elem_type) && n > kMaxDataElements) return c;
   const std::string& raw = t.raw_data();
   switch (c.elem_type) {
@@ -170,7 +207,10 @@ class Importer {
   struct Value {
     TensorId tensor = -1;
     std::optional<Const> c;
+    bool unknown = false;  ///< computed by a node that is refused: what reads it is not checked
   };
+  /// Thrown when a node reads a value of a refused node: not a problem of its own.
+  struct Downstream {};
 
   std::string where(const onnx::NodeProto& n) const {
     return m_file + ": node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" + n.op_type() + ")";
@@ -185,6 +225,7 @@ class Importer {
     if (i >= n.input_size() || n.input(i).empty()) fail(where(n) + ": input " + std::to_string(i) + " is missing");
     const auto it = m_values.find(n.input(i));
     if (it == m_values.end()) fail(where(n) + ": input '" + n.input(i) + "' is not produced before it is read");
+    if (it->second.unknown) throw Downstream{};
     return it->second;
   }
   bool has_input(const onnx::NodeProto& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
@@ -281,8 +322,10 @@ class Importer {
     }
     auto s = attr_ints(n, "strides");
     if (s.empty()) s = {1, 1};
-    if (s.size() != 2 || s[0] != s[1] || s[0] < 1 || s[0] > kMaxDim)
-      fail(where(n) + ": equal strides are supported, " + shape_string(s));
+    for (auto v : s)
+      if (v < 1 || v > kMaxDim)
+        fail(where(n) + ": strides " + shape_string(s) + ": a stride must be a positive number of pixels (1 to 2^31)");
+    if (s.size() != 2 || s[0] != s[1]) fail(where(n) + ": equal strides on both axes are supported, " + shape_string(s));
     stride = s[0];
     for (auto d : attr_ints(n, "dilations"))
       if (d != 1) fail(where(n) + ": dilations other than 1 are not supported");
@@ -298,7 +341,9 @@ class Importer {
       fail(where(n) + ": auto_pad '" + auto_pad + "' is not an ONNX value");
     }
     if (p.empty()) p = {0, 0, 0, 0};
-    if (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3] || p[0] < 0 || p[0] > kMaxDim)
+    for (auto v : p)
+      if (v < 0 || v > kMaxDim) fail(where(n) + ": pads " + shape_string(p) + ": padding must be 0 to 2^31 pixels");
+    if (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3])
       fail(where(n) + ": equal padding on every side is supported, pads " + shape_string(p));
     pad = p[0];
     if (pad >= kernel && has_kernel_attr)
@@ -314,6 +359,9 @@ class Importer {
   void install();
   void fold(const onnx::NodeProto& n);
   bool foldable(const onnx::NodeProto& n) const;
+  void refuse(const onnx::NodeProto& n);
+  Workload build();
+  std::string types_message() const;
   void batch_norm(const onnx::NodeProto& n);
   DataRecipe data_for(const Shape& input, std::int64_t classes, bool eval) const;
 
@@ -331,19 +379,30 @@ class Importer {
   std::map<std::string, Handler> m_handlers;
   std::int64_t m_batch = 0;
   int m_node_index = 0;
+  std::map<std::string, std::string> m_unsupported;  // operator type -> its first node
+  std::map<std::string, std::int64_t> m_pad_for_pool;  // a zero Pad's output -> its padding, for the pool reading it
+  bool m_listed = false;                             // the refusal lists every blocker
 };
 
 // Whether `n` is folded: a kFoldable op whose inputs are all constants with their values.
 bool Importer::foldable(const onnx::NodeProto& n) const {
   if (!kFoldable.count(n.op_type())) return false;
   if (n.op_type() == "Constant") return true;
-  if (n.op_type() == "Shape") return true;  // static shapes: the shape of any value is known
   for (int i = 0; i < n.input_size(); ++i) {
     if (n.input(i).empty()) continue;
     const auto it = m_values.find(n.input(i));
+    if (it != m_values.end() && it->second.unknown) return false;  // the handler's read reports it
+    if (n.op_type() == "Shape") return true;  // static shapes: the shape of any value is known
     if (it == m_values.end() || !it->second.c || !it->second.c->data) return false;
   }
   return true;
+}
+
+// A refused node's outputs: unknown, so that the nodes reading them are not checked (ONNX's own
+// shape inference could give their shapes, but libonnx's divides by a zero stride, for one).
+void Importer::refuse(const onnx::NodeProto& n) {
+  for (const auto& o : n.output())
+    if (!o.empty()) m_values[o] = Value{-1, std::nullopt, true};
 }
 
 void Importer::fold(const onnx::NodeProto& n) {
@@ -569,15 +628,19 @@ void Importer::install() {
     const TensorId w = tensor(n, 1, true);
     const std::string name = op_name(n);
     TensorId y;
+    if (group != 1 && (group < 1 || xs[1] % group || wc.shape[0] % group || wc.shape[1] * group != xs[1]))
+      fail(where(n) + ": group " + std::to_string(group) + " of " + std::to_string(xs[1]) +
+           " input channels with a weight " + shape_string(wc.shape) +
+           ": the group must divide the input and output channels, the weight being [Cout, Cin/group, kh, kw]");
     if (group == 1) {
       y = m_g.conv2d(name + "/Conv2D", x, w, a);
-    } else if (group == xs[1] && wc.shape[0] == xs[1] && wc.shape[1] == 1) {
+    } else if (group == xs[1] && wc.shape[0] == xs[1]) {  // one filter per channel
       OpAttrs at;
       at.conv = a;
       y = m_g.apply("DepthwiseConv2dNative", name + "/DepthwiseConv2dNative", {x, w}, at)[0];
-    } else {
-      fail(where(n) + ": group " + std::to_string(group) + " of " + std::to_string(xs[1]) +
-           " channels: dense (group 1) and depthwise (one filter per channel) convolutions are supported");
+    } else {  // a grouped convolution: G GEMMs of Cin/G to Cout/G channels on the Cube
+      a.group = group;
+      y = m_g.conv2d(name + "/Conv2D", x, w, a);
     }
     if (has_input(n, 2)) {
       const Const& bc = constant(n, 2, false);
@@ -681,15 +744,24 @@ void Importer::install() {
       if (xs.size() != 4) fail(where(n) + ": 2-D pooling of an NCHW input is supported");
       PoolAttr p;
       window(n, p.kernel, p.stride, p.pad, xs[2], xs[3], true);
+      const auto padded = m_pad_for_pool.find(n.input(0));  // a zero Pad before it: its padding, counted
+      if (padded != m_pad_for_pool.end()) {
+        if (p.pad != 0 || padded->second >= p.kernel)
+          fail(where(n) + ": a Pad of " + std::to_string(padded->second) + " before a pool of window " +
+               std::to_string(p.kernel) + " and padding " + std::to_string(p.pad) + " is not supported");
+        p.pad = padded->second;
+      }
       if (attr_int(n, "ceil_mode", 0)) {  // the same as floor when the windows fit exactly
         for (std::int64_t d : {xs[2], xs[3]})
-          if ((d + 2 * p.pad - p.kernel) % p.stride)
-            fail(where(n) + ": ceil_mode adds a partial window here; only floor rounding is supported");
+          if ((d + 2 * p.pad - p.kernel) % p.stride) p.ceil = true;
+        if (p.ceil && type != "MaxPool")
+          fail(where(n) + ": ceil_mode adds a partial window here; an average pool rounds down only");
       }
       if (n.output_size() > 1 && !n.output(1).empty()) fail(where(n) + ": MaxPool's indices are not supported");
       OpAttrs a;
       a.pool = p;
-      if (type == "AvgPool") a.count = attr_int(n, "count_include_pad", 0);  // divide by the whole window
+      if (type == "AvgPool")  // divide by the whole window
+        a.count = padded != m_pad_for_pool.end() ? 1 : attr_int(n, "count_include_pad", 0);
       set(n, 0, m_g.apply(type, op_name(n) + "/" + type, {x}, a)[0]);
     };
   };
@@ -814,13 +886,99 @@ void Importer::install() {
       for (auto k = static_cast<std::int64_t>(shape_of(x).size()); k-- > 0;) a.shape.push_back(k);
     set(n, 0, m_g.apply("Transpose", op_name(n) + "/Transpose", {x}, a)[0]);
   };
+  // Slice and Split of an activation: a StridedSlice per sliced axis and piece (step 1).
+  auto piece = [this](const onnx::NodeProto& n, TensorId x, std::int64_t axis, std::int64_t begin, std::int64_t len,
+                      const std::string& suffix) {
+    Shape s = shape_of(x);
+    if (begin == 0 && len == s[static_cast<std::size_t>(axis)]) return x;
+    OpAttrs a;
+    a.axis = axis;
+    a.count = begin;
+    s[static_cast<std::size_t>(axis)] = len;
+    a.shape = s;
+    return m_g.apply("StridedSlice", op_name(n) + "/StridedSlice" + suffix, {x}, a)[0];
+  };
+  auto axis_in = [this](const onnx::NodeProto& n, std::int64_t axis, std::size_t rank) {
+    const auto r = static_cast<std::int64_t>(rank);
+    if (axis < -r || axis >= r)
+      fail(where(n) + ": axis " + std::to_string(axis) + " out of range for a tensor of rank " + std::to_string(r));
+    return axis < 0 ? axis + r : axis;
+  };
+  h["Slice"] = [this, piece, axis_in](const onnx::NodeProto& n) {
+    TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    const auto starts = ints_attr_or_input(n, "starts", 1), ends = ints_attr_or_input(n, "ends", 2);
+    auto axes = ints_attr_or_input(n, "axes", 3);
+    const auto steps = has_input(n, 4) ? ints_attr_or_input(n, "steps", 4) : std::vector<std::int64_t>{};
+    if (axes.empty())
+      for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+    if (starts.size() != ends.size() || axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
+      fail(where(n) + ": starts, ends, axes and steps of different lengths");
+    std::set<std::int64_t> seen;
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+      const std::int64_t ax = axis_in(n, axes[k], xs.size());
+      if (!seen.insert(ax).second) fail(where(n) + ": axis " + std::to_string(ax) + " sliced twice");
+      if (!steps.empty() && steps[k] != 1)
+        fail(where(n) + ": a slice with step " + std::to_string(steps[k]) + " along axis " + std::to_string(ax) +
+             " is not supported (step 1 only)");
+      const std::int64_t dim = xs[static_cast<std::size_t>(ax)];
+      auto clamp = [dim](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + dim : v, 0, dim); };
+      const std::int64_t b = clamp(starts[k]), e = clamp(ends[k]);
+      if (e <= b)
+        fail(where(n) + ": the slice [" + std::to_string(starts[k]) + ", " + std::to_string(ends[k]) + ") of axis " +
+             std::to_string(ax) + " (" + std::to_string(dim) + ") is empty");
+      x = piece(n, x, ax, b, e - b, starts.size() > 1 ? std::to_string(k) : "");
+    }
+    set(n, 0, x);
+  };
+  h["Split"] = [this, piece, axis_in](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    const std::int64_t ax = axis_in(n, attr_int(n, "axis", 0), xs.size());
+    const std::int64_t dim = xs[static_cast<std::size_t>(ax)], parts = n.output_size();
+    std::vector<std::int64_t> split = ints_attr_or_input(n, "split", 1);
+    if (split.empty()) {  // equal parts (the last one smaller when they do not divide)
+      if (parts < 1) fail(where(n) + ": a Split without outputs");
+      const std::int64_t each = (dim + parts - 1) / parts;
+      for (std::int64_t k = 0, left = dim; k < parts; ++k, left -= each) split.push_back(std::min(each, left));
+    }
+    if (static_cast<std::int64_t>(split.size()) != parts)
+      fail(where(n) + ": " + std::to_string(split.size()) + " split sizes for " + std::to_string(parts) + " outputs");
+    std::int64_t begin = 0;
+    for (std::int64_t k = 0; k < parts; ++k) {
+      const std::int64_t len = split[static_cast<std::size_t>(k)];
+      if (len <= 0 || begin + len > dim)
+        fail(where(n) + ": split sizes " + shape_string(split) + " do not divide axis " + std::to_string(ax) + " of " +
+             shape_string(xs) + " into non-empty pieces");
+      set(n, static_cast<int>(k), piece(n, x, ax, begin, len, std::to_string(k)));
+      begin += len;
+    }
+    if (begin != dim)
+      fail(where(n) + ": split sizes " + shape_string(split) + " add up to " + std::to_string(begin) + ", not axis " +
+           std::to_string(ax) + "'s " + std::to_string(dim));
+  };
   h["Identity"] = [this](const onnx::NodeProto& n) { set(n, 0, tensor(n, 0)); };
-  h["Pad"] = [this](const onnx::NodeProto& n) {  // PyTorch puts a zero Pad before an average pool
+  // PyTorch exports avg_pool2d(padding=p) counting the padding as a zero Pad and an AveragePool
+  // without pads: the pool takes the padding (count_include_pad) when it is the only reader.
+  h["Pad"] = [this](const onnx::NodeProto& n) {
     const std::vector<std::int64_t> pads = ints_attr_or_input(n, "pads", 1);
-    if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p != 0; }))
-      fail(where(n) + ": padding by a Pad node is not supported (pads " + shape_string(pads) +
-           "); give the padding to the convolution or pooling that follows");
-    set(n, 0, tensor(n, 0));
+    const TensorId x = tensor(n, 0);
+    if (std::none_of(pads.begin(), pads.end(), [](std::int64_t p) { return p != 0; })) return set(n, 0, x);
+    const double value = has_input(n, 2) ? constant(n, 2).data->at(0) : attr_float(n, "value", 0);
+    const bool spatial = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
+                         pads[2] == pads[3] && pads[2] == pads[6] && pads[2] == pads[7] && pads[2] > 0;
+    bool only_pools = true, read = false;
+    for (const auto& m : m_model.graph().node())
+      for (const auto& in : m.input())
+        if (in == n.output(0)) {
+          read = true;
+          only_pools = only_pools && m.op_type() == "AveragePool" && (m.domain().empty() || m.domain() == "ai.onnx");
+        }
+    if (!spatial || attr_string(n, "mode", "constant") != "constant" || value != 0 || !only_pools || !read)
+      fail(where(n) + ": padding by a Pad node is supported as the equal zero padding of an average pool's input "
+           "(pads " + shape_string(pads) + "); give the padding to the convolution or pooling that follows");
+    m_pad_for_pool[n.output(0)] = pads[2];
+    set(n, 0, x);
   };
   h["Cast"] = [this](const onnx::NodeProto& n) {  // the recipe decides the precision of the network
     if (!is_float(static_cast<int>(attr_int(n, "to", onnx::TensorProto::FLOAT))))
@@ -892,7 +1050,7 @@ Workload Importer::run() {
   install();
 
   // Every operator outside the supported set, with its first node, before anything is built.
-  std::map<std::string, std::string> unsupported;
+  std::map<std::string, std::string>& unsupported = m_unsupported;
   for (const auto& n : graph.node()) {
     ++m_sum.node_types[n.op_type()];
     const bool std_domain = n.domain().empty() || n.domain() == "ai.onnx";
@@ -900,12 +1058,25 @@ Workload Importer::run() {
     const bool known = std_domain && (m_handlers.count(n.op_type()) || kFoldable.count(n.op_type()));
     if (!known && !unsupported.count(type)) unsupported[type] = n.name().empty() ? "(unnamed)" : n.name();
   }
-  if (!unsupported.empty()) {
-    std::string list;
-    for (const auto& [type, node] : unsupported) list += "\n  " + type + " (first at node '" + node + "')";
-    fail(m_file + ": " + std::to_string(unsupported.size()) + " operator type" + (unsupported.size() > 1 ? "s" : "") +
-         " not supported, nothing simulated:" + list + "\n(docs/onnx.md lists the supported operators)");
+  try {
+    return build();
+  } catch (const std::invalid_argument&) {
+    if (unsupported.empty() || m_listed) throw;
+    // Refused before its nodes were read (its inputs, say): the operator types come first.
+    fail(types_message() + "\n(docs/onnx.md lists the supported operators)");
   }
+}
+
+std::string Importer::types_message() const {
+  std::string msg = m_file + ": " + std::to_string(m_unsupported.size()) + " operator type" +
+                    (m_unsupported.size() > 1 ? "s" : "") + " not supported, nothing simulated:";
+  for (const auto& [type, node] : m_unsupported) msg += "\n  " + type + " (first at node '" + node + "')";
+  return msg;
+}
+
+Workload Importer::build() {
+  const auto& graph = m_model.graph();
+  const std::map<std::string, std::string>& unsupported = m_unsupported;
 
   // The recipe.
   const RecipeOverrides& o = m_opt.recipe;
@@ -978,21 +1149,70 @@ Workload Importer::run() {
   }
   if (image < 0) fail(m_file + ": the model has no float input (an NCHW image batch)");
 
-  // The nodes, in their (topological) order.
+  // The nodes, in their (topological) order. A node that cannot be imported is noted and the
+  // import goes on, so that a refusal lists every blocker: the operator types outside the table,
+  // then each supported operator in a form that is not (the same problem once, with its count).
+  struct Problem {
+    std::string first;  // the first node's message
+    int more = 0;       // other nodes of the same type with the same problem
+  };
+  std::map<std::pair<std::string, std::string>, Problem> problems;  // by (type, problem)
+  std::vector<std::pair<std::string, std::string>> problem_order;
   for (const auto& n : graph.node()) {
+    const bool std_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    const std::string type = std_domain ? n.op_type() : n.domain() + "::" + n.op_type();
+    bool downstream = false;  // reads what a refused node computes: not checked
+    for (const auto& in : n.input()) {
+      const auto it = in.empty() ? m_values.end() : m_values.find(in);
+      downstream = downstream || (it != m_values.end() && it->second.unknown);
+    }
     try {
-      if (foldable(n))
+      if (unsupported.count(type) || downstream)
+        refuse(n);
+      else if (foldable(n))
         fold(n);
       else if (m_handlers.count(n.op_type()))
         m_handlers.at(n.op_type())(n);
       else
         fail(where(n) + ": its inputs must be constants known at import (static shapes)");
+    } catch (const Downstream&) {
+      refuse(n);
     } catch (const std::invalid_argument& e) {
-      const std::string msg = e.what();
-      if (msg.rfind(m_file, 0) == 0) throw;
-      fail(where(n) + ": " + msg);
+      std::string msg = e.what();
+      if (msg.rfind(m_file, 0) != 0) msg = where(n) + ": " + msg;
+      const std::string prefix = where(n) + ": ";
+      const std::string detail = msg.rfind(prefix, 0) == 0 ? msg.substr(prefix.size()) : msg;
+      const auto key = std::make_pair(type, detail);
+      if (auto it = problems.find(key); it != problems.end()) {
+        ++it->second.more;
+      } else {
+        problems[key] = Problem{msg};
+        problem_order.push_back(key);
+      }
+      refuse(n);
     }
     ++m_node_index;
+  }
+  if (unsupported.empty() && problem_order.size() == 1 && problems.begin()->second.more == 0)
+    fail(problems.begin()->second.first);
+  if (!unsupported.empty() || !problem_order.empty()) {
+    std::string msg = m_file + ": ";
+    if (!unsupported.empty()) {
+      msg = types_message();
+      if (!problem_order.empty()) msg += "\nand ";
+    }
+    if (!problem_order.empty()) {
+      msg += std::to_string(problem_order.size()) + " operator form" + (problem_order.size() > 1 ? "s" : "") +
+             " not supported" + (unsupported.empty() ? ", nothing simulated:" : ":");
+      for (const auto& key : problem_order) {
+        const Problem& p = problems.at(key);
+        msg += "\n  " + (p.first.rfind(m_file + ": ", 0) == 0 ? p.first.substr(m_file.size() + 2) : p.first);
+        if (p.more) msg += " (and " + std::to_string(p.more) + " more such node" + (p.more > 1 ? "s" : "") + ")";
+      }
+    }
+    if (!unsupported.empty()) msg += "\n(nodes reading what a refused node computes are not checked)";
+    m_listed = true;
+    fail(msg + "\n(docs/onnx.md lists the supported operators and their forms)");
   }
 
   // The output and the loss.

@@ -77,7 +77,10 @@ std::int64_t conv_out(std::int64_t in, std::int64_t k, const ConvAttr& a) {
   return (in + 2 * a.pad - k) / a.stride + 1;
 }
 
-/// A convolution family op lowered with the forward geometry: input x and weight w.
+/// A convolution family op lowered with the forward geometry: input x and weight w. A grouped
+/// convolution is its G GEMMs in one Cube kernel: each group's Cin/G channels to its Cout/G, the
+/// groups stacked as G times the batch ([N*G, Cin/G, H, W] by [Cout/G, Cin/G, kh, kw]), so every
+/// group's channels are padded to C0 on their own and the MACs are the grouped convolution's.
 OpDesc conv_op(OpKind kind, const Tensor& operand, const Tensor& result, const Shape& x, const Shape& w,
                const ConvAttr& c) {
   OpDesc d;
@@ -85,7 +88,9 @@ OpDesc conv_op(OpKind kind, const Tensor& operand, const Tensor& result, const S
   d.precision = storage_precision(operand.dtype);
   d.out_precision = storage_precision(result.dtype);
   set_nchw(d, x);
-  d.cout = w[0];
+  d.batch = x[0] * c.group;
+  d.cin = x[1] / c.group;
+  d.cout = w[0] / c.group;
   d.kh = w[2];
   d.kw = w[3];
   d.stride = c.stride;
@@ -94,6 +99,19 @@ OpDesc conv_op(OpKind kind, const Tensor& operand, const Tensor& result, const S
 }
 
 std::int64_t round16(std::int64_t v) { return (v + 15) / 16 * 16; }
+
+/// Cin input channels against an OIHW weight in c.group groups: [Cout, Cin/group, kh, kw].
+void check_groups(std::int64_t cin, const Shape& w, const ConvAttr& c) {
+  require(c.group >= 1, "group " + std::to_string(c.group) + " must be positive");
+  if (c.group == 1) {
+    require(cin == w[1], "input channels " + std::to_string(cin) + " != weight " + std::to_string(w[1]));
+    return;
+  }
+  require(cin == w[1] * c.group && w[0] % c.group == 0,
+          "group " + std::to_string(c.group) + " of " + std::to_string(cin) + " input channels needs a weight [Cout, " +
+              std::to_string(cin / c.group) + ", kh, kw] with Cout a multiple of " + std::to_string(c.group) +
+              ", got " + shape_string(w));
+}
 
 }  // namespace
 
@@ -125,8 +143,7 @@ void register_builtin_ops(OpRegistry& r) {
               const Shape& xs = g.tensor(i.at(0)).shape;  // NCHW
               const Shape& ws = g.tensor(i.at(1)).shape;  // Cout, Cin, kh, kw
               require(xs.size() == 4 && ws.size() == 4, "conv2d needs NCHW input and OIHW weight");
-              require(xs[1] == ws[1],
-                      "input channels " + std::to_string(xs[1]) + " != weight " + std::to_string(ws[1]));
+              check_groups(xs[1], ws, a.conv);
               require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
               a.conv.kernel_h = ws[2];
               a.conv.kernel_w = ws[3];
@@ -157,7 +174,8 @@ void register_builtin_ops(OpRegistry& r) {
                        const Shape& ws = g.tensor(i.at(1)).shape;
                        const Shape& xs = a.shape;
                        require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
-                       require(dys[1] == ws[0] && xs[1] == ws[1], "channel mismatch");
+                       require(dys[1] == ws[0], "channel mismatch");
+                       check_groups(xs[1], ws, a.conv);
                        require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
@@ -187,7 +205,8 @@ void register_builtin_ops(OpRegistry& r) {
                        const Shape& xs = g.tensor(i.at(1)).shape;
                        const Shape& ws = a.shape;
                        require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
-                       require(dys[1] == ws[0] && xs[1] == ws[1] && dys[0] == xs[0], "shape mismatch");
+                       require(dys[1] == ws[0] && dys[0] == xs[0], "shape mismatch");
+                       check_groups(xs[1], ws, a.conv);
                        require(conv_out(xs[2], ws[2], a.conv) == dys[2],
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};

@@ -192,7 +192,7 @@ void register_nn_ops(OpRegistry& r) {
            Graph& g = b.graph();
            std::int64_t begin = 0;
            for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-             const Shape& s = g.tensor(op.inputs[k]).shape;
+             const Shape s = g.tensor(op.inputs[k]).shape;  // a copy: apply() grows the tensors
              if (b.wants(op.inputs[k])) {
                OpAttrs a;
                a.axis = op.axis;
@@ -219,9 +219,33 @@ void register_nn_ops(OpRegistry& r) {
                          shape_string(x.shape));
            return std::vector<OutputSpec>{out(a.shape, x.dtype, role_of(x))};
          },
-         {},
+         // A slice of an activation (ONNX Slice, Split): its gradient is dy in place in zeros.
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           OpAttrs a;
+           a.axis = op.axis;
+           a.count = op.count;
+           a.shape = b.graph().tensor(op.inputs[0]).shape;
+           b.give(op.inputs[0], b.graph().apply("StridedSliceGrad", gname + "/StridedSliceGrad", {dy}, a)[0]);
+         },
          [](const Graph& g, const Op& op) {
            return vector_op(OpKind::TransData, res(g, op, 0), res(g, op, 0).elements());
+         }});
+  r.add({"StridedSliceGrad",
+         false,  // dy -> zeros of attrs.shape with dy at attrs.count along attrs.axis
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Tensor& dy = g.tensor(i.at(0));
+           require(a.shape.size() == dy.shape.size(), "the sliced tensor's shape, of dy's rank, expected");
+           a.axis = normalised_axis(a.axis, dy.shape.size());
+           for (std::size_t k = 0; k < dy.shape.size(); ++k)
+             require(static_cast<std::int64_t>(k) == a.axis ? a.count >= 0 && a.count + dy.shape[k] <= a.shape[k]
+                                                            : a.shape[k] == dy.shape[k],
+                     "the piece " + shape_string(dy.shape) + " at " + std::to_string(a.count) + " is not within " +
+                         shape_string(a.shape));
+           return std::vector<OutputSpec>{out(a.shape, dy.dtype, role_of(dy))};
+         },
+         {},
+         [](const Graph& g, const Op& op) {  // reads dy, writes the whole gradient (zeros included)
+           return vector_op(OpKind::TransData, in(g, op, 0), res(g, op, 0).elements());
          }});
   // Transpose by the permutation attrs.shape; its gradient is the inverse permutation.
   r.add({"Transpose", false,

@@ -241,3 +241,40 @@ def test_functional_mode_agrees_with_pytorch_through_every_new_kernel(tmp_path):
     losses, reference = functional_losses_against_torch(net, model, tmp_path, steps)
     for s, (ours, theirs) in enumerate(zip(losses, reference)):
         assert abs(ours - theirs) <= 1e-4 * abs(theirs), (s, ours, theirs)
+
+
+class GroupsAndChunks(torch.nn.Module):
+    """The operators torchvision's RegNet, ShuffleNet, GoogLeNet and Inception added: a grouped
+    convolution, chunk (Split or Slice of an activation), channel shuffle, a ceil_mode max pool, an
+    average pool whose padding counts (a Pad before it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.grouped = torch.nn.Conv2d(8, 12, 3, padding=1, groups=4)
+        self.fc = torch.nn.Linear(10 * 16 * 16, 10)
+
+    def forward(self, x):                                                    # [N, 1, 32, 32]
+        x = torch.relu(self.grouped(torch.relu(self.conv(x))))               # Conv group 4: [N, 12, 32, 32]
+        a, b = x.chunk(2, dim=1)                                             # two halves of 6 channels
+        x = torch.cat([torch.sigmoid(b), a[:, 1:5]], dim=1)                  # a slice of 4 of them
+        x = torch.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True)          # 32 -> 16 (floor: 15)
+        x = torch.nn.functional.avg_pool2d(x, 3, 1, padding=1)               # Pad, AveragePool (Inception)
+        return self.fc(x.flatten(1))
+
+
+def test_functional_mode_agrees_with_pytorch_through_groups_and_slices(tmp_path):
+    """The grouped convolution's, the slices' and the ceil_mode pool's kernels and gradients:
+    8 steps' losses equal PyTorch's from the same weights on the same batches."""
+    torch.manual_seed(4)
+    net = GroupsAndChunks()
+    model = export(net, (1, 1, 32, 32), tmp_path / "groups.onnx", opset=13)
+    onnx = pytest.importorskip("onnx")
+    g = onnx.load(model).graph
+    assert any(n.op_type == "Conv" and any(a.name == "group" and a.i == 4 for a in n.attribute) for n in g.node)
+    assert {"Split", "Slice"} & {n.op_type for n in g.node} and "Pad" in {n.op_type for n in g.node}
+    steps = 8
+    losses, reference = functional_losses_against_torch(net, model, tmp_path, steps)
+    assert len(losses) == steps
+    for s, (ours, theirs) in enumerate(zip(losses, reference)):
+        assert abs(ours - theirs) <= 1e-4 * abs(theirs), (s, ours, theirs)

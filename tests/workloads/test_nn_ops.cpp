@@ -6,8 +6,11 @@
 #include <functional>
 #include <random>
 
+#include "aicore/aicore_config.h"
+#include "aicore/cost_model.h"
 #include "runtime/functional.h"
 #include "workloads/op_registry.h"
+#include "workloads/op_rules.h"
 #include "workloads/training.h"
 
 namespace ascendsim::workloads {
@@ -171,6 +174,137 @@ TEST(NnOps, KernelsComputeWhatTheOpsMean) {
     kept += v != 0.0f;
   }
   EXPECT_NEAR(kept / 10000.0, 0.8, 0.02);
+}
+
+OpAttrs grouped(std::int64_t group, std::int64_t stride = 1, std::int64_t pad = 1) {
+  OpAttrs a;
+  a.conv.stride = stride;
+  a.conv.pad = pad;
+  a.conv.group = group;
+  return a;
+}
+
+OpAttrs slice(std::int64_t axis, std::int64_t begin, Shape piece) {
+  OpAttrs a;
+  a.axis = axis;
+  a.count = begin;
+  a.shape = std::move(piece);
+  return a;
+}
+
+TEST(NnOps, GroupedConvolutionsAndSlicesHaveTheirForwardKernelsDerivatives) {
+  // Grouped convolutions: 2 groups of 2 channels to 3 each; 4 groups of 2 channels to 1, strided.
+  check_gradients("Conv2D, group 2", {{2, 4, 5, 5}, {6, 2, 3, 3}}, [](Graph& g, const std::vector<TensorId>& p) {
+    return g.apply("Conv2D", "conv", {p[0], p[1]}, grouped(2))[0];
+  });
+  check_gradients("Conv2D, group 4, stride 2", {{1, 8, 6, 6}, {4, 2, 3, 3}},
+                  [](Graph& g, const std::vector<TensorId>& p) {
+                    return g.apply("Conv2D", "conv", {p[0], p[1]}, grouped(4, 2))[0];
+                  });
+  // A slice of channels, and ShuffleNet's split in two whose halves swap places: each element's
+  // gradient comes back through exactly one piece.
+  check_gradients("StridedSlice", {{2, 5, 3}}, [](Graph& g, const std::vector<TensorId>& p) {
+    return g.apply("StridedSlice", "slice", {p[0]}, slice(1, 1, {2, 3, 3}))[0];
+  });
+  check_gradients("split and swap", {{2, 4, 3}}, [](Graph& g, const std::vector<TensorId>& p) {
+    const TensorId a = g.apply("StridedSlice", "a", {p[0]}, slice(1, 0, {2, 2, 3}))[0];
+    const TensorId b = g.apply("StridedSlice", "b", {g.apply("Sigmoid", "s", {p[0]})[0]}, slice(1, 2, {2, 2, 3}))[0];
+    OpAttrs cat;
+    cat.axis = 1;
+    return g.apply("Concat", "cat", {b, a}, cat)[0];
+  });
+}
+
+TEST(NnOps, AGroupedConvolutionIsItsGroupsDenseConvolutions) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const std::int64_t n = 2, cin = 6, cout = 9, groups = 3, hw = 5;
+  std::vector<float> x(static_cast<std::size_t>(n * cin * hw * hw)), w(static_cast<std::size_t>(cout * 2 * 9));
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  Graph g;
+  const auto y = compute(g, "Conv2D", {x, w}, {{n, cin, hw, hw}, {cout, cin / groups, 3, 3}}, grouped(groups));
+  ASSERT_EQ(y.size(), static_cast<std::size_t>(n * cout * hw * hw));
+  for (std::int64_t k = 0; k < groups; ++k) {  // group k: input channels 2k, 2k+1 to outputs 3k..3k+2
+    std::vector<float> xk, wk(w.begin() + k * 3 * 2 * 9, w.begin() + (k + 1) * 3 * 2 * 9);
+    for (std::int64_t b = 0; b < n; ++b)
+      xk.insert(xk.end(), x.begin() + (b * cin + 2 * k) * hw * hw, x.begin() + (b * cin + 2 * k + 2) * hw * hw);
+    Graph gk;
+    const auto yk = compute(gk, "Conv2D", {xk, wk}, {{n, 2, hw, hw}, {3, 2, 3, 3}}, grouped(1));
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t i = 0; i < 3 * hw * hw; ++i)
+        EXPECT_NEAR(y[static_cast<std::size_t>((b * cout + 3 * k) * hw * hw + i)],
+                    yk[static_cast<std::size_t>(b * 3 * hw * hw + i)], 1e-5)
+            << "group " << k << " sample " << b << " element " << i;
+  }
+  // A weight that does not divide into the groups is refused, naming the shapes.
+  Graph bad;
+  const TensorId bx = bad.add_tensor({"x", {1, 6, 5, 5}, DType::F32, TensorRole::Input});
+  const TensorId bw = bad.add_tensor({"w", {8, 3, 3, 3}, DType::F32, TensorRole::Parameter});
+  EXPECT_THROW(bad.apply("Conv2D", "conv", {bx, bw}, grouped(3)), std::invalid_argument);
+  // A slice's gradient is dy in place in zeros.
+  EXPECT_EQ(compute(g, "StridedSliceGrad", {{1, 2, 3, 4}}, {{2, 2}}, slice(1, 1, {2, 4})),
+            (std::vector<float>{0, 1, 2, 0, 0, 3, 4, 0}));
+  EXPECT_EQ(compute(g, "StridedSlice", {{1, 2, 3, 4, 5, 6, 7, 8}}, {{2, 4}}, slice(1, 1, {2, 2})),
+            (std::vector<float>{2, 3, 6, 7}));
+}
+
+TEST(NnOps, AGroupedConvolutionIsCostedAsItsGroupsGemmsOnTheCube) {
+  // [32, 64, 28, 28] by 3x3 filters to 64 channels in G groups: one Cube kernel of G GEMMs of
+  // Cin/G to Cout/G channels (the groups stacked as G times the batch), 1/G of the dense MACs.
+  auto lowered = [](std::int64_t groups) {
+    Graph g;
+    const TensorId x = g.add_tensor({"x", {32, 64, 28, 28}, DType::F16, TensorRole::Input});
+    const TensorId w = g.add_tensor({"w", {64, 64 / groups, 3, 3}, DType::F16, TensorRole::Parameter});
+    g.apply("Conv2D", "conv", {x, w}, grouped(groups));
+    const Op& op = g.ops().back();
+    EXPECT_TRUE(op.def->cube);
+    const aicore::OpDesc d = op.def->lower(g, op);
+    EXPECT_EQ(d.macs(), op.def->macs(g, op));
+    return d;
+  };
+  const aicore::OpDesc dense = lowered(1), g4 = lowered(4), g8 = lowered(8);
+  EXPECT_EQ(g4.batch, 32 * 4);
+  EXPECT_EQ(g4.cin, 16);
+  EXPECT_EQ(g4.cout, 16);
+  EXPECT_EQ(g4.macs() * 4, dense.macs());
+  EXPECT_EQ(g8.macs() * 8, dense.macs());
+  aicore::AicoreConfig core;
+  auto model = aicore::make_pipe_cost_model(core, aicore::MemoryConfig{});
+  const double t1 = model->estimate(dense).time_s, t4 = model->estimate(g4).time_s, t8 = model->estimate(g8).time_s;
+  // Fewer MACs, less time; but groups of 8 channels are padded to the Cube's 16 (C0) on both
+  // sides: half the MACs of groups of 16, and no less time.
+  EXPECT_LT(t4, t1);
+  EXPECT_GT(t4, t1 / 4 * 0.9);
+  EXPECT_GE(t8, t4 * 0.95);
+}
+
+TEST(NnOps, ACeilModeMaxPoolHasItsPartialWindows) {
+  // 4x4 by 3x3 windows at stride 2: floor has one window, ceil_mode two per axis, the second
+  // clipped to rows and columns 2..3. PyTorch: max_pool2d(arange(16).view(1,1,4,4), 3, 2,
+  // ceil_mode=True) = [[10, 11], [14, 15]].
+  std::vector<float> x(16);
+  for (int k = 0; k < 16; ++k) x[static_cast<std::size_t>(k)] = static_cast<float>(k);
+  OpAttrs a;
+  a.pool = {3, 2, 0, true};
+  Graph g;
+  EXPECT_EQ(compute(g, "MaxPool", {x}, {{1, 1, 4, 4}}, a), (std::vector<float>{10, 11, 14, 15}));
+  a.pool.ceil = false;
+  Graph floor;
+  EXPECT_EQ(compute(floor, "MaxPool", {x}, {{1, 1, 4, 4}}, a), (std::vector<float>{10}));
+  // The gradient goes to each window's maximum, the partial windows' too.
+  a.pool.ceil = true;
+  Graph gg;
+  std::vector<float> dx = compute(gg, "MaxPoolGrad", {x, {10, 11, 14, 15}, {1, 2, 3, 4}},
+                                  {{1, 1, 4, 4}, {1, 1, 2, 2}, {1, 1, 2, 2}}, a);
+  std::vector<float> want(16, 0.0f);
+  want[10] = 1, want[11] = 2, want[14] = 3, want[15] = 4;
+  EXPECT_EQ(dx, want);
+  // A window that would start past the input is not added: 5 pixels, 2x2 at stride 2, pad 1.
+  EXPECT_EQ(rules::pool_out(5, PoolAttr{2, 2, 1, true}), 3);
+  EXPECT_EQ(rules::pool_out(4, PoolAttr{2, 2, 1, true}), 3);
+  EXPECT_EQ(rules::pool_out(6, PoolAttr{3, 2, 0, true}), 3);
+  EXPECT_EQ(rules::pool_out(6, PoolAttr{3, 2, 0, false}), 2);
 }
 
 TEST(NnOps, TheEvaluationNetworkNormalisesByMovingStatisticsAndDropsNothing) {

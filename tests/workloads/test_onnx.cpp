@@ -309,6 +309,140 @@ TEST(Onnx, MalformedModelsAreRefusedSayingWhatIsWrong) {
   EXPECT_THAT(import_error(truncated.bytes()), HasSubstr("initializer 's': raw data of 3 bytes for 3 elements"));
 }
 
+TEST(Onnx, GroupedConvolutionsSlicesAndSplitsImportWithTheirGradients) {
+  // A grouped convolution (2 groups of 2 channels to 3 each), a split of its 6 channels in two
+  // halves concatenated the other way round (ShuffleNet's chunk and shuffle), a slice of 4.
+  ModelBuilder b({2, 4, 8, 8});
+  b.weight("w", {6, 2, 3, 3});
+  b.ints("split", {3, 3});
+  b.ints("starts", {1});
+  b.ints("ends", {5});
+  b.ints("axes", {1});
+  auto* conv = b.node("Conv", "/conv", {"x", "w"}, {"c"});
+  ModelBuilder::attr(conv, "group", std::int64_t{2});
+  ModelBuilder::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  ModelBuilder::attr(b.node("Split", "/split", {"c", "split"}, {"a", "b"}), "axis", std::int64_t{1});
+  ModelBuilder::attr(b.node("Concat", "/cat", {"b", "a"}, {"s"}), "axis", std::int64_t{1});
+  b.node("Slice", "/slice", {"s", "starts", "ends", "axes"}, {"t"});
+  b.node("GlobalAveragePool", "/gap", {"t"}, {"p"});
+  b.node("Flatten", "/flat", {"p"}, {"y"});
+  b.output("y");
+  const Workload w = b.import();
+  const auto n = op_types(w.graph);
+  EXPECT_EQ(n.at("Conv2D"), 1);
+  EXPECT_EQ(n.at("Conv2DBackpropFilter"), 1);
+  EXPECT_EQ(n.count("Conv2DBackpropInput"), 0u);  // the input needs no gradient
+  EXPECT_EQ(n.at("StridedSlice"), 3 + 2);         // split in two, the slice; Concat's gradient's two
+  EXPECT_EQ(n.at("StridedSliceGrad"), 3);
+  for (const auto& op : w.graph.ops()) {
+    if (op.type == "Conv2D" || op.type == "Conv2DBackpropFilter") EXPECT_EQ(op.conv.group, 2) << op.name;
+    if (op.name == "slice/StridedSlice") {
+      EXPECT_EQ(op.axis, 1);
+      EXPECT_EQ(op.count, 1);
+      EXPECT_EQ(w.graph.tensor(op.outputs[0]).shape, (Shape{2, 4, 8, 8}));
+    }
+  }
+  // MACs: 64 outputs x 6 channels x 2 input channels of the group x 9 taps, per sample.
+  EXPECT_EQ(forward_macs(w.graph), 2 * 64 * 6 * 2 * 9);
+
+  // What is not supported, said so.
+  ModelBuilder bad_group({1, 4, 8, 8});
+  bad_group.weight("w", {6, 2, 3, 3});
+  ModelBuilder::attr(bad_group.node("Conv", "/conv", {"x", "w"}, {"y"}), "group", std::int64_t{3});
+  bad_group.output("y");
+  EXPECT_THAT(import_error(bad_group.bytes()),
+              HasSubstr("group 3 of 4 input channels with a weight [6,2,3,3]: the group must divide"));
+  ModelBuilder stepped({1, 4, 8, 8});
+  stepped.ints("starts", {0});
+  stepped.ints("ends", {4});
+  stepped.ints("axes", {1});
+  stepped.ints("steps", {2});
+  stepped.node("Slice", "/every_other", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+  stepped.output("y");
+  EXPECT_THAT(import_error(stepped.bytes()),
+              HasSubstr("node '/every_other' (Slice): a slice with step 2 along axis 1 is not supported"));
+  ModelBuilder uneven({1, 4, 8, 8});
+  uneven.ints("split", {3, 3});
+  ModelBuilder::attr(uneven.node("Split", "/split", {"x", "split"}, {"a", "b"}), "axis", std::int64_t{1});
+  uneven.output("a");
+  EXPECT_THAT(import_error(uneven.bytes()), HasSubstr("split sizes [3,3] do not divide axis 1 of [1,4,8,8]"));
+}
+
+TEST(Onnx, AZeroPadBeforeAnAveragePoolIsThePoolsCountedPadding) {
+  // PyTorch's avg_pool2d(x, 3, 1, padding=1), as exported: Pad 1 of zeros, AveragePool 3x3 without
+  // pads; the pool's padding, counted in its divisor (count_include_pad).
+  ModelBuilder b({2, 4, 6, 6});
+  b.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  b.node("Pad", "/pad", {"x", "pads"}, {"p"});
+  auto* pool = b.node("AveragePool", "/pool", {"p"}, {"a"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  ModelBuilder::attr(pool, "strides", std::vector<std::int64_t>{1, 1});
+  b.node("GlobalAveragePool", "/gap", {"a"}, {"g"});
+  b.node("Flatten", "/flat", {"g"}, {"y"});
+  b.output("y");
+  const Workload w = b.import();
+  int pools = 0;
+  for (const auto& op : w.graph.ops())
+    if (op.type == "AvgPool") {
+      ++pools;
+      EXPECT_EQ(op.pool.pad, 1);
+      EXPECT_EQ(op.count, 1);
+      EXPECT_EQ(w.graph.tensor(op.outputs[0]).shape, (Shape{2, 4, 6, 6}));
+    }
+  EXPECT_EQ(pools, 1);
+  // Read by a max pool, the zeros would compete with the values: refused.
+  ModelBuilder m({2, 4, 6, 6});
+  m.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  m.node("Pad", "/pad", {"x", "pads"}, {"p"});
+  ModelBuilder::attr(m.node("MaxPool", "/pool", {"p"}, {"y"}), "kernel_shape", std::vector<std::int64_t>{3, 3});
+  m.output("y");
+  EXPECT_THAT(import_error(m.bytes()),
+              HasSubstr("node '/pad' (Pad): padding by a Pad node is supported as the equal zero padding of an "
+                        "average pool's input (pads [0,0,1,1,0,0,1,1])"));
+}
+
+TEST(Onnx, ARefusalListsEveryBlockerAtOnce) {
+  // Two unsupported types, and three supported operators in unsupported forms (two of them the
+  // same problem): all in one message. The node reading TopK's output is not checked.
+  ModelBuilder b = small_cnn();
+  b.weight("w2", {8, 3, 3, 3});
+  auto* zero = b.node("Conv", "/zero_stride", {"x", "w2"}, {"z"});
+  ModelBuilder::attr(zero, "strides", std::vector<std::int64_t>{0, 0});
+  for (const char* name : {"/tall_a", "/tall_b"}) {
+    auto* tall = b.node("MaxPool", name, {"r"}, {std::string(name) + "_out"});
+    ModelBuilder::attr(tall, "kernel_shape", std::vector<std::int64_t>{3, 1});
+  }
+  b.node("TopK", "/topk", {"y"}, {"t"});
+  b.node("Erf", "/erf", {"y"}, {"e"});
+  auto* after = b.node("MaxPool", "/after_topk", {"t"}, {"u"});
+  b.node("Shape", "/shape_of_topk", {"t"}, {"st"});  // a folded op: not checked either
+  ModelBuilder::attr(after, "kernel_shape", std::vector<std::int64_t>{5, 1});
+  const std::string e = import_error(b.bytes());
+  EXPECT_THAT(e, HasSubstr("bad.onnx: 2 operator types not supported, nothing simulated:\n  Erf (first at node "
+                           "'/erf')\n  TopK (first at node '/topk')\nand 2 operator forms not supported:"));
+  EXPECT_THAT(e, HasSubstr("node '/zero_stride' (Conv): strides [0,0]: a stride must be a positive number"));
+  EXPECT_THAT(e, HasSubstr("node '/tall_a' (MaxPool): a square 2-D window is supported, kernel_shape [3,1] (and 1 "
+                           "more such node)"));
+  EXPECT_THAT(e, Not(HasSubstr("/tall_b")));
+  EXPECT_THAT(e, Not(HasSubstr("/after_topk")));
+  EXPECT_THAT(e, Not(HasSubstr("/shape_of_topk")));
+  // One problem alone is said as before: the node and what is wrong.
+  ModelBuilder one({1, 3, 8, 8});
+  one.weight("w", {8, 3, 3, 3});
+  ModelBuilder::attr(one.node("Conv", "/c", {"x", "w"}, {"y"}), "strides", std::vector<std::int64_t>{0, 0});
+  one.output("y");
+  EXPECT_EQ(import_error(one.bytes()),
+            "bad.onnx: node '/c' (Conv): strides [0,0]: a stride must be a positive number of pixels (1 to 2^31)");
+  // An initializer with dims and no data: refused in timing mode as in functional mode, large or small.
+  for (std::int64_t side : {4, 300}) {
+    ModelBuilder empty = small_cnn();
+    empty.weight("unused", {side, side});
+    empty.g->mutable_initializer(empty.g->initializer_size() - 1)->clear_raw_data();
+    EXPECT_THAT(import_error(empty.bytes()), HasSubstr("initializer 'unused': 0 values for " +
+                                                       std::to_string(side * side) + " elements (truncated?)"));
+  }
+}
+
 TEST(Onnx, ALossOfTheModelsOwn) {
   // The model ends in its own loss: the mean square of its outputs (a scalar, keepdims 0).
   ModelBuilder b = small_cnn();
