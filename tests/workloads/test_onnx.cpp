@@ -335,7 +335,9 @@ TEST(Onnx, GroupedConvolutionsSlicesAndSplitsImportWithTheirGradients) {
   EXPECT_EQ(n.at("StridedSlice"), 3 + 2);         // split in two, the slice; Concat's gradient's two
   EXPECT_EQ(n.at("StridedSliceGrad"), 3);
   for (const auto& op : w.graph.ops()) {
-    if (op.type == "Conv2D" || op.type == "Conv2DBackpropFilter") EXPECT_EQ(op.conv.group, 2) << op.name;
+    if (op.type == "Conv2D" || op.type == "Conv2DBackpropFilter") {
+      EXPECT_EQ(op.conv.group, 2) << op.name;
+    }
     if (op.name == "slice/StridedSlice") {
       EXPECT_EQ(op.axis, 1);
       EXPECT_EQ(op.count, 1);
