@@ -16,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -945,6 +946,31 @@ TEST_F(CliTest, TheDataVerdictUsesTheStrategysRealConsumption) {
   const std::string verdict = non_sink["data"]["verdict"].get<std::string>();
   EXPECT_THAT(verdict, HasSubstr("batches/s when not waiting"));
   EXPECT_THAT(verdict, HasSubstr("goes to the host's launches"));
+}
+
+TEST_F(CliTest, TheHtmlStepTraceShowsEachPartsMeanMedianAndP99) {
+  const fs::path html = m_dir / "r.html", json = m_dir / "r.json";
+  const Result r = run("compare --steps-per-epoch 50 --html " + html.string() + " --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  const std::string page = slurp(html);
+  const auto at = page.find("<table id=\"step-trace\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = page.substr(at, page.find("</table>", at) - at);
+  std::vector<std::string> cells;
+  const std::regex cell_re("<td>([^<]*)</td>");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), cell_re); it != std::sregex_iterator(); ++it)
+    cells.push_back((*it)[1]);
+  ASSERT_EQ(cells.size(), 4u * 10);  // strategy, then mean, median, p99 of three parts
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& run_j = j["runs"][i];
+    EXPECT_EQ(cells[i * 10], run_j["strategy"].get<std::string>());
+    std::size_t k = i * 10 + 1;
+    for (const char* part : {"iteration_interval", "fp_bp", "tail"})
+      for (const char* stat : {"mean", "p50", "p99"})
+        EXPECT_EQ(cells[k++], fmt::format("{:.4f}", run_j["step_trace_ms"][part][stat].get<double>()))
+            << run_j["strategy"] << " " << part << " " << stat;
+  }
 }
 
 TEST_F(CliTest, AStepTraceWindowListsEachStep) {
