@@ -48,10 +48,14 @@ class CliTest : public ::testing::Test {
     return ss.str();
   }
 
+  /// The shell words that run ascendsim with `args` on the source tree's presets.
+  static std::string command(const std::string& args) {
+    return "ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN " " + args;
+  }
+
   Result run(const std::string& args) {
     const fs::path out = m_dir / "stdout", err = m_dir / "stderr";
-    const std::string cmd = std::string("ASCENDSIM_CONFIG_DIR=") + ASCENDSIM_SOURCE_DIR "/configs " + ASCENDSIM_BIN +
-                            " " + args + " >" + out.string() + " 2>" + err.string();
+    const std::string cmd = command(args) + " >" + out.string() + " 2>" + err.string();
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
@@ -650,10 +654,10 @@ TEST_F(CliTest, AWriteThatFailsStopsTheRunAndLeavesNothing) {
   // A file-size limit stands in for a full disk: the trace's write fails with EFBIG after 1 MiB
   // (ulimit -f counts 1024-byte blocks), SIGXFSZ is ignored, and the run stops at the next slice.
   const fs::path trace = m_dir / "t.json", json = m_dir / "r.json";
-  const std::string cmd = "ulimit -f 1024; ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN
-                          " train -s non-sink --epochs 200 --trace " +
-                          trace.string() + " --json " + json.string() + " >" + (m_dir / "out").string() + " 2>" +
-                          (m_dir / "err").string();
+  const std::string cmd = "ulimit -f 1024; " +
+                          command("train -s non-sink --epochs 200 --trace " + trace.string() + " --json " +
+                                  json.string()) +
+                          " >" + (m_dir / "out").string() + " 2>" + (m_dir / "err").string();
   const int status = std::system(("bash -c '" + cmd + "'").c_str());
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 2);
@@ -712,11 +716,10 @@ INSTANTIATE_TEST_SUITE_P(Signals, CliSignalTest, ::testing::Values(SIGINT, SIGTE
 
 TEST_F(CliTest, AReportThatCannotReachStandardOutputFailsTheCommand) {
   const fs::path json = m_dir / "r.json";
-  const std::string bin = "ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN;
   for (const auto& [where, why] : {std::pair<const char*, const char*>{">/dev/full", "No space left on device"},
                                    {">&-", "Bad file descriptor"}}) {
-    const std::string cmd = bin + " compare --steps-per-epoch 20 --json " + json.string() + " " + where + " 2>" +
-                            (m_dir / "err").string();
+    const std::string cmd =
+        command("compare --steps-per-epoch 20 --json " + json.string()) + " " + where + " 2>" + (m_dir / "err").string();
     const int status = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(status)) << where;
     EXPECT_EQ(WEXITSTATUS(status), 2) << where;
@@ -726,7 +729,7 @@ TEST_F(CliTest, AReportThatCannotReachStandardOutputFailsTheCommand) {
     EXPECT_FALSE(fs::exists(json)) << where;  // nothing put in place
   }
   // A command that only prints.
-  const int info = std::system((bin + " info --workload lenet5 >/dev/full 2>/dev/null").c_str());
+  const int info = std::system((command("info --workload lenet5") + " >/dev/full 2>/dev/null").c_str());
   EXPECT_EQ(WEXITSTATUS(info), 2);
   EXPECT_THAT(hidden_files(m_dir), ::testing::IsEmpty());
 }
