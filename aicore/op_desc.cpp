@@ -115,10 +115,14 @@ std::int64_t precision_bytes(Precision p) {
 namespace {
 auto tie(const OpDesc& d) {
   return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.transpose_a, d.transpose_b, d.batch, d.cin,
-                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad, d.elements, d.out_elements, d.operands, d.results,
+                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad_h, d.pad_w, d.elements, d.out_elements, d.operands, d.results,
                   d.fused_ops);
 }
 }  // namespace
+
+std::string OpDesc::pad_string() const {
+  return pad_h == pad_w ? std::to_string(pad_h) : std::to_string(pad_h) + "," + std::to_string(pad_w);
+}
 
 bool OpDesc::operator==(const OpDesc& o) const { return tie(*this) == tie(o); }
 
@@ -126,7 +130,7 @@ std::size_t OpDesc::hash() const {
   std::size_t acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
                     static_cast<std::size_t>(out_precision);
   for (std::int64_t v : {m, n, k, static_cast<std::int64_t>(transpose_a), static_cast<std::int64_t>(transpose_b), batch,
-                         cin, h, w, cout, kh, kw, stride, pad, elements, out_elements, operands, results, fused_ops})
+                         cin, h, w, cout, kh, kw, stride, pad_h, pad_w, elements, out_elements, operands, results, fused_ops})
     acc = acc * 1000003u ^ std::hash<std::int64_t>()(v);
   return acc;
 }
@@ -163,7 +167,7 @@ void OpDesc::validate() const {
       positive(kh, "r");
       positive(kw, "s");
       positive(stride, "stride");
-      if (pad < 0) throw std::invalid_argument(std::string(op_kind_name(kind)) + ": --pad must not be negative");
+      if (pad_h < 0 || pad_w < 0) throw std::invalid_argument(std::string(op_kind_name(kind)) + ": --pad must not be negative");
       if (conv_out_h() <= 0 || conv_out_w() <= 0)
         throw std::invalid_argument(std::string(op_kind_name(kind)) + ": window larger than the padded input");
     }
@@ -175,8 +179,8 @@ void OpDesc::validate() const {
     throw std::invalid_argument(std::string(op_kind_name(kind)) +
                                 ": the Cube has no fp32 mode; use fp16 (Ascend casts fp32 Cube operands to fp16)");
   const std::string name = op_kind_name(kind);
-  if (takes_nchw(kind) && kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad && (pad >= kh || pad >= kw))
-    throw std::invalid_argument(name + ": --pad " + std::to_string(pad) + " must be smaller than the window (" +
+  if (takes_nchw(kind) && kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad && (pad_h >= kh || pad_w >= kw))
+    throw std::invalid_argument(name + ": --pad " + pad_string() + " must be smaller than the window (" +
                                 std::to_string(kh) + "x" + std::to_string(kw) + ")");
   // Sizes the model's integer arithmetic holds exactly: every operand at most 2^40 elements (far
   // beyond any device memory), at most 2^60 multiply-accumulates.
@@ -236,7 +240,7 @@ std::string OpDesc::to_string() const {
     if (is_cube(kind)) s += " k=" + std::to_string(cout);
     if (kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad)
       s += " r=" + std::to_string(kh) + " s=" + std::to_string(kw) + " stride=" + std::to_string(stride) +
-           " pad=" + std::to_string(pad);
+           " pad=" + pad_string();
     return s;
   }
   return s + " elements=" + std::to_string(elements) +

@@ -80,7 +80,9 @@ struct OpDesc {
   std::int64_t m = 0, n = 0, k = 0;
   bool transpose_a = false, transpose_b = false;
   // Conv, pooling and BatchNorm: NCHW input; conv weight Cout x Cin x kh x kw; pool window kh x kw
-  std::int64_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, kh = 0, kw = 0, stride = 1, pad = 0;
+  std::int64_t batch = 0, cin = 0, h = 0, w = 0, cout = 0, kh = 0, kw = 0, stride = 1;
+  /// Zero padding on each side of the height and of the width axis (ONNX pads [h, w, h, w]).
+  std::int64_t pad_h = 0, pad_w = 0;
   // Other vector ops
   std::int64_t elements = 0;  ///< elements of the main operand
   std::int64_t out_elements =
@@ -92,9 +94,11 @@ struct OpDesc {
   bool operator==(const OpDesc& o) const;
   std::size_t hash() const;
   std::string to_string() const;
+  /// "P" when both axes pad alike, else "H,W" (as `op --pad` takes it).
+  std::string pad_string() const;
 
-  std::int64_t conv_out_h() const { return (h + 2 * pad - kh) / stride + 1; }
-  std::int64_t conv_out_w() const { return (w + 2 * pad - kw) / stride + 1; }
+  std::int64_t conv_out_h() const { return (h + 2 * pad_h - kh) / stride + 1; }
+  std::int64_t conv_out_w() const { return (w + 2 * pad_w - kw) / stride + 1; }
   /// Elements of the NCHW input.
   std::int64_t nchw_elements() const { return batch * cin * h * w; }
   /// Exact multiply-accumulates (0 for vector ops).

@@ -883,7 +883,7 @@ int cmd_info(int argc, char* argv[]) {
 
 int cmd_op(int argc, char* argv[]) {
   Options o;
-  std::string type, dtype = "fp16", out_dtype;
+  std::string type, dtype = "fp16", out_dtype, pad = "0";
   aicore::OpDesc d;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("type", po::value(&type)->required(), op_types_help().c_str())(
@@ -900,7 +900,7 @@ int cmd_op(int argc, char* argv[]) {
       "c", po::value(&d.cin), "input channels")("h", po::value(&d.h), "input height")(
       "w", po::value(&d.w), "input width")("r", po::value(&d.kh), "kernel/window height")(
       "s", po::value(&d.kw), "kernel/window width")("stride", po::value(&d.stride)->default_value(1), "stride")(
-      "pad", po::value(&d.pad)->default_value(0), "padding")("elements", po::value(&d.elements),
+      "pad", po::value(&pad)->default_value(pad), "padding: P on every side, or H,W (height, width)")("elements", po::value(&d.elements),
                                                              "vector ops: elements of the main operand")(
       "out-elements", po::value(&d.out_elements),
       "reductions, bias, softmax, one-hot: elements of the reduced side (default 1 for a full reduction)")(
@@ -912,6 +912,14 @@ int cmd_op(int argc, char* argv[]) {
     return 0;
   }
   po::notify(vm);
+  {
+    const auto comma = pad.find(',');
+    const auto h = whole_number(pad.substr(0, comma));
+    const auto w = comma == std::string::npos ? h : whole_number(pad.substr(comma + 1));
+    if (!h || !w) throw InputError("--pad '" + pad + "': expected P or H,W in pixels, e.g. 1 or 0,3");
+    d.pad_h = *h;
+    d.pad_w = *w;
+  }
   const auto kind = aicore::parse_op_kind(type);
   if (!kind) throw InputError("--type '" + type + "' is not an op type (" + op_types_help() + ")");
   d.kind = *kind;

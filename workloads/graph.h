@@ -49,7 +49,10 @@ struct Tensor {
 enum class Pass { Forward, Backward, Optimizer };
 
 struct ConvAttr {
-  std::int64_t kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride = 1;
+  /// Zero padding on both sides of the height and of the width axis (Inception's 1x7 and 7x1
+  /// convolutions pad one axis only).
+  std::int64_t pad_h = 0, pad_w = 0;
   /// Grouped convolution: the channels in `group` equal groups, each convolved with its own
   /// Cout/group filters of Cin/group channels (weight [Cout, Cin/group, kh, kw]).
   std::int64_t group = 1;

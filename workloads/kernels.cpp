@@ -71,7 +71,7 @@ ConvPrims conv_prims(const Shape& x, const Shape& w, const Shape& y, const ConvA
   else
     p.w = plain(w, memory::format_tag::oihw);
   p.y = plain(y, memory::format_tag::nchw);
-  const Dims stride{a.stride, a.stride}, pad{a.pad, a.pad};
+  const Dims stride{a.stride, a.stride}, pad{a.pad_h, a.pad_w};
   p.fwd = dnnl::convolution_forward::primitive_desc(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, p.x, p.w,
                                       p.y, stride, pad, pad),
@@ -102,7 +102,7 @@ void conv2d_backprop_input(KernelIO& io) {  // dy, w -> dx (shape attr)
   };
   S& s = kept<S>(io, [&] {
     S k{conv_prims(io.out_shape(0), io.in_shape(1), io.in_shape(0), io.op.conv), {}};
-    const Dims stride{io.op.conv.stride, io.op.conv.stride}, pad{io.op.conv.pad, io.op.conv.pad};
+    const Dims stride{io.op.conv.stride, io.op.conv.stride}, pad{io.op.conv.pad_h, io.op.conv.pad_w};
     k.prim = dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, k.p.x, k.p.w, k.p.y, stride, pad,
                                               pad),
@@ -122,7 +122,7 @@ void conv2d_backprop_filter(KernelIO& io) {  // dy, x -> dw (shape attr)
   };
   S& s = kept<S>(io, [&] {
     S k{conv_prims(io.in_shape(1), io.out_shape(0), io.in_shape(0), io.op.conv), {}};
-    const Dims stride{io.op.conv.stride, io.op.conv.stride}, pad{io.op.conv.pad, io.op.conv.pad};
+    const Dims stride{io.op.conv.stride, io.op.conv.stride}, pad{io.op.conv.pad_h, io.op.conv.pad_w};
     k.prim = dnnl::convolution_backward_weights(dnnl::convolution_backward_weights::primitive_desc(
         dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, k.p.x, k.p.w, k.p.y, stride, pad,
                                                  pad),
@@ -219,7 +219,7 @@ void depthwise(KernelIO& io, int mode) {
   const Shape& ws = mode == 2 ? io.out_shape(0) : io.in_shape(1);
   const Shape& ys = mode == 0 ? io.out_shape(0) : io.in_shape(0);
   const std::int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3], kh = ws[2], kw = ws[3], ho = ys[2], wo = ys[3];
-  const std::int64_t s = io.op.conv.stride, p = io.op.conv.pad;
+  const std::int64_t s = io.op.conv.stride, ph = io.op.conv.pad_h, pw = io.op.conv.pad_w;
   float* out = io.out[0];
   std::fill(out, out + io.out_elements(0), 0.0f);
   for (std::int64_t b = 0; b < n; ++b)
@@ -229,10 +229,10 @@ void depthwise(KernelIO& io, int mode) {
           const std::int64_t yi = ((b * c + ch) * ho + oy) * wo + ox;
           float acc = 0;
           for (std::int64_t ky = 0; ky < kh; ++ky) {
-            const std::int64_t iy = oy * s - p + ky;
+            const std::int64_t iy = oy * s - ph + ky;
             if (iy < 0 || iy >= h) continue;
             for (std::int64_t kx = 0; kx < kw; ++kx) {
-              const std::int64_t ix = ox * s - p + kx;
+              const std::int64_t ix = ox * s - pw + kx;
               if (ix < 0 || ix >= w) continue;
               const std::int64_t xi = ((b * c + ch) * h + iy) * w + ix, wi = (ch * kh + ky) * kw + kx;
               if (mode == 0)

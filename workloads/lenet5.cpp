@@ -38,7 +38,7 @@ Workload make_lenet5(std::int64_t batch_size) {
   TensorId label = g.add_tensor({"label", {n}, DType::I32, TensorRole::Label});
   w.batch_inputs = {image, label};
 
-  const ConvAttr valid{5, 5, 1, 0};
+  const ConvAttr valid{5, 5, 1, 0, 0};
   const PoolAttr pool{2, 2};
   TensorId x = g.conv2d("conv1/Conv2D", image, param(g, "conv1.weight", {6, 1, 5, 5}), valid);
   x = g.relu("relu1/ReLU", x);

@@ -31,7 +31,7 @@ class NetBuilder {
     TensorId w = m_g.add_tensor({name + ".weight", {cout, cin, k, k}, m_master, TensorRole::Parameter});
     m_decayed.insert(w);
     if (m_master != m_compute) w = m_g.cast(name + "/Cast", w, m_compute);
-    return m_g.conv2d(name + "/Conv2D", x, w, {k, k, stride, pad});
+    return m_g.conv2d(name + "/Conv2D", x, w, {k, k, stride, pad, pad});
   }
 
   /// BatchNorm in fp32 between casts (O2 with keep_batchnorm_fp32), or in the network's precision.
@@ -57,7 +57,7 @@ class NetBuilder {
     m_decayed.insert(w);
     if (m_master != m_compute) w = m_g.cast(name + "/Cast", w, m_compute);
     OpAttrs a;
-    a.conv = {k, k, stride, pad};
+    a.conv = {k, k, stride, pad, pad};
     return m_g.apply("DepthwiseConv2dNative", name + "/DepthwiseConv2dNative", {x, w}, a)[0];
   }
 

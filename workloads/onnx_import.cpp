@@ -309,17 +309,12 @@ class Importer {
     return v;
   }
 
-  /// A 2-D window's kernel, stride and padding, equal on both axes; anything else is an error.
-  void window(const onnx::NodeProto& n, std::int64_t& kernel, std::int64_t& stride, std::int64_t& pad,
-              std::int64_t in_h, std::int64_t in_w, bool has_kernel_attr) {
+  /// A 2-D window's stride (equal on both axes) and its padding, the same on both sides of each
+  /// axis (pads [h, w, h, w]); anything else is an error. `kh`, `kw`: the window (a convolution's
+  /// weight gives it).
+  void window(const onnx::NodeProto& n, std::int64_t kh, std::int64_t kw, std::int64_t& stride, std::int64_t& pad_h,
+              std::int64_t& pad_w, std::int64_t in_h, std::int64_t in_w) {
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-    auto k = attr_ints(n, "kernel_shape");
-    if (has_kernel_attr) {
-      if (k.size() != 2 || k[0] != k[1])
-        fail(where(n) + ": a square 2-D window is supported, kernel_shape " + shape_string(k));
-      kernel = k[0];
-      if (kernel < 1 || kernel > kMaxDim) fail(where(n) + ": kernel_shape " + shape_string(k) + " out of range");
-    }
     auto s = attr_ints(n, "strides");
     if (s.empty()) s = {1, 1};
     for (auto v : s)
@@ -331,10 +326,12 @@ class Importer {
       if (d != 1) fail(where(n) + ": dilations other than 1 are not supported");
     auto p = attr_ints(n, "pads");
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const std::int64_t total =
-          std::max<std::int64_t>(0, (in_h + stride - 1) / stride * stride - stride + kernel - in_h);
-      if (total % 2 || in_h != in_w) fail(where(n) + ": auto_pad " + auto_pad + " gives unequal padding here");
-      p = {total / 2, total / 2, total / 2, total / 2};
+      auto same = [&](std::int64_t in, std::int64_t k) {
+        return std::max<std::int64_t>(0, (in + stride - 1) / stride * stride - stride + k - in);
+      };
+      const std::int64_t th = same(in_h, kh), tw = same(in_w, kw);
+      if (th % 2 || tw % 2) fail(where(n) + ": auto_pad " + auto_pad + " pads one side more than the other here");
+      p = {th / 2, tw / 2, th / 2, tw / 2};
     } else if (auto_pad == "VALID") {
       p = {0, 0, 0, 0};
     } else if (auto_pad != "NOTSET") {
@@ -343,11 +340,27 @@ class Importer {
     if (p.empty()) p = {0, 0, 0, 0};
     for (auto v : p)
       if (v < 0 || v > kMaxDim) fail(where(n) + ": pads " + shape_string(p) + ": padding must be 0 to 2^31 pixels");
-    if (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3])
-      fail(where(n) + ": equal padding on every side is supported, pads " + shape_string(p));
-    pad = p[0];
-    if (pad >= kernel && has_kernel_attr)
-      fail(where(n) + ": padding " + std::to_string(pad) + " not below the window " + std::to_string(kernel));
+    if (p.size() != 4 || p[0] != p[2] || p[1] != p[3])
+      fail(where(n) + ": the same padding at both ends of each axis is supported (pads [h, w, h, w]), pads " +
+           shape_string(p));
+    pad_h = p[0];
+    pad_w = p[1];
+    if (pad_h >= kh || pad_w >= kw)
+      fail(where(n) + ": pads " + shape_string(p) + " not below the window " + std::to_string(kh) + "x" +
+           std::to_string(kw));
+  }
+
+  /// A pooling window: square, its padding equal on every side.
+  void pool_window(const onnx::NodeProto& n, PoolAttr& a, std::int64_t in_h, std::int64_t in_w) {
+    const auto k = attr_ints(n, "kernel_shape");
+    if (k.size() != 2 || k[0] != k[1])
+      fail(where(n) + ": a square 2-D window is supported, kernel_shape " + shape_string(k));
+    a.kernel = k[0];
+    if (a.kernel < 1 || a.kernel > kMaxDim) fail(where(n) + ": kernel_shape " + shape_string(k) + " out of range");
+    std::int64_t pad_w = 0;
+    window(n, a.kernel, a.kernel, a.stride, a.pad, pad_w, in_h, in_w);
+    if (pad_w != a.pad)
+      fail(where(n) + ": a pool's padding must be equal on every side, pads " + shape_string(attr_ints(n, "pads")));
   }
 
   TensorId reshape(const onnx::NodeProto& n, TensorId x, const Shape& s, const std::string& suffix = "/Reshape") {
@@ -619,12 +632,11 @@ void Importer::install() {
     if (xs.size() != 4 || wc.shape.size() != 4)
       fail(where(n) + ": a 2-D convolution (NCHW input, OIHW weight) is supported");
     const std::int64_t group = attr_int(n, "group", 1);
-    ConvAttr a{wc.shape[2], wc.shape[3], 1, 0};
-    std::int64_t kernel = wc.shape[2];
+    ConvAttr a{wc.shape[2], wc.shape[3], 1, 0, 0};
     if (!attr_ints(n, "kernel_shape").empty() &&
         attr_ints(n, "kernel_shape") != std::vector<std::int64_t>{wc.shape[2], wc.shape[3]})
       fail(where(n) + ": kernel_shape differs from the weight's");
-    window(n, kernel, a.stride, a.pad, xs[2], xs[3], false);
+    window(n, a.kernel_h, a.kernel_w, a.stride, a.pad_h, a.pad_w, xs[2], xs[3]);
     const TensorId w = tensor(n, 1, true);
     const std::string name = op_name(n);
     TensorId y;
@@ -658,15 +670,16 @@ void Importer::install() {
     if (attr_int(n, "group", 1) != 1) fail(where(n) + ": a grouped transposed convolution is not supported");
     if (!attr_ints(n, "output_shape").empty()) fail(where(n) + ": output_shape is not supported; give pads");
     if (wc.shape[2] != wc.shape[3]) fail(where(n) + ": a square kernel is supported");
-    std::int64_t kernel = wc.shape[2];
-    ConvAttr a{wc.shape[2], wc.shape[3], 1, 0};
-    window(n, kernel, a.stride, a.pad, xs[2], xs[3], false);
+    const std::int64_t kernel = wc.shape[2];
+    ConvAttr a{wc.shape[2], wc.shape[3], 1, 0, 0};
+    window(n, a.kernel_h, a.kernel_w, a.stride, a.pad_h, a.pad_w, xs[2], xs[3]);
+    if (a.pad_h != a.pad_w) fail(where(n) + ": a transposed convolution's padding must be equal on both axes");
     auto op = attr_ints(n, "output_padding");
     if (op.empty()) op = {0, 0};
     if (op.size() != 2 || op[0] != op[1] || op[0] < 0 || op[0] >= a.stride)
       fail(where(n) + ": output_padding must be equal on both axes and below the stride");
-    const std::int64_t ho = (xs[2] - 1) * a.stride - 2 * a.pad + kernel + op[0];
-    const std::int64_t wo = (xs[3] - 1) * a.stride - 2 * a.pad + kernel + op[1];
+    const std::int64_t ho = (xs[2] - 1) * a.stride - 2 * a.pad_h + kernel + op[0];
+    const std::int64_t wo = (xs[3] - 1) * a.stride - 2 * a.pad_w + kernel + op[1];
     if (ho <= 0 || wo <= 0) fail(where(n) + ": the output would be empty");
     const std::string name = op_name(n);
     TensorId y =
@@ -743,7 +756,7 @@ void Importer::install() {
       const Shape xs = shape_of(x);
       if (xs.size() != 4) fail(where(n) + ": 2-D pooling of an NCHW input is supported");
       PoolAttr p;
-      window(n, p.kernel, p.stride, p.pad, xs[2], xs[3], true);
+      pool_window(n, p, xs[2], xs[3]);
       const auto padded = m_pad_for_pool.find(n.input(0));  // a zero Pad before it: its padding, counted
       if (padded != m_pad_for_pool.end()) {
         if (p.pad != 0 || padded->second >= p.kernel)

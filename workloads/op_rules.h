@@ -86,10 +86,10 @@ inline std::function<aicore::OpDesc(const Graph&, const Op&)> pool_lower(aicore:
     set_nchw(d, x.shape);
     d.kh = d.kw = op.pool.kernel;
     d.stride = op.pool.stride;
-    d.pad = op.pool.pad;
+    d.pad_h = d.pad_w = op.pool.pad;
     if (op.pool.ceil) {  // the partial windows cost as whole ones over an input padded at its end
-      d.h = (pool_out(x.shape[2], op.pool) - 1) * d.stride + d.kh - 2 * d.pad;
-      d.w = (pool_out(x.shape[3], op.pool) - 1) * d.stride + d.kw - 2 * d.pad;
+      d.h = (pool_out(x.shape[2], op.pool) - 1) * d.stride + d.kh - 2 * d.pad_h;
+      d.w = (pool_out(x.shape[3], op.pool) - 1) * d.stride + d.kw - 2 * d.pad_w;
       d.h = std::max(d.h, x.shape[2]);
       d.w = std::max(d.w, x.shape[3]);
     }

@@ -73,8 +73,11 @@ aicore::Precision storage_precision(DType t) {
 
 namespace {
 
-std::int64_t conv_out(std::int64_t in, std::int64_t k, const ConvAttr& a) {
-  return (in + 2 * a.pad - k) / a.stride + 1;
+std::int64_t conv_out_h(std::int64_t in, std::int64_t k, const ConvAttr& a) {
+  return (in + 2 * a.pad_h - k) / a.stride + 1;
+}
+std::int64_t conv_out_w(std::int64_t in, std::int64_t k, const ConvAttr& a) {
+  return (in + 2 * a.pad_w - k) / a.stride + 1;
 }
 
 /// A convolution family op lowered with the forward geometry: input x and weight w. A grouped
@@ -94,7 +97,8 @@ OpDesc conv_op(OpKind kind, const Tensor& operand, const Tensor& result, const S
   d.kh = w[2];
   d.kw = w[3];
   d.stride = c.stride;
-  d.pad = c.pad;
+  d.pad_h = c.pad_h;
+  d.pad_w = c.pad_w;
   return d;
 }
 
@@ -147,7 +151,7 @@ void register_builtin_ops(OpRegistry& r) {
               require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
               a.conv.kernel_h = ws[2];
               a.conv.kernel_w = ws[3];
-              const std::int64_t ho = conv_out(xs[2], ws[2], a.conv), wo = conv_out(xs[3], ws[3], a.conv);
+              const std::int64_t ho = conv_out_h(xs[2], ws[2], a.conv), wo = conv_out_w(xs[3], ws[3], a.conv);
               require(ho > 0 && wo > 0, "kernel larger than padded input");
               return std::vector<OutputSpec>{out({xs[0], ws[0], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
             },
@@ -176,7 +180,7 @@ void register_builtin_ops(OpRegistry& r) {
                        require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
                        require(dys[1] == ws[0], "channel mismatch");
                        check_groups(xs[1], ws, a.conv);
-                       require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
+                       require(conv_out_h(xs[2], ws[2], a.conv) == dys[2] && conv_out_w(xs[3], ws[3], a.conv) == dys[3],
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
                      },
@@ -207,7 +211,7 @@ void register_builtin_ops(OpRegistry& r) {
                        require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
                        require(dys[1] == ws[0] && dys[0] == xs[0], "shape mismatch");
                        check_groups(xs[1], ws, a.conv);
-                       require(conv_out(xs[2], ws[2], a.conv) == dys[2],
+                       require(conv_out_h(xs[2], ws[2], a.conv) == dys[2],
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};
                      },
@@ -244,7 +248,7 @@ void register_builtin_ops(OpRegistry& r) {
               require(g.tensor(i[0]).dtype == g.tensor(i[1]).dtype, "input and weight dtypes differ (missing Cast?)");
               a.conv.kernel_h = ws[2];
               a.conv.kernel_w = ws[3];
-              const std::int64_t ho = conv_out(xs[2], ws[2], a.conv), wo = conv_out(xs[3], ws[3], a.conv);
+              const std::int64_t ho = conv_out_h(xs[2], ws[2], a.conv), wo = conv_out_w(xs[3], ws[3], a.conv);
               require(ho > 0 && wo > 0, "kernel larger than padded input");
               return std::vector<OutputSpec>{out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
             },
@@ -279,7 +283,7 @@ void register_builtin_ops(OpRegistry& r) {
                        const Shape& xs = a.shape;
                        require(xs.size() == 4 && dys.size() == 4 && ws.size() == 4, "rank-4 operands expected");
                        require(dys[1] == xs[1] && ws[0] == xs[1], "channel mismatch");
-                       require(conv_out(xs[2], ws[2], a.conv) == dys[2] && conv_out(xs[3], ws[3], a.conv) == dys[3],
+                       require(conv_out_h(xs[2], ws[2], a.conv) == dys[2] && conv_out_w(xs[3], ws[3], a.conv) == dys[3],
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(xs, g.tensor(i[0]).dtype, TensorRole::Activation)};
                      },
@@ -302,7 +306,7 @@ void register_builtin_ops(OpRegistry& r) {
                        const Shape& ws = a.shape;
                        require(ws.size() == 4 && dys.size() == 4 && xs.size() == 4, "rank-4 operands expected");
                        require(ws[0] == xs[1] && ws[1] == 1 && dys[1] == xs[1] && dys[0] == xs[0], "shape mismatch");
-                       require(conv_out(xs[2], ws[2], a.conv) == dys[2],
+                       require(conv_out_h(xs[2], ws[2], a.conv) == dys[2],
                                "dy spatial shape does not match the forward convolution");
                        return std::vector<OutputSpec>{out(ws, g.tensor(i[0]).dtype, TensorRole::Gradient)};
                      },

@@ -32,7 +32,7 @@ OpDesc conv(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k, std
   d.cout = k;
   d.kh = d.kw = r;
   d.stride = stride;
-  d.pad = pad;
+  d.pad_h = d.pad_w = pad;
   return d;
 }
 
@@ -256,6 +256,29 @@ TEST(Tiler, RejectsImpossibleGeometryAndBuffersTooSmall) {
   tiny.l0a_kib = 1;  // 2 x 16 x 16 x 2 B = 1 KiB fits; make L0C too small for any fractal tile
   tiny.l0c_kib = 1;
   EXPECT_THROW(tile_op(matmul(64, 64, 64), tiny), std::logic_error);
+}
+
+TEST(DaVinciCostModel, PaddingOnOneAxisKeepsThatAxisAndCostsItsMacs) {
+  // Inception's 1x7 convolution pads the width only (pads [0,3,0,3]): a 17x17 input stays 17x17,
+  // the MACs are the 1x7 window's, and the cost is that of neither equal padding.
+  OpDesc row = conv(8, 128, 17, 128, 1, 1, 0);
+  row.kw = 7;
+  row.pad_w = 3;
+  EXPECT_EQ(row.conv_out_h(), 17);
+  EXPECT_EQ(row.conv_out_w(), 17);
+  EXPECT_EQ(row.macs(), 8 * 17 * 17 * 128 * 128 * 7);
+  EXPECT_EQ(row.pad_string(), "0,3");
+  EXPECT_NO_THROW(row.validate());
+  OpDesc column = row;  // its transpose: 7x1, pads [3,0,3,0]
+  std::swap(column.kh, column.kw);
+  std::swap(column.pad_h, column.pad_w);
+  auto model = make_pipe_cost_model(AicoreConfig{}, MemoryConfig{});
+  EXPECT_EQ(model->estimate(row).macs, model->estimate(column).macs);
+  EXPECT_FALSE(row == column);
+  EXPECT_NE(row.hash(), column.hash());  // the cost cache keeps them apart
+  OpDesc wider = row;  // the pad the 1x7 window cannot take
+  wider.pad_w = 7;
+  EXPECT_THROW(wider.validate(), std::invalid_argument);
 }
 
 TEST(CachedCostModel, SameDescSameCostComputedOnce) {

@@ -32,6 +32,7 @@ SIZE = {
 FAMILY_REPRESENTATIVES = [
     "resnet18", "resnext50_32x4d", "regnet_x_400mf", "regnet_y_400mf", "shufflenet_v2_x0_5", "mobilenet_v2",
     "mobilenet_v3_small", "mnasnet0_5", "efficientnet_b0", "densenet121", "squeezenet1_1", "googlenet",
+    "inception_v3",
 ]
 # Waiting for the operators of "Transformers: BERT and GPT-style training": GELU (Erf), LayerNorm
 # (Pow, Sqrt, a ReduceMean over the last axis), attention (Equal, Expand, Where, batched MatMul).

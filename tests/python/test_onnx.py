@@ -246,16 +246,20 @@ def test_functional_mode_agrees_with_pytorch_through_every_new_kernel(tmp_path):
 class GroupsAndChunks(torch.nn.Module):
     """The operators torchvision's RegNet, ShuffleNet, GoogLeNet and Inception added: a grouped
     convolution, chunk (Split or Slice of an activation), channel shuffle, a ceil_mode max pool, an
-    average pool whose padding counts (a Pad before it)."""
+    average pool whose padding counts (a Pad before it), Inception's 1x7 and 7x1 convolutions that
+    pad one axis only (dense and depthwise)."""
 
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(1, 8, 3, padding=1)
         self.grouped = torch.nn.Conv2d(8, 12, 3, padding=1, groups=4)
+        self.row = torch.nn.Conv2d(12, 12, (1, 7), padding=(0, 3), bias=False)
+        self.column = torch.nn.Conv2d(12, 12, (5, 1), padding=(2, 0), groups=12, bias=False)
         self.fc = torch.nn.Linear(10 * 16 * 16, 10)
 
     def forward(self, x):                                                    # [N, 1, 32, 32]
         x = torch.relu(self.grouped(torch.relu(self.conv(x))))               # Conv group 4: [N, 12, 32, 32]
+        x = torch.relu(self.column(self.row(x)))                             # pads [0,3,0,3], [2,0,2,0]
         a, b = x.chunk(2, dim=1)                                             # two halves of 6 channels
         x = torch.cat([torch.sigmoid(b), a[:, 1:5]], dim=1)                  # a slice of 4 of them
         x = torch.nn.functional.max_pool2d(x, 3, 2, ceil_mode=True)          # 32 -> 16 (floor: 15)
@@ -273,6 +277,8 @@ def test_functional_mode_agrees_with_pytorch_through_groups_and_slices(tmp_path)
     g = onnx.load(model).graph
     assert any(n.op_type == "Conv" and any(a.name == "group" and a.i == 4 for a in n.attribute) for n in g.node)
     assert {"Split", "Slice"} & {n.op_type for n in g.node} and "Pad" in {n.op_type for n in g.node}
+    pads = [list(a.ints) for n in g.node if n.op_type == "Conv" for a in n.attribute if a.name == "pads"]
+    assert [0, 3, 0, 3] in pads and [2, 0, 2, 0] in pads
     steps = 8
     losses, reference = functional_losses_against_torch(net, model, tmp_path, steps)
     assert len(losses) == steps

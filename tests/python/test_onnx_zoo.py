@@ -37,7 +37,7 @@ def test_a_torchvision_family_imports_and_trains(name, outdir):
     assert r["status"] == "ok", r.get("message")
     info, run = r["info"], r["run"]
     model = torchvision.models.get_model(name, num_classes=10, **(
-        {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}))
+        {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else {}))
     # The parameters are the network's own: PyTorch's count, BatchNorm's statistics apart.
     assert info["parameters"] == sum(p.numel() for p in model.parameters())
     assert info["batch_size"] == 2 and info["mode"] == "train"

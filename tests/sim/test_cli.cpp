@@ -782,6 +782,21 @@ TEST_F(CliTest, OpSizesBeyondTheModelsArithmeticAreRejected) {
   EXPECT_THAT(red.err, HasSubstr("must divide --elements 100"));
 }
 
+TEST_F(CliTest, OpTakesPaddingPerAxis) {
+  // Inception's 1x7 convolution: --pad H,W pads the width only and keeps the 17x17 map; a
+  // padding as wide as its window, or a value that is not H,W, is refused naming it.
+  const Result row = run("op --type conv2d --n 8 --c 128 --h 17 --w 17 --k 128 --r 1 --s 7 --pad 0,3 --json -");
+  ASSERT_EQ(row.code, 0) << row.err;
+  const auto j = nlohmann::json::parse(row.out);
+  EXPECT_EQ(j["macs"].get<std::int64_t>(), 8LL * 17 * 17 * 128 * 128 * 7) << row.out;
+  const Result wide = run("op --type conv2d --n 1 --c 16 --h 8 --w 8 --k 16 --r 1 --s 7 --pad 0,7");
+  EXPECT_EQ(wide.code, 2);
+  EXPECT_THAT(wide.err, HasSubstr("--pad 0,7 must be smaller than the window (1x7)"));
+  const Result junk = run("op --type conv2d --n 1 --c 16 --h 8 --w 8 --k 16 --r 3 --s 3 --pad 1,x");
+  EXPECT_EQ(junk.code, 2);
+  EXPECT_THAT(junk.err, HasSubstr("--pad '1,x': expected P or H,W"));
+}
+
 TEST_F(CliTest, ARunBeyondTheSimulatorsTimeRangeFailsSayingSo) {
   // A map op of 1 s per sample on one worker: 4096-sample batches take hours each, and 1000 of
   // them need more than the 2^63 ps the kernel's clock holds. A 10^7 s op timeout must not wrap.

@@ -10,7 +10,7 @@ TEST(Graph, RejectsInconsistentShapes) {
   Graph g;
   TensorId x = g.add_tensor({"x", {2, 3, 8, 8}, DType::F32, TensorRole::Input});
   TensorId w = g.add_tensor({"w", {4, 5, 3, 3}, DType::F32, TensorRole::Parameter});
-  EXPECT_THROW(g.conv2d("c", x, w, {3, 3, 1, 0}), std::invalid_argument);  // 3 vs 5 input channels
+  EXPECT_THROW(g.conv2d("c", x, w, {3, 3, 1, 0, 0}), std::invalid_argument);  // 3 vs 5 input channels
   TensorId a = g.add_tensor({"a", {2, 3}, DType::F32, TensorRole::Input});
   TensorId b = g.add_tensor({"b", {4, 5}, DType::F32, TensorRole::Parameter});
   EXPECT_THROW(g.matmul("m", a, b, {}, TensorRole::Activation), std::invalid_argument);
@@ -21,7 +21,7 @@ TEST(Graph, ConvOutputFollowsStrideAndPadding) {
   Graph g;
   TensorId x = g.add_tensor({"x", {1, 16, 56, 56}, DType::F16, TensorRole::Input});
   TensorId w = g.add_tensor({"w", {32, 16, 3, 3}, DType::F16, TensorRole::Parameter});
-  TensorId y = g.conv2d("c", x, w, {3, 3, 2, 1});
+  TensorId y = g.conv2d("c", x, w, {3, 3, 2, 1, 1});
   EXPECT_EQ(g.tensor(y).shape, (Shape{1, 32, 28, 28}));
   EXPECT_EQ(op_macs(g, g.ops().back()), 28 * 28 * 32 * 16 * 9);
 }

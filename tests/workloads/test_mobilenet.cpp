@@ -38,7 +38,7 @@ TEST(MobileNetV2, ADepthwiseConvolutionCostsItsChannelBlocksOnTheCube) {
     TensorId x = g.add_tensor({"x", {8, c, 28, 28}, DType::F16, TensorRole::Input});
     TensorId w = g.add_tensor({"w", {c, 1, 3, 3}, DType::F16, TensorRole::Parameter});
     OpAttrs a;
-    a.conv = {3, 3, 1, 1};
+    a.conv = {3, 3, 1, 1, 1};
     const TensorId y = g.apply("DepthwiseConv2dNative", "dw", {x, w}, a)[0];
     EXPECT_EQ(g.tensor(y).shape, (Shape{8, c, 28, 28}));
     const Op& op = g.ops().back();
@@ -74,7 +74,7 @@ TEST(MobileNetV2, DepthwiseGradientsAreTheForwardPassesDerivatives) {
   TensorId x = g.add_tensor({"x", {2, 3, 7, 6}, DType::F32, TensorRole::Input});
   TensorId w = g.add_tensor({"w", {3, 1, 3, 3}, DType::F32, TensorRole::Parameter});
   OpAttrs a;
-  a.conv = {3, 3, 2, 1};
+  a.conv = {3, 3, 2, 1, 1};
   const TensorId y = g.apply("DepthwiseConv2dNative", "dw", {x, w}, a)[0];
   const Shape ys = g.tensor(y).shape;
   TensorId dy = g.add_tensor({"dy", ys, DType::F32, TensorRole::Activation});

@@ -179,7 +179,7 @@ TEST(NnOps, KernelsComputeWhatTheOpsMean) {
 OpAttrs grouped(std::int64_t group, std::int64_t stride = 1, std::int64_t pad = 1) {
   OpAttrs a;
   a.conv.stride = stride;
-  a.conv.pad = pad;
+  a.conv.pad_h = a.conv.pad_w = pad;
   a.conv.group = group;
   return a;
 }

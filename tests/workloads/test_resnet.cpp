@@ -43,7 +43,7 @@ Shape expected_shape(const Graph& g, const Op& op) {
   };
   if (t == "Conv2D") {
     const Shape x = in(0), w = in(1);
-    return {x[0], w[0], conv(x[2], w[2], op.conv.stride, op.conv.pad), conv(x[3], w[3], op.conv.stride, op.conv.pad)};
+    return {x[0], w[0], conv(x[2], w[2], op.conv.stride, op.conv.pad_h), conv(x[3], w[3], op.conv.stride, op.conv.pad_w)};
   }
   if (t == "MaxPool") {
     const Shape x = in(0);
@@ -129,7 +129,7 @@ TEST(ResNet, EveryOpHasTheShapeItsInputsImply) {
       if (op.type == "Conv2DBackpropInput") {  // dx has the forward input's shape: dy's H,W follow from it
         const Shape dx = g.tensor(op.outputs[0]).shape, dy = g.tensor(op.inputs[0]).shape;
         EXPECT_EQ(dx[0], dy[0]) << op.name;
-        EXPECT_EQ((dx[2] + 2 * op.conv.pad - op.conv.kernel_h) / op.conv.stride + 1, dy[2]) << op.name;
+        EXPECT_EQ((dx[2] + 2 * op.conv.pad_h - op.conv.kernel_h) / op.conv.stride + 1, dy[2]) << op.name;
       }
       if (op.type == "Conv2DBackpropFilter") {
         EXPECT_EQ(g.tensor(op.outputs[0]).shape[0], g.tensor(op.inputs[0]).shape[1]);
