@@ -62,6 +62,7 @@ struct Shape {
 PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                              std::int64_t batch_size, std::int64_t steps_per_epoch)
     : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
+  build_stages();
   m_cache_on = pipe.cache != "none";
   m_source_cache = pipe.cache == "source";
   m_cache_after = 0;
@@ -112,6 +113,56 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
   }
 }
 
+void PipelineCosts::build_stages() {
+  const std::string source = m_recipe.dataset.format == workloads::DatasetFormat::MnistIdx        ? "MnistDataset"
+                             : m_recipe.dataset.format == workloads::DatasetFormat::Cifar10Binary ? "Cifar10Dataset"
+                                                                                                  : "ImageFolderDataset";
+  m_stages.push_back({Stage::Kind::Source, source, 1, {}});
+  const auto calls = m_recipe.calls();
+  std::vector<std::int64_t> workers(calls.size(), m_pipe.num_parallel_workers);
+  if (!m_pipe.map_workers.empty()) {
+    std::vector<std::int64_t> given;
+    std::size_t at = 0;
+    const std::string& w = m_pipe.map_workers;
+    while (at <= w.size()) {
+      const std::size_t comma = std::min(w.find(',', at), w.size());
+      const std::string item = w.substr(at, comma - at);
+      std::size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || v < 1 || v > 1024)
+        throw sim::InputError("pipeline.map_workers", "pipeline.map_workers",
+                              "'" + w + "': expected one whole number of workers (1 to 1024) per map() call, "
+                              "comma-separated");
+      given.push_back(v);
+      at = comma + 1;
+    }
+    if (given.size() != calls.size()) {
+      std::string names;
+      for (const auto& c : calls) names += (names.empty() ? "" : ", ") + c.name;
+      throw sim::InputError("pipeline.map_workers", "pipeline.map_workers",
+                            "'" + w + "' gives " + std::to_string(given.size()) + " worker count(s) but the recipe has " +
+                                std::to_string(calls.size()) + " map() call(s): " + names);
+    }
+    workers = given;
+  }
+  m_stage_of_op.assign(m_recipe.maps.size(), 0);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    for (std::size_t op : calls[i].ops) m_stage_of_op[op] = m_stages.size();
+    m_stages.push_back({Stage::Kind::Map, calls[i].name, workers[i], calls[i].ops});
+  }
+  if (m_pipe.shuffle_buffer > 0) m_stages.push_back({Stage::Kind::Shuffle, "Shuffle", 1, {}});
+  m_batch_stage = m_stages.size();
+  m_stages.push_back({Stage::Kind::Batch, "Batch", 1, {}});
+  if (m_stages.size() > kMaxStages)
+    throw sim::InputError("the dataset recipe has " + std::to_string(calls.size()) +
+                          " map() calls; the pipeline model takes at most " + std::to_string(kMaxStages - 3));
+}
+
 const std::vector<PipelineCosts::SampleCost>& PipelineCosts::rows(std::int64_t b) const {
   auto it = m_rows.find(b);
   if (it != m_rows.end()) return it->second;
@@ -124,23 +175,21 @@ const std::vector<PipelineCosts::SampleCost>& PipelineCosts::rows(std::int64_t b
 }
 
 PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t first_row, std::int64_t last_row) const {
-  SampleCost total{0, 0};
-  const bool first = b < m_steps_per_epoch;
+  SampleCost total;
+  const std::size_t n = m_stages.size();
+  auto add = [&](const SampleCost& c) {
+    total.read += c.read;
+    total.io += c.io;
+    for (std::size_t s = 1; s < n; ++s) total.stage[s] += c.stage[s];
+  };
   if (m_recipe.dataset.encoded) {
     const auto& costs = rows(b);
-    for (std::int64_t j = first_row; j < last_row; ++j) {
-      total.read += costs[static_cast<std::size_t>(j)].read;
-      total.map += costs[static_cast<std::size_t>(j)].map;
-      total.io += costs[static_cast<std::size_t>(j)].io;
-    }
+    for (std::int64_t j = first_row; j < last_row; ++j) add(costs[static_cast<std::size_t>(j)]);
     return total;
   }
-  for (std::int64_t j = first_row; j < last_row; ++j) {
-    const SampleCost& c = m_uniform[first ? 1 : 0][m_cache_on && cached(sample_index(b, j)) ? 1 : 0];
-    total.read += c.read;
-    total.map += c.map;
-    total.io += c.io;
-  }
+  const bool first = b < m_steps_per_epoch;
+  for (std::int64_t j = first_row; j < last_row; ++j)
+    add(m_uniform[first ? 1 : 0][m_cache_on && cached(sample_index(b, j)) ? 1 : 0]);
   return total;
 }
 
@@ -185,7 +234,7 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   const bool hit = !first_epoch && cached(index);
   const bool write = first_epoch && cached(index);
   const double spill = spilled(index) ? m_host.cache_spill_ns_per_byte : 0.0;  // local disk, both ways
-  SampleCost cost{0, 0};
+  SampleCost cost;
   Shape s(g);
   const double file_bytes = static_cast<double>(g.file_bytes);
   const bool source_cache = m_source_cache;
@@ -234,14 +283,25 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
     }
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
     if (i < first) continue;  // served by the cache
-    cost.map += ns + m_host.map_op_overhead_us * 1e3;
+    double& stage = cost.stage[m_stage_of_op[i]];
+    stage += ns + m_host.map_op_overhead_us * 1e3;
     if (write && i + 1 == m_cache_after)
-      cost.map += (m_host.cache_write_ns_per_byte + spill) * cache_bytes + m_host.cache_insert_us * 1e3;
+      stage += (m_host.cache_write_ns_per_byte + spill) * cache_bytes + m_host.cache_insert_us * 1e3;
   }
   if (hit && m_cache_after > 0) cost.read = (m_host.cache_read_ns_per_byte + spill) * cache_bytes;  // not the file
-  cost.map += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
+  // Every stage after the source receives the row through a connector: a map call only if the
+  // cache does not serve all of its ops (a cached row enters the tree above them).
+  const double handoff_ns = m_host.row_handoff_us * 1e3;
+  for (std::size_t k = 1; k < m_stages.size(); ++k) {
+    const Stage& st = m_stages[k];
+    const bool served = st.kind == Stage::Kind::Map && std::all_of(st.ops.begin(), st.ops.end(), [&](std::size_t op) {
+                          return op < first;
+                        });
+    if (!served) cost.stage[k] += handoff_ns;
+  }
+  cost.stage[m_batch_stage] += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
   cost.read *= 1e-9;
-  cost.map *= 1e-9;
+  for (auto& v : cost.stage) v *= 1e-9;
   // Storage: a file read (not a cache hit, nor in the page cache after the first epoch) waits
   // its latency, shared by the reads in flight, and its bytes at this rank's share of the
   // storage's bandwidth (the server's ranks read at once).
@@ -267,24 +327,54 @@ PipelineCosts::ReadTime PipelineCosts::read_parts(std::int64_t b) const {
   return {c.read, c.io};
 }
 
-double PipelineCosts::map_s(std::int64_t b) const { return batch(b, 0, m_batch).map; }
-
-double PipelineCosts::map_s(std::int64_t b, std::int64_t first, std::int64_t last) const {
-  return batch(b, first, last).map;
+double PipelineCosts::stage_s(std::size_t s, std::int64_t b, std::int64_t first, std::int64_t last) const {
+  double sum = 0;
+  if (m_recipe.dataset.encoded) {
+    const auto& costs = rows(b);
+    for (std::int64_t j = first; j < last; ++j) sum += costs[static_cast<std::size_t>(j)].stage[s];
+    return sum;
+  }
+  const auto& uniform = m_uniform[b < m_steps_per_epoch ? 1 : 0];
+  if (!m_cache_on) return static_cast<double>(last - first) * uniform[0].stage[s];  // every row alike
+  for (std::int64_t j = first; j < last; ++j) sum += uniform[cached(sample_index(b, j)) ? 1 : 0].stage[s];
+  return sum;
 }
 
-double PipelineCosts::mean_read_s(bool later) const {
-  const std::int64_t base = later ? m_steps_per_epoch : 0;
-  double s = 0;
-  for (std::int64_t b = 0; b < 8; ++b) s += read_s(base + b);
-  return s / 8;
+double PipelineCosts::map_s(std::int64_t b) const {
+  const SampleCost c = batch(b, 0, m_batch);
+  double sum = 0;
+  for (std::size_t s = 1; s < m_stages.size(); ++s) sum += c.stage[s];
+  return sum;
 }
 
-double PipelineCosts::mean_map_s(bool later) const {
+double PipelineCosts::mean_stage_s(std::size_t s, bool later) const {
   const std::int64_t base = later ? m_steps_per_epoch : 0;
-  double s = 0;
-  for (std::int64_t b = 0; b < 8; ++b) s += map_s(base + b);
-  return s / 8;
+  double sum = 0;
+  for (std::int64_t b = 0; b < 8; ++b) sum += s == 0 ? read_s(base + b) : batch(base + b, 0, m_batch).stage[s];
+  return sum / 8;
+}
+
+nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores) {
+  const auto& stages = costs.stages();
+  std::vector<double> rate(stages.size());
+  std::size_t slowest = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const double t = costs.mean_stage_s(s, false);
+    const std::int64_t threads =
+        stages[s].kind == Stage::Kind::Source ? 1 : std::min({stages[s].workers, costs.batch_size(), cpu_cores});
+    rate[s] = t > 0 ? static_cast<double>(threads) / t : 0;
+    if (t > 0 && (rate[slowest] <= 0 || rate[s] < rate[slowest])) slowest = s;
+  }
+  const char* kinds[] = {"source", "map", "shuffle", "batch"};
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    out.push_back({{"stage", stages[s].name},
+                   {"kind", kinds[static_cast<int>(stages[s].kind)]},
+                   {"workers", stages[s].workers},
+                   {"batch_ms", 1e3 * costs.mean_stage_s(s, false)},
+                   {"batches_per_s", rate[s]},
+                   {"bounds_pipeline", s == slowest}});
+  return out;
 }
 
 DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host, const PipelineConfig& pipe,
@@ -295,106 +385,192 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
       m_cpu_cores(host.cpu_cores),
       m_costs(host, pipe, recipe, batch_size, steps_per_epoch),
       m_batches(batches),
-      m_shuffle_batches((pipe.shuffle_buffer + batch_size - 1) / batch_size),
-      m_slices(std::min(pipe.num_parallel_workers, batch_size)),
-      m_slice_rows((batch_size + m_slices - 1) / m_slices),
       m_batch_size(batch_size),
+      m_rows_room(std::max<std::int64_t>(1, (pipe.prefetch_size + batch_size - 1) / batch_size)),
+      m_state(m_costs.stages().size()),
       m_own_cores(host.cpu_cores),
       m_cores(shared ? *shared : m_own_cores),
       m_stats(*this),
       m_made(m_stats.scalar("batches", "count", "batches produced")),
       m_reader_busy_s(m_stats.scalar("reader_busy_s", "s", "time the source reader worked")),
-      m_worker_busy_s(m_stats.scalar("worker_busy_s", "thread*s", "time map workers worked, summed")),
+      m_worker_busy_s(m_stats.scalar("worker_busy_s", "thread*s", "time the threads of every later stage worked, summed")),
+      m_handoffs(m_stats.scalar("row_handoffs", "count", "rows handed from one stage to the next")),
       m_core_wait_s(m_stats.scalar("core_wait_s", "thread*s", "time pipeline threads waited for a free host core")),
       m_consumer_wait_s(m_stats.scalar("consumer_wait_s", "s", "time the consumer waited for a batch")) {
-  SC_THREAD(reader);
-  for (std::int64_t i = 0; i < pipe.num_parallel_workers; ++i)
-    sc_core::sc_spawn(sc_bind(&DataPipeline::worker, this, i));
+  const auto& stages = m_costs.stages();
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    StageState& st = m_state[s];
+    st.slices = std::min(stages[s].workers, batch_size);
+    if (stages[s].kind == Stage::Kind::Shuffle) st.lag = (pipe.shuffle_buffer + batch_size - 1) / batch_size;
+  }
+  SC_THREAD(source);
+  for (std::size_t s = 1; s < stages.size(); ++s) sc_core::sc_spawn(sc_bind(&DataPipeline::stage_thread, this, s));
 }
 
 void DataPipeline::set_trace(sim::TraceRecorder* trace) {
   m_trace = trace;
   if (!trace) return;
-  m_reader_track = trace->track("pipeline reader");
-  for (std::int64_t i = 0; i < m_pipe.num_parallel_workers; ++i)
-    m_worker_tracks.push_back(trace->track("pipeline worker " + std::to_string(i)));
+  const auto& stages = m_costs.stages();
+  for (std::size_t s = 0; s < stages.size(); ++s) m_state[s].tracks = {trace->track("pipeline " + stages[s].name)};
 }
 
-void DataPipeline::acquire_core() {
+std::int64_t DataPipeline::ready(std::size_t s) const {
+  const StageState& st = m_state[s];
+  return st.done >= m_batches ? m_batches : std::max<std::int64_t>(0, st.done - st.lag);
+}
+
+std::int64_t DataPipeline::started_after(std::size_t s) const {
+  return s + 1 == m_state.size() ? m_consumed : m_state[s + 1].claimed;
+}
+
+std::int64_t DataPipeline::room(std::size_t s) const {
+  const bool after_batch = m_costs.stages()[s].kind == Stage::Kind::Batch;
+  return (after_batch ? m_pipe.prefetch_size : m_rows_room) + m_state[s].lag;
+}
+
+void DataPipeline::account_usage(std::size_t s) {
+  // The output connector's batches (made, not yet begun by the next stage), integrated over time.
+  StageState& st = m_state[s];
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  const auto held = static_cast<double>(std::max<std::int64_t>(0, ready(s) - started_after(s)));
+  st.usage_area += held * (now - st.usage_since);
+  st.usage_since = now;
+}
+
+std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
   while (m_cores.free == 0) wait(m_cores.freed);
-  --m_cores.free;
+  const std::int64_t k = std::min(wanted, m_cores.free);
+  m_cores.free -= k;
   m_core_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
+  return k;
 }
 
-void DataPipeline::release_core() {
-  ++m_cores.free;
+void DataPipeline::release_cores(std::int64_t k) {
+  m_cores.free += k;
   m_cores.freed.notify(sc_core::SC_ZERO_TIME);
 }
 
-void DataPipeline::reader() {
+void DataPipeline::source() {
+  StageState& st = m_state[0];
   for (std::int64_t b = 0; b < m_batches; ++b) {
-    // Reads run ahead of the consumer by at most the prefetch depth, the workers' batches and
-    // what the shuffle buffer holds.
-    while (b >= m_consumed + m_pipe.prefetch_batches + m_pipe.num_parallel_workers + m_shuffle_batches)
-      wait(m_consumed_event);
+    while (b >= started_after(0) + room(0)) wait(m_state[1].started);
     while (b >= m_open) wait(m_open_event);
+    ++st.claimed;  // (nothing before the source: no connector to account)
     // The storage wait first (no core held), then the CPU's part of the read.
     const PipelineCosts::ReadTime r = m_costs.read_parts(b);
     const sc_core::sc_time wait_io = sim::seconds(r.storage_s);
     if (r.storage_s > 0) wait(wait_io);
-    acquire_core();
+    acquire_cores(1);
     const sc_core::sc_time cpu = sim::seconds(r.cpu_s);
     wait(cpu);
-    release_core();
+    release_cores(1);
     const sc_core::sc_time t = wait_io + cpu;
-    if (m_trace && m_trace->active())
-      m_trace->span(m_reader_track, "read batch " + std::to_string(b), sc_core::sc_time_stamp() - t,
+    if (m_trace && m_trace->active() && !st.tracks.empty())
+      m_trace->span(st.tracks[0], "read batch " + std::to_string(b + 1), sc_core::sc_time_stamp() - t,
                     sc_core::sc_time_stamp());
     m_reader_busy_s += t.to_seconds();
-    ++m_read;
-    m_read_event.notify(sc_core::SC_ZERO_TIME);
+    st.busy_s += t.to_seconds();
+    account_usage(0);
+    ++st.done;
+    st.ready.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
-void DataPipeline::worker(std::int64_t index) {
-  for (;;) {
-    // Claim the next slice once its batch is within the prefetch window and read (and, with a
-    // shuffle buffer, the buffer has filled behind it).
-    while (m_claimed >= m_batches * m_slices || m_claimed / m_slices >= m_consumed + m_pipe.prefetch_batches) {
-      if (m_claimed >= m_batches * m_slices) return;
-      wait(m_consumed_event);
+void DataPipeline::stage_thread(std::size_t s) {
+  StageState& st = m_state[s];
+  StageState& before = m_state[s - 1];
+  for (std::int64_t b = 0; b < m_batches; ++b) {
+    // The batch, once the stage before has finished it and the connector after this stage has
+    // room for it.
+    while (ready(s - 1) <= b || b >= started_after(s) + room(s)) {
+      if (ready(s - 1) <= b)
+        wait(before.ready);
+      else
+        wait(s + 1 == m_state.size() ? m_consumed_event : m_state[s + 1].started);
     }
-    const std::int64_t slice = m_claimed++;
-    const std::int64_t b = slice / m_slices;
-    const std::int64_t first = (slice % m_slices) * m_slice_rows;
-    const std::int64_t last = std::min(m_batch_size, first + m_slice_rows);
-    while (m_read < std::min(m_batches, b + 1 + m_shuffle_batches)) wait(m_read_event);
-    acquire_core();
-    const sc_core::sc_time t = sim::seconds(first < last ? m_costs.map_s(b, first, last) : 0.0);
-    wait(t);
-    release_core();
-    if (m_trace && m_trace->active())
-      m_trace->span(m_worker_tracks[static_cast<std::size_t>(index)],
-                    "map batch " + std::to_string(b) + " rows " + std::to_string(first) + "-" + std::to_string(last),
-                    sc_core::sc_time_stamp() - t, sc_core::sc_time_stamp());
-    m_worker_busy_s += t.to_seconds();
-    const auto at = static_cast<std::size_t>(b - m_consumed);
-    if (m_done.size() <= at) m_done.resize(at + 1, 0);
-    if (++m_done[at] == m_slices) {
-      ++m_made;
-      m_ready_event.notify(sc_core::SC_ZERO_TIME);
+    account_usage(s - 1);  // the connector before gives the batch
+    st.claimed = b + 1;
+    st.started.notify(sc_core::SC_ZERO_TIME);
+    // Its workers share the batch's rows: each of the W = slices threads a share of
+    // ceil(rows / W). As many run at once as the host has cores free (at least one); with fewer
+    // than W, the threads that run take a quarter of a share and the rest wait for the next
+    // round, taken with the cores free then (as workers that find a core join the batch).
+    const sc_core::sc_time began = sc_core::sc_time_stamp();
+    double work = 0;
+    std::int64_t threads = 0;
+    for (std::int64_t next = 0; next < m_batch_size;) {
+      const std::int64_t left = m_batch_size - next;
+      const std::int64_t full = (left + st.slices - 1) / st.slices;
+      const std::int64_t k = acquire_cores(std::min(st.slices, left));
+      const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
+      threads = std::max(threads, k);
+      double longest = 0;
+      for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share) {
+        const double t = m_costs.stage_s(s, b, next, std::min(m_batch_size, next + share));
+        longest = std::max(longest, t);
+        work += t;
+      }
+      wait(sim::seconds(longest));
+      release_cores(k);
+    }
+    if (m_trace && m_trace->active() && !st.tracks.empty())
+      m_trace->span(st.tracks[0], "batch " + std::to_string(b + 1) + " on " + std::to_string(threads) + " thread(s)",
+                    began, sc_core::sc_time_stamp());
+    m_worker_busy_s += work;
+    st.busy_s += work;
+    m_handoffs += static_cast<double>(m_batch_size);
+    account_usage(s);
+    const std::int64_t was = ready(s);
+    ++st.done;
+    if (ready(s) > was) {
+      if (s + 1 == m_state.size()) ++m_made;
+      st.ready.notify(sc_core::SC_ZERO_TIME);
     }
   }
 }
 
 void DataPipeline::next() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  while (m_done.empty() || m_done.front() < m_slices) wait(m_ready_event);
-  m_done.pop_front();
+  const std::size_t last = m_state.size() - 1;
+  while (ready(last) <= m_consumed) wait(m_state[last].ready);
+  account_usage(last);
   ++m_consumed;
   m_consumer_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
   m_consumed_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+nlohmann::ordered_json DataPipeline::tree(double now_s) const {
+  const auto& stages = m_costs.stages();
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  std::size_t bound = 0;
+  double top = -1;
+  std::vector<double> busy(stages.size());
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    busy[s] = now_s > 0 ? m_state[s].busy_s / (static_cast<double>(stages[s].workers) * now_s) : 0;
+    if (busy[s] > top) top = busy[s], bound = s;
+  }
+  const char* kinds[] = {"source", "map", "shuffle", "batch"};
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StageState& st = m_state[s];
+    // The output connector's mean usage: batches held over the time until now, against its room.
+    const double held = now_s > 0 ? st.usage_area / now_s : 0;
+    out.push_back({{"stage", stages[s].name},
+                   {"kind", kinds[static_cast<int>(stages[s].kind)]},
+                   {"workers", stages[s].workers},
+                   {"batches", st.done},
+                   {"busy_fraction", busy[s]},
+                   {"queue_usage", held / static_cast<double>(room(s))},
+                   {"bounds_pipeline", s == bound}});
+  }
+  out.push_back({{"stage", "DeviceQueue"},
+                 {"kind", "send"},
+                 {"workers", 1},
+                 {"batches", m_consumed},
+                 {"busy_fraction", now_s > 0 ? m_send_busy_s / now_s : 0.0},
+                 {"queue_usage", nullptr},
+                 {"bounds_pipeline", false}});
+  return out;
 }
 
 }  // namespace ascendsim::runtime

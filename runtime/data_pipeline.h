@@ -1,20 +1,29 @@
-// The host data pipeline (MindSpore's dataset engine) as SystemC threads standing for host CPU
-// threads: one source reader, `num_parallel_workers` map workers, and the batch/prefetch
-// connector that hands batches to the consumer in order. The threads share `host.cpu_cores`
-// cores: a thread computes only while it holds one, so adding workers helps until the cores are
-// all busy.
+// The host data pipeline as MindSpore's dataset engine executes it: an execution tree of ops,
+// each on threads of its own (SystemC threads standing for host CPU threads), handing rows to the
+// next op through bounded connectors.
 //
-// The reader reads the samples of a batch at a time (or fetches them from the cache); the map
-// workers share each batch's rows, one slice of ceil(batch / workers) rows per worker, as the
-// dataset engine deals rows to its workers; a batch is ready when all its slices are. Per-sample
-// costs come from the sample's geometry and the host preset. Repeat traverses the (sharded)
-// dataset continuously, epoch after epoch; a shuffle buffer delays the first batch until it has
-// filled. A data cache after the source, or after the last deterministic map, costs a write in
-// the first epoch and replaces the work before it with a memory read afterwards.
+// The stages, in order: the source (one reader: file reads, or the cache in later epochs), one
+// stage per map() call of the script with its own `num_parallel_workers`, a shuffle op when the
+// script shuffles through a buffer, the batch op. The dataset channel's thread (the executor's)
+// takes batches from the last stage as MindSpore's device-queue op does and sends them; its
+// sending time is reported with the tree. Work moves a batch's rows at a time: a stage takes one
+// batch at a time once the stage before has finished it and the connector after it has room
+// (`pipeline.prefetch_size` rows, at least one batch, before the batch op; that many batches
+// after it), and its W workers share the batch's rows — k = min(W, batch, cores free) slices at
+// once, the batch done when the longest is. Every stage but the source pays
+// `host.row_handoff_us` per row it receives. All threads share `host.cpu_cores` cores: a thread
+// computes only while it holds one.
+//
+// Per-row costs come from the sample's geometry and the host preset. Repeat traverses the
+// (sharded) dataset continuously, epoch after epoch; a shuffle buffer holds back its rows until
+// it has filled. A data cache after the source, or after the last deterministic map, costs a
+// write in the first epoch and replaces the work before it with a memory read afterwards.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
+#include <string>
 
 #include <systemc>
 
@@ -30,11 +39,32 @@
 
 namespace ascendsim::runtime {
 
+/// One op of the execution tree.
+struct Stage {
+  enum class Kind { Source, Map, Shuffle, Batch };
+  Kind kind = Kind::Map;
+  std::string name;               ///< "MnistDataset", "Map(Resize)", "Shuffle", "Batch"
+  std::int64_t workers = 1;       ///< its threads
+  std::vector<std::size_t> ops;   ///< Map: indices into the recipe's maps
+};
+
 /// Per-sample costs of a recipe, in seconds on one thread.
 class PipelineCosts {
  public:
+  /// The tree's stages are at most this many (the source, the batch op and the map calls between).
+  static constexpr std::size_t kMaxStages = 16;
+
   PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                 std::int64_t batch_size, std::int64_t steps_per_epoch);
+
+  /// The execution tree, source first.
+  const std::vector<Stage>& stages() const { return m_stages; }
+  std::int64_t batch_size() const { return m_batch; }
+  /// CPU time of stage `s` (not the source) for rows [first, last) of batch `b`.
+  double stage_s(std::size_t s, std::int64_t b, std::int64_t first, std::int64_t last) const;
+  /// Mean over the first epoch's first batches / over a later epoch's: one batch's time on stage
+  /// `s` (the source: its read, storage wait included) on one thread.
+  double mean_stage_s(std::size_t s, bool later_epoch) const;
 
   /// Reader time for batch `b` (file reads, or cache reads in later epochs): its CPU work plus
   /// the wait for storage.
@@ -44,22 +74,20 @@ class PipelineCosts {
     double cpu_s = 0, storage_s = 0;
   };
   ReadTime read_parts(std::int64_t b) const;
-  /// Worker time for batch `b` (map ops not served by the cache, cache writes, batching), or for
-  /// its rows [first, last).
+  /// Every stage's time after the source for batch `b` (map ops not served by the cache, cache
+  /// writes, shuffling, batching), summed: the batch's time on one thread doing all of it.
   double map_s(std::int64_t b) const;
-  double map_s(std::int64_t b, std::int64_t first, std::int64_t last) const;
-  /// Mean over the first epoch's first batches / over a later epoch's, for reports.
-  double mean_read_s(bool later_epoch) const;
   /// The cache as the report gives it: placement, memory and spilled bytes, later epochs' hits.
   nlohmann::ordered_json cache_summary() const;
-  double mean_map_s(bool later_epoch) const;
 
  private:
   struct SampleCost {
-    double read, map;
+    double read = 0;
     double io = 0;  ///< waiting for storage
+    std::array<double, kMaxStages> stage{};  ///< per stage after the source (index 0 unused)
   };
   SampleCost sample(std::int64_t index, bool first_epoch) const;
+  void build_stages();
   /// Reader and worker time of rows [first, last) of batch `b`, in one pass over its samples.
   SampleCost batch(std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// Samples of equal geometry cost the same: [first epoch][in the cache].
@@ -81,10 +109,18 @@ class PipelineCosts {
   const HostConfig& m_host;
   const PipelineConfig& m_pipe;
   const workloads::DataRecipe& m_recipe;
+  std::vector<Stage> m_stages;
+  std::vector<std::size_t> m_stage_of_op;  ///< the stage of each map op
+  std::size_t m_batch_stage = 0;
   std::int64_t m_batch, m_steps_per_epoch;
   std::size_t m_cache_after = 0;  ///< maps served by the cache (0 with a source cache)
   std::int64_t m_cache_capacity_samples = 0;
 };
+
+/// The execution tree as `info` gives it, before any run: per stage its workers, one batch's time
+/// on one of its threads (first epoch), the batches per second its threads sustain (at most
+/// `cpu_cores` of them), and whether it is the slowest (the one that bounds the pipeline).
+nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores);
 
 /// The CPU cores of one host, shared by the pipelines of the ranks it feeds.
 struct HostCores {
@@ -105,6 +141,8 @@ class DataPipeline : public sc_core::sc_module {
 
   /// Blocks until the next batch (in order) is ready and takes it. Call from an SC_THREAD.
   void next();
+  /// The consumer's (the device-queue op's) work on a batch it took: reported with the tree.
+  void note_send(double seconds) { m_send_busy_s += seconds; }
   /// A pipeline that reads only when asked (an evaluation pass's): call gate() before the
   /// simulation starts; each open(n) lets the reader read n more batches.
   void gate() { m_open = 0; }
@@ -115,41 +153,59 @@ class DataPipeline : public sc_core::sc_module {
 
   const PipelineCosts& costs() const { return m_costs; }
   sim::StatsGroup& stats() { return m_stats; }
-  /// Records the reader's and each worker's batches on their own tracks.
+  /// Records each stage's workers on their own tracks.
   void set_trace(sim::TraceRecorder* trace);
+  /// The execution tree as it ran until `now_s`: per stage its workers, busy fraction (of its
+  /// workers' time), batches, the mean usage of its output connector, and the stage that bounds
+  /// the pipeline (the busiest); then the device-queue op's.
+  nlohmann::ordered_json tree(double now_s) const;
 
  private:
-  void reader();
-  void worker(std::int64_t index);
-  void acquire_core();
-  void release_core();
+  struct StageState {
+    std::int64_t slices = 1;                  ///< threads that share a batch: min(workers, batch)
+    std::int64_t lag = 0;                     ///< batches held back (a shuffle buffer)
+    std::int64_t claimed = 0;                 ///< batches begun
+    std::int64_t done = 0;                    ///< batches finished, in order
+    double busy_s = 0;
+    double usage_area = 0, usage_since = 0;   ///< time integral of the output connector's batches
+    sc_core::sc_event ready, started;         ///< `ready()` rose; a batch was begun
+    std::vector<int> tracks;
+  };
+  /// Batches stage `s` has made available to the next one.
+  std::int64_t ready(std::size_t s) const;
+  /// Batches the stage after `s` (the consumer after the last) has begun.
+  std::int64_t started_after(std::size_t s) const;
+  /// Batches the connector after stage `s` may hold.
+  std::int64_t room(std::size_t s) const;
+  void account_usage(std::size_t s);
+  void source();
+  /// A stage after the source: one batch at a time, its rows shared by as many of its workers as
+  /// the host has cores free (at least one).
+  void stage_thread(std::size_t stage);
+  std::int64_t acquire_cores(std::int64_t wanted);
+  void release_cores(std::int64_t k);
 
   const PipelineConfig& m_pipe;
   std::int64_t m_cpu_cores;
   PipelineCosts m_costs;
   std::int64_t m_batches;
-  std::int64_t m_shuffle_batches;
-
-  std::int64_t m_slices;  // row slices per batch
-  std::int64_t m_slice_rows;
   std::int64_t m_batch_size;
-  std::int64_t m_read = 0;          // batches read
-  std::int64_t m_claimed = 0;       // slices taken by workers
+  std::int64_t m_rows_room;         ///< connector capacity before the batch op, in batches
+  std::vector<StageState> m_state;  ///< one per stage
   std::int64_t m_consumed = 0;      // batches handed to the consumer
   std::int64_t m_open = INT64_MAX;  // batches the reader may read (gate(), open())
   sc_core::sc_event m_open_event;
-  std::deque<std::int64_t> m_done;  // slices finished, per batch from m_consumed on
+  sc_core::sc_event m_consumed_event;
   HostCores m_own_cores;
   HostCores& m_cores;
-  sc_core::sc_event m_read_event, m_ready_event, m_consumed_event;
   sim::TraceRecorder* m_trace = nullptr;
-  int m_reader_track = 0;
-  std::vector<int> m_worker_tracks;
+  double m_send_busy_s = 0;
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_made;
   sim::Scalar& m_reader_busy_s;
   sim::Scalar& m_worker_busy_s;
+  sim::Scalar& m_handoffs;
   sim::Scalar& m_core_wait_s;
   sim::Scalar& m_consumer_wait_s;
 };

@@ -13,6 +13,7 @@ nlohmann::ordered_json DataVerdict::to_json() const {
   return {{"data_bound", data_bound},
           {"waiting_fraction", waiting_fraction},
           {"pipeline_batches_per_s", pipeline_batches_per_s},
+          {"bounding_stage", bounding_stage},
           {"device_batches_per_s", device_batches_per_s},
           {"strategy_batches_per_s", strategy_batches_per_s},
           {"dominant", dominant},
@@ -76,14 +77,26 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
                       r.breakdown_s[static_cast<std::size_t>(sim::Phase::HostData)];
   v.waiting_fraction = r.sim_time_s > 0 ? wait / r.sim_time_s : 0;
   v.data_bound = v.waiting_fraction > 0.2;
-  const double workers = static_cast<double>(std::min(pipe.num_parallel_workers, host.cpu_cores));
-  auto rate = [&](double read_s, double map_s) {
-    return std::min(read_s > 0 ? 1.0 / read_s : 1e300, map_s > 0 ? workers / map_s : 1e300);
+  // Each stage sustains its threads (at most the host's cores) over its batch time; the pipeline,
+  // its slowest stage.
+  auto stage_rate = [&](const StageRate& st, bool later) {
+    const double s = later ? st.later_s : st.first_s;
+    if (s <= 0) return 1e300;
+    return static_cast<double>(st.source ? 1 : std::min(st.threads, host.cpu_cores)) / s;
   };
-  v.first_epoch_batches_per_s = rate(rates.first_read_s, rates.first_map_s);
-  const double read_s = rates.has_later_epochs ? rates.later_read_s : rates.first_read_s;
-  const double map_s = rates.has_later_epochs ? rates.later_map_s : rates.first_map_s;
-  v.pipeline_batches_per_s = rate(read_s, map_s);
+  auto slowest = [&](bool later) {
+    std::size_t at = 0;
+    double rate = 1e300;
+    for (std::size_t i = 0; i < rates.stages.size(); ++i)
+      if (stage_rate(rates.stages[i], later) < rate) rate = stage_rate(rates.stages[i], later), at = i;
+    return std::make_pair(at, rate);
+  };
+  const bool later = rates.has_later_epochs;
+  v.first_epoch_batches_per_s = slowest(false).second;
+  const auto [bound, rate] = slowest(later);
+  v.pipeline_batches_per_s = rate;
+  const StageRate* b = rates.stages.empty() ? nullptr : &rates.stages[bound];
+  if (b) v.bounding_stage = b->name;
   v.device_batches_per_s = rates.device_s_per_batch > 0 ? 1.0 / rates.device_s_per_batch : 0;
   // The strategy's own demand: its steps over the time it did not spend waiting for data (launches,
   // syncs and the host loop included, so non-sink asks far less than the device could take).
@@ -93,29 +106,30 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   v.dominant = top.name;
   v.dominant_fraction = top.fraction;
   v.verdict = fmt::format(
-      "{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}, {} consumes {:.1f} "
+      "{}: waiting for data {:.1f}% of the time; the pipeline delivers {:.1f} batches/s{}{}, {} consumes {:.1f} "
       "batches/s when not waiting (the device alone could take {:.1f}); the largest share of the run's time "
       "({:.1f}%) goes to {}",
       v.data_bound ? "data-bound" : "not data-bound", 100 * v.waiting_fraction, v.pipeline_batches_per_s,
-      rates.has_later_epochs && v.first_epoch_batches_per_s != v.pipeline_batches_per_s
+      b ? fmt::format(", bounded by {}", b->name) : "",
+      later && v.first_epoch_batches_per_s != v.pipeline_batches_per_s
           ? fmt::format(" ({:.1f} in the first epoch)", v.first_epoch_batches_per_s)
           : "",
       strategy_name(r.session.strategy), v.strategy_batches_per_s, v.device_batches_per_s, 100 * top.fraction,
       top.words);
-  if (!v.data_bound) {
+  if (!v.data_bound || !b) {
     v.advice = v.pipeline_batches_per_s < 1.25 * v.strategy_batches_per_s
                    ? "little headroom: a slower host or heavier augmentation would make this run data-bound"
                    : "none needed for the data pipeline";
     return v;
   }
-  if (rates.has_later_epochs && v.first_epoch_batches_per_s < v.strategy_batches_per_s &&
+  if (later && v.first_epoch_batches_per_s < v.strategy_batches_per_s &&
       v.pipeline_batches_per_s >= v.strategy_batches_per_s) {
     v.advice =
         "only the first epoch is data-bound, while the cache fills; later epochs keep up — train longer to "
         "amortise it";
     return v;
   }
-  if (read_s > 0 && 1.0 / read_s < v.strategy_batches_per_s) {
+  if (b->source) {
     v.advice = pipe.cache == "none"
                    ? "the source reader is the bottleneck: cache the dataset (--cache source) so later "
                      "epochs read from memory, or read from faster storage"
@@ -123,18 +137,30 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
                      "pipeline.cache_gib or read from faster storage";
     return v;
   }
-  const auto needed = static_cast<std::int64_t>(std::ceil(map_s * v.strategy_batches_per_s));
-  if (needed > host.cpu_cores)
+  const double stage_s = later ? b->later_s : b->first_s;
+  const auto needed = static_cast<std::int64_t>(std::ceil(stage_s * v.strategy_batches_per_s));
+  const bool map = b->name.rfind("Map(", 0) == 0;
+  if (!map) {
     v.advice = fmt::format(
-        "{} map workers would be needed but the host has {} cores: cache after the last "
+        "the {} op's one thread bounds the pipeline (its per-row hand-off{}): {}", b->name,
+        b->name == "Batch" ? " and copy" : "",
+        b->name == "Shuffle" ? "shuffle through the source's sampler (shuffle=True) instead of a shuffle buffer"
+                             : "fewer, larger rows per batch or a lighter row hand-off (a faster host) would help");
+  } else if (needed > host.cpu_cores) {
+    v.advice = fmt::format(
+        "{} workers on {} would be needed but the host has {} cores: cache after the last "
         "deterministic map (--cache map), lighten the augmentation, or use a larger host",
-        needed, host.cpu_cores);
-  else if (needed > pipe.num_parallel_workers)
-    v.advice = fmt::format("raise --num-parallel-workers to at least {} (now {})", needed, pipe.num_parallel_workers);
-  else
+        needed, b->name, host.cpu_cores);
+  } else if (needed > b->threads) {
+    v.advice = fmt::format(
+        "raise the workers of {} to at least {} (now {}): pipeline.map_workers per map() call, or "
+        "--num-parallel-workers for every call",
+        b->name, needed, b->threads);
+  } else {
     v.advice =
-        "the pipeline keeps up on average but its latency shows: raise pipeline.prefetch_batches or "
+        "the pipeline keeps up on average but its latency shows: raise pipeline.prefetch_size or "
         "queue.capacity so bursts are absorbed";
+  }
   return v;
 }
 

@@ -2,7 +2,9 @@
 // the device consumes, and reads how long the device (or the host loop) actually waited.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,9 +13,16 @@
 
 namespace ascendsim::runtime {
 
+/// One stage of the pipeline's execution tree as the verdict weighs it.
+struct StageRate {
+  std::string name;
+  std::int64_t threads = 1;         ///< the threads that share a batch's rows: min(workers, batch)
+  bool source = false;              ///< the reader (its rate: one batch per read_s)
+  double first_s = 0, later_s = 0;  ///< one batch on one thread: first epoch, later epochs (differ with a cache)
+};
+
 struct DataRates {
-  double first_read_s = 0, first_map_s = 0;  ///< per batch in the first epoch: reader thread, one map worker
-  double later_read_s = 0, later_map_s = 0;  ///< in later epochs (differ with a cache)
+  std::vector<StageRate> stages;  ///< the execution tree, source first
   bool has_later_epochs = false;
   double device_s_per_batch = 0;
 };
@@ -21,7 +30,8 @@ struct DataRates {
 struct DataVerdict {
   bool data_bound = false;
   double waiting_fraction = 0;        ///< of simulated time, the device or host loop waiting for data
-  double pipeline_batches_per_s = 0;  ///< what reader and workers sustain together (later epochs if any)
+  double pipeline_batches_per_s = 0;  ///< what the slowest stage sustains (later epochs if any)
+  std::string bounding_stage;         ///< that stage
   double first_epoch_batches_per_s = 0;
   double device_batches_per_s = 0;    ///< what the device's compute alone would consume
   double strategy_batches_per_s = 0;  ///< what the strategy consumes while it does not wait for data

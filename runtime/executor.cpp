@@ -88,12 +88,14 @@ void Executor::channel_thread() {
       hostif.queue.reserve();
     }
     Span s(*this, m_channel_track, "send batch");
+    const sc_core::sc_time send_start = sc_core::sc_time_stamp();
     for (auto bytes : m_graph.input_bytes) {
       hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
       ++m_io.h2d_copies;
       m_io.h2d_bytes += bytes;
     }
     hostif.queue.commit(static_cast<std::uint64_t>(m_graph.batch_bytes));
+    m_pipeline.note_send((sc_core::sc_time_stamp() - send_start).to_seconds());
     if (m_values) m_values->send_batch_to_queue();
   }
 }

@@ -25,6 +25,8 @@ void HostConfig::declare(sim::ParamSet& ps) {
   ps.real("host.hwc2chw_ns_per_value", hwc2chw_ns_per_value, "ns/value", 0, 1e6, "HWC -> CHW transpose");
   ps.real("host.typecast_ns_per_value", typecast_ns_per_value, "ns/value", 0, 1e6, "dtype conversion");
   ps.real("host.map_op_overhead_us", map_op_overhead_us, "us", 0, 1e6, "per map op per sample: dispatch, row handling");
+  ps.real("host.row_handoff_us", row_handoff_us, "us", 0, 1e6,
+          "one row handed between two stages of the dataset engine (connector push, pop, wake-up)");
   ps.real("host.batch_ns_per_byte", batch_ns_per_byte, "ns/B", 0, 1e6, "batch op: copying a sample into the batch");
   ps.real("host.cache_write_ns_per_byte", cache_write_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: inserting a sample (first epoch)");
@@ -49,9 +51,11 @@ void HostConfig::declare(sim::ParamSet& ps) {
 
 void PipelineConfig::declare(sim::ParamSet& ps) {
   ps.integer("pipeline.num_parallel_workers", num_parallel_workers, "threads", 1, 1024,
-             "map workers (--num-parallel-workers)");
-  ps.integer("pipeline.prefetch_batches", prefetch_batches, "batches", 1, 1 << 16,
-             "batches the pipeline may prepare ahead of its consumer");
+             "workers of each map() call (--num-parallel-workers)");
+  ps.text("pipeline.map_workers", map_workers, {},
+          "workers per map() call in the script's order, e.g. 1,1,1,1,1 (empty: num_parallel_workers each)");
+  ps.integer("pipeline.prefetch_size", prefetch_size, "rows", 1, 1 << 16,
+             "connector capacity between two ops (ds.config.set_prefetch_size): rows, batches after the batch op");
   ps.integer("pipeline.shuffle_buffer", shuffle_buffer, "rows", 0, 1 << 30,
              "shuffle buffer the reader fills before the first batch; 0 = the sampler shuffles");
   ps.integer("pipeline.num_shards", num_shards, "shards", 1, 1 << 16, "dataset shards (one per device)");

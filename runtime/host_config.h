@@ -29,6 +29,9 @@ struct HostConfig {
   double hwc2chw_ns_per_value = 0.7;     ///< layout transpose
   double typecast_ns_per_value = 0.4;    ///< dtype conversion
   double map_op_overhead_us = 1.0;       ///< per op per sample: dispatch and row handling
+  /// One row handed from one stage of the dataset engine's execution tree to the next: the push
+  /// into the bounded connector, the pop and the consumer's wake-up. Paid by the receiving stage.
+  double row_handoff_us = 2.0;
   double batch_ns_per_byte = 0.1;        ///< batch op: copying samples into the batch tensor
   double cache_write_ns_per_byte = 1.0;  ///< first epoch with a cache: insert into the cache server
   double cache_read_ns_per_byte = 0.25;  ///< later epochs: fetch from the cache in memory
@@ -52,8 +55,12 @@ struct HostConfig {
 
 /// The dataset pipeline as a user configures it (MindSpore's dataset API).
 struct PipelineConfig {
-  std::int64_t num_parallel_workers = 8;  ///< map workers (MindSpore default)
-  std::int64_t prefetch_batches = 16;     ///< batches the pipeline may run ahead of its consumer
+  std::int64_t num_parallel_workers = 8;  ///< workers of each map() call (MindSpore default)
+  /// Workers per map() call, in the script's order ("1,1,1,1,1"); empty: num_parallel_workers each.
+  std::string map_workers;
+  /// Capacity of each connector between two ops (MindSpore's op_connector_size, which
+  /// ds.config.set_prefetch_size sets): rows before the batch op, batches after it.
+  std::int64_t prefetch_size = 16;
   std::int64_t shuffle_buffer = 0;        ///< rows a shuffle buffer fills before the first (0: sampler shuffle)
   std::int64_t num_shards = 1;
   std::int64_t shard_id = 0;

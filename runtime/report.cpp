@@ -241,6 +241,15 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     if (r.data.is_null()) continue;
     out += fmt::format("{:<11} {}\n", strategy_name(r.session.strategy), r.data["verdict"].get<std::string>());
     out += fmt::format("{:<11} advice: {}\n", "", r.data["advice"].get<std::string>());
+    if (r.data.contains("tree")) {  // each stage's threads' busy fraction; the busiest (the slowest) marked
+      std::string tree;
+      for (const auto& st : r.data["tree"]) {
+        tree += fmt::format("{}{} ({}) {:.0f}%{}", tree.empty() ? "" : " > ", st["stage"].get<std::string>(),
+                            st["workers"].get<std::int64_t>(), 100 * st["busy_fraction"].get<double>(),
+                            st["bounds_pipeline"].get<bool>() ? " [slowest]" : "");
+      }
+      out += fmt::format("{:<11} tree, busy: {}\n", "", tree);
+    }
     const auto epochs = r.epoch_s();
     if (epochs.size() > 1) {
       out += fmt::format("{:<11} epoch times:", "");

@@ -1,5 +1,7 @@
 #include "sim/api.h"
 
+#include "runtime/data_pipeline.h"
+
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -240,16 +242,19 @@ std::string failures(const std::vector<runtime::RunResult>& runs) {
 /// "data: ...; host: ..." for the report header.
 std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) {
   const auto& d = w.data.dataset;
+  // The execution tree's map() calls, each with its workers.
   std::string maps;
-  for (const auto& m : w.data.maps) maps += (maps.empty() ? "" : " > ") + std::string(workloads::map_op_name(m.type));
+  const runtime::PipelineCosts costs(cfg.host, cfg.pipeline, w.data, w.batch_size, w.steps_per_epoch());
+  for (const auto& st : costs.stages())
+    if (st.kind == runtime::Stage::Kind::Map)
+      maps += (maps.empty() ? "" : " > ") + st.name + " x" + std::to_string(st.workers);
   const std::string format = workloads::dataset_format_name(d.format);
   const std::string where = d.source != "synthetic"             ? format + " files in " + d.source
                             : format.rfind("synthetic", 0) == 0 ? format
                                                                 : "synthetic " + format;
-  return fmt::format("{}: {}; data: {}, {} samples; recipe: {}; host: {} cores, {} map workers, cache {}",
+  return fmt::format("{}: {}; data: {}, {} samples; map calls (workers): {}; host: {} cores, cache {}",
                      w.training ? "training" : "inference", w.recipe.describe(), where, d.samples,
-                     maps.empty() ? "none" : maps, cfg.host.cpu_cores, cfg.pipeline.num_parallel_workers,
-                     cfg.pipeline.cache);
+                     maps.empty() ? "none" : maps, cfg.host.cpu_cores, cfg.pipeline.cache);
 }
 
 /// Semi-automatic parallelism in the report: the strategies, per device the parameters and

@@ -22,6 +22,7 @@
 #include <systemc>
 
 #include "runtime/calibrate.h"
+#include "runtime/data_pipeline.h"
 #include "runtime/dataset_files.h"
 #include "runtime/functional.h"
 #include "runtime/graph_compiler.h"
@@ -786,6 +787,8 @@ int cmd_info(int argc, char* argv[]) {
                   {"samples", w.data.dataset.samples}};
   j["steps_per_epoch"] = w.steps_per_epoch();
   j["batch_bytes"] = w.batch_bytes();
+  const runtime::PipelineCosts pipeline_costs(cfg.host, cfg.pipeline, w.data, w.batch_size, w.steps_per_epoch());
+  j["pipeline_tree"] = runtime::describe_tree(pipeline_costs, cfg.host.cpu_cores);
   j["optimizer"] = w.optimizer;
   j["mode"] = w.training ? "train" : "infer";
   j["recipe"] = {{"amp_level", w.recipe.amp_level},
@@ -828,6 +831,12 @@ int cmd_info(int argc, char* argv[]) {
   std::cout << fmt::format("  forward MACs per sample   {}\n", j["forward_macs_per_sample"].get<std::int64_t>());
   std::cout << fmt::format("  device ops per step       {} (+1 GetNext in the sink modes)\n", g.step_tasks.size());
   std::cout << fmt::format("  device compute per step   {:.1f} us\n", g.device_compute_s * 1e6);
+  std::cout << "  data pipeline             the execution tree, first epoch (per batch on one thread; batches/s its threads sustain)\n";
+  for (const auto& st : j["pipeline_tree"])
+    std::cout << fmt::format("    {:<44} {:>3} worker(s) {:>10.3f} ms {:>10.1f} batches/s{}\n",
+                             st["stage"].get<std::string>(), st["workers"].get<std::int64_t>(),
+                             st["batch_ms"].get<double>(), st["batches_per_s"].get<double>(),
+                             st["bounds_pipeline"].get<bool>() ? "  <- bounds the pipeline" : "");
   std::cout << fmt::format("  peak device memory        {} (persistent {}, step {}, data queue {})\n",
                            format_bytes(static_cast<double>(g.memory.peak_bytes())),
                            format_bytes(static_cast<double>(g.memory.persistent_bytes)),

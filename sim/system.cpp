@@ -191,10 +191,11 @@ runtime::RunResult System::result() {
 
   runtime::DataRates rates;
   rates.has_later_epochs = m_session.steps() > m_session.steps_per_epoch;
-  rates.first_read_s = m_pipeline.costs().mean_read_s(false);
-  rates.first_map_s = m_pipeline.costs().mean_map_s(false);
-  rates.later_read_s = m_pipeline.costs().mean_read_s(true);
-  rates.later_map_s = m_pipeline.costs().mean_map_s(true);
+  const auto& stages = m_pipeline.costs().stages();
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    rates.stages.push_back({stages[s].name, std::min(stages[s].workers, m_pipeline.costs().batch_size()),
+                            stages[s].kind == runtime::Stage::Kind::Source,
+                            m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true)});
   rates.device_s_per_batch = m_graph.device_compute_s;
   r.data = runtime::judge_data(r, rates, m_cfg.host, m_cfg.pipeline).to_json();
   nlohmann::ordered_json depth = nlohmann::ordered_json::array();
@@ -207,6 +208,7 @@ runtime::RunResult System::result() {
                         "; warning: the cache follows a random map op, so every epoch after the first replays the "
                         "first epoch's augmentation (pipeline.cache_allow_random)";
   r.data["num_parallel_workers"] = m_cfg.pipeline.num_parallel_workers;
+  r.data["tree"] = m_pipeline.tree(r.sim_time_s);
   if (m_eval_pipeline) r.eval_cache = m_eval_pipeline->costs().cache_summary();
   return r;
 }

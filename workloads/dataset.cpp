@@ -1,5 +1,8 @@
 #include "workloads/dataset.h"
 
+#include <algorithm>
+#include <map>
+
 #include <stdexcept>
 
 namespace ascendsim::workloads {
@@ -42,6 +45,44 @@ const char* map_op_name(MapOpType t) {
       return "SlicePatches";
   }
   return "?";
+}
+
+namespace {
+
+std::vector<MapCall> grouped_calls(const std::vector<MapOp>& m) {
+  std::vector<MapCall> out;
+  bool explicit_calls = false;
+  for (const auto& op : m) explicit_calls = explicit_calls || op.call >= 0;
+  if (explicit_calls) {
+    std::int64_t last = 0;
+    for (const auto& op : m) last = std::max(last, op.call);
+    std::map<std::int64_t, MapCall> by_call;  // an op added without a call (SlicePatches) makes one after them
+    for (std::size_t i = 0; i < m.size(); ++i) by_call[m[i].call < 0 ? last + 1 : m[i].call].ops.push_back(i);
+    for (auto& [id, c] : by_call) {
+      c.column = m[c.ops.front()].type == MapOpType::TypeCast ? "label" : "image";
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+  MapCall image{{}, "image", ""}, label{{}, "label", ""}, patches{{}, "image", ""};
+  for (std::size_t i = 0; i < m.size(); ++i)
+    (m[i].type == MapOpType::TypeCast ? label : m[i].type == MapOpType::SlicePatches ? patches : image).ops.push_back(i);
+  for (MapCall* c : {&image, &label, &patches})
+    if (!c->ops.empty()) out.push_back(*c);
+  return out;
+}
+
+}  // namespace
+
+std::vector<MapCall> DataRecipe::calls() const {
+  const std::vector<MapOp>& m = maps;
+  std::vector<MapCall> out = grouped_calls(m);
+  for (auto& c : out) {
+    c.name = "Map(";
+    for (std::size_t i = 0; i < c.ops.size(); ++i) c.name += (i ? "," : "") + std::string(map_op_name(m[c.ops[i]].type));
+    c.name += ")";
+  }
+  return out;
 }
 
 std::size_t DataRecipe::first_random() const {
@@ -198,11 +239,12 @@ DatasetSpec synthetic_cifar10(std::int64_t samples) {
 DataRecipe mnist_recipe(std::int64_t height, std::int64_t width) {
   DataRecipe r;
   r.dataset = synthetic_mnist();
-  r.maps = {{MapOpType::Resize, height, width},
-            {MapOpType::Rescale},
-            {MapOpType::Normalize},
-            {MapOpType::HWC2CHW},
-            {MapOpType::TypeCast}};
+  // The LeNet script's five map() calls, the label's cast first (seed 000's create_dataset).
+  r.maps = {{MapOpType::Resize, height, width, 1.0, 1},
+            {MapOpType::Rescale, 0, 0, 1.0, 2},
+            {MapOpType::Normalize, 0, 0, 1.0, 3},
+            {MapOpType::HWC2CHW, 0, 0, 1.0, 4},
+            {MapOpType::TypeCast, 0, 0, 1.0, 0}};
   return r;
 }
 

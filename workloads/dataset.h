@@ -94,13 +94,29 @@ struct MapOp {
   /// keeping the aspect ratio.
   std::int64_t height = 0, width = 0;
   double area = 1.0;  ///< RandomCrop: mean fraction of the area kept before resizing; SlicePatches: the patches
+  /// The dataset's map() call the op belongs to: ops of one call run together on that call's
+  /// workers, one stage of the execution tree. -1: as the model zoo's scripts group them (see
+  /// DataRecipe::calls).
+  std::int64_t call = -1;
   bool random() const { return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip; }
+};
+
+/// One map() call of the dataset script: its ops (indices into DataRecipe::maps, in order) and the
+/// column it maps.
+struct MapCall {
+  std::vector<std::size_t> ops;
+  std::string column;  ///< "image" or "label"
+  std::string name;    ///< "Map(Decode,RandomCrop,...)", as MindSpore's profiler names map ops by their operations
 };
 
 /// The workload's default dataset (its samples count fixes the epoch length) and map recipe.
 struct DataRecipe {
   DatasetSpec dataset;
   std::vector<MapOp> maps;
+  /// The map() calls in the order the script makes them. Ops with an explicit `call` are grouped
+  /// by it, in ascending order; otherwise as the model zoo's scripts do: the image ops in one call
+  /// (`operations=trans`), the label's TypeCast in its own, a SlicePatches in its own after them.
+  std::vector<MapCall> calls() const;
   /// Index of the first random map op: a cache placed after the deterministic prefix holds
   /// samples after maps[0 .. first_random).
   std::size_t first_random() const;

@@ -324,9 +324,10 @@ TEST_F(HtmlRender, CompareChartsKeepTheirLabelsInside) {
     ASSERT_EQ(r["stats"]["chip"]["hostif"]["queue"]["empty_wait_s"].get<double>(), 0.0) << name;
     EXPECT_THAT(words, HasSubstr(name + ": the queue never ran empty")) << words;
   }
-  // With one map worker, loop sink outruns the pipeline: the chart says how long it waited.
+  // With one worker per map call and a slow resize, loop sink outruns the pipeline: the chart
+  // says how long it waited.
   const fs::path starved = m_dir / "starved.html", starved_json = m_dir / "starved.json";
-  ASSERT_EQ(run("compare --workload lenet5 --steps-per-epoch 200 --num-parallel-workers 1 --html " + starved.string() +
+  ASSERT_EQ(run("compare --workload lenet5 --steps-per-epoch 200 --num-parallel-workers 1 --set host.resize_ns_per_value=40 --html " + starved.string() +
                 " --json " + starved_json.string()),
             0);
   const json s = json::parse(slurp(starved_json));

@@ -1,5 +1,9 @@
 // SystemC tests of the data pipeline feeding the device: all runs of a test share one simulation.
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+
+#include <gmock/gmock.h>
 
 #include <gtest/gtest.h>
 
@@ -43,14 +47,15 @@ class PipelineTest : public ::testing::Test {
 };
 
 TEST_F(PipelineTest, ThroughputGrowsWithWorkersUntilTheHostCoresSaturate) {
-  // Heavy normalisation makes the pipeline the bottleneck; the host has 4 cores.
+  // Heavy normalisation makes its map() call the pipeline's bottleneck; the host has 4 cores,
+  // shared by that call's workers and the other stages' one thread each.
   std::vector<Spec> specs;
   for (int workers : {1, 2, 4, 8, 16})
     specs.push_back({Strategy::LoopSink,
                      1,
                      120,
                      {"host.normalize_ns_per_value=200", "host.cpu_cores=4",
-                      "pipeline.num_parallel_workers=" + std::to_string(workers)}});
+                      "pipeline.map_workers=1,1,1," + std::to_string(workers) + ",1"}});
   const auto r = run(specs);
   std::vector<double> rate;
   for (const auto& x : r) {
@@ -117,6 +122,107 @@ TEST_F(PipelineTest, SmallQueueStaysWithinCapacityAndConservesBytes) {
   EXPECT_LE(q["max_depth"].get<double>(), 2);
   EXPECT_EQ(q["bytes_pushed"].get<double>(), q["bytes_popped"].get<double>());
   EXPECT_GT(q["full_wait_s"].get<double>(), 0);  // a fast pipeline waits for the small queue
+}
+
+// ---- the execution tree ----------------------------------------------------------------------
+
+// LeNet-5's seed pipeline (one worker per map call) with a slow resize: the pipeline bounds the run.
+const std::vector<std::string> kSlowResize = {"pipeline.num_parallel_workers=1", "host.resize_ns_per_value=50"};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+TEST_F(PipelineTest, TheTreeIsTheScriptsOpsEachOnItsOwnWorkers) {
+  std::vector<std::string> seed = {"pipeline.num_parallel_workers=1", "pipeline.shuffle_buffer=10000"};
+  const auto r = run({{Strategy::LoopSink, 1, 400, seed}, {Strategy::LoopSink, 1, 20, {}, "resnet50"}});
+  // Seed 000's create_dataset: the source, five map() calls of one worker each (the label's cast
+  // first), the shuffle buffer, the batch op; then the device-queue op (the dataset channel).
+  std::vector<std::string> names;
+  for (const auto& st : r[0].data["tree"]) {
+    names.push_back(st["stage"]);
+    if (st["kind"] == "map") EXPECT_EQ(st["workers"].get<std::int64_t>(), 1) << st;
+    EXPECT_EQ(st["batches"].get<std::int64_t>(), 400) << st;
+    EXPECT_GE(st["busy_fraction"].get<double>(), 0.0);
+    EXPECT_LE(st["busy_fraction"].get<double>(), 1.0);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"MnistDataset", "Map(TypeCast)", "Map(Resize)", "Map(Rescale)",
+                                             "Map(Normalize)", "Map(HWC2CHW)", "Shuffle", "Batch", "DeviceQueue"}));
+  // The stage that bounds it is named in the verdict and marked once in the tree: the busiest.
+  int marked = 0;
+  double top = 0;
+  std::string busiest;
+  for (const auto& st : r[0].data["tree"]) {
+    marked += st["bounds_pipeline"].get<bool>() ? 1 : 0;
+    if (st["busy_fraction"].get<double>() > top) top = st["busy_fraction"], busiest = st["stage"];
+  }
+  EXPECT_EQ(marked, 1);
+  EXPECT_EQ(r[0].data["bounding_stage"], busiest);
+  EXPECT_THAT(r[0].data["verdict"].get<std::string>(), ::testing::HasSubstr("bounded by " + busiest));
+  // The model zoo's ResNet script: the image's operations in one map() call, the label's cast in
+  // another, each with num_parallel_workers.
+  names.clear();
+  for (const auto& st : r[1].data["tree"]) names.push_back(st["stage"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"ImageFolderDataset",
+                                             "Map(Decode,RandomCrop,Resize,RandomHorizontalFlip,Normalize,HWC2CHW)",
+                                             "Map(TypeCast)", "Batch", "DeviceQueue"}));
+}
+
+TEST_F(PipelineTest, SteadyStateRateIsTheSlowestStagesRate) {
+  // Map(Resize) takes 32 rows x (1024 values x 50 ns + 1 us op overhead + 2 us hand-off) per batch
+  // on its one worker; every other stage takes far less. In steady state one batch leaves per
+  // Map(Resize) batch time: the median step equals it within 2%.
+  const auto r = run({{Strategy::LoopSink, 1, 300, kSlowResize}});
+  const double resize_batch_s = 32 * (1024 * 50e-9 + 1e-6 + 2e-6);
+  EXPECT_NEAR(median(r[0].steps.step_s), resize_batch_s, 0.02 * resize_batch_s);
+  EXPECT_EQ(r[0].data["bounding_stage"], "Map(Resize)");
+  EXPECT_NEAR(r[0].data["pipeline_batches_per_s"].get<double>(), 1 / resize_batch_s, 1e-6 / resize_batch_s);
+  // The stage before the bottleneck fills its connector; the ones after it find theirs empty
+  // (MindSpore's profiler reads a bottleneck off its queues the same way).
+  std::map<std::string, double> usage, busy;
+  for (const auto& st : r[0].data["tree"])
+    if (!st["queue_usage"].is_null()) usage[st["stage"]] = st["queue_usage"], busy[st["stage"]] = st["busy_fraction"];
+  EXPECT_GT(usage["Map(TypeCast)"], 0.9);
+  EXPECT_LT(usage["Map(Resize)"], 0.1);
+  EXPECT_LT(usage["Map(Rescale)"], 0.1);
+  EXPECT_GT(busy["Map(Resize)"], 0.9);
+  EXPECT_LT(busy["Map(Rescale)"], 0.5);
+}
+
+TEST_F(PipelineTest, EveryStageAfterTheSourcePaysOneHandOffPerRow) {
+  // LeNet-5's tree: five map calls and the batch op receive every row: 6 hand-offs per row. Each
+  // microsecond more per hand-off adds 32 us per batch to the bottleneck, Map(Resize).
+  std::vector<std::string> dearer = kSlowResize;
+  dearer.push_back("host.row_handoff_us=12");
+  // With the shuffle buffer a seventh stage receives them.
+  std::vector<std::string> shuffled = kSlowResize;
+  shuffled.push_back("pipeline.shuffle_buffer=64");
+  const auto r = run({{Strategy::LoopSink, 1, 200, kSlowResize},
+                      {Strategy::LoopSink, 1, 200, dearer},
+                      {Strategy::LoopSink, 1, 200, shuffled}});
+  EXPECT_EQ(r[0].stats["pipeline"]["row_handoffs"].get<double>(), 200.0 * 32 * 6);
+  EXPECT_EQ(r[1].stats["pipeline"]["row_handoffs"].get<double>(), 200.0 * 32 * 6);
+  EXPECT_EQ(r[2].stats["pipeline"]["row_handoffs"].get<double>(), 200.0 * 32 * 7);
+  EXPECT_NEAR(median(r[1].steps.step_s) - median(r[0].steps.step_s), 32 * 10e-6, 0.02 * 32 * 10e-6);
+}
+
+TEST_F(PipelineTest, MoreWorkersOnTheBottleneckMoveItToTheNextStage) {
+  // Resize at 54.2 us per row and normalise at 23.5 us: with four workers on the resize call its
+  // 13.5 us per row is no longer the slowest; the normalise call is, and the rate becomes its.
+  std::vector<std::string> base = kSlowResize;
+  base.push_back("host.normalize_ns_per_value=20");
+  std::vector<std::string> wider = base;
+  wider.push_back("pipeline.map_workers=1,4,1,1,1");
+  const auto r = run({{Strategy::LoopSink, 1, 300, base}, {Strategy::LoopSink, 1, 300, wider}});
+  EXPECT_EQ(r[0].data["bounding_stage"], "Map(Resize)");
+  EXPECT_EQ(r[1].data["bounding_stage"], "Map(Normalize)");
+  const double normalize_batch_s = 32 * (1024 * 20e-9 + 1e-6 + 2e-6);
+  EXPECT_NEAR(median(r[1].steps.step_s), normalize_batch_s, 0.02 * normalize_batch_s);
+  EXPECT_LT(r[1].sim_time_s, r[0].sim_time_s);
+  for (const auto& st : r[1].data["tree"])
+    if (st["stage"] == "Map(Resize)") EXPECT_EQ(st["workers"].get<std::int64_t>(), 4);
+  EXPECT_THAT(r[0].data["advice"].get<std::string>(), ::testing::HasSubstr("raise the workers of Map(Resize)"));
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ RunResult run_with(std::initializer_list<std::pair<sim::Phase, double>> phases, 
 
 DataVerdict verdict_of(const RunResult& r) {
   DataRates rates;
-  rates.first_read_s = rates.first_map_s = 1e-5;
+  rates.stages = {{"MnistDataset", 1, true, 1e-5, 1e-5}, {"Map(Resize)", 1, false, 1e-5, 1e-5}};
   rates.device_s_per_batch = 1e-4;
   return judge_data(r, rates, HostConfig{}, PipelineConfig{});
 }

@@ -116,7 +116,14 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
     if (r[i].session.strategy == Strategy::LoopSink) {
       EXPECT_EQ(aicpu[pid]["StreamSwitch"], r[i].steps_completed);
     }
-    EXPECT_GT(spans_on[pid]["pipeline worker 0"], 0);
+    // Every stage of the pipeline's execution tree has its tracks: the reader's, each map call's
+    // workers', the batch op's.
+    int map_spans = 0;
+    for (const auto& [track, n] : spans_on[pid])
+      if (track.rfind("pipeline Map(", 0) == 0) map_spans += n;
+    EXPECT_GT(map_spans, 0);
+    EXPECT_GT(spans_on[pid]["pipeline Batch"], 0);
+    EXPECT_GT(spans_on[pid]["pipeline MnistDataset"], 0);
   }
 }
 

@@ -574,10 +574,11 @@ TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
   const Result r = run("compare --epochs 2 --sink-size 500 --steps-per-epoch 1875");
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("loop-sink: 2 sink(s) of 500 steps = 1000 steps"));
-  // Where the data comes from, its recipe and the host, in one line under the header.
+  // Where the data comes from, the script's map() calls with their workers and the host, in one
+  // line under the header.
   EXPECT_THAT(r.out, HasSubstr("\ntraining: amp O0, loss scale 1; data: synthetic mnist-idx, 60000 samples; "
-                               "recipe: Resize > Rescale"));
-  EXPECT_THAT(r.out, HasSubstr("; host: 32 cores, 8 map workers, cache none\n"));
+                               "map calls (workers): Map(TypeCast) x8 > Map(Resize) x8 > Map(Rescale) x8"));
+  EXPECT_THAT(r.out, HasSubstr("Map(HWC2CHW) x8; host: 32 cores, cache none\n"));
   const Result help = run("compare --help");
   EXPECT_THAT(help.out, HasSubstr("default 8)"));
   EXPECT_THAT(help.out, HasSubstr("1900 s)"));
@@ -782,6 +783,23 @@ TEST_F(CliTest, OpSizesBeyondTheModelsArithmeticAreRejected) {
   EXPECT_THAT(red.err, HasSubstr("must divide --elements 100"));
 }
 
+TEST_F(CliTest, MapWorkersNameTheMapCallsTheyDoNotFit) {
+  // One worker count per map() call of the script; a wrong count lists the calls, a word that is
+  // not a count is named; nothing runs.
+  const Result few = run("train -s loop-sink --set pipeline.map_workers=1,2");
+  EXPECT_EQ(few.code, 2);
+  EXPECT_THAT(few.err, HasSubstr("pipeline.map_workers"));
+  EXPECT_THAT(few.err, HasSubstr("gives 2 worker count(s) but the recipe has 5 map() call(s): Map(TypeCast), "
+                                 "Map(Resize), Map(Rescale), Map(Normalize), Map(HWC2CHW)"));
+  EXPECT_EQ(few.out, "");
+  const Result word = run("info --set pipeline.map_workers=1,x,1,1,1");
+  EXPECT_EQ(word.code, 2);
+  EXPECT_THAT(word.err, HasSubstr("'1,x,1,1,1': expected one whole number of workers"));
+  const Result ok = run("info --set pipeline.map_workers=1,4,1,1,1");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("Map(Resize)"));
+}
+
 TEST_F(CliTest, OpTakesPaddingPerAxis) {
   // Inception's 1x7 convolution: --pad H,W pads the width only and keeps the 17x17 map; a
   // padding as wide as its window, or a value that is not H,W, is refused naming it.
@@ -798,11 +816,12 @@ TEST_F(CliTest, OpTakesPaddingPerAxis) {
 }
 
 TEST_F(CliTest, ARunBeyondTheSimulatorsTimeRangeFailsSayingSo) {
-  // A map op of 1 s per sample on one worker: 4096-sample batches take hours each, and 1000 of
-  // them need more than the 2^63 ps the kernel's clock holds. A 10^7 s op timeout must not wrap.
+  // A resize of 2 s per sample on the one worker of its map call: 4096-sample batches take hours
+  // each, and 2000 of them need more than the 2^63 ps the kernel's clock holds. A 10^7 s op
+  // timeout must not wrap.
   const Result r =
-      run("train -s loop-sink --batch-size 4096 --steps-per-epoch 1000 --num-parallel-workers 1 "
-          "--op-timeout 10000000 --set host.map_op_overhead_us=1000000 --json " +
+      run("train -s loop-sink --batch-size 4096 --steps-per-epoch 2000 --num-parallel-workers 1 "
+          "--op-timeout 10000000 --set host.map_op_overhead_us=1000000 --set host.resize_ns_per_value=1000000 --json " +
           (m_dir / "r.json").string());
   EXPECT_EQ(r.code, 3);
   EXPECT_THAT(r.err, HasSubstr("more simulated time than the simulator's range"));
