@@ -163,14 +163,27 @@ void PipelineCosts::build_stages() {
                           " map() calls; the pipeline model takes at most " + std::to_string(kMaxStages - 3));
 }
 
-const std::vector<PipelineCosts::SampleCost>& PipelineCosts::rows(std::int64_t b) const {
+const std::vector<double>& PipelineCosts::rows(std::int64_t b) const {
   auto it = m_rows.find(b);
   if (it != m_rows.end()) return it->second;
-  constexpr std::int64_t kKeep = 256;  // batches in flight stay well within this window
-  while (!m_rows.empty() && m_rows.begin()->first + kKeep < b) m_rows.erase(m_rows.begin());
-  std::vector<SampleCost> costs(static_cast<std::size_t>(m_batch));
+  // Batches in flight stay well within this window; one evicted is recomputed if asked again.
+  constexpr std::int64_t kKeep = 64;
+  std::vector<double> costs;
+  while (!m_rows.empty() && m_rows.begin()->first + kKeep < b) {
+    costs = std::move(m_rows.begin()->second);  // its storage, reused
+    m_rows.erase(m_rows.begin());
+  }
+  // Row-major, a row's read, its stages after the source, its storage wait.
+  const std::size_t n = m_stages.size();
+  costs.resize(static_cast<std::size_t>(m_batch) * (n + 1));
   const bool first = b < m_steps_per_epoch;
-  for (std::int64_t j = 0; j < m_batch; ++j) costs[static_cast<std::size_t>(j)] = sample(sample_index(b, j), first);
+  for (std::int64_t j = 0; j < m_batch; ++j) {
+    const SampleCost c = sample(sample_index(b, j), first);
+    double* row = &costs[static_cast<std::size_t>(j) * (n + 1)];
+    row[0] = c.read;
+    for (std::size_t s = 1; s < n; ++s) row[s] = c.stage[s];
+    row[n] = c.io;
+  }
   return m_rows.emplace(b, std::move(costs)).first->second;
 }
 
@@ -184,12 +197,24 @@ PipelineCosts::SampleCost PipelineCosts::batch(std::int64_t b, std::int64_t firs
   };
   if (m_recipe.dataset.encoded) {
     const auto& costs = rows(b);
-    for (std::int64_t j = first_row; j < last_row; ++j) add(costs[static_cast<std::size_t>(j)]);
+    for (std::int64_t j = first_row; j < last_row; ++j) {
+      const double* row = &costs[static_cast<std::size_t>(j) * (n + 1)];
+      total.read += row[0];
+      for (std::size_t s = 1; s < n; ++s) total.stage[s] += row[s];
+      total.io += row[n];
+    }
     return total;
   }
   const bool first = b < m_steps_per_epoch;
-  for (std::int64_t j = first_row; j < last_row; ++j)
-    add(m_uniform[first ? 1 : 0][m_cache_on && cached(sample_index(b, j)) ? 1 : 0]);
+  if (!m_cache_on) {  // every row alike
+    const SampleCost& c = m_uniform[first ? 1 : 0][0];
+    const auto rows = static_cast<double>(last_row - first_row);
+    total.read = rows * c.read;
+    total.io = rows * c.io;
+    for (std::size_t s = 1; s < n; ++s) total.stage[s] = rows * c.stage[s];
+    return total;
+  }
+  for (std::int64_t j = first_row; j < last_row; ++j) add(m_uniform[first ? 1 : 0][cached(sample_index(b, j)) ? 1 : 0]);
   return total;
 }
 
@@ -331,7 +356,8 @@ double PipelineCosts::stage_s(std::size_t s, std::int64_t b, std::int64_t first,
   double sum = 0;
   if (m_recipe.dataset.encoded) {
     const auto& costs = rows(b);
-    for (std::int64_t j = first; j < last; ++j) sum += costs[static_cast<std::size_t>(j)].stage[s];
+    const std::size_t stride = m_stages.size() + 1;
+    for (std::int64_t j = first; j < last; ++j) sum += costs[static_cast<std::size_t>(j) * stride + s];
     return sum;
   }
   const auto& uniform = m_uniform[b < m_steps_per_epoch ? 1 : 0];
@@ -431,9 +457,9 @@ std::int64_t DataPipeline::room(std::size_t s) const {
 void DataPipeline::account_usage(std::size_t s) {
   // The output connector's batches (made, not yet begun by the next stage), integrated over time.
   StageState& st = m_state[s];
-  const double now = sc_core::sc_time_stamp().to_seconds();
-  const auto held = static_cast<double>(std::max<std::int64_t>(0, ready(s) - started_after(s)));
-  st.usage_area += held * (now - st.usage_since);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const std::int64_t held = ready(s) - started_after(s);
+  if (held > 0) st.usage_area += static_cast<double>(held) * static_cast<double>((now - st.usage_since).value());
   st.usage_since = now;
 }
 
@@ -554,7 +580,7 @@ nlohmann::ordered_json DataPipeline::tree(double now_s) const {
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const StageState& st = m_state[s];
     // The output connector's mean usage: batches held over the time until now, against its room.
-    const double held = now_s > 0 ? st.usage_area / now_s : 0;
+    const double held = now_s > 0 ? st.usage_area * sc_core::sc_get_time_resolution().to_seconds() / now_s : 0;
     out.push_back({{"stage", stages[s].name},
                    {"kind", kinds[static_cast<int>(stages[s].kind)]},
                    {"workers", stages[s].workers},

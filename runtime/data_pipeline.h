@@ -94,8 +94,8 @@ class PipelineCosts {
   SampleCost m_uniform[2][2]{};
   /// Samples of varying geometry (encoded files): each batch's per-row costs, computed once for
   /// the reader and the workers that share its rows; recent batches only.
-  const std::vector<SampleCost>& rows(std::int64_t b) const;
-  mutable std::map<std::int64_t, std::vector<SampleCost>> m_rows;
+  const std::vector<double>& rows(std::int64_t b) const;
+  mutable std::map<std::int64_t, std::vector<double>> m_rows;
   bool m_cache_on = false;      ///< a cache of any kind
   bool m_source_cache = false;  ///< the cache holds the source records
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
@@ -167,7 +167,8 @@ class DataPipeline : public sc_core::sc_module {
     std::int64_t claimed = 0;                 ///< batches begun
     std::int64_t done = 0;                    ///< batches finished, in order
     double busy_s = 0;
-    double usage_area = 0, usage_since = 0;   ///< time integral of the output connector's batches
+    double usage_area = 0;                    ///< the output connector's batches integrated over time (resolution units)
+    sc_core::sc_time usage_since;
     sc_core::sc_event ready, started;         ///< `ready()` rose; a batch was begun
     std::vector<int> tracks;
   };

@@ -17,6 +17,8 @@ Executor::Executor(sc_core::sc_module_name name, const HostConfig& host, const S
       m_batch_size(batch_size),
       m_pipeline(pipeline),
       m_account(account) {
+  m_record.steady_from = StepRecord::steady_start(session.steps(), session.steps_per_epoch);
+  m_record.steady_until = StepRecord::steady_end(session.steps());
   m_device.on_step_end([this](const hostif::StepMarks& marks) {
     if (m_in_eval) return;  // an evaluation step: the pass is timed as a whole
     // A step's values are known when the next one ends (the last one's when the run ends, or an

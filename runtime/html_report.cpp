@@ -312,21 +312,27 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
 
 std::string summary_table(const std::vector<RunResult>& runs) {
   std::string s =
-      "<table><tr><th>strategy</th><th>steps</th><th>simulated s</th><th>step ms (mean)</th><th>median ms</th>"
-      "<th>p99 ms</th>"
+      "<table id=\"summary\"><tr><th>strategy</th><th>steps</th><th>simulated s</th><th>step ms (mean)</th>"
+      "<th>median ms</th><th>p99 ms</th><th>steady ms</th><th>warm-up s</th>"
       "<th>samples/s</th><th>device busy</th><th>op launches</th><th>graph launches</th><th>H2D</th><th>D2H</th>"
       "<th>syncs</th></tr>\n";
   for (const auto& r : runs) {
     const auto st = r.steps.step.stats();
     const auto& io = r.interactions;
     s += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td>"
-        "<td>{:.1f}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        "<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td>"
+        "<td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms, st.p50_ms, st.p99_ms,
-        r.samples_per_s(),
-        100 * r.device_busy_fraction(), io.op_launches, io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs);
+        r.steps.steady.stats().mean_ms, r.steps.warmup_s(), r.samples_per_s(), 100 * r.device_busy_fraction(),
+        io.op_launches, io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs);
   }
-  return s + "</table>\n";
+  s += "</table>\n";
+  if (!runs.empty())
+    s += fmt::format(
+        "<p class=\"note\">steady: the mean step from step {} on; warm-up: what the steps before it took beyond as "
+        "many steady steps (graph load, pipeline fill, a cache's first epoch).</p>\n",
+        runs.front().steps.steady_from + 1);
+  return s;
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ namespace ascendsim::runtime {
 
 const char* const kPulledUpNote =
     "a mean well above the median: a few slow steps pull it up (the first loads the graph and fills the pipeline; "
-    "under loop sink a sink's first step follows its launch); the median is the steady-state step\n";
+    "under loop sink a sink's first step follows its launch); the median leaves them out, as the steady-state "
+    "step does\n";
 
 nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
                                    const nlohmann::ordered_json& config) {
@@ -174,20 +175,30 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     out += "\n";
   }
   {
-    TextTable t({"strategy", "steps", "sim s", "step ms mean", "median", "p99", "samples/s", "busy", "|", "op launch",
-                 "graph", "H2D", "D2H", "syncs"});
+    TextTable t({"strategy", "steps", "sim s", "step ms mean", "median", "p99", "steady", "warm-up s", "samples/s",
+                 "busy", "|", "op launch", "graph", "H2D", "D2H", "syncs"});
     bool pulled_up = false;
+    std::int64_t steady_from = -1;
     for (const auto& r : runs) {
       const StepStats st = r.steps.step.stats();
       const Interactions& io = r.interactions;
       pulled_up = pulled_up || mean_pulled_up(st);
+      steady_from = r.steps.steady_from;
       t.add({strategy_name(r.session.strategy), std::to_string(r.steps_completed), fmt::format("{:.3f}", r.sim_time_s),
              fmt::format("{:.4f}", st.mean_ms), fmt::format("{:.4f}", st.p50_ms), fmt::format("{:.4f}", st.p99_ms),
-             fmt::format("{:.0f}", r.samples_per_s()), fmt::format("{:.1f}%", 100.0 * r.device_busy_fraction()), "|",
-             std::to_string(io.op_launches), std::to_string(io.graph_launches), std::to_string(io.h2d_copies),
-             std::to_string(io.d2h_copies), std::to_string(io.host_syncs)});
+             r.steps.steady.count() > 0 ? fmt::format("{:.4f}", r.steps.steady.stats().mean_ms) : "-",
+             fmt::format("{:.4f}", r.steps.warmup_s()), fmt::format("{:.0f}", r.samples_per_s()),
+             fmt::format("{:.1f}%", 100.0 * r.device_busy_fraction()), "|", std::to_string(io.op_launches),
+             std::to_string(io.graph_launches), std::to_string(io.h2d_copies), std::to_string(io.d2h_copies),
+             std::to_string(io.host_syncs)});
     }
     out += t.render();
+    if (steady_from >= 0)
+      out += fmt::format(
+          "steady: the mean step from step {} on ({}); warm-up: what the steps before it took beyond as many steady "
+          "steps (graph load, pipeline fill, a cache's first epoch)\n",
+          steady_from + 1, runs.front().session.steps() > runs.front().session.steps_per_epoch ? "the second epoch"
+                                                                                               : "the run's second half");
     if (pulled_up) out += kPulledUpNote;
   }
   out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";

@@ -20,12 +20,21 @@ void StepRecord::add(double step, double interval_s, double fp_bp_s, double tail
     m_in_epoch = 0;
   }
   const std::int64_t index = m_index++;
+  if (index < steady_from)
+    warmup_steps_s += step;
+  else if (index < steady_until)
+    steady.add(step);
   if (!keep_each && !(index >= window_first && index < window_last)) return;
   if (first_kept < 0) first_kept = index;
   step_s.push_back(step);
   trace.interval_s.push_back(interval_s);
   trace.fp_bp_s.push_back(fp_bp_s);
   trace.tail_s.push_back(tail_s);
+}
+
+double StepRecord::warmup_s() const {
+  if (steady.count() == 0) return 0;
+  return warmup_steps_s - static_cast<double>(steady_from) * steady.stats().mean_ms * 1e-3;
 }
 
 std::vector<NumberedStep> StepRecord::kept_steps() const {
@@ -49,6 +58,12 @@ std::vector<NumberedStep> StepRecord::window_steps() const {
 double RunResult::samples_per_s() const {
   const std::int64_t readers = data_shards > 0 ? data_shards : devices;
   return sim_time_s > 0 ? static_cast<double>(steps_completed * batch_size * readers) / sim_time_s : 0.0;
+}
+
+double RunResult::steady_samples_per_s() const {
+  const std::int64_t readers = data_shards > 0 ? data_shards : devices;
+  const double step_ms = steps.steady.stats().mean_ms;
+  return step_ms > 0 ? static_cast<double>(batch_size * readers) / (step_ms * 1e-3) : 0.0;
 }
 
 std::int64_t RunResult::straggler() const {
@@ -117,6 +132,13 @@ nlohmann::ordered_json RunResult::to_json() const {
   j["sim_time_s"] = sim_time_s;
   j["samples_per_s"] = samples_per_s();
   j["step_time_ms"] = {{"mean", st.mean_ms}, {"p50", st.p50_ms}, {"p99", st.p99_ms}};
+  const StepStats steady = steps.steady.stats();
+  j["steady_state"] = {{"from_step", steps.steady_from + 1},
+                       {"steps", steps.steady.count()},
+                       {"step_ms_mean", steady.mean_ms},
+                       {"step_ms_p50", steady.p50_ms},
+                       {"samples_per_s", steady_samples_per_s()}};
+  j["warmup_s"] = steps.warmup_s();
   j["device_busy_fraction"] = device_busy_fraction();
   j["interactions"] = {{"op_launches", interactions.op_launches}, {"graph_launches", interactions.graph_launches},
                        {"h2d_copies", interactions.h2d_copies},   {"d2h_copies", interactions.d2h_copies},

@@ -43,6 +43,25 @@ struct NumberedStep {
 /// step's values.
 struct StepRecord {
   StepSummary step, interval, fp_bp, tail;
+  /// The steady state, what published per-step figures quote: the steps from `steady_from`
+  /// (0-based; the second epoch's first step when the run has more than one epoch, else the
+  /// second half of the run). The steps before it are the warm-up (graph load, pipeline fill, a
+  /// cache's first epoch).
+  std::int64_t steady_from = 0;
+  /// The steady steps end before this index: the run's last step, which also waits for the final
+  /// synchronisation and copy, is neither warm-up nor steady.
+  std::int64_t steady_until = INT64_MAX;
+  StepSummary steady;
+  double warmup_steps_s = 0;  ///< the warm-up steps' time, summed
+  /// The steady_from rule for a run of `steps` steps of `steps_per_epoch` each.
+  static std::int64_t steady_start(std::int64_t steps, std::int64_t steps_per_epoch) {
+    return steps > steps_per_epoch ? steps_per_epoch : steps / 2;
+  }
+  /// The steady_until rule: all but the last step (all of a run of two or fewer).
+  static std::int64_t steady_end(std::int64_t steps) { return steps > 2 ? steps - 1 : steps; }
+  /// What the warm-up cost beyond as many steady steps: its steps' time less steady_from times
+  /// the steady mean (0 without steady steps).
+  double warmup_s() const;
   std::vector<double> epoch_s;    ///< each complete epoch (steps_per_epoch steps)
   bool keep_each = false;         ///< fill the per-step vectors below with every step
   std::int64_t window_first = 0;  ///< ... or with the steps in [window_first, window_last) only
@@ -137,6 +156,8 @@ struct RunResult {
   std::int64_t data_shards = 0;
   /// Samples trained per second: each step's batch on every rank that reads its own samples.
   double samples_per_s() const;
+  /// The same in the steady state: a batch per reader every steady mean step.
+  double steady_samples_per_s() const;
   /// Data-parallel runs: the straggler, the rank the others wait for in each AllReduce — the one
   /// with the least exposed communication, as it arrives last — when the ranks' exposed
   /// communication differs by over 1% of the run; -1 otherwise. The ranks step together, so their

@@ -57,7 +57,9 @@ std::string diff_junit(const DiffResult& d, double tolerance);
 struct PublishedFigure {
   std::string id;
   double value = 0;
-  std::string unit, measure;  ///< measure: step_time_ms, samples_per_s, eval_pass_s (later passes) or peak_tflops
+  /// measure: step_time_ms or samples_per_s (the steady state, as StepRecord defines it),
+  /// eval_pass_s (later passes) or peak_tflops
+  std::string unit, measure;
   std::string configuration, source;
   RunRequest run;  ///< one strategy (devices > 1: not yet comparable)
 };

@@ -142,7 +142,9 @@ TEST_F(PipelineTest, TheTreeIsTheScriptsOpsEachOnItsOwnWorkers) {
   std::vector<std::string> names;
   for (const auto& st : r[0].data["tree"]) {
     names.push_back(st["stage"]);
-    if (st["kind"] == "map") EXPECT_EQ(st["workers"].get<std::int64_t>(), 1) << st;
+    if (st["kind"] == "map") {
+      EXPECT_EQ(st["workers"].get<std::int64_t>(), 1) << st;
+    }
     EXPECT_EQ(st["batches"].get<std::int64_t>(), 400) << st;
     EXPECT_GE(st["busy_fraction"].get<double>(), 0.0);
     EXPECT_LE(st["busy_fraction"].get<double>(), 1.0);
@@ -220,8 +222,11 @@ TEST_F(PipelineTest, MoreWorkersOnTheBottleneckMoveItToTheNextStage) {
   const double normalize_batch_s = 32 * (1024 * 20e-9 + 1e-6 + 2e-6);
   EXPECT_NEAR(median(r[1].steps.step_s), normalize_batch_s, 0.02 * normalize_batch_s);
   EXPECT_LT(r[1].sim_time_s, r[0].sim_time_s);
-  for (const auto& st : r[1].data["tree"])
-    if (st["stage"] == "Map(Resize)") EXPECT_EQ(st["workers"].get<std::int64_t>(), 4);
+  for (const auto& st : r[1].data["tree"]) {
+    if (st["stage"] == "Map(Resize)") {
+      EXPECT_EQ(st["workers"].get<std::int64_t>(), 4);
+    }
+  }
   EXPECT_THAT(r[0].data["advice"].get<std::string>(), ::testing::HasSubstr("raise the workers of Map(Resize)"));
 }
 

@@ -59,6 +59,29 @@ TEST(StepSummary, ConstantStepsGiveTheirValueAndTheSameInputsTheSameSummary) {
 
 // Steps are numbered from 1 in every output: the kept steps and a window's carry the number of
 // the step they are, whether every step is kept (--per-step) or only the window (--step-trace).
+TEST(StepRecord, SteadyStateLeavesOutTheWarmUpAndTheLastStep) {
+  // Three epochs of 4 steps: steady from the second epoch (step 5) to the last step but one.
+  EXPECT_EQ(StepRecord::steady_start(12, 4), 4);
+  EXPECT_EQ(StepRecord::steady_end(12), 11);
+  EXPECT_EQ(StepRecord::steady_start(10, 10), 5);  // one epoch: its second half
+  EXPECT_EQ(StepRecord::steady_end(2), 2);
+  StepRecord r;
+  r.steady_from = StepRecord::steady_start(12, 4);
+  r.steady_until = StepRecord::steady_end(12);
+  // A first step of 9 ms (graph load), three of 3 ms (the pipeline filling), then 2 ms steps and a
+  // 5 ms last step (the final synchronisation).
+  const double ms[] = {9, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 5};
+  for (double v : ms) r.add(1e-3 * v, 0, 1e-3 * v, 0, 4);
+  EXPECT_EQ(r.steady.count(), 7);
+  EXPECT_DOUBLE_EQ(r.steady.stats().mean_ms, 2.0);
+  // The warm-up: its 4 steps' 18 ms less 4 steady steps' 8 ms.
+  EXPECT_NEAR(r.warmup_s(), 10e-3, 1e-12);
+  // Whole-run mean against steady mean: 37/12 ms against 2 ms.
+  EXPECT_NEAR(r.step.stats().mean_ms, 37.0 / 12, 1e-9);
+  StepRecord empty;  // no steady step: no warm-up to state
+  EXPECT_EQ(empty.warmup_s(), 0.0);
+}
+
 TEST(StepRecord, KeptStepsCarryTheirNumberFromOne) {
   for (bool keep_each : {false, true}) {
     StepRecord r;

@@ -985,6 +985,38 @@ TEST_F(CliTest, TheDataVerdictUsesTheStrategysRealConsumption) {
   EXPECT_THAT(verdict, HasSubstr("goes to the host's launches"));
 }
 
+TEST_F(CliTest, EveryReportGivesTheSteadyStateAndTheWarmUp) {
+  // Two epochs of 50 steps: steady from step 51 to step 99. JSON, text and HTML give the same.
+  const fs::path html = m_dir / "s.html", json = m_dir / "s.json";
+  const Result r = run("compare --steps-per-epoch 50 --epochs 2 --html " + html.string() + " --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  const std::string page = slurp(html);
+  const auto at = page.find("<table id=\"summary\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = page.substr(at, page.find("</table>", at) - at);
+  EXPECT_THAT(r.out, HasSubstr("steady: the mean step from step 51 on (the second epoch)"));
+  for (const auto& run_j : j["runs"]) {
+    const auto& st = run_j["steady_state"];
+    EXPECT_EQ(st["from_step"].get<std::int64_t>(), 51);
+    EXPECT_EQ(st["steps"].get<std::int64_t>(), 49);
+    const double steady = st["step_ms_mean"].get<double>(), warm = run_j["warmup_s"].get<double>();
+    // The whole run is the warm-up's steps, the steady ones and the last: the warm-up is what the
+    // first 50 took beyond 50 steady steps, so mean x 100 = 50 x steady + warm-up + steady steps
+    // + the last step, which lies between the steady step and the whole run.
+    const double total_ms = run_j["step_time_ms"]["mean"].get<double>() * 100;
+    const double last_ms = total_ms - 99 * steady - 1e3 * warm;
+    EXPECT_GT(last_ms, 0.5 * steady) << run_j["strategy"];
+    EXPECT_LT(last_ms, 3 * steady) << run_j["strategy"];
+    if (run_j["strategy"] == "graph-sink" || run_j["strategy"] == "loop-sink") {
+      EXPECT_GT(warm, 0) << run_j["strategy"];  // the first step loads the graph
+    }
+    EXPECT_NEAR(st["samples_per_s"].get<double>(), 32 / (1e-3 * steady), 1e-6 * 32 / (1e-3 * steady));
+    EXPECT_THAT(table, HasSubstr(fmt::format("<td>{:.4f}</td><td>{:.4f}</td>", steady, warm)));
+    EXPECT_THAT(r.out, HasSubstr(fmt::format("{:.4f}", steady)));
+  }
+}
+
 TEST_F(CliTest, TheHtmlStepTraceShowsEachPartsMeanMedianAndP99) {
   const fs::path html = m_dir / "r.html", json = m_dir / "r.json";
   const Result r = run("compare --steps-per-epoch 50 --html " + html.string() + " --json " + json.string());
