@@ -577,7 +577,7 @@ TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
   // Where the data comes from, its recipe and the host, in one line under the header.
   EXPECT_THAT(r.out, HasSubstr("\ntraining: amp O0, loss scale 1; data: synthetic mnist-idx, 60000 samples; "
                                "recipe: Resize > Rescale"));
-  EXPECT_THAT(r.out, HasSubstr("; host: 32 cores, 8 map workers, cache none\n"));
+  EXPECT_THAT(r.out, HasSubstr("; server generic-x86: host 32 cores, 8 map workers, cache none\n"));
   const Result help = run("compare --help");
   EXPECT_THAT(help.out, HasSubstr("default 8)"));
   EXPECT_THAT(help.out, HasSubstr("1900 s)"));
