@@ -22,6 +22,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/kernel.h"
+#include "sim/rank_table.h"
 #include "tests/test_support.h"
 
 namespace ascendsim {
@@ -233,6 +234,26 @@ TEST(Servers, EightRanksShareTheAtlasHostsCores) {
   const int peak_two = peak_pipeline_threads(two.trace);
   EXPECT_GT(peak_two, 192);
   EXPECT_LE(peak_two, 2 * 192);
+}
+
+TEST(Servers, ARankTablePlacesTheRanksOnItsServers) {
+  // configs/rank_table_16pcs.json: two servers of 8. Its servers win over the preset's size.
+  const sim::RankTable t = sim::load_rank_table(ASCENDSIM_SOURCE_DIR "/configs/rank_table_16pcs.json");
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.config.server = "atlas800-9000";
+  req.config.sets = {"server.devices_per_server=4"};
+  req.devices = static_cast<std::int64_t>(t.devices.size());
+  req.devices_per_server = t.devices_per_server();
+  req.steps_per_epoch = 3;
+  req.strategies = {runtime::Strategy::LoopSink};
+  const sim::RunOutcome out = sim::run(req);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  EXPECT_EQ(req.devices, 16);
+  EXPECT_EQ(out.header.servers, 2);
+  // Without a table the preset's size places them: 16 ranks on servers of 4.
+  req.devices_per_server = 0;
+  EXPECT_EQ(sim::run(req).header.servers, 4);
 }
 
 TEST(Servers, AllReduceAcrossTheTwoMeshesCostsWhatTheFormulaSays) {
