@@ -165,6 +165,11 @@ double Hccl::roce_utilisation(double seconds) const {
   return cap > 0 ? m_roce_bytes.value() / cap : 0.0;
 }
 
+double Hccl::pcie_utilisation(double seconds) const {
+  const double cap = pcie_paths() * m_cfg.pcie_bandwidth_gbps * 1e9 * seconds;
+  return cap > 0 ? m_pcie_bytes.value() / cap : 0.0;
+}
+
 void Hccl::set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window) {
   m_trace = trace;
   m_window = window;

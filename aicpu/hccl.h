@@ -124,9 +124,13 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   /// one RoCE port per device (used only across servers).
   int hccs_links() const { return network_size(m_cfg, m_per_server) > 1 ? m_ranks : 0; }
   int roce_ports() const { return servers() > 1 ? m_ranks : 0; }
+  /// HCCS networks per server, and each device's PCIe path between them (none with one network).
+  int networks_per_server() const { return m_per_server / network_size(m_cfg, m_per_server); }
+  int pcie_paths() const { return networks_per_server() > 1 ? m_ranks : 0; }
   /// The links' utilisation over `seconds` of run time: bytes carried / (links · bandwidth · time).
   double hccs_utilisation(double seconds) const;
   double roce_utilisation(double seconds) const;
+  double pcie_utilisation(double seconds) const;
   const HcclConfig& config() const { return m_cfg; }
   double hccs_bytes() const { return m_hccs_bytes.value(); }
   double hccs_busy_s() const { return m_hccs_busy_s.value(); }

@@ -225,6 +225,18 @@ TEST(Servers, EightRanksShareTheAtlasHostsCores) {
   const sim::RunOutcome generic = sim::run(busy_pipelines("generic-x86"));
   ASSERT_FALSE(generic.failed()) << generic.failure_message();
   EXPECT_EQ(peak_pipeline_threads(generic.trace), 32);
+  // The report's links: two meshes of four on the Atlas server and its gradients' AllReduces
+  // crossing PCIe between them; one network of 8 on the generic server, nothing on PCIe.
+  const auto& mesh = atlas.runs.front().cluster_links["hccs_networks"];
+  EXPECT_EQ(mesh["per_server"], 2);
+  EXPECT_EQ(mesh["devices"], 4);
+  EXPECT_EQ(mesh["pcie_paths"], 8);
+  EXPECT_GT(mesh["pcie_bytes"].get<double>(), 0);
+  EXPECT_GT(mesh["pcie_utilisation"].get<double>(), 0);
+  EXPECT_LT(mesh["pcie_utilisation"].get<double>(), 1);
+  const auto& ring = generic.runs.front().cluster_links["hccs_networks"];
+  EXPECT_EQ(ring["per_server"], 1);
+  EXPECT_EQ(ring["pcie_bytes"].get<double>(), 0);
   // Servers of 4 devices: 8 ranks on two hosts, 2 x 192 cores between them.
   sim::RunRequest halves = busy_pipelines("atlas800-9000");
   halves.config.sets.push_back("server.devices_per_server=4");
