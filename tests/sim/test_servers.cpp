@@ -23,6 +23,7 @@
 #include "sim/core/error.h"
 #include "sim/kernel.h"
 #include "sim/rank_table.h"
+#include "sim/regression.h"
 #include "tests/test_support.h"
 
 namespace ascendsim {
@@ -246,6 +247,27 @@ TEST(Servers, EightRanksShareTheAtlasHostsCores) {
   const int peak_two = peak_pipeline_threads(two.trace);
   EXPECT_GT(peak_two, 192);
   EXPECT_LE(peak_two, 2 * 192);
+}
+
+TEST(Servers, SuitesAndFiguresNameTheirServer) {
+  const fs::path dir = fs::temp_directory_path() / ("ascendsim_srv_suite_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "name: s\nruns:\n  - name: a\n    server: atlas800-9000\n  - name: b\n";
+  const auto entries = sim::load_suite((dir / "s.yaml").string(), test::config_request().dir, nullptr);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].request.config.server, "atlas800-9000");
+  EXPECT_EQ(entries[1].request.config.server, "");  // generic-x86
+  fs::remove_all(dir);
+  // Every published figure names the server its source states.
+  const auto figures =
+      sim::load_figures(ASCENDSIM_SOURCE_DIR "/bench/validation/figures.yaml", test::config_request().dir);
+  ASSERT_FALSE(figures.empty());
+  for (const auto& f : figures) {
+    SCOPED_TRACE(f.id);
+    EXPECT_FALSE(f.run.config.server.empty());
+    const bool model_zoo = f.id == "C1" || f.id == "C3" || f.id == "C4" || f.id == "C5" || f.id.rfind("C8", 0) == 0;
+    if (model_zoo) EXPECT_EQ(f.run.config.server, "atlas800-9000");
+  }
 }
 
 TEST(Servers, ARankTablePlacesTheRanksOnItsServers) {
