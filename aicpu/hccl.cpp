@@ -31,7 +31,8 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
       m_roce_busy_s(m_stats.scalar("roce_busy_s", "s", "time a collective used the RoCE rings between servers")),
       m_pcie_bytes(m_stats.scalar("pcie_bytes", "B",
                                   "bytes the devices sent over PCIe between a server's HCCS networks, summed")),
-      m_pcie_busy_s(m_stats.scalar("pcie_busy_s", "s", "time a collective used PCIe between a server's HCCS networks")) {
+      m_pcie_busy_s(
+          m_stats.scalar("pcie_busy_s", "s", "time a collective used PCIe between a server's HCCS networks")) {
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
 }
@@ -185,9 +186,8 @@ void Hccl::trace_collective(const CollectiveCost& c, Collective kind, std::int64
   sc_core::sc_time at = sc_core::sc_time_stamp();
   for (const auto& p : c.parts) {
     const sc_core::sc_time end = at + sim::seconds(p.seconds);
-    const std::string name =
-        std::string(hostif::collective_name(kind)) + " " + p.what + (p.pcie ? " over PCIe " : " ") +
-        std::to_string(bytes) + " B";
+    const std::string name = std::string(hostif::collective_name(kind)) + " " + p.what +
+                             (p.pcie ? " over PCIe " : " ") + std::to_string(bytes) + " B";
     if (p.roce)
       m_trace->span(m_roce_track, name, at, end);
     else

@@ -80,9 +80,9 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
                      std::to_string(m) + ": a server holds 1 to " + std::to_string(kDevicesPerServer) + " devices");
   if (r.devices < 1 || r.devices > kMaxDevices || (r.devices > m && r.devices % m))
     throw InputError("devices", "devices",
-                     std::to_string(r.devices) + ": give 1 to " + std::to_string(m) +
-                         " devices (one server of " + cfg.server.name + ") or whole servers of " + std::to_string(m) +
-                         ", up to " + std::to_string(kMaxDevices));
+                     std::to_string(r.devices) + ": give 1 to " + std::to_string(m) + " devices (one server of " +
+                         cfg.server.name + ") or whole servers of " + std::to_string(m) + ", up to " +
+                         std::to_string(kMaxDevices));
   {
     // The server's HCCS networks must tile the devices it holds in this run.
     const std::int64_t here = std::min(m, r.devices), g = std::min(cfg.chip.hccl.hccs_group_size, here);
@@ -282,11 +282,11 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
     // Rank 0's group: the span of servers and HCCS networks it covers.
     const hostif::CommGroup group{static_cast<std::int32_t>(c.group_size), static_cast<std::int32_t>(c.group_stride)};
     const std::vector<int> members = group.members(0, static_cast<int>(w.parallel.devices));
-    const double s = aicpu::Hccl::cost(cfg.chip.hccl, kind,
-                                       aicpu::Hccl::span_of(cfg.chip.hccl, members,
-                                                            static_cast<int>(w.parallel.devices_per_server)),
-                                       static_cast<double>(c.bytes), cfg.chip.memory.hbm_bandwidth_gbps)
-                         .seconds;
+    const double s =
+        aicpu::Hccl::cost(cfg.chip.hccl, kind,
+                          aicpu::Hccl::span_of(cfg.chip.hccl, members, static_cast<int>(w.parallel.devices_per_server)),
+                          static_cast<double>(c.bytes), cfg.chip.memory.hbm_bandwidth_gbps)
+            .seconds;
     collectives.push_back({{"name", c.name},
                            {"kind", c.kind},
                            {"pass", c.forward ? "forward" : "backward"},

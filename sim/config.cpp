@@ -215,7 +215,8 @@ SystemConfig load_config(const ConfigRequest& req) {
   ParamSet ps = bind_params(cfg);
   if (req.dir.empty()) throw InputError("no configuration directory given (it holds host.yaml, servers/ and chips/)");
   if (!fs::is_directory(req.dir))
-    throw InputError("configuration directory " + req.dir + " does not exist (it holds host.yaml, servers/ and chips/)");
+    throw InputError("configuration directory " + req.dir +
+                     " does not exist (it holds host.yaml, servers/ and chips/)");
   const fs::path dir(req.dir);
   const fs::path host = dir / "host.yaml";
   if (fs::exists(host)) apply_yaml_file(ps, host.string());

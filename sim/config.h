@@ -33,8 +33,8 @@ struct ChipConfig {
 struct ServerConfig {
   std::string name = "generic-x86";
   std::string description = "generic dual-socket x86 host (32 cores), 8 devices on PCIe 4.0 x16, one HCCS ring";
-  std::string chip = "ascend910";           ///< the chip preset it carries (unless a chip is named)
-  std::int64_t devices_per_server = 8;      ///< devices one host feeds (a rank table's servers override it)
+  std::string chip = "ascend910";       ///< the chip preset it carries (unless a chip is named)
+  std::int64_t devices_per_server = 8;  ///< devices one host feeds (a rank table's servers override it)
 
   void declare(ParamSet& ps);
 };
@@ -51,9 +51,9 @@ struct SystemConfig {
 ParamSet bind_params(SystemConfig& cfg);
 
 struct ConfigRequest {
-  std::string dir;  ///< holds host.yaml, servers/ and chips/ (see default_config_dir())
-  std::string server;  ///< server preset; "" generic-x86 (none if servers/ lacks it: the built-in values)
-  std::string chip;    ///< chip preset; "" the server's chip
+  std::string dir;                ///< holds host.yaml, servers/ and chips/ (see default_config_dir())
+  std::string server;             ///< server preset; "" generic-x86 (none if servers/ lacks it: the built-in values)
+  std::string chip;               ///< chip preset; "" the server's chip
   std::string config_file;        ///< optional user YAML
   std::vector<std::string> sets;  ///< "key=value"; an error names it as "override key=value"
 };

@@ -134,7 +134,8 @@ def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss
 
 
 def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
-              steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None, chip: Optional[str] = None,
+              steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
+              chip: Optional[str] = None,
               overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
               config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
               rank_table: Optional[str] = None, amp_level: Optional[str] = None,
@@ -186,7 +187,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
 
 def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_sink_mode: Optional[bool] = None,
           sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
-          steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None, chip: Optional[str] = None,
+          steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
+          chip: Optional[str] = None,
           overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None, config: Optional[str] = None,
           all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
           amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
@@ -215,7 +217,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
-            steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None, chip: Optional[str] = None,
+            steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
+          chip: Optional[str] = None,
             overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
             config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
             rank_table: Optional[str] = None, amp_level: Optional[str] = None,
@@ -250,8 +253,8 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
     return json.loads(cli(*a, "--json", "-"))
 
 
-def op(type: str, *, server: Optional[str] = None, chip: Optional[str] = None, overrides: Optional[Mapping[str, Any]] = None,
-       **dims: Any) -> Dict[str, Any]:
+def op(type: str, *, server: Optional[str] = None, chip: Optional[str] = None,
+       overrides: Optional[Mapping[str, Any]] = None, **dims: Any) -> Dict[str, Any]:
     """One op on the AI cores (``ascendsim op --type TYPE --json``); ``dims`` are its options
     with ``_`` for ``-`` (e.g. ``op("MatMul", m=1024, k=1024, n=1024)``)."""
     a: List[Any] = ["op", "--type", type, *_preset_args(server, chip)]

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -30,9 +30,9 @@ namespace ascendsim {
 namespace {
 
 namespace fs = std::filesystem;
+using hostif::Collective;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using hostif::Collective;
 
 sim::SystemConfig on_server(const std::string& server) {
   sim::ConfigRequest req = test::config_request();
@@ -53,8 +53,8 @@ TEST(Servers, Atlas800CarriesItsSourcesValues) {
   const sim::SystemConfig c = on_server("atlas800-9000");
   EXPECT_EQ(c.server.name, "atlas800-9000");
   EXPECT_EQ(c.server.chip, "ascend910");
-  EXPECT_EQ(c.chip.name, "ascend910");      // the server's chip, as none was named
-  EXPECT_EQ(c.host.cpu_cores, 4 * 48);      // S1: 4 x Kunpeng 920 of 48 cores; S3: 192 cores
+  EXPECT_EQ(c.chip.name, "ascend910");        // the server's chip, as none was named
+  EXPECT_EQ(c.host.cpu_cores, 4 * 48);        // S1: 4 x Kunpeng 920 of 48 cores; S3: 192 cores
   EXPECT_EQ(c.server.devices_per_server, 8);  // S1: 8 x Ascend 910 per node
   EXPECT_EQ(c.chip.hccl.hccs_group_size, 4);  // S2: devices 0-3 and 4-7
   // S1's "PCIE 3.0 x16": 8 GT/s x 16 lanes, 128b/130b encoding, 256 B payload per 280 B TLP.
@@ -112,9 +112,9 @@ class ServerPrecedence : public ::testing::Test {
 TEST_F(ServerPrecedence, ServerBelowChipBelowConfigBelowSet) {
   sim::ConfigRequest req = request();
   sim::SystemConfig c = sim::load_config(req);
-  EXPECT_EQ(c.chip.name, "c");                    // the server's chip
-  EXPECT_EQ(c.host.cpu_cores, 64);                // the server over host.yaml
-  EXPECT_DOUBLE_EQ(c.host.op_launch_us, 1);       // host.yaml where the server is silent
+  EXPECT_EQ(c.chip.name, "c");                     // the server's chip
+  EXPECT_EQ(c.host.cpu_cores, 64);                 // the server over host.yaml
+  EXPECT_DOUBLE_EQ(c.host.op_launch_us, 1);        // host.yaml where the server is silent
   EXPECT_DOUBLE_EQ(c.link.d2h_bandwidth_gbps, 5);  // the server where the chip is silent
   EXPECT_DOUBLE_EQ(c.link.h2d_bandwidth_gbps, 7);  // the chip over the server
   EXPECT_EQ(c.server.devices_per_server, 4);
@@ -134,16 +134,16 @@ TEST_F(ServerPrecedence, ServerBelowChipBelowConfigBelowSet) {
   for (const char* set : {"server.name=t", "server.chip=d"}) {
     req = request();
     req.sets = {set};
-    EXPECT_THAT(error_of(req), AllOf(HasSubstr(std::string(set).substr(0, std::string(set).find('='))),
-                                     HasSubstr("cannot be set")));
+    EXPECT_THAT(error_of(req),
+                AllOf(HasSubstr(std::string(set).substr(0, std::string(set).find('='))), HasSubstr("cannot be set")));
   }
 }
 
 TEST_F(ServerPrecedence, UnknownServerNamesItsFileAndListsThePresets) {
   sim::ConfigRequest req = request();
   req.server = "atlas900";
-  EXPECT_THAT(error_of(req), AllOf(HasSubstr("unknown server 'atlas900'"), HasSubstr("servers/atlas900.yaml"),
-                                   HasSubstr(": s;")));
+  EXPECT_THAT(error_of(req),
+              AllOf(HasSubstr("unknown server 'atlas900'"), HasSubstr("servers/atlas900.yaml"), HasSubstr(": s;")));
   // A file whose name disagrees with the preset inside it.
   put("servers/u.yaml", "server:\n  name: s\n");
   req.server = "u";
@@ -157,9 +157,9 @@ TEST_F(ServerPrecedence, UnknownServerNamesItsFileAndListsThePresets) {
 TEST(Servers, UnknownServerOnTheCommandLineExitsTwoWithoutAReport) {
   const fs::path out = fs::temp_directory_path() / ("ascendsim_srv_cli_" + std::to_string(::getpid()) + ".json");
   const fs::path err = fs::path(out).replace_extension(".err");
-  for (const std::string& cmd : std::vector<std::string>{"train --strategy loop-sink --server atlas900 -q --json " + out.string(),
-                                "info --server atlas900", "op --type matmul --m 16 --n 16 --k 16 --server atlas900",
-                                "params --server atlas900"}) {
+  for (const std::string& cmd : std::vector<std::string>{
+           "train --strategy loop-sink --server atlas900 -q --json " + out.string(), "info --server atlas900",
+           "op --type matmul --m 16 --n 16 --k 16 --server atlas900", "params --server atlas900"}) {
     SCOPED_TRACE(cmd);
     const std::string line = "ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN " " + cmd +
                              " >/dev/null 2>" + err.string();
@@ -181,8 +181,7 @@ int peak_pipeline_threads(const std::string& trace) {
   const auto j = nlohmann::json::parse(trace);
   std::set<std::pair<int, int>> pipeline_tracks;  // (pid, tid)
   for (const auto& e : j["traceEvents"])
-    if (e["ph"] == "M" && e["name"] == "thread_name" &&
-        e["args"]["name"].get<std::string>().rfind("pipeline ", 0) == 0)
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"].get<std::string>().rfind("pipeline ", 0) == 0)
       pipeline_tracks.insert({e["pid"].get<int>(), e["tid"].get<int>()});
   std::vector<std::pair<double, int>> edges;
   for (const auto& e : j["traceEvents"])
