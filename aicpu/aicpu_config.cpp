@@ -23,6 +23,11 @@ void HcclConfig::declare(sim::ParamSet& ps) {
           "between servers: one device's RoCE port, one direction");
   ps.real("hccl.roce_step_latency_us", roce_step_latency_us, "us", 0, 1e6,
           "between servers: latency of one ring step (through the switch)");
+  ps.integer("hccl.hccs_group_size", hccs_group_size, "devices", 1, 8,
+             "devices of one HCCS network in a server (0..g-1, g..2g-1, ...); a server's networks are joined "
+             "through PCIe (8: one network of the whole server)");
+  ps.real("hccl.pcie_bandwidth_gbps", pcie_bandwidth_gbps, "GB/s", 1e-3, 1e5,
+          "between a server's HCCS networks: one device's PCIe path, one direction, as HCCL achieves it");
   ps.real("hccl.step_latency_us", step_latency_us, "us", 0, 1e6,
           "collective ring: latency of one step (transfer start and the cross-device notify)");
 }

@@ -26,6 +26,10 @@ struct HcclConfig {
   double step_latency_us = 54.6;      ///< α: per ring step (transfer start, cross-device notify)
   double roce_bandwidth_gbps = 12.5;  ///< between servers: each device's RoCE port, one direction
   double roce_step_latency_us = 60;   ///< between servers: per ring step
+  /// Devices of one HCCS network in a server (numbered consecutively: 0..g-1, g..2g-1, ...); the
+  /// networks of a server are joined through PCIe. 8: one network of the whole server.
+  std::int64_t hccs_group_size = 8;
+  double pcie_bandwidth_gbps = 24;  ///< between a server's HCCS networks: one device's PCIe path, one direction
 
   void declare(sim::ParamSet& ps);
 };

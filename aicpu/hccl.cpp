@@ -28,7 +28,11 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
       m_hccs_bytes(m_stats.scalar("hccs_bytes", "B", "bytes the server rings' links carried, summed over links")),
       m_hccs_busy_s(m_stats.scalar("hccs_busy_s", "s", "time a collective used the server rings")),
       m_roce_bytes(m_stats.scalar("roce_bytes", "B", "bytes the devices' RoCE ports sent, summed over ports")),
-      m_roce_busy_s(m_stats.scalar("roce_busy_s", "s", "time a collective used the RoCE rings between servers")) {
+      m_roce_busy_s(m_stats.scalar("roce_busy_s", "s", "time a collective used the RoCE rings between servers")),
+      m_pcie_bytes(m_stats.scalar("pcie_bytes", "B",
+                                  "bytes the devices sent over PCIe between a server's HCCS networks, summed")),
+      m_pcie_busy_s(
+          m_stats.scalar("pcie_busy_s", "s", "time a collective used PCIe between a server's HCCS networks")) {
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
 }
@@ -61,53 +65,91 @@ double Hccl::ring_s(const HcclConfig& cfg, Collective kind, int ranks, double by
   return cost(cfg, kind, 1, ranks, bytes, hbm_gbps).seconds;
 }
 
+int Hccl::network_size(const HcclConfig& cfg, int per_server) {
+  const int g = static_cast<int>(std::min<std::int64_t>(cfg.hccs_group_size, per_server));
+  return g >= 1 && per_server % g == 0 ? g : per_server;
+}
+
 CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, int servers, int per_server, double bytes,
                           double hbm_gbps) {
-  const double m = per_server, k = std::max(1, servers);
-  const Ring intra{m, cfg.step_latency_us * 1e-6, cfg.link_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
+  const int g = network_size(cfg, per_server);
+  return cost(cfg, kind, CollectiveSpan{servers, per_server / g, g}, bytes, hbm_gbps);
+}
+
+CollectiveSpan Hccl::span_of(const HcclConfig& cfg, const std::vector<int>& members, int per_server) {
+  const int g = network_size(cfg, per_server);
+  std::vector<int> servers, networks;
+  for (int r : members) {
+    if (std::find(servers.begin(), servers.end(), r / per_server) == servers.end()) servers.push_back(r / per_server);
+    if (std::find(networks.begin(), networks.end(), r / g) == networks.end()) networks.push_back(r / g);
+  }
+  const int n = static_cast<int>(members.size()), k = static_cast<int>(servers.size()),
+            q = static_cast<int>(networks.size());
+  return {k, q / k, n / q};
+}
+
+CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const CollectiveSpan& span, double bytes,
+                          double hbm_gbps) {
+  // g devices on each HCCS network, p networks per server (joined through PCIe), k servers.
+  const double g = span.devices, p = span.networks, k = std::max(1, span.servers), m = g * p;
+  const Ring intra{g, cfg.step_latency_us * 1e-6, cfg.link_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
+  const Ring cross{p, cfg.step_latency_us * 1e-6, cfg.pcie_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   const Ring inter{k, cfg.roce_step_latency_us * 1e-6, cfg.roce_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   CollectiveCost c;
-  auto part = [&](const char* what, bool roce, double s) {
-    if (s > 0) c.parts.push_back({what, roce, s});
+  auto part = [&](const char* what, bool roce, double s, bool pcie = false) {
+    if (s > 0) c.parts.push_back({what, roce, s, pcie});
     c.seconds += s;
   };
   // Bytes one ring link carries in a half (reduce-scatter or all-gather) of `bytes` on n devices.
   auto half_bytes = [](double n, double s) { return n > 1 ? (n - 1) * s / n : 0.0; };
-  const double links = m > 1 ? m * k : 0, ports = k > 1 ? m * k : 0;
+  const double links = g > 1 ? m * k : 0, ports = k > 1 ? m * k : 0, paths = p > 1 ? m * k : 0;
   switch (kind) {
     case Collective::AllReduce:
       part("reduce-scatter", false, intra.half(bytes, true));
+      part("reduce-scatter", false, cross.half(bytes / g, true), true);
       part("all-reduce", true, inter.half(bytes / m, true) + inter.half(bytes / m, false));
+      part("all-gather", false, cross.half(bytes / g, false), true);
       part("all-gather", false, intra.half(bytes, false));
-      c.hccs_bytes = links * 2 * half_bytes(m, bytes);
+      c.hccs_bytes = links * 2 * half_bytes(g, bytes);
+      c.pcie_bytes = paths * 2 * half_bytes(p, bytes / g);
       c.roce_bytes = ports * 2 * half_bytes(k, bytes / m);
       break;
     case Collective::ReduceScatter:
       part("reduce-scatter", false, intra.half(bytes, true));
+      part("reduce-scatter", false, cross.half(bytes / g, true), true);
       part("reduce-scatter", true, inter.half(bytes / m, true));
-      c.hccs_bytes = links * half_bytes(m, bytes);
+      c.hccs_bytes = links * half_bytes(g, bytes);
+      c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
     case Collective::AllGather:
       part("all-gather", true, inter.half(bytes / m, false));
+      part("all-gather", false, cross.half(bytes / g, false), true);
       part("all-gather", false, intra.half(bytes, false));
-      c.hccs_bytes = links * half_bytes(m, bytes);
+      c.hccs_bytes = links * half_bytes(g, bytes);
+      c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
     case Collective::AllToAll:
       // A pairwise exchange: N-1 rounds, each sending one N-th of the buffer to one peer — the
-      // time and link bytes of an all-gather half, across servers for the pieces that leave one.
+      // time and link bytes of an all-gather half, across servers and networks for the pieces
+      // that leave one.
       part("all-to-all", true, inter.half(bytes / m, false));
+      part("all-to-all", false, cross.half(bytes / g, false), true);
       part("all-to-all", false, intra.half(bytes, false));
-      c.hccs_bytes = links * half_bytes(m, bytes);
+      c.hccs_bytes = links * half_bytes(g, bytes);
+      c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
     case Collective::Broadcast:
-      // The root's RoCE ring to the other servers (k-1 ports send S), then every server's ring
-      // (m-1 links each carry S).
+      // The root's RoCE ring to the other servers (k-1 ports send S), then on every server a
+      // ring of its networks over PCIe (p-1 paths carry S), then every network's ring (g-1 links
+      // each carry S).
       part("broadcast", true, inter.broadcast(bytes));
+      part("broadcast", false, cross.broadcast(bytes), true);
       part("broadcast", false, intra.broadcast(bytes));
-      c.hccs_bytes = m > 1 ? k * (m - 1) * bytes : 0.0;
+      c.hccs_bytes = g > 1 ? k * p * (g - 1) * bytes : 0.0;
+      c.pcie_bytes = p > 1 ? k * (p - 1) * bytes : 0.0;
       c.roce_bytes = k > 1 ? (k - 1) * bytes : 0.0;
       break;
   }
@@ -122,6 +164,11 @@ double Hccl::hccs_utilisation(double seconds) const {
 double Hccl::roce_utilisation(double seconds) const {
   const double cap = roce_ports() * m_cfg.roce_bandwidth_gbps * 1e9 * seconds;
   return cap > 0 ? m_roce_bytes.value() / cap : 0.0;
+}
+
+double Hccl::pcie_utilisation(double seconds) const {
+  const double cap = pcie_paths() * m_cfg.pcie_bandwidth_gbps * 1e9 * seconds;
+  return cap > 0 ? m_pcie_bytes.value() / cap : 0.0;
 }
 
 void Hccl::set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window) {
@@ -139,8 +186,8 @@ void Hccl::trace_collective(const CollectiveCost& c, Collective kind, std::int64
   sc_core::sc_time at = sc_core::sc_time_stamp();
   for (const auto& p : c.parts) {
     const sc_core::sc_time end = at + sim::seconds(p.seconds);
-    const std::string name =
-        std::string(hostif::collective_name(kind)) + " " + p.what + " " + std::to_string(bytes) + " B";
+    const std::string name = std::string(hostif::collective_name(kind)) + " " + p.what +
+                             (p.pcie ? " over PCIe " : " ") + std::to_string(bytes) + " B";
     if (p.roce)
       m_trace->span(m_roce_track, name, at, end);
     else
@@ -184,7 +231,8 @@ void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c)
   }
   m_hccs_bytes += c.hccs_bytes;
   m_roce_bytes += c.roce_bytes;
-  for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : m_hccs_busy_s) += p.seconds;
+  m_pcie_bytes += c.pcie_bytes;
+  for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : p.pcie ? m_pcie_busy_s : m_hccs_busy_s) += p.seconds;
   if (m_trace && (!m_window || m_window->active())) trace_collective(c, kind, bytes);
 }
 
@@ -196,12 +244,7 @@ std::vector<int> Hccl::members(int rank, const hostif::CommGroup& g) const {
 }
 
 CollectiveCost Hccl::group_cost(Collective kind, const std::vector<int>& members, double bytes) const {
-  std::vector<int> servers;
-  for (int r : members)
-    if (std::find(servers.begin(), servers.end(), r / m_per_server) == servers.end())
-      servers.push_back(r / m_per_server);
-  const int n = static_cast<int>(members.size()), k = static_cast<int>(servers.size());
-  return cost(m_cfg, kind, k, n / k, bytes, m_hbm_gbps);
+  return cost(m_cfg, kind, span_of(m_cfg, members, m_per_server), bytes, m_hbm_gbps);
 }
 
 void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hostif::CommGroup& group) {

@@ -11,6 +11,13 @@
 // A rank's collectives run one at a time on its communication stream, so no two share a link and
 // the ring's time is exact for the model.
 //
+// A server's devices may form several HCCS networks of g devices (hccl.hccs_group_size; an Atlas
+// 800 9000's 8 devices are two meshes of four, 0-3 and 4-7, joined through PCIe). Then a
+// collective inside the server is hierarchical too: AllReduce is a reduce-scatter on each
+// network's ring, an AllReduce of each S/g piece on a ring of the p = m/g devices with the same
+// index in their networks, over PCIe (bandwidth hccl.pcie_bandwidth_gbps, step latency α), and an
+// all-gather on each network's ring. With g = m it is the server's ring above.
+//
 // Across k servers of m devices the algorithm is hierarchical: AllReduce is a reduce-scatter on
 // each server's ring, an AllReduce of each S/m piece on a ring of the k devices with the same
 // local rank (each over its own RoCE port, the k-rings side by side), and an all-gather on each
@@ -51,13 +58,20 @@ struct CollectiveCost {
   /// The algorithm's phases in order, each on one class of link (for the trace).
   struct Part {
     const char* what;  ///< "reduce-scatter", "all-gather", "all-reduce", "broadcast"
-    bool roce;         ///< between servers (RoCE) or within a server (HCCS)
+    bool roce;         ///< between servers (RoCE) or within a server (HCCS, or PCIe if `pcie`)
     double seconds;
+    bool pcie = false;  ///< between a server's HCCS networks, over PCIe
   };
   std::vector<Part> parts;
   double seconds = 0;
   double hccs_bytes = 0;  ///< bytes all of the cluster's HCCS ring links carry, summed
   double roce_bytes = 0;  ///< bytes all RoCE ports send, summed
+  double pcie_bytes = 0;  ///< bytes the devices send between a server's HCCS networks, summed
+};
+
+/// The shape a collective spans: k servers, p HCCS networks in each, g devices in each network.
+struct CollectiveSpan {
+  int servers = 1, networks = 1, devices = 1;
 };
 
 class Hccl : public sc_core::sc_module, public CollectiveIf {
@@ -78,9 +92,18 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
 
   /// A collective of `bytes` on a ring of `ranks` devices of one server, in seconds (see above).
   static double ring_s(const HcclConfig& cfg, hostif::Collective kind, int ranks, double bytes, double hbm_gbps);
-  /// The same on `servers` servers of `per_server` devices, with its phases and link traffic.
+  /// The same on `servers` servers of `per_server` devices (numbered consecutively, in HCCS
+  /// networks of hccl.hccs_group_size), with its phases and link traffic.
   static CollectiveCost cost(const HcclConfig& cfg, hostif::Collective kind, int servers, int per_server, double bytes,
                              double hbm_gbps);
+  /// The same on the shape `span`.
+  static CollectiveCost cost(const HcclConfig& cfg, hostif::Collective kind, const CollectiveSpan& span, double bytes,
+                             double hbm_gbps);
+  /// The shape `members` (rank numbers) span on servers of `per_server` devices: as many on each
+  /// server and network as on the first.
+  static CollectiveSpan span_of(const HcclConfig& cfg, const std::vector<int>& members, int per_server);
+  /// Devices of one HCCS network on a server of `per_server` devices.
+  static int network_size(const HcclConfig& cfg, int per_server);
   static double ring_all_reduce_s(const HcclConfig& cfg, int ranks, double bytes, double hbm_gbps) {
     return ring_s(cfg, hostif::Collective::AllReduce, ranks, bytes, hbm_gbps);
   }
@@ -97,18 +120,24 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   int ranks() const { return m_ranks; }
   int servers() const { return m_ranks / m_per_server; }
   int per_server() const { return m_per_server; }
-  /// Links of each class: one ring link out of every device (none on a one-device server), one
-  /// RoCE port per device (used only across servers).
-  int hccs_links() const { return m_per_server > 1 ? m_ranks : 0; }
+  /// Links of each class: one ring link out of every device (none on one-device HCCS networks),
+  /// one RoCE port per device (used only across servers).
+  int hccs_links() const { return network_size(m_cfg, m_per_server) > 1 ? m_ranks : 0; }
   int roce_ports() const { return servers() > 1 ? m_ranks : 0; }
+  /// HCCS networks per server, and each device's PCIe path between them (none with one network).
+  int networks_per_server() const { return m_per_server / network_size(m_cfg, m_per_server); }
+  int pcie_paths() const { return networks_per_server() > 1 ? m_ranks : 0; }
   /// The links' utilisation over `seconds` of run time: bytes carried / (links · bandwidth · time).
   double hccs_utilisation(double seconds) const;
   double roce_utilisation(double seconds) const;
+  double pcie_utilisation(double seconds) const;
   const HcclConfig& config() const { return m_cfg; }
   double hccs_bytes() const { return m_hccs_bytes.value(); }
   double hccs_busy_s() const { return m_hccs_busy_s.value(); }
   double roce_bytes() const { return m_roce_bytes.value(); }
   double roce_busy_s() const { return m_roce_busy_s.value(); }
+  double pcie_bytes() const { return m_pcie_bytes.value(); }
+  double pcie_busy_s() const { return m_pcie_busy_s.value(); }
   sim::StatsGroup& stats() { return m_stats; }
   /// Records each collective's phases on a track per server ring and one for the RoCE rings,
   /// while `window` (a rank's recorder, which knows the step) is active.
@@ -147,6 +176,8 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   sim::Scalar& m_hccs_busy_s;
   sim::Scalar& m_roce_bytes;
   sim::Scalar& m_roce_busy_s;
+  sim::Scalar& m_pcie_bytes;
+  sim::Scalar& m_pcie_busy_s;
 };
 
 }  // namespace ascendsim::aicpu

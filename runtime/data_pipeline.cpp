@@ -422,6 +422,8 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
       m_worker_busy_s(m_stats.scalar("worker_busy_s", "thread*s", "time the threads of every later stage worked, summed")),
       m_handoffs(m_stats.scalar("row_handoffs", "count", "rows handed from one stage to the next")),
       m_core_wait_s(m_stats.scalar("core_wait_s", "thread*s", "time pipeline threads waited for a free host core")),
+      m_host_cores_peak(m_stats.scalar("host_cores_peak", "cores",
+                                       "the most host cores pipeline threads held at once (of every rank the host feeds)")),
       m_consumer_wait_s(m_stats.scalar("consumer_wait_s", "s", "time the consumer waited for a batch")) {
   const auto& stages = m_costs.stages();
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -468,6 +470,8 @@ std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
   while (m_cores.free == 0) wait(m_cores.freed);
   const std::int64_t k = std::min(wanted, m_cores.free);
   m_cores.free -= k;
+  m_cores.peak_held = std::max(m_cores.peak_held, m_cores.total - m_cores.free);
+  m_host_cores_peak.sample_max(static_cast<double>(m_cores.peak_held));
   m_core_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
   return k;
 }

@@ -124,8 +124,10 @@ nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cp
 
 /// The CPU cores of one host, shared by the pipelines of the ranks it feeds.
 struct HostCores {
-  explicit HostCores(std::int64_t cores) : free(cores) {}
+  explicit HostCores(std::int64_t cores) : total(cores), free(cores) {}
+  std::int64_t total;
   std::int64_t free;
+  std::int64_t peak_held = 0;  ///< the most held at once
   sc_core::sc_event freed;
 };
 
@@ -208,6 +210,7 @@ class DataPipeline : public sc_core::sc_module {
   sim::Scalar& m_worker_busy_s;
   sim::Scalar& m_handoffs;
   sim::Scalar& m_core_wait_s;
+  sim::Scalar& m_host_cores_peak;
   sim::Scalar& m_consumer_wait_s;
 };
 

@@ -26,10 +26,12 @@ using nlohmann::ordered_json;
 
 namespace {
 
-workloads::Workload build_workload(const RunRequest& r);
+workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg);
 }  // namespace
 
-workloads::Workload request_workload(const RunRequest& req) { return build_workload(req); }
+workloads::Workload request_workload(const RunRequest& req, const SystemConfig& cfg) {
+  return build_workload(req, cfg);
+}
 
 namespace {
 constexpr std::int64_t kMaxDevices = 4096;
@@ -63,21 +65,35 @@ std::map<std::string, workloads::ShardStrategy> load_shard_strategies(const std:
   return out;
 }
 
-workloads::Workload build_workload(const RunRequest& r) {
+/// Devices of one server for the request: its rank table's, else the server preset's.
+std::int64_t devices_per_server(const RunRequest& r, const SystemConfig& cfg) {
+  return r.devices_per_server > 0 ? r.devices_per_server : cfg.server.devices_per_server;
+}
+
+workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg) {
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
   if ((r.model.empty() ? r.batch_size <= 0 : r.batch_size < 0) || r.batch_size > kMaxBatch)
     throw InputError(
         "batch_size", "batch_size",
         "must be a whole number from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(r.batch_size));
-  const std::int64_t m = r.devices_per_server;
+  const std::int64_t m = devices_per_server(r, cfg);
   if (m < 1 || m > kDevicesPerServer)
     throw InputError("devices_per_server", "devices_per_server",
                      std::to_string(m) + ": a server holds 1 to " + std::to_string(kDevicesPerServer) + " devices");
   if (r.devices < 1 || r.devices > kMaxDevices || (r.devices > m && r.devices % m))
     throw InputError("devices", "devices",
-                     std::to_string(r.devices) + ": give 1 to " + std::to_string(m) +
-                         " devices (one server) or whole servers of " + std::to_string(m) + ", up to " +
+                     std::to_string(r.devices) + ": give 1 to " + std::to_string(m) + " devices (one server of " +
+                         cfg.server.name + ") or whole servers of " + std::to_string(m) + ", up to " +
                          std::to_string(kMaxDevices));
+  {
+    // The server's HCCS networks must tile the devices it holds in this run.
+    const std::int64_t here = std::min(m, r.devices), g = std::min(cfg.chip.hccl.hccs_group_size, here);
+    if (here % g != 0)
+      throw InputError("devices", "devices",
+                       std::to_string(here) + " devices per server do not fill its HCCS networks of " +
+                           std::to_string(cfg.chip.hccl.hccs_group_size) + " (hccl.hccs_group_size, server " +
+                           cfg.server.name + "); give a multiple of " + std::to_string(g));
+  }
   if (r.mode != "train" && r.mode != "infer")
     throw InputError("mode", "mode", "'" + r.mode + "': train, or infer (the forward pass only)");
   if (r.loss != "softmax-cross-entropy" && r.loss != "none")
@@ -166,7 +182,7 @@ workloads::Workload build_workload(const RunRequest& r) {
 
 /// The workload with its dataset: the default one, or the files in `dataset`; one shard of it.
 workloads::Workload build_workload_with_data(const RunRequest& r, const SystemConfig& cfg) {
-  workloads::Workload w = build_workload(r);
+  workloads::Workload w = build_workload(r, cfg);
   if (!r.dataset.empty()) {
     workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset, r.progress, r.dataset_index);
     const bool jpegs = d.format == workloads::DatasetFormat::ImageFolder &&
@@ -239,7 +255,7 @@ std::string failures(const std::vector<runtime::RunResult>& runs) {
   return out;
 }
 
-/// "data: ...; host: ..." for the report header.
+/// "data: ...; server NAME: host ..." for the report header.
 std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) {
   const auto& d = w.data.dataset;
   // The execution tree's map() calls, each with its workers.
@@ -252,9 +268,9 @@ std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) 
   const std::string where = d.source != "synthetic"             ? format + " files in " + d.source
                             : format.rfind("synthetic", 0) == 0 ? format
                                                                 : "synthetic " + format;
-  return fmt::format("{}: {}; data: {}, {} samples; map calls (workers): {}; host: {} cores, cache {}",
+  return fmt::format("{}: {}; data: {}, {} samples; map calls (workers): {}; server {}: host {} cores, cache {}",
                      w.training ? "training" : "inference", w.recipe.describe(), where, d.samples,
-                     maps.empty() ? "none" : maps, cfg.host.cpu_cores, cfg.pipeline.cache);
+                     maps.empty() ? "none" : maps, cfg.server.name, cfg.host.cpu_cores, cfg.pipeline.cache);
 }
 
 /// Semi-automatic parallelism in the report: the strategies, per device the parameters and
@@ -268,11 +284,14 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
                                     : c.kind == "AllGather" ? hostif::Collective::AllGather
                                     : c.kind == "AllToAll"  ? hostif::Collective::AllToAll
                                                             : hostif::Collective::ReduceScatter;
-    const int size = static_cast<int>(c.group_size), per = static_cast<int>(w.parallel.devices_per_server);
-    const int servers = size <= per ? 1 : size / per;
-    const double s = aicpu::Hccl::cost(cfg.chip.hccl, kind, servers, size / servers, static_cast<double>(c.bytes),
-                                       cfg.chip.memory.hbm_bandwidth_gbps)
-                         .seconds;
+    // Rank 0's group: the span of servers and HCCS networks it covers.
+    const hostif::CommGroup group{static_cast<std::int32_t>(c.group_size), static_cast<std::int32_t>(c.group_stride)};
+    const std::vector<int> members = group.members(0, static_cast<int>(w.parallel.devices));
+    const double s =
+        aicpu::Hccl::cost(cfg.chip.hccl, kind,
+                          aicpu::Hccl::span_of(cfg.chip.hccl, members, static_cast<int>(w.parallel.devices_per_server)),
+                          static_cast<double>(c.bytes), cfg.chip.memory.hbm_bandwidth_gbps)
+            .seconds;
     collectives.push_back({{"name", c.name},
                            {"kind", c.kind},
                            {"pass", c.forward ? "forward" : "backward"},
@@ -440,7 +459,7 @@ RunOutcome run(const RunRequest& req) {
 
 OpProfile profile_ops(const RunRequest& req) {
   const SystemConfig cfg = load_config(req.config);
-  const workloads::Workload w = build_workload(req);
+  const workloads::Workload w = build_workload(req, cfg);
   const runtime::CompiledGraph g = compile_for(cfg, w);
   OpProfile p;
   std::map<std::string, std::size_t> at;
@@ -679,7 +698,7 @@ RunRequest quiet(RunRequest req) {
 
 std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome& on_n_devices) {
   if (req.devices <= 1) throw InputError("devices", "devices", "a scaling curve needs devices > 1");
-  const std::int64_t m = std::min(req.devices_per_server, req.devices);
+  const std::int64_t m = std::min(devices_per_server(req, load_config(req.config)), req.devices);
   std::vector<std::int64_t> counts;
   for (std::int64_t d = 1; d < m; d *= 2) counts.push_back(d);
   for (std::int64_t d = m; d < req.devices; d *= 2) counts.push_back(d);
@@ -694,11 +713,11 @@ std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome&
     if (d != req.devices) {
       RunRequest r = quiet(req);
       r.devices = d;
-      r.devices_per_server = std::min(req.devices_per_server, d);
+      r.devices_per_server = req.devices_per_server > 0 ? std::min(req.devices_per_server, d) : 0;
       r.steps_per_epoch = steps;
       if (d == 1) {
         r.all_reduce_fusion.clear();
-        r.devices_per_server = 8;
+        r.devices_per_server = 0;
       }
       r.rank_sets.clear();
       for (const auto& [rank, sets] : req.rank_sets)
@@ -729,7 +748,7 @@ std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& 
   if (req.devices <= 1) return std::vector<double>(on_n_devices.runs.size(), 1.0);
   RunRequest one = quiet(req);
   one.devices = 1;
-  one.devices_per_server = 8;
+  one.devices_per_server = 0;
   one.all_reduce_fusion.clear();
   one.rank_sets.clear();
   one.steps_per_epoch = on_n_devices.runs.empty()
@@ -750,7 +769,7 @@ FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
     throw InputError("devices", "devices", "fusion splits group AllReduces across devices; give devices > 1");
   if (stride < 1) throw InputError("stride", "stride", "must be a positive whole number");
   FusionAdvice advice;
-  const workloads::Workload w = build_workload(req);
+  const workloads::Workload w = build_workload(req, load_config(req.config));
   for (const auto& t : w.graph.tensors()) advice.gradients += t.role == workloads::TensorRole::Parameter;
   const std::int64_t n = advice.gradients;
   std::vector<std::vector<std::int64_t>> splits = {{}};

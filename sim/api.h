@@ -30,7 +30,7 @@ namespace ascendsim::sim {
 
 /// What to simulate. Errors about a field name it by the key in brackets (InputError::key()).
 struct RunRequest {
-  ConfigRequest config;             ///< chip preset, YAML file, overrides, config dir
+  ConfigRequest config;             ///< server and chip presets, YAML file, overrides, config dir
   std::string workload = "lenet5";  ///< [workload]
   /// [model] an ONNX file (workloads/onnx_import.h): the network, instead of `workload`
   std::string model;
@@ -63,7 +63,9 @@ struct RunRequest {
   /// [parameter_broadcast] broadcast the initialised parameters from rank 0 before training, as
   /// MindSpore does by default in DATA_PARALLEL mode
   bool parameter_broadcast = true;
-  std::int64_t devices_per_server = 8;  ///< [rank_table] devices of one server (a rank table's)
+  /// [rank_table] devices of one server: a rank table's; 0 the server preset's
+  /// (server.devices_per_server)
+  std::int64_t devices_per_server = 0;
   /// [rank_set] host.* and pipeline.* overrides ("key=value") for single ranks, over the run's
   /// configuration: a slower host or pipeline on one rank (a straggler)
   std::map<std::int64_t, std::vector<std::string>> rank_sets;
@@ -132,8 +134,9 @@ struct OpProfile {
 /// simulated; these are the times each task takes in a run).
 OpProfile profile_ops(const RunRequest& req);
 
-/// The request's workload at its batch size, with its default dataset (InputError if unknown).
-workloads::Workload request_workload(const RunRequest& req);
+/// The request's workload at its batch size, with its default dataset (InputError if unknown),
+/// its ranks placed on servers of the configuration's size.
+workloads::Workload request_workload(const RunRequest& req, const SystemConfig& cfg);
 
 /// Every statistic a run of the request reports, with its path below the run, unit and
 /// description (nothing is simulated).

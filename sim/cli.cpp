@@ -68,6 +68,7 @@ const char* kUsage =
     "  suite     run a suite of named runs (YAML) into a directory of reports\n"
     "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
+    "  servers   the server presets (host, link, devices, chip)\n"
     "  calibrate-host  measure this host's data-pipeline costs and write a host profile (--out)\n"
     "  make-image-folder  write an image folder of photo-like JPEGs (ImageNet-like sizes) for --dataset\n"
     "\n"
@@ -154,7 +155,10 @@ po::options_description common_options(Options& o) {
   po::options_description d("options");
   d.add_options()("help,h", "show this help")("workload,w", po::value(&o.workload)->default_value(o.workload),
                                               workload_help().c_str())(
-      "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset (`ascendsim chips`)")(
+      "server", po::value(&o.config.server),
+      "server preset (`ascendsim servers`): its host, link, HCCS networks, devices per host and chip (default "
+      "generic-x86)")("chip", po::value(&o.config.chip),
+                      "chip preset (`ascendsim chips`; default: the server's, ascend910 on generic-x86)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "model", po::value(&o.model),
@@ -759,12 +763,13 @@ int cmd_info(int argc, char* argv[]) {
   desc.add(parallel_options(o));
   if (!parse(argc, argv, desc, "info")) return 0;
   const SystemConfig cfg = load_config(o.request());
-  const workloads::Workload w = request_workload(make_request(o, {}));
+  const workloads::Workload w = request_workload(make_request(o, {}), cfg);
   const runtime::CompiledGraph g = compile_for(cfg, w);
 
   ordered_json j;
   j["workload"] = w.name;
   j["description"] = w.description;
+  j["server"] = cfg.server.name;
   j["chip"] = cfg.chip.name;
   j["batch_size"] = w.batch_size;
   j["parameters"] = workloads::parameter_count(w.graph);
@@ -824,6 +829,8 @@ int cmd_info(int argc, char* argv[]) {
     }
   }
   std::cout << fmt::format("{} — {}\n", w.name, w.description);
+  std::cout << fmt::format("  server                    {} ({} host cores, {} devices per host)\n", cfg.server.name,
+                           cfg.host.cpu_cores, cfg.server.devices_per_server);
   std::cout << fmt::format("  chip                      {}\n", cfg.chip.name);
   std::cout << fmt::format("  batch size                {}\n", w.batch_size);
   std::cout << fmt::format("  {:<25} {}\n", w.training ? "training" : "inference", w.recipe.describe());
@@ -896,7 +903,8 @@ int cmd_op(int argc, char* argv[]) {
   aicore::OpDesc d;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("type", po::value(&type)->required(), op_types_help().c_str())(
-      "chip", po::value(&o.config.chip)->default_value(o.config.chip), "chip preset")(
+      "server", po::value(&o.config.server), "server preset (`ascendsim servers`; default generic-x86)")(
+      "chip", po::value(&o.config.chip), "chip preset (default: the server's)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "dtype", po::value(&dtype)->default_value(dtype), "fp16 | fp32 | int8 (Cube ops: fp16 or int8)")(
@@ -1028,8 +1036,9 @@ int cmd_op(int argc, char* argv[]) {
 int cmd_params(int argc, char* argv[]) {
   Options o;
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")("chip", po::value(&o.config.chip)->default_value(o.config.chip),
-                                                 "show values of this preset")(
+  desc.add_options()("help,h", "show this help")("server", po::value(&o.config.server),
+                                                 "show values on this server preset (default generic-x86)")(
+      "chip", po::value(&o.config.chip), "show values of this chip preset (default: the server's)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "json", po::value(&o.json)->implicit_value("-"), "write them as JSON to FILE ('-' or no value: stdout)");
@@ -1052,11 +1061,11 @@ int cmd_params(int argc, char* argv[]) {
     write_output(o.json, j.dump(2) + "\n");
     return 0;
   }
-  std::cout << fmt::format("{:<34} {:>12} {:>12} {:<9} {:<18} {}\n", "parameter", o.config.chip, "built-in", "unit",
+  std::cout << fmt::format("{:<34} {:>12} {:>12} {:<9} {:<18} {}\n", "parameter", cfg.chip.name, "built-in", "unit",
                            "range", "description");
   for (std::size_t i = 0; i < ps.specs().size(); ++i) {
     const ParamSpec& s = ps.specs()[i];
-    if (s.key == "chip.description") continue;
+    if (s.key == "chip.description" || s.key == "server.description") continue;
     std::cout << fmt::format("{:<34} {:>12} {:>12} {:<9} {:<18} {}\n", s.key, ParamSet::value_string(s),
                              ParamSet::value_string(ds.specs()[i]), s.unit, ParamSet::range_string(s), s.description);
   }
@@ -1255,6 +1264,33 @@ int cmd_chips(int argc, char* argv[]) {
   return 0;
 }
 
+int cmd_servers(int argc, char* argv[]) {
+  po::options_description desc("options");
+  std::string json;
+  desc.add_options()("help,h", "show this help")("json", po::value(&json)->implicit_value("-"),
+                                                 "write them as JSON to FILE ('-' or no value: stdout)");
+  if (!parse(argc, argv, desc, "servers")) return 0;
+  const std::string dir = default_config_dir();
+  const auto names = server_presets(dir);
+  if (names.empty()) throw InputError("no server presets in " + dir + "/servers; set ASCENDSIM_CONFIG_DIR");
+  ordered_json j = ordered_json::object();
+  for (const auto& n : names) {
+    ConfigRequest req;
+    req.dir = dir;
+    req.server = n;
+    const SystemConfig cfg = load_config(req);
+    if (json.empty())
+      std::cout << fmt::format("{:<14} {} (chip {}, {} devices, {} host cores)\n", n, cfg.server.description,
+                               cfg.server.chip, cfg.server.devices_per_server, cfg.host.cpu_cores);
+    j[n] = {{"description", cfg.server.description},
+            {"chip", cfg.server.chip},
+            {"devices_per_server", cfg.server.devices_per_server},
+            {"host_cpu_cores", cfg.host.cpu_cores}};
+  }
+  if (!json.empty()) write_output(json, j.dump(2) + "\n");
+  return 0;
+}
+
 int cmd_make_image_folder(int argc, char* argv[]) {
   po::options_description desc("options");
   std::string dir;
@@ -1340,6 +1376,7 @@ int dispatch(const std::string& command, int argc, char* argv[]) {
   if (command == "advise-fusion") return cmd_advise_fusion(argc, argv);
   if (command == "params") return cmd_params(argc, argv);
   if (command == "chips") return cmd_chips(argc, argv);
+  if (command == "servers") return cmd_servers(argc, argv);
   if (command == "calibrate-host") return cmd_calibrate_host(argc, argv);
   if (command == "make-image-folder") return cmd_make_image_folder(argc, argv);
   if (command == "stats") return cmd_stats(argc, argv);

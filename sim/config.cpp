@@ -28,8 +28,17 @@ namespace ascendsim::sim {
 
 namespace fs = std::filesystem;
 
+void ServerConfig::declare(ParamSet& ps) {
+  ps.text("server.name", name, {}, "preset name of the server (`--server`)");
+  ps.text("server.description", description, {}, "one-line description of the server");
+  ps.text("server.chip", chip, {}, "the chip preset the server carries, used unless a chip is named");
+  ps.integer("server.devices_per_server", devices_per_server, "devices", 1, 8,
+             "devices one host feeds: a run's ranks fill servers of this many, each sharing its host's cores");
+}
+
 ParamSet bind_params(SystemConfig& cfg) {
   ParamSet ps;
+  cfg.server.declare(ps);
   ps.text("chip.name", cfg.chip.name, {}, "preset name of the chip");
   ps.text("chip.description", cfg.chip.description, {}, "one-line description of the chip");
   cfg.chip.aicore.declare(ps);
@@ -79,15 +88,20 @@ std::string trim(const std::string& s) {
 }
 }  // namespace
 
-std::vector<std::string> chip_presets(const std::string& dir_name) {
+namespace {
+std::vector<std::string> presets(const std::string& dir_name, const char* kind) {
   std::vector<std::string> names;
-  const fs::path dir = fs::path(dir_name) / "chips";
+  const fs::path dir = fs::path(dir_name) / kind;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
   std::sort(names.begin(), names.end());
   return names;
 }
+}  // namespace
+
+std::vector<std::string> chip_presets(const std::string& dir) { return presets(dir, "chips"); }
+std::vector<std::string> server_presets(const std::string& dir) { return presets(dir, "servers"); }
 
 namespace {
 
@@ -187,6 +201,10 @@ void check_combinations(const SystemConfig& cfg) {
     if (n.kib * 1024 < n.need_bytes)
       throw InputError(std::string(n.key) + " = " + std::to_string(n.kib) + " KiB cannot hold " + n.what + " (" +
                        std::to_string(n.need_bytes) + " B); raise it");
+  const std::int64_t group = cfg.chip.hccl.hccs_group_size, per_server = cfg.server.devices_per_server;
+  if (group < per_server && per_server % group != 0)
+    throw InputError("hccl.hccs_group_size " + std::to_string(group) + " does not divide server.devices_per_server " +
+                     std::to_string(per_server) + "; give a size whose groups fill the server");
   if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
     throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) +
                      " is not below pipeline.num_shards " + std::to_string(cfg.pipeline.num_shards));
@@ -195,34 +213,69 @@ void check_combinations(const SystemConfig& cfg) {
 SystemConfig load_config(const ConfigRequest& req) {
   SystemConfig cfg;
   ParamSet ps = bind_params(cfg);
-  if (req.dir.empty()) throw InputError("no configuration directory given (it holds host.yaml and chips/)");
+  if (req.dir.empty()) throw InputError("no configuration directory given (it holds host.yaml, servers/ and chips/)");
   if (!fs::is_directory(req.dir))
-    throw InputError("configuration directory " + req.dir + " does not exist (it holds host.yaml and chips/)");
+    throw InputError("configuration directory " + req.dir +
+                     " does not exist (it holds host.yaml, servers/ and chips/)");
   const fs::path dir(req.dir);
   const fs::path host = dir / "host.yaml";
   if (fs::exists(host)) apply_yaml_file(ps, host.string());
 
-  const fs::path chip = dir / "chips" / (req.chip + ".yaml");
-  if (!fs::is_regular_file(chip)) {
+  const auto listing = [](const std::vector<std::string>& names) {
     std::string known;
-    for (const auto& n : chip_presets(req.dir)) known += (known.empty() ? "" : ", ") + n;
-    throw InputError("unknown chip '" + req.chip + "' (presets in " + (dir / "chips").string() + ": " +
-                     (known.empty() ? "none found; set ASCENDSIM_CONFIG_DIR" : known) + ")");
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return known.empty() ? std::string("none found; set ASCENDSIM_CONFIG_DIR") : known;
+  };
+  // The server: the one named, else generic-x86 if the directory has it (a directory without
+  // servers/ keeps the built-in values).
+  const std::string server_name = req.server.empty() ? kDefaultServer : req.server;
+  const fs::path server = dir / "servers" / (server_name + ".yaml");
+  if (fs::is_regular_file(server)) {
+    apply_yaml_file(ps, server.string());
+    if (cfg.server.name != server_name)
+      throw InputError(server.string() + ": server.name is '" + cfg.server.name + "' but the file is the '" +
+                       server_name + "' preset");
+  } else if (!req.server.empty()) {
+    throw InputError("unknown server '" + req.server + "': no file " + server.string() + " (presets in " +
+                     (dir / "servers").string() + ": " + listing(server_presets(req.dir)) +
+                     "; `ascendsim servers` lists them)");
   }
+
+  const std::string chip_name = req.chip.empty() ? cfg.server.chip : req.chip;
+  const fs::path chip = dir / "chips" / (chip_name + ".yaml");
+  if (!fs::is_regular_file(chip)) {
+    const std::string whose = req.chip.empty() ? " (the chip of server " + cfg.server.name + ")" : "";
+    throw InputError("unknown chip '" + chip_name + "'" + whose + " (presets in " + (dir / "chips").string() + ": " +
+                     listing(chip_presets(req.dir)) + ")");
+  }
+  const ServerConfig before_chip = cfg.server;
   apply_yaml_file(ps, chip.string());
-  if (cfg.chip.name != req.chip)
-    throw InputError(chip.string() + ": chip.name is '" + cfg.chip.name + "' but the file is the '" + req.chip +
+  if (cfg.server.name != before_chip.name || cfg.server.chip != before_chip.chip)
+    throw InputError(chip.string() + ": a chip preset does not name a server or its chip (server.name, server.chip)");
+  if (cfg.chip.name != chip_name)
+    throw InputError(chip.string() + ": chip.name is '" + cfg.chip.name + "' but the file is the '" + chip_name +
                      "' preset");
-  // The chip's name is the preset's: a configuration file or an override changes parameters, it
-  // does not relabel the hardware.
+  // The chip's and the server's names are the presets': a configuration file or an override
+  // changes parameters, it does not relabel the hardware.
   const auto renamed = [&](const std::string& origin, const std::string& key) {
+    if (key.rfind("server.", 0) == 0)
+      return InputError(origin, key,
+                        key + " is the server preset's and cannot be set; choose the server with its preset (" +
+                            server_name + " is in use; `ascendsim servers` lists them) and the chip with --chip");
     return InputError(origin, key,
-                      "chip.name is the preset's name and cannot be set; choose the chip with its preset (" + req.chip +
-                          " is in use; `ascendsim chips` lists them)");
+                      "chip.name is the preset's name and cannot be set; choose the chip with its preset (" +
+                          chip_name + " is in use; `ascendsim chips` lists them)");
+  };
+  const std::string server_chip = cfg.server.chip;
+  const auto relabelled = [&]() -> std::string {
+    if (cfg.chip.name != chip_name) return "chip.name";
+    if (cfg.server.name != server_name) return "server.name";
+    if (cfg.server.chip != server_chip) return "server.chip";
+    return "";
   };
   if (!req.config_file.empty()) {
     apply_yaml_file(ps, req.config_file);
-    if (cfg.chip.name != req.chip) throw renamed(req.config_file, "chip.name");
+    if (const std::string key = relabelled(); !key.empty()) throw renamed(req.config_file, key);
   }
   for (const auto& s : req.sets) {
     const auto eq = s.find('=');
@@ -233,7 +286,7 @@ SystemConfig load_config(const ConfigRequest& req) {
       throw InputError(
           override_origin(s), trim(key),
           "spaces around the key or value; write key=value without them, e.g. " + trim(key) + "=" + trim(value));
-    if (key == "chip.name") throw renamed(override_origin(s), key);
+    if (key == "chip.name" || key == "server.name" || key == "server.chip") throw renamed(override_origin(s), key);
     ps.set(key, value, override_origin(s));
   }
   check_combinations(cfg);

@@ -1,8 +1,10 @@
 // The typed configuration tree of a simulated system and its loading from YAML presets.
 //
-// Precedence, lowest first: built-in defaults (the ascend910 values), configs/host.yaml, the chip
-// preset configs/chips/<chip>.yaml, --config FILE, then each --set key=value in order. Unknown
-// keys, wrong types and out-of-range values are rejected naming the file (and line) and key.
+// Precedence, lowest first: built-in defaults (the ascend910 values), configs/host.yaml, the server
+// preset configs/servers/<server>.yaml (generic-x86 unless one is named), the chip preset
+// configs/chips/<chip>.yaml (the one named, else the server's `server.chip`), --config FILE, then
+// each --set key=value in order. Unknown keys, wrong types and out-of-range values are rejected
+// naming the file (and line) and key.
 #pragma once
 
 #include <string>
@@ -26,7 +28,19 @@ struct ChipConfig {
   aicpu::HcclConfig hccl;
 };
 
+/// The machine the chips sit in: which chip and how many of them one host feeds. Its host's and
+/// link's values are the `host` and `link` sections a server preset sets.
+struct ServerConfig {
+  std::string name = "generic-x86";
+  std::string description = "generic dual-socket x86 host (32 cores), 8 devices on PCIe 4.0 x16, one HCCS ring";
+  std::string chip = "ascend910";       ///< the chip preset it carries (unless a chip is named)
+  std::int64_t devices_per_server = 8;  ///< devices one host feeds (a rank table's servers override it)
+
+  void declare(ParamSet& ps);
+};
+
 struct SystemConfig {
+  ServerConfig server;
   ChipConfig chip;
   hostif::LinkConfig link;
   runtime::HostConfig host;
@@ -37,8 +51,9 @@ struct SystemConfig {
 ParamSet bind_params(SystemConfig& cfg);
 
 struct ConfigRequest {
-  std::string dir;  ///< holds host.yaml and chips/ (see default_config_dir())
-  std::string chip = "ascend910";
+  std::string dir;                ///< holds host.yaml, servers/ and chips/ (see default_config_dir())
+  std::string server;             ///< server preset; "" generic-x86 (none if servers/ lacks it: the built-in values)
+  std::string chip;               ///< chip preset; "" the server's chip
   std::string config_file;        ///< optional user YAML
   std::vector<std::string> sets;  ///< "key=value"; an error names it as "override key=value"
 };
@@ -51,6 +66,10 @@ std::string override_origin(const std::string& set);
 std::string default_config_dir();
 /// Preset names found in dir/chips.
 std::vector<std::string> chip_presets(const std::string& dir);
+/// Preset names found in dir/servers.
+std::vector<std::string> server_presets(const std::string& dir);
+/// The server preset used when none is named.
+inline constexpr const char* kDefaultServer = "generic-x86";
 /// Loads and checks a configuration; throws InputError naming file, key and reason.
 SystemConfig load_config(const ConfigRequest& req);
 /// Rejects combinations no run can use (buffers too small for one tile, a shard id out of range).

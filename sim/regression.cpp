@@ -96,6 +96,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.parameter_broadcast = b == "true";
     } else if (key == "chip") {
       r.config.chip = scalar(v, at, key);
+    } else if (key == "server") {
+      r.config.server = scalar(v, at, key);
     } else if (key == "dataset") {
       r.dataset = scalar(v, at, key);
     } else if (key == "dataset_index") {
@@ -126,7 +128,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
                        "devices, rank_table, "
-                       "all_reduce_fusion, parameter_broadcast, chip, "
+                       "all_reduce_fusion, parameter_broadcast, server, chip, "
                        "dataset, dataset_index, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }

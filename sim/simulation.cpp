@@ -189,7 +189,15 @@ runtime::RunResult Simulation::result(std::size_t index) {
                        {"gbps", h.config().roce_bandwidth_gbps},
                        {"bytes", h.roce_bytes()},
                        {"busy_s", h.roce_busy_s()},
-                       {"utilisation", h.roce_utilisation(r.sim_time_s)}}}};
+                       {"utilisation", h.roce_utilisation(r.sim_time_s)}}},
+                     {"hccs_networks",  // a server's HCCS networks and the PCIe paths between them
+                      {{"per_server", h.networks_per_server()},
+                       {"devices", h.per_server() / h.networks_per_server()},
+                       {"pcie_paths", h.pcie_paths()},
+                       {"pcie_gbps", h.config().pcie_bandwidth_gbps},
+                       {"pcie_bytes", h.pcie_bytes()},
+                       {"pcie_busy_s", h.pcie_busy_s()},
+                       {"pcie_utilisation", h.pcie_utilisation(r.sim_time_s)}}}};
   // The PCIe switches' uplinks to the host: bytes and utilisation, host to device.
   double up_bytes = 0, up_busy = 0;
   for (const auto& u : run.h2d_uplinks) {

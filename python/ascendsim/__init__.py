@@ -28,7 +28,7 @@ from . import _ascendsim
 
 __all__ = [
     "InputError", "RunError", "Report", "SweepResult", "STRATEGIES",
-    "train", "compare", "info", "op", "params", "chips", "sweep", "cli",
+    "train", "compare", "info", "op", "params", "chips", "servers", "sweep", "cli",
 ]
 
 STRATEGIES: Tuple[str, ...] = ("non-sink", "data-sink", "graph-sink", "loop-sink")
@@ -113,6 +113,16 @@ def _strategy(strategy: Optional[str], dataset_sink_mode: Optional[bool]) -> Opt
     return "loop-sink" if dataset_sink_mode else "non-sink"
 
 
+def _preset_args(server: Optional[str], chip: Optional[str]) -> List[Any]:
+    """The server preset (default generic-x86) and the chip (default: the server's)."""
+    a: List[Any] = []
+    if server is not None:
+        a += ["--server", server]
+    if chip is not None:
+        a += ["--chip", chip]
+    return a
+
+
 def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss: Optional[str]) -> List[Any]:
     """The network: a built-in workload, or an ONNX file (``model``, docs/onnx.md) instead."""
     a: List[Any] = ["--workload", workload] if model is None else ["--model", model]
@@ -124,7 +134,8 @@ def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss
 
 
 def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
-              steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
+              steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
+              chip: Optional[str] = None,
               overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
               config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
               rank_table: Optional[str] = None, amp_level: Optional[str] = None,
@@ -134,7 +145,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
               keep_batchnorm_fp32: Optional[bool] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
-    a += ["--epochs", epochs, "--sink-size", sink_size, "--chip", chip, "--devices", devices]
+    a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
     if keep_batchnorm_fp32 is not None:
         a += ["--keep-batchnorm-fp32", "true" if keep_batchnorm_fp32 else "false"]
     if batch_size is not None:
@@ -176,7 +187,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
 
 def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_sink_mode: Optional[bool] = None,
           sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
-          steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
+          steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
+          chip: Optional[str] = None,
           overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None, config: Optional[str] = None,
           all_reduce_fusion: Optional[Sequence[int]] = None, rank_table: Optional[str] = None,
           amp_level: Optional[str] = None, loss_scale: Optional[float] = None, functional: bool = False,
@@ -197,7 +209,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         raise InputError("train needs strategy= or dataset_sink_mode=")
     return Report(cli("train", "--strategy", s, *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
-        devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
+        devices=devices, server=server, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
@@ -205,7 +217,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
-            steps_per_epoch: Optional[int] = None, devices: int = 1, chip: str = "ascend910",
+            steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
+          chip: Optional[str] = None,
             overrides: Optional[Mapping[str, Any]] = None, dataset: Optional[str] = None,
             config: Optional[str] = None, all_reduce_fusion: Optional[Sequence[int]] = None,
             rank_table: Optional[str] = None, amp_level: Optional[str] = None,
@@ -217,19 +230,20 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
-        devices=devices, chip=chip, overrides=overrides, dataset=dataset, config=config,
+        devices=devices, server=server, chip=chip, overrides=overrides, dataset=dataset, config=config,
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
 
 
-def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, chip: str = "ascend910",
+def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,
+         chip: Optional[str] = None,
          overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
          model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
     (``ascendsim info --json``)."""
-    a = ["info", *_network_args(workload, model, mode, loss), "--chip", chip]
+    a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
     if batch_size is not None:
         a += ["--batch-size", batch_size]
     if amp_level is not None:
@@ -239,11 +253,11 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, chip: st
     return json.loads(cli(*a, "--json", "-"))
 
 
-def op(type: str, *, chip: str = "ascend910", overrides: Optional[Mapping[str, Any]] = None,
-       **dims: Any) -> Dict[str, Any]:
+def op(type: str, *, server: Optional[str] = None, chip: Optional[str] = None,
+       overrides: Optional[Mapping[str, Any]] = None, **dims: Any) -> Dict[str, Any]:
     """One op on the AI cores (``ascendsim op --type TYPE --json``); ``dims`` are its options
     with ``_`` for ``-`` (e.g. ``op("MatMul", m=1024, k=1024, n=1024)``)."""
-    a: List[Any] = ["op", "--type", type, "--chip", chip]
+    a: List[Any] = ["op", "--type", type, *_preset_args(server, chip)]
     for key, value in dims.items():
         a += [f"--{key.replace('_', '-')}", value]
     for key, value in (overrides or {}).items():
@@ -251,9 +265,10 @@ def op(type: str, *, chip: str = "ascend910", overrides: Optional[Mapping[str, A
     return json.loads(cli(*a, "--json", "-"))
 
 
-def params(chip: str = "ascend910") -> Dict[str, Dict[str, Any]]:
-    """Every configuration parameter of a chip preset: value, unit, range, description."""
-    return json.loads(cli("params", "--chip", chip, "--json", "-"))
+def params(chip: Optional[str] = None, *, server: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
+    """Every configuration parameter of a chip preset on a server preset (default: generic-x86 and
+    its chip): value, unit, range, description."""
+    return json.loads(cli("params", *_preset_args(server, chip), "--json", "-"))
 
 
 def chips() -> Dict[str, str]:
@@ -261,10 +276,15 @@ def chips() -> Dict[str, str]:
     return json.loads(cli("chips", "--json", "-"))
 
 
+def servers() -> Dict[str, Dict[str, Any]]:
+    """The server presets: description, chip, devices per server and host cores of each."""
+    return json.loads(cli("servers", "--json", "-"))
+
+
 # Sweeps ------------------------------------------------------------------------------------------
 
 #: Grid keys that are arguments of train()/compare(); any other key with a dot is a parameter.
-RUN_KEYS = ("sink_size", "epochs", "batch_size", "steps_per_epoch", "devices", "chip", "dataset",
+RUN_KEYS = ("sink_size", "epochs", "batch_size", "steps_per_epoch", "devices", "server", "chip", "dataset",
             "all_reduce_fusion", "amp_level", "loss_scale", "workload", "eval_every", "model", "mode")
 
 

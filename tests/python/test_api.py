@@ -126,6 +126,20 @@ def test_info_op_params_and_chips():
     assert set(ascendsim.chips()) >= {"ascend910", "ascend310"}
 
 
+def test_the_server_keyword_picks_the_preset_and_reports_it():
+    servers = ascendsim.servers()
+    assert servers["atlas800-9000"]["host_cpu_cores"] == 192 and servers["atlas800-9000"]["chip"] == "ascend910"
+    assert servers["generic-x86"]["host_cpu_cores"] == 32
+    assert ascendsim.info("lenet5", server="atlas800-9000")["server"] == "atlas800-9000"
+    assert ascendsim.params(server="atlas800-9000")["host.cpu_cores"]["value"] == 192
+    r = ascendsim.train("lenet5", "loop-sink", steps_per_epoch=20, server="atlas800-9000")
+    assert r.to_json() == cli_stdout("train", "--workload", "lenet5", "--strategy", "loop-sink", "--steps-per-epoch",
+                                     20, "--server", "atlas800-9000", "--json", "-", "-q")
+    assert r.to_dict()["config"]["server"]["name"] == "atlas800-9000"
+    with pytest.raises(ascendsim.InputError, match="unknown server 'atlas900'.*atlas800-9000, generic-x86"):
+        ascendsim.train("lenet5", "loop-sink", server="atlas900")
+
+
 def test_a_report_becomes_a_dataframe():
     df = ascendsim.compare("lenet5", steps_per_epoch=20).to_dataframe()
     assert list(df["strategy"]) == list(ascendsim.STRATEGIES)

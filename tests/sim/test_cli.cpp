@@ -578,7 +578,7 @@ TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
   // line under the header.
   EXPECT_THAT(r.out, HasSubstr("\ntraining: amp O0, loss scale 1; data: synthetic mnist-idx, 60000 samples; "
                                "map calls (workers): Map(TypeCast) x8 > Map(Resize) x8 > Map(Rescale) x8"));
-  EXPECT_THAT(r.out, HasSubstr("Map(HWC2CHW) x8; host: 32 cores, cache none\n"));
+  EXPECT_THAT(r.out, HasSubstr("Map(HWC2CHW) x8; server generic-x86: host 32 cores, cache none\n"));
   const Result help = run("compare --help");
   EXPECT_THAT(help.out, HasSubstr("default 8)"));
   EXPECT_THAT(help.out, HasSubstr("1900 s)"));
