@@ -119,7 +119,7 @@ Solution solve(Evaluator& model, const std::vector<Figure>& figures, const std::
     return s;
   };
   for (;;) {
-    if (cost <= 1e-24) return finish("the figures are reproduced");
+    if (cost <= options.reproduced) return finish("the figures are reproduced");
     if (s.iterations >= options.max_iterations) {
       s.capped = true;
       return finish(fmt::format("stopped at the iteration cap ({})", options.max_iterations));

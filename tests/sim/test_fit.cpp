@@ -53,15 +53,17 @@ TEST(Fit, RecoversKnownParametersFromElsewhereInTheBounds) {
   const Result r = calibrate(model, figures, params, Options{});
   ASSERT_EQ(r.parameters.size(), 2u);
   EXPECT_TRUE(r.parameters[0].fitted && r.parameters[1].fitted);
-  EXPECT_NEAR(r.parameters[0].value, 3.0, 3.0 * 1e-9);
-  EXPECT_NEAR(r.parameters[1].value, 0.2, 0.2 * 1e-9);
+  // Stopped once the figures are reproduced to 1e-7 each (Options::reproduced).
+  EXPECT_LE(r.all.cost, Options{}.reproduced);
+  EXPECT_NEAR(r.parameters[0].value, 3.0, 3.0 * 1e-6);
+  EXPECT_NEAR(r.parameters[1].value, 0.2, 0.2 * 1e-6);
   EXPECT_EQ(r.parameters[0].bound, Bound::None);
   EXPECT_FALSE(r.all.capped);
   for (const auto& f : r.figures) {
-    EXPECT_NEAR(f.fit_error(), 0, 1e-9) << f.figure.id;
+    EXPECT_NEAR(f.fit_error(), 0, 1e-7) << f.figure.id;
     // Consistent figures: each is predicted by the other two as well.
     ASSERT_TRUE(f.loo_error()) << f.figure.id;
-    EXPECT_NEAR(*f.loo_error(), 0, 1e-7) << f.figure.id;
+    EXPECT_NEAR(*f.loo_error(), 0, 1e-6) << f.figure.id;
     EXPECT_NE(f.start_error(), 0);
   }
 }
@@ -128,8 +130,8 @@ TEST(Fit, AParameterThatMovesOneFigureIsNotFitted) {
   EXPECT_EQ(r.parameters[2].note, "only F2 moves it");
   EXPECT_EQ(r.parameters[2].value, 1.0);
   EXPECT_EQ(r.all.values[2], 1.0);
-  EXPECT_NEAR(r.parameters[0].value, 3.0, 1e-8);
-  EXPECT_NEAR(r.parameters[1].value, 0.2, 1e-9);
+  EXPECT_NEAR(r.parameters[0].value, 3.0, 3.0 * 1e-6);
+  EXPECT_NEAR(r.parameters[1].value, 0.2, 0.2 * 1e-6);
   // The screen's figure: c over [0.1, 10] moves F2 by 5 * 9.9 / F2's start.
   EXPECT_NEAR(r.parameters[2].moves[2], 5 * 9.9 / r.figures[2].start, 1e-12);
   EXPECT_EQ(r.parameters[2].moves[0], 0);
