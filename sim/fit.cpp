@@ -163,7 +163,7 @@ Solution solve(Evaluator& model, const std::vector<Figure>& figures, const std::
     bool accepted = false;
     double improvement = 0;
     while (!accepted) {
-      if (lambda > 1e10) return finish("no further decrease (the figures' resolution)");
+      if (lambda > 1e4) return finish("no further decrease (the figures' resolution)");
       const std::size_t q = act.size();
       std::vector<std::vector<double>> sys(q, std::vector<double>(q));
       std::vector<double> rhs(q), d;

@@ -75,16 +75,18 @@ TEST(Fit, LeaveOneOutMatchesTheClosedForm) {
   // -0.7 (x = 6/20), -7/17 (x = 5/17), +1.4 (x = 3/5).
   Linear model({{1.0}, {2.0}, {4.0}}, {0, 0, 0});
   const std::vector<Figure> figures{{"w1", 1, true}, {"w2", 1, true}, {"w4", 1, true}};
+  // (The default stop, an improvement below 1e-6 of the sum of squares, leaves the values within
+  // about 1e-7 of the minimiser.)
   const Result r = calibrate(model, figures, {{"x", 0.01, 10, 1.0}}, Options{});
-  EXPECT_NEAR(r.parameters[0].value, 1.0 / 3, 1e-9);
-  EXPECT_NEAR(r.all.cost, 2.0 / 3 * 2.0 / 3 + 1.0 / 3 * 1.0 / 3 + 1.0 / 3 * 1.0 / 3, 1e-12);
+  EXPECT_NEAR(r.parameters[0].value, 1.0 / 3, 1e-6);
+  EXPECT_NEAR(r.all.cost, 2.0 / 3 * 2.0 / 3 + 1.0 / 3 * 1.0 / 3 + 1.0 / 3 * 1.0 / 3, 1e-10);
   const double expected[] = {-0.7, -7.0 / 17, 1.4};
   const double x_without[] = {0.3, 5.0 / 17, 0.6};
   for (std::size_t k = 0; k < 3; ++k) {
     ASSERT_TRUE(r.figures[k].loo_error());
-    EXPECT_NEAR(*r.figures[k].loo_error(), expected[k], 1e-8) << figures[k].id;
-    EXPECT_NEAR(r.figures[k].loo_values[0], x_without[k], 1e-9) << figures[k].id;
-    EXPECT_NEAR(r.figures[k].fit_error(), (k == 0 ? 1.0 : k == 1 ? 2.0 : 4.0) / 3 - 1, 1e-9);
+    EXPECT_NEAR(*r.figures[k].loo_error(), expected[k], 1e-6) << figures[k].id;
+    EXPECT_NEAR(r.figures[k].loo_values[0], x_without[k], 1e-6) << figures[k].id;
+    EXPECT_NEAR(r.figures[k].fit_error(), (k == 0 ? 1.0 : k == 1 ? 2.0 : 4.0) / 3 - 1, 1e-6);
   }
 }
 
@@ -107,7 +109,7 @@ TEST(Fit, AParameterStaysInsideItsBoundsAndSaysWhenItHitsOne) {
       num += a[j][1] * (p - base) / (p * p);
       den += a[j][1] * a[j][1] / (p * p);
     }
-    EXPECT_NEAR(r.parameters[1].value, num / den, 1e-7 * num / den) << truth;
+    EXPECT_NEAR(r.parameters[1].value, num / den, 1e-5 * num / den) << truth;
     EXPECT_EQ(r.parameters[1].bound, Bound::None);
     // Every evaluation, the screen's and every refit's, stayed inside the bounds.
     for (const auto& [j, x] : model.seen) {
