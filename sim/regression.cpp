@@ -755,7 +755,7 @@ std::string calibration_table(const Calibration& c) {
             p.fitted ? fmt::format("{:.4g}", p.value) : "-", fmt::format("{:g}", p.parameter.min),
             fmt::format("{:g}", p.parameter.max), note});
   }
-  out += pt.render() + "\n";
+  const std::string parameters_table = pt.render();
   // How much each fitted figure moves over each parameter's bounds (the screen).
   std::vector<std::string> head{"moves over the bounds"};
   for (const auto& fr : r.figures)
@@ -767,7 +767,7 @@ std::string calibration_table(const Calibration& c) {
       if (r.figures[j].figure.fitted) row.push_back(pct(p.moves[j]));
     mt.add(row);
   }
-  out += mt.render() + "\n";
+  const std::string moves_table = mt.render();
   runtime::TextTable ft({"figure", "published", "at start", "error", "fitted", "error", "left out"});
   for (std::size_t j = 0; j < r.figures.size(); ++j) {
     const auto& fr = r.figures[j];
@@ -791,6 +791,7 @@ std::string calibration_table(const Calibration& c) {
             fmt::format("{:.4g}{}", fr.at_fit, unit), pct(fr.moved_by()) + (flag ? " !" : ""), pct(fr.fit_error())});
   }
   if (others) out += "\n" + ot.render();
+  out += "\n" + parameters_table + "\n" + moves_table;
   out += fmt::format("\nfit to {}: {}; {} iteration(s), sum of squared errors {:.4g}; {} simulations ({} repeated "
                      "ones answered from the cache)\n",
                      fitted_ids(c), r.all.stop, r.all.iterations, r.all.cost, r.evaluations, r.cache_hits);
