@@ -1180,7 +1180,9 @@ int cmd_calibrate(int argc, char* argv[]) {
       "out", po::value(&out), "write the fitted values as a configuration fragment (YAML, for --config) to FILE")(
       "quiet,q", po::bool_switch(&quiet), "no progress on stderr");
   if (!parse(argc, argv, desc, "calibrate")) return 0;
-  if (fit.empty()) throw InputError("--fit: give the parameter keys to fit (1 to 4), e.g. --fit host.map_op_overhead_us,host.decode_ns_per_pixel");
+  if (fit.empty())
+    throw InputError(
+        "--fit: give the parameter keys to fit (1 to 4), e.g. --fit host.map_op_overhead_us,host.decode_ns_per_pixel");
   if (req.options.max_iterations < 1 || req.options.max_iterations > 1000)
     throw InputError("--max-iterations " + std::to_string(req.options.max_iterations) + ": give 1 to 1000");
   req.fit = comma_list(fit);

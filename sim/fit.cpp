@@ -78,7 +78,8 @@ struct LogSpace {
 
 std::string describe(const std::vector<Parameter>& params, const std::vector<double>& values) {
   std::string s;
-  for (std::size_t i = 0; i < params.size(); ++i) s += fmt::format("{}{}={:.6g}", i ? " " : "", params[i].key, values[i]);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    s += fmt::format("{}{}={:.6g}", i ? " " : "", params[i].key, values[i]);
   return s;
 }
 
@@ -224,7 +225,8 @@ Result calibrate(Evaluator& model, const std::vector<Figure>& figures, const std
     FigureResult fr;
     fr.figure = f;
     fr.start = cached.simulate(res.figures.size(), starts);
-    if (!(fr.start > 0)) throw InputError(f.id + ": simulated " + fmt::format("{:g}", fr.start) + "; a fitted figure is positive");
+    if (!(fr.start > 0))
+      throw InputError(f.id + ": simulated " + fmt::format("{:g}", fr.start) + "; a fitted figure is positive");
     res.figures.push_back(fr);
   }
   // The screen: each parameter over its whole bounds, the others at their start.
@@ -268,7 +270,7 @@ Result calibrate(Evaluator& model, const std::vector<Figure>& figures, const std
     const double range = std::log(pr.parameter.max) - std::log(pr.parameter.min), at = std::log(pr.value);
     pr.bound = at - std::log(pr.parameter.min) <= 1e-6 * range   ? Bound::Lower
                : std::log(pr.parameter.max) - at <= 1e-6 * range ? Bound::Upper
-                                                                : Bound::None;
+                                                                 : Bound::None;
   }
   for (std::size_t j = 0; j < figures.size(); ++j) res.figures[j].at_fit = cached.simulate(j, res.all.values);
   if (in_fit.size() > free.size()) {
@@ -281,8 +283,8 @@ Result calibrate(Evaluator& model, const std::vector<Figure>& figures, const std
       res.figures[k].loo_values = s.values;
     }
   } else {
-    res.loo_note = fmt::format("leave-one-out needs more figures than fitted parameters ({} and {})", in_fit.size(),
-                               free.size());
+    res.loo_note =
+        fmt::format("leave-one-out needs more figures than fitted parameters ({} and {})", in_fit.size(), free.size());
   }
   res.evaluations = cached.evaluations();
   res.cache_hits = cached.hits();

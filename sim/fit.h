@@ -50,9 +50,9 @@ struct Figure {
 };
 
 struct Options {
-  int max_iterations = 30;           ///< Levenberg-Marquardt iterations per fit (each a Jacobian)
+  int max_iterations = 30;        ///< Levenberg-Marquardt iterations per fit (each a Jacobian)
   double min_improvement = 1e-6;  ///< stop when an accepted step lowers the sum of squares by less than this share
-  double fd_step = 1e-3;             ///< finite-difference step, as a share of the parameter's log-range
+  double fd_step = 1e-3;          ///< finite-difference step, as a share of the parameter's log-range
   double sensitivity_threshold = 0.01;  ///< a figure "moves" when it changes by more than this share over the bounds
   double reproduced = 1e-14;  ///< stop when the sum of squared relative errors is below this (1e-7 per figure)
   std::function<void(const std::string&)> progress;  ///< optional: a line per fit and iteration

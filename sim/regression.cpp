@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -342,15 +342,15 @@ double number(const YAML::Node& n, const std::string& at, const std::string& key
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != s.size() || s.empty() || !std::isfinite(v)) throw InputError(at + ": '" + key + "' expects a number, got '" + s + "'");
+  if (used != s.size() || s.empty() || !std::isfinite(v))
+    throw InputError(at + ": '" + key + "' expects a number, got '" + s + "'");
   return v;
 }
 
 /// The `fit:` section: per parameter key, min, max and why.
 std::vector<FitBounds> parse_fit_bounds(const YAML::Node& fit, const std::string& path, const std::string& config_dir) {
   const std::string at0 = path + ":" + std::to_string(fit.Mark().line + 1);
-  if (!fit.IsMap())
-    throw InputError(at0 + ": 'fit' is a mapping of parameter keys to {min, max, why}");
+  if (!fit.IsMap()) throw InputError(at0 + ": 'fit' is a mapping of parameter keys to {min, max, why}");
   (void)config_dir;
   SystemConfig cfg;
   ParamSet ps = bind_params(cfg);
@@ -391,8 +391,8 @@ std::vector<FitBounds> parse_fit_bounds(const YAML::Node& fit, const std::string
     if (!has_min || !has_max || b.why.empty())
       throw InputError(at + ": give min, max and why (the physical reasoning for the range)");
     if (!(b.min > 0) || !(b.max > b.min))
-      throw InputError(at + fmt::format(": min {:g}, max {:g}: give 0 < min < max (the fit works on the logarithm)",
-                                        b.min, b.max));
+      throw InputError(
+          at + fmt::format(": min {:g}, max {:g}: give 0 < min < max (the fit works on the logarithm)", b.min, b.max));
     if (b.min < spec->min || b.max > spec->max)
       throw InputError(at + fmt::format(": [{:g}, {:g}] leaves the parameter's range {}", b.min, b.max,
                                         ParamSet::range_string(*spec)));
@@ -632,8 +632,8 @@ Calibration calibrate(const CalibrationRequest& req) {
   // The parameters: known, real, at most four, each with bounds in the file.
   if (req.fit.empty()) throw InputError("--fit: give the parameter keys to fit (1 to 4), e.g. host.map_op_overhead_us");
   if (req.fit.size() > 4)
-    throw InputError(fmt::format("--fit {}: {} parameters; at most four are fitted jointly", joined(req.fit),
-                                 req.fit.size()));
+    throw InputError(
+        fmt::format("--fit {}: {} parameters; at most four are fitted jointly", joined(req.fit), req.fit.size()));
   SystemConfig probe;
   ParamSet ps = bind_params(probe);
   for (std::size_t i = 0; i < req.fit.size(); ++i) {
@@ -648,8 +648,8 @@ Calibration calibrate(const CalibrationRequest& req) {
     }
     if (spec->type != ParamType::Real)
       throw InputError("--fit " + key + ": not a real-valued parameter; calibrate fits real-valued ones");
-    const auto b = std::find_if(c.file.bounds.begin(), c.file.bounds.end(),
-                                [&](const FitBounds& x) { return x.key == key; });
+    const auto b =
+        std::find_if(c.file.bounds.begin(), c.file.bounds.end(), [&](const FitBounds& x) { return x.key == key; });
     if (b == c.file.bounds.end())
       throw InputError("--fit " + key + ": " + path +
                        " gives no bounds for it; add it to the file's `fit:` section with min, max and why");
@@ -703,9 +703,10 @@ Calibration calibrate(const CalibrationRequest& req) {
       if (std::find(ids.begin(), ids.end(), f.id) == ids.end()) continue;
       const double v = configured_value(f, p.key);
       if (!first && v != p.start)
-        throw InputError(fmt::format("--fit {}: {:g} in {}'s configuration and {:g} in {}'s; a fitted parameter has "
-                                     "one value",
-                                     p.key, p.start, first_id, v, f.id));
+        throw InputError(
+            fmt::format("--fit {}: {:g} in {}'s configuration and {:g} in {}'s; a fitted parameter has "
+                        "one value",
+                        p.key, p.start, first_id, v, f.id));
       if (first) first_id = f.id;
       p.start = v;
       first = false;
@@ -731,9 +732,10 @@ Calibration calibrate(const CalibrationRequest& req) {
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!(params[i].start >= params[i].min && params[i].start <= params[i].max))
-      throw InputError(fmt::format("--fit {}: the start {:g} lies outside its bounds [{:g}, {:g}] in {}; give --start "
-                                   "{}=VALUE inside them or widen the bounds",
-                                   params[i].key, params[i].start, params[i].min, params[i].max, path, params[i].key));
+      throw InputError(
+          fmt::format("--fit {}: the start {:g} lies outside its bounds [{:g}, {:g}] in {}; give --start "
+                      "{}=VALUE inside them or widen the bounds",
+                      params[i].key, params[i].start, params[i].min, params[i].max, path, params[i].key));
   FigureModel model(c.figures, req.fit);
   c.result = fit::calibrate(model, figs, params, req.options);
   return c;
@@ -748,7 +750,7 @@ std::string calibration_table(const Calibration& c) {
   runtime::TextTable pt({"parameter", "unit", "start", "fitted", "min", "max", "note"}, {1, 6});
   for (std::size_t i = 0; i < r.parameters.size(); ++i) {
     const auto& p = r.parameters[i];
-    std::string note = !p.fitted                            ? "not fitted: " + p.note
+    std::string note = !p.fitted                     ? "not fitted: " + p.note
                        : p.bound == fit::Bound::None ? ""
                                                      : std::string("at its ") + bound_word(p.bound) + " bound";
     pt.add({p.parameter.key, c.units[i], fmt::format("{:.4g}", p.parameter.start),
@@ -792,9 +794,10 @@ std::string calibration_table(const Calibration& c) {
   }
   if (others) out += "\n" + ot.render();
   out += "\n" + parameters_table + "\n" + moves_table;
-  out += fmt::format("\nfit to {}: {}; {} iteration(s), sum of squared errors {:.4g}; {} simulations ({} repeated "
-                     "ones answered from the cache)\n",
-                     fitted_ids(c), r.all.stop, r.all.iterations, r.all.cost, r.evaluations, r.cache_hits);
+  out += fmt::format(
+      "\nfit to {}: {}; {} iteration(s), sum of squared errors {:.4g}; {} simulations ({} repeated "
+      "ones answered from the cache)\n",
+      fitted_ids(c), r.all.stop, r.all.iterations, r.all.cost, r.evaluations, r.cache_hits);
   for (const auto& p : r.parameters)
     if (p.fitted && p.bound != fit::Bound::None)
       out += fmt::format("{} is at its {} bound: the figures ask for a value the bounds ({}) call implausible\n",
@@ -899,7 +902,7 @@ std::string calibration_yaml(const Calibration& c) {
     items.push_back(std::move(it));
   }
   std::function<void(const std::vector<const Item*>&, std::size_t)> emit = [&](const std::vector<const Item*>& group,
-                                                                                std::size_t depth) {
+                                                                               std::size_t depth) {
     std::vector<std::string> order;
     for (const Item* it : group)
       if (std::find(order.begin(), order.end(), it->path[depth]) == order.end()) order.push_back(it->path[depth]);

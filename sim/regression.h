@@ -113,8 +113,8 @@ struct CalibrationRequest {
 
 struct Calibration {
   FiguresFile file;
-  std::vector<FitBounds> bounds;     ///< per fitted key, in --fit order
-  std::vector<std::string> units;    ///< per fitted key
+  std::vector<FitBounds> bounds;         ///< per fitted key, in --fit order
+  std::vector<std::string> units;        ///< per fitted key
   std::vector<PublishedFigure> figures;  ///< the fitted ones first, then the others that can be simulated
   fit::Result result;
 };

@@ -72,9 +72,11 @@ class CalibrateCli : public ::testing::Test {
                "     run: {{workload: lenet5, strategies: [loop-sink], steps_per_epoch: 40,\n"
                "           set: {{pipeline.num_parallel_workers: 1{}}}}}}}\n"
                "  - {{id: B, value: {}, unit: ms/step, measure: step_time_ms, host_bound: true,\n"
-               "     run: {{workload: lenet5, strategies: [non-sink], steps_per_epoch: 40, set: {{pipeline.num_parallel_workers: 8{}}}}}}}\n"
+               "     run: {{workload: lenet5, strategies: [non-sink], steps_per_epoch: 40, set: "
+               "{{pipeline.num_parallel_workers: 8{}}}}}}}\n"
                "  - {{id: C, value: {}, unit: ms/step, measure: step_time_ms, host_bound: true,\n"
-               "     run: {{workload: lenet5, strategies: [loop-sink], steps_per_epoch: 40, sink_size: 4, batch_size: 64,\n"
+               "     run: {{workload: lenet5, strategies: [loop-sink], steps_per_epoch: 40, sink_size: 4, batch_size: "
+               "64,\n"
                "           set: {{pipeline.num_parallel_workers: 2{}}}}}}}\n"
                "  - {{id: D, value: 256, unit: TFLOPS, measure: peak_tflops, run: {{chip: ascend910}}}}\n",
                value("A"), extra, value("B"), extra, value("C"), extra) +
@@ -204,11 +206,14 @@ TEST_F(CalibrateCli, BadRequestsAreNamedAndWriteNothing) {
        "--fit host.step_overhead_us: the start 5000 lies outside its bounds [50, 2000]"},
       {"--figures " + pub + two + " --start host.op_launch_us=5", "--start host.op_launch_us=5: give key=value"},
       {"--figures " + pub, "--fit: give the parameter keys"},
-      {"--figures " + file("int.yaml", figures("", {}, "fit:\n  pipeline.num_parallel_workers: {min: 1, max: 8, why: w}\n")) +
-           two,
+      {"--figures " + pub + two + " --max-iterations 0", "--max-iterations 0: give 1 to 1000"},
+      {"--figures " + pub + " --fit host.map_op_overhead_us,host.map_op_overhead_us",
+       "--fit host.map_op_overhead_us: given twice"},
+      {"--figures " +
+           file("int.yaml", figures("", {}, "fit:\n  pipeline.num_parallel_workers: {min: 1, max: 8, why: w}\n")) + two,
        "fit: pipeline.num_parallel_workers: not a real-valued parameter"},
-      {"--figures " + file("minmax.yaml", figures("", {}, "fit:\n  host.step_overhead_us: {min: 50, max: 20, why: w}\n")) +
-           two,
+      {"--figures " +
+           file("minmax.yaml", figures("", {}, "fit:\n  host.step_overhead_us: {min: 50, max: 20, why: w}\n")) + two,
        "fit: host.step_overhead_us: min 50, max 20: give 0 < min < max"},
       {"--figures " + file("nowhy.yaml", figures("", {}, "fit:\n  host.step_overhead_us: {min: 50, max: 200}\n")) + two,
        "fit: host.step_overhead_us: give min, max and why"},
@@ -230,8 +235,9 @@ TEST_F(CalibrateCli, BadRequestsAreNamedAndWriteNothing) {
   EXPECT_FALSE(fs::exists(json));
   // The schema: host_bound is true or false.
   const Result hb = run("validate --figures " +
-                        file("hb.yaml", "figures:\n  - {id: X, value: 1, unit: TFLOPS, measure: peak_tflops, host_bound: "
-                                        "yes, run: {chip: ascend910}}\n"));
+                        file("hb.yaml",
+                             "figures:\n  - {id: X, value: 1, unit: TFLOPS, measure: peak_tflops, host_bound: "
+                             "yes, run: {chip: ascend910}}\n"));
   EXPECT_EQ(hb.code, 2);
   EXPECT_THAT(hb.err, HasSubstr("'host_bound' is true or false"));
 }

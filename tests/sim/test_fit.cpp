@@ -125,7 +125,8 @@ TEST(Fit, AParameterThatMovesOneFigureIsNotFitted) {
   // c moves only F2; a and b move all three. c stays at its start, a and b are recovered.
   Linear model({{2.0, 0.5, 0.0}, {0.3, 4.0, 0.0}, {1.0, 1.0, 5.0}}, {1.0, 0.5, 0.2});
   std::vector<Figure> figures;
-  for (std::size_t j = 0; j < 3; ++j) figures.push_back({"F" + std::to_string(j), model.simulate(j, {3.0, 0.2, 1.0}), true});
+  for (std::size_t j = 0; j < 3; ++j)
+    figures.push_back({"F" + std::to_string(j), model.simulate(j, {3.0, 0.2, 1.0}), true});
   const std::vector<Parameter> params{{"a", 0.5, 20, 10}, {"b", 0.01, 1, 0.9}, {"c", 0.1, 10, 1.0}};
   const Result r = calibrate(model, figures, params, Options{});
   EXPECT_FALSE(r.parameters[2].fitted);
