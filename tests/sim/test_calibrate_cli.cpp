@@ -59,8 +59,9 @@ class CalibrateCli : public ::testing::Test {
   /// Three tiny LeNet-5 runs that the host bounds in different ways (A: one pipeline worker in
   /// loop sink, B: op by op, C: loop sink of 4 steps per launch at batch 64) and the chip's peak (D, device-bound);
   /// `sets` goes into A, B and C; `values` are the published values (1 if absent).
+  /// `b_workers`: B's pipeline workers; `c_host_bound`: whether C is marked host-bound.
   static std::string figures(const std::string& sets, const std::map<std::string, double>& values,
-                             const std::string& fit_section) {
+                             const std::string& fit_section, int b_workers = 8, bool c_host_bound = true) {
     auto value = [&](const std::string& id) {
       const auto at = values.find(id);
       return at == values.end() ? std::string("1") : fmt::format("{}", at->second);
@@ -73,13 +74,13 @@ class CalibrateCli : public ::testing::Test {
                "           set: {{pipeline.num_parallel_workers: 1{}}}}}}}\n"
                "  - {{id: B, value: {}, unit: ms/step, measure: step_time_ms, host_bound: true,\n"
                "     run: {{workload: lenet5, strategies: [non-sink], steps_per_epoch: 40, set: "
-               "{{pipeline.num_parallel_workers: 8{}}}}}}}\n"
-               "  - {{id: C, value: {}, unit: ms/step, measure: step_time_ms, host_bound: true,\n"
+               "{{pipeline.num_parallel_workers: {}{}}}}}}}\n"
+               "  - {{id: C, value: {}, unit: ms/step, measure: step_time_ms, host_bound: {},\n"
                "     run: {{workload: lenet5, strategies: [loop-sink], steps_per_epoch: 40, sink_size: 4, batch_size: "
                "64,\n"
                "           set: {{pipeline.num_parallel_workers: 2{}}}}}}}\n"
                "  - {{id: D, value: 256, unit: TFLOPS, measure: peak_tflops, run: {{chip: ascend910}}}}\n",
-               value("A"), extra, value("B"), extra, value("C"), extra) +
+               value("A"), extra, value("B"), b_workers, extra, value("C"), c_host_bound, extra) +
            fit_section;
   }
 
@@ -91,14 +92,15 @@ class CalibrateCli : public ::testing::Test {
 
   /// The published figures: A, B and C simulated (by validate, the same code path) with
   /// map_op_overhead_us 3 and step_overhead_us 400.
-  std::string published() {
-    const std::string gen = file("gen.yaml", figures("host.map_op_overhead_us: 3, host.step_overhead_us: 400", {}, ""));
+  std::string published(int b_workers = 8, bool c_host_bound = true) {
+    const std::string gen = file(
+        "gen.yaml", figures("host.map_op_overhead_us: 3, host.step_overhead_us: 400", {}, "", b_workers, c_host_bound));
     const fs::path json = m_dir / "gen.json";
     const Result r = run("validate --figures " + gen + " --json " + json.string());
     EXPECT_EQ(r.code, 0) << r.err;
     std::map<std::string, double> values;
     for (const auto& row : nlohmann::json::parse(slurp(json))) values[row["id"]] = row["simulated"].get<double>();
-    return file("published.yaml", figures("", values, kBounds));
+    return file("published.yaml", figures("", values, kBounds, b_workers, c_host_bound));
   }
 
   fs::path m_dir;
@@ -182,6 +184,37 @@ TEST_F(CalibrateCli, RecoversTheValuesTheFiguresWereSimulatedWith) {
   EXPECT_EQ(again.out, r.out);
   EXPECT_EQ(slurp(json), first_json);
   EXPECT_EQ(slurp(yaml), first_yaml);
+}
+
+TEST_F(CalibrateCli, AFigureNotHostBoundIsReportedWithHowFarTheFitMovedIt) {
+  // A and B (one worker each) fitted, by default as the host-bound ones; C is not host-bound: run
+  // at the start and at the fit, its move past 2% flagged. Two figures for two parameters fit
+  // exactly and leave nothing to leave out.
+  const std::string pub = published(1, false);
+  const fs::path json = m_dir / "fit.json";
+  const Result r = run("calibrate --quiet --figures " + pub +
+                       " --fit host.map_op_overhead_us,host.step_overhead_us --start host.map_op_overhead_us=8"
+                       " --start host.step_overhead_us=100 --json " +
+                       json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  std::map<std::string, nlohmann::json> f;
+  for (const auto& x : j["figures"]) f[x["id"]] = x;
+  EXPECT_TRUE(f["A"]["fitted"].get<bool>() && f["B"]["fitted"].get<bool>());
+  EXPECT_FALSE(f["C"]["fitted"].get<bool>());
+  EXPECT_FALSE(f["C"]["host_bound"].get<bool>());
+  EXPECT_NEAR(j["parameters"][0]["value"].get<double>(), 3.0, 3.0 * 1e-5);
+  EXPECT_NEAR(j["parameters"][1]["value"].get<double>(), 400.0, 400.0 * 1e-5);
+  // C's move is its value at the fit against its value at the start; at the fit it is the figure
+  // it was simulated as.
+  const double moved = f["C"]["moved_by"].get<double>();
+  EXPECT_DOUBLE_EQ(moved,
+                   (f["C"]["at_fit"].get<double>() - f["C"]["start"].get<double>()) / f["C"]["start"].get<double>());
+  EXPECT_LT(std::fabs(f["C"]["fit_error"].get<double>()), 1e-5);
+  ASSERT_GT(std::fabs(moved), 0.02);
+  EXPECT_THAT(r.out, HasSubstr(fmt::format("C (not host-bound) moved by {:+.1f}% at the fit", 100 * moved)));
+  EXPECT_TRUE(f["A"]["left_out_error"].is_null());
+  EXPECT_THAT(r.out, HasSubstr("left out: leave-one-out needs more figures than fitted parameters (2 and 2)"));
 }
 
 TEST_F(CalibrateCli, BadRequestsAreNamedAndWriteNothing) {
