@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,7 @@ const char* kUsage =
     "  stats     every statistic a run reports, with unit and description\n"
     "  profile   AI-core op tables of one step with MindSpore profiler columns (--out DIR)\n"
     "  validate  published Ascend 910 figures against the simulated ones\n"
+    "  calibrate  fit host parameters jointly to published figures, within bounds, with leave-one-out errors\n"
     "  suite     run a suite of named runs (YAML) into a directory of reports\n"
     "  diff      compare two reports or suite outputs figure by figure (exit 1 past --tolerance)\n"
     "  chips     the chip presets\n"
@@ -1163,6 +1165,66 @@ int cmd_validate(int argc, char* argv[]) {
   return 0;
 }
 
+std::vector<std::string> comma_list(const std::string& s) {
+  std::vector<std::string> out;
+  if (s.empty()) return out;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t comma = s.find(',', from);
+    out.push_back(s.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
+}
+
+int cmd_calibrate(int argc, char* argv[]) {
+  CalibrationRequest req;
+  req.figures_path = std::string(ASCENDSIM_SOURCE_DIR) + "/bench/validation/figures.yaml";
+  req.config_dir = default_config_dir();
+  std::string fit, only, json, out;
+  std::vector<std::string> starts;
+  bool quiet = false;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "figures", po::value(&req.figures_path)->default_value(req.figures_path),
+      "published figures with their runs, and the `fit:` bounds of the parameters")(
+      "fit", po::value(&fit), "parameter keys to fit, comma-separated (1 to 4, each with bounds in the figures file)")(
+      "only", po::value(&only), "figure ids to fit to, comma-separated (default: those marked host_bound: true)")(
+      "start", po::value(&starts)->composing(),
+      "KEY=VALUE: start a fitted parameter here instead of at its configured value (repeatable)")(
+      "max-iterations", po::value(&req.options.max_iterations)->default_value(req.options.max_iterations),
+      "Levenberg-Marquardt iterations per fit at most")(
+      "json", po::value(&json), "write parameters, figures and leave-one-out errors as JSON to FILE")(
+      "out", po::value(&out), "write the fitted values as a configuration fragment (YAML, for --config) to FILE")(
+      "quiet,q", po::bool_switch(&quiet), "no progress on stderr");
+  if (!parse(argc, argv, desc, "calibrate")) return 0;
+  if (fit.empty())
+    throw InputError(
+        "--fit: give the parameter keys to fit (1 to 4), e.g. --fit host.map_op_overhead_us,host.decode_ns_per_pixel");
+  if (req.options.max_iterations < 1 || req.options.max_iterations > 1000)
+    throw InputError("--max-iterations " + std::to_string(req.options.max_iterations) + ": give 1 to 1000");
+  req.fit = comma_list(fit);
+  req.only = comma_list(only);
+  if (!only.empty())
+    for (const auto& id : req.only)
+      if (id.empty()) throw InputError("--only " + only + ": an empty figure id");
+  req.start = starts;
+  Outputs files;
+  files.add(json, "--json");
+  files.add(out, "--out");
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!quiet) req.options.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
+  const Calibration c = calibrate(req);
+  if (!json.empty()) files.stage(json, calibration_json(c).dump(2) + "\n");
+  if (!out.empty()) files.stage(out, calibration_yaml(c));
+  std::cout << calibration_table(c);
+  files.commit();
+  if (!quiet)
+    std::cerr << fmt::format("calibrate: {:.1f} s\n",
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return 0;
+}
+
 int cmd_suite(int argc, char* argv[]) {
   std::string file, out_dir;
   bool quiet = false;
@@ -1383,6 +1445,7 @@ int dispatch(const std::string& command, int argc, char* argv[]) {
   if (command == "suite") return cmd_suite(argc, argv);
   if (command == "profile") return cmd_profile(argc, argv);
   if (command == "validate") return cmd_validate(argc, argv);
+  if (command == "calibrate") return cmd_calibrate(argc, argv);
   if (command == "diff") return cmd_diff(argc, argv);
   std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
   return kExitInput;

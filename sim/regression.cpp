@@ -2,9 +2,11 @@
 
 #include "sim/rank_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -13,7 +15,9 @@
 
 #include "runtime/html_report.h"
 #include "runtime/report.h"
+#include "sim/config.h"
 #include "sim/core/error.h"
+#include "sim/core/params.h"
 
 namespace ascendsim::sim {
 
@@ -329,7 +333,79 @@ std::string diff_junit(const DiffResult& d, double tolerance) {
   return out;
 }
 
-std::vector<PublishedFigure> load_figures(const std::string& path, const std::string& config_dir) {
+namespace {
+
+double number(const YAML::Node& n, const std::string& at, const std::string& key) {
+  const std::string s = scalar(n, at, key);
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || !std::isfinite(v))
+    throw InputError(at + ": '" + key + "' expects a number, got '" + s + "'");
+  return v;
+}
+
+/// The `fit:` section: per parameter key, min, max and why.
+std::vector<FitBounds> parse_fit_bounds(const YAML::Node& fit, const std::string& path, const std::string& config_dir) {
+  const std::string at0 = path + ":" + std::to_string(fit.Mark().line + 1);
+  if (!fit.IsMap()) throw InputError(at0 + ": 'fit' is a mapping of parameter keys to {min, max, why}");
+  (void)config_dir;
+  SystemConfig cfg;
+  ParamSet ps = bind_params(cfg);
+  std::vector<FitBounds> out;
+  for (const auto& kv : fit) {
+    FitBounds b;
+    b.key = kv.first.as<std::string>();
+    const std::string at = path + ":" + std::to_string(kv.first.Mark().line + 1) + ": fit: " + b.key;
+    const ParamSpec* spec = ps.find(b.key);
+    if (!spec) {
+      try {
+        ps.set(b.key, "0", at);
+      } catch (const InputError& e) {
+        throw InputError(at + ": " + e.detail());
+      }
+      throw InputError(at + ": unknown parameter (`ascendsim params` lists them)");
+    }
+    if (spec->type != ParamType::Real)
+      throw InputError(at + ": not a real-valued parameter; calibrate fits real-valued ones");
+    for (const auto& seen : out)
+      if (seen.key == b.key) throw InputError(at + ": given twice; keep one");
+    if (!kv.second.IsMap()) throw InputError(at + ": give a mapping {min, max, why}");
+    bool has_min = false, has_max = false;
+    for (const auto& f : kv.second) {
+      const std::string k = f.first.as<std::string>();
+      if (k == "min") {
+        b.min = number(f.second, at, k);
+        has_min = true;
+      } else if (k == "max") {
+        b.max = number(f.second, at, k);
+        has_max = true;
+      } else if (k == "why") {
+        b.why = scalar(f.second, at, k);
+      } else {
+        throw InputError(at + ": unknown key '" + k + "' (min, max, why)");
+      }
+    }
+    if (!has_min || !has_max || b.why.empty())
+      throw InputError(at + ": give min, max and why (the physical reasoning for the range)");
+    if (!(b.min > 0) || !(b.max > b.min))
+      throw InputError(
+          at + fmt::format(": min {:g}, max {:g}: give 0 < min < max (the fit works on the logarithm)", b.min, b.max));
+    if (b.min < spec->min || b.max > spec->max)
+      throw InputError(at + fmt::format(": [{:g}, {:g}] leaves the parameter's range {}", b.min, b.max,
+                                        ParamSet::range_string(*spec)));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace
+
+FiguresFile load_figures_file(const std::string& path, const std::string& config_dir) {
   if (!fs::is_regular_file(path)) throw InputError(path + ": no such figures file");
   YAML::Node root;
   try {
@@ -339,7 +415,15 @@ std::vector<PublishedFigure> load_figures(const std::string& path, const std::st
   }
   if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence())
     throw InputError(path + ": a figures file is a mapping with a list `figures`");
-  std::vector<PublishedFigure> out;
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "figures" && key != "fit")
+      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key +
+                       "' (figures, fit)");
+  }
+  FiguresFile file;
+  file.path = path;
+  std::vector<PublishedFigure>& out = file.figures;
   for (const auto& f : root["figures"]) {
     const std::string at = path + ":" + std::to_string(f.Mark().line + 1);
     if (!f.IsMap()) throw InputError(at + ": a figure is a mapping");
@@ -363,11 +447,16 @@ std::vector<PublishedFigure> load_figures(const std::string& path, const std::st
         p.configuration = scalar(v, at, key);
       else if (key == "source")
         p.source = scalar(v, at, key);
-      else if (key == "run") {
+      else if (key == "host_bound") {
+        const std::string b = scalar(v, at, key);
+        if (b != "true" && b != "false") throw InputError(at + ": 'host_bound' is true or false");
+        p.host_bound = b == "true";
+      } else if (key == "run") {
         if (!v.IsMap()) throw InputError(at + ": 'run' is a mapping (workload, strategies, ...)");
         p.run = parse_run(v, at + ": run", config_dir, nullptr);
       } else {
-        throw InputError(at + ": unknown key '" + key + "' (id, value, unit, measure, configuration, source, run)");
+        throw InputError(at + ": unknown key '" + key +
+                         "' (id, value, unit, measure, configuration, source, host_bound, run)");
       }
     }
     if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops" &&
@@ -376,9 +465,40 @@ std::vector<PublishedFigure> load_figures(const std::string& path, const std::st
     if (p.measure == "eval_pass_s" && p.run.eval_every <= 0)
       throw InputError(at + ": 'eval_pass_s' measures evaluation passes; give the run eval_every > 0");
     if (p.id.empty() || !(p.value > 0)) throw InputError(at + ": a figure needs an id and a positive value");
+    for (const auto& seen : out)
+      if (seen.id == p.id) throw InputError(at + ": figure id '" + p.id + "' is given twice; ids are unique");
     out.push_back(std::move(p));
   }
-  return out;
+  if (root["fit"]) file.bounds = parse_fit_bounds(root["fit"], path, config_dir);
+  return file;
+}
+
+std::vector<PublishedFigure> load_figures(const std::string& path, const std::string& config_dir) {
+  return load_figures_file(path, config_dir).figures;
+}
+
+double simulate_figure(const PublishedFigure& f, const std::vector<std::string>& extra_sets) {
+  if (f.run.devices > 8)
+    throw InputError(f.id + ": " + std::to_string(f.run.devices) +
+                     " devices: joins when clusters of several servers are modelled");
+  if (f.measure == "peak_tflops") {
+    ConfigRequest c = f.run.config;
+    c.sets.insert(c.sets.end(), extra_sets.begin(), extra_sets.end());
+    const SystemConfig cfg = load_config(c);
+    const auto& a = cfg.chip.aicore;
+    return 2.0 * static_cast<double>(a.cores * a.cube_fp16_macs_per_cycle) * a.freq_ghz / 1e3;
+  }
+  RunRequest req = f.run;
+  req.config.sets.insert(req.config.sets.end(), extra_sets.begin(), extra_sets.end());
+  if (req.strategies.size() != 1) throw InputError(f.id + ": a validation run has exactly one strategy");
+  const RunOutcome out = run(req);
+  if (out.failed()) throw InputError(f.id + ": the run failed: " + out.failure_message());
+  const auto& run0 = out.runs.front();
+  // Published per-step figures quote the steady state (MindSpore's per-step time of a later
+  // epoch): the steady mean, not the warm-up's graph load and pipeline fill.
+  return f.measure == "step_time_ms"  ? run0.steps.steady.stats().mean_ms
+         : f.measure == "eval_pass_s" ? run0.evaluation().later_mean_s
+                                      : run0.steady_samples_per_s();
 }
 
 std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures) {
@@ -390,22 +510,7 @@ std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures)
       rows.push_back(r);
       continue;
     }
-    if (f.measure == "peak_tflops") {
-      const SystemConfig cfg = load_config(f.run.config);
-      const auto& a = cfg.chip.aicore;
-      r.simulated = 2.0 * static_cast<double>(a.cores * a.cube_fp16_macs_per_cycle) * a.freq_ghz / 1e3;
-    } else {
-      RunRequest req = f.run;
-      if (req.strategies.size() != 1) throw InputError(f.id + ": a validation run has exactly one strategy");
-      const RunOutcome out = run(req);
-      if (out.failed()) throw InputError(f.id + ": the run failed: " + out.failure_message());
-      const auto& run0 = out.runs.front();
-      // Published per-step figures quote the steady state (MindSpore's per-step time of a later
-      // epoch): the steady mean, not the warm-up's graph load and pipeline fill.
-      r.simulated = f.measure == "step_time_ms"  ? run0.steps.steady.stats().mean_ms
-                    : f.measure == "eval_pass_s" ? run0.evaluation().later_mean_s
-                                                 : run0.steady_samples_per_s();
-    }
+    r.simulated = simulate_figure(f);
     r.error = (r.simulated - f.value) / f.value;
     r.compared = true;
     rows.push_back(r);
@@ -456,6 +561,371 @@ std::string validation_table(const std::vector<ValidationRow>& rows, double tole
   std::string out = t.render();
   out += fmt::format("\n{} of {} compared figure(s) within {:g}%; mean absolute error {:.1f}%\n", within, compared,
                      100 * tolerance, compared > 0 ? 100 * abs_sum / compared : 0.0);
+  return out;
+}
+
+// ---- calibrate ----
+
+namespace {
+
+std::vector<std::string> own_keys(const PublishedFigure& f) {
+  std::vector<std::string> keys;
+  for (const auto& s : f.run.config.sets) keys.push_back(s.substr(0, s.find('=')));
+  return keys;
+}
+
+/// The figures simulated by simulate_figure(), the candidate values as overrides after each
+/// figure's own (a figure that sets a key itself keeps its own value: its configuration).
+class FigureModel : public fit::Evaluator {
+ public:
+  FigureModel(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& keys)
+      : m_figures(figures), m_keys(keys) {}
+  double simulate(std::size_t j, const std::vector<double>& values) override {
+    const PublishedFigure& f = m_figures[j];
+    const std::vector<std::string> own = own_keys(f);
+    std::vector<std::string> sets;
+    std::string at;
+    for (std::size_t i = 0; i < m_keys.size(); ++i) {
+      if (std::find(own.begin(), own.end(), m_keys[i]) != own.end()) continue;
+      sets.push_back(m_keys[i] + "=" + fmt::format("{}", values[i]));
+      at += (at.empty() ? "" : ", ") + sets.back();
+    }
+    try {
+      return simulate_figure(f, sets);
+    } catch (const InputError& e) {
+      throw InputError(f.id + " at " + at + ": " + e.what());
+    }
+  }
+
+ private:
+  const std::vector<PublishedFigure>& m_figures;
+  const std::vector<std::string>& m_keys;
+};
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+double configured_value(const PublishedFigure& f, const std::string& key) {
+  SystemConfig cfg = load_config(f.run.config);
+  ParamSet ps = bind_params(cfg);
+  return *std::get<double*>(ps.find(key)->target);
+}
+
+std::string fitted_ids(const Calibration& c) {
+  std::vector<std::string> ids;
+  for (const auto& fr : c.result.figures)
+    if (fr.figure.fitted) ids.push_back(fr.figure.id);
+  return joined(ids);
+}
+
+std::string pct(double r) { return fmt::format("{:+.1f}%", 100 * r); }
+
+const char* bound_word(fit::Bound b) {
+  return b == fit::Bound::Lower ? "lower" : b == fit::Bound::Upper ? "upper" : nullptr;
+}
+
+}  // namespace
+
+Calibration calibrate(const CalibrationRequest& req) {
+  Calibration c;
+  c.file = load_figures_file(req.figures_path, req.config_dir);
+  const std::string& path = c.file.path;
+  // The parameters: known, real, at most four, each with bounds in the file.
+  if (req.fit.empty()) throw InputError("--fit: give the parameter keys to fit (1 to 4), e.g. host.map_op_overhead_us");
+  if (req.fit.size() > 4)
+    throw InputError(
+        fmt::format("--fit {}: {} parameters; at most four are fitted jointly", joined(req.fit), req.fit.size()));
+  SystemConfig probe;
+  ParamSet ps = bind_params(probe);
+  for (std::size_t i = 0; i < req.fit.size(); ++i) {
+    const std::string& key = req.fit[i];
+    if (key.empty()) throw InputError("--fit " + joined(req.fit) + ": an empty key");
+    for (std::size_t k = 0; k < i; ++k)
+      if (req.fit[k] == key) throw InputError("--fit " + key + ": given twice");
+    const ParamSpec* spec = ps.find(key);
+    if (!spec) {
+      ps.set(key, "0", "--fit " + key);  // throws, naming the closest keys
+      throw InputError("--fit " + key + ": unknown parameter");
+    }
+    if (spec->type != ParamType::Real)
+      throw InputError("--fit " + key + ": not a real-valued parameter; calibrate fits real-valued ones");
+    const auto b =
+        std::find_if(c.file.bounds.begin(), c.file.bounds.end(), [&](const FitBounds& x) { return x.key == key; });
+    if (b == c.file.bounds.end())
+      throw InputError("--fit " + key + ": " + path +
+                       " gives no bounds for it; add it to the file's `fit:` section with min, max and why");
+    c.bounds.push_back(*b);
+    c.units.push_back(spec->unit);
+  }
+  // The figures: --only's, or those marked host_bound.
+  std::vector<std::string> ids;
+  if (req.only.empty()) {
+    for (const auto& f : c.file.figures)
+      if (f.host_bound) ids.push_back(f.id);
+    if (ids.empty()) throw InputError(path + ": no figure is marked host_bound: true; name the figures with --only");
+  } else {
+    for (const auto& id : req.only) {
+      const bool known = std::any_of(c.file.figures.begin(), c.file.figures.end(),
+                                     [&](const PublishedFigure& f) { return f.id == id; });
+      if (!known) {
+        std::vector<std::string> all;
+        for (const auto& f : c.file.figures) all.push_back(f.id);
+        throw InputError("--only " + id + ": no such figure in " + path + " (" + joined(all) + ")");
+      }
+      if (std::count(req.only.begin(), req.only.end(), id) > 1) throw InputError("--only " + id + ": given twice");
+      ids.push_back(id);
+    }
+  }
+  std::vector<fit::Figure> figs;
+  for (const auto& f : c.file.figures) {
+    const bool fitted = std::find(ids.begin(), ids.end(), f.id) != ids.end();
+    if (f.run.devices > 8) {
+      if (fitted)
+        throw InputError("--only " + f.id + ": " + std::to_string(f.run.devices) +
+                         " devices cannot be simulated yet; leave it out");
+      continue;
+    }
+    if (fitted)
+      for (const auto& key : own_keys(f))
+        if (std::find(req.fit.begin(), req.fit.end(), key) != req.fit.end())
+          throw InputError("--fit " + key + ": figure " + f.id + " sets it itself (its configuration); leave " + f.id +
+                           " out (--only) or fit another parameter");
+    c.figures.push_back(f);
+    figs.push_back({f.id, f.value, fitted});
+  }
+  // The start: each parameter's configured value (one value in every fitted figure's
+  // configuration), or --start's.
+  std::vector<fit::Parameter> params;
+  for (std::size_t i = 0; i < req.fit.size(); ++i) {
+    fit::Parameter p{req.fit[i], c.bounds[i].min, c.bounds[i].max, 0};
+    bool first = true;
+    std::string first_id;
+    for (const auto& f : c.figures) {
+      if (std::find(ids.begin(), ids.end(), f.id) == ids.end()) continue;
+      const double v = configured_value(f, p.key);
+      if (!first && v != p.start)
+        throw InputError(
+            fmt::format("--fit {}: {:g} in {}'s configuration and {:g} in {}'s; a fitted parameter has "
+                        "one value",
+                        p.key, p.start, first_id, v, f.id));
+      if (first) first_id = f.id;
+      p.start = v;
+      first = false;
+    }
+    params.push_back(p);
+  }
+  for (const auto& s : req.start) {
+    const auto eq = s.find('=');
+    const std::string key = s.substr(0, eq);
+    const auto at = std::find(req.fit.begin(), req.fit.end(), key);
+    if (eq == std::string::npos || at == req.fit.end())
+      throw InputError("--start " + s + ": give key=value for a parameter of --fit (" + joined(req.fit) + ")");
+    const std::string value = s.substr(eq + 1);
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (value.empty() || used != value.size()) throw InputError("--start " + s + ": expects a number");
+    params[static_cast<std::size_t>(at - req.fit.begin())].start = v;
+  }
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!(params[i].start >= params[i].min && params[i].start <= params[i].max))
+      throw InputError(
+          fmt::format("--fit {}: the start {:g} lies outside its bounds [{:g}, {:g}] in {}; give --start "
+                      "{}=VALUE inside them or widen the bounds",
+                      params[i].key, params[i].start, params[i].min, params[i].max, path, params[i].key));
+  FigureModel model(c.figures, req.fit);
+  c.result = fit::calibrate(model, figs, params, req.options);
+  return c;
+}
+
+std::string calibration_table(const Calibration& c) {
+  const fit::Result& r = c.result;
+  std::string out;
+  for (const auto& p : r.parameters)
+    if (!p.fitted) out += p.parameter.key + ": " + p.note + "; not fitted, stays assumed\n";
+  if (!out.empty()) out += "\n";
+  runtime::TextTable pt({"parameter", "unit", "start", "fitted", "min", "max", "note"}, {1, 6});
+  for (std::size_t i = 0; i < r.parameters.size(); ++i) {
+    const auto& p = r.parameters[i];
+    std::string note = !p.fitted                     ? "not fitted: " + p.note
+                       : p.bound == fit::Bound::None ? ""
+                                                     : std::string("at its ") + bound_word(p.bound) + " bound";
+    pt.add({p.parameter.key, c.units[i], fmt::format("{:.4g}", p.parameter.start),
+            p.fitted ? fmt::format("{:.4g}", p.value) : "-", fmt::format("{:g}", p.parameter.min),
+            fmt::format("{:g}", p.parameter.max), note});
+  }
+  const std::string parameters_table = pt.render();
+  // How much each fitted figure moves over each parameter's bounds (the screen).
+  std::vector<std::string> head{"moves over the bounds"};
+  for (const auto& fr : r.figures)
+    if (fr.figure.fitted) head.push_back(fr.figure.id);
+  runtime::TextTable mt(head);
+  for (const auto& p : r.parameters) {
+    std::vector<std::string> row{p.parameter.key};
+    for (std::size_t j = 0; j < r.figures.size(); ++j)
+      if (r.figures[j].figure.fitted) row.push_back(pct(p.moves[j]));
+    mt.add(row);
+  }
+  const std::string moves_table = mt.render();
+  runtime::TextTable ft({"figure", "published", "at start", "error", "fitted", "error", "left out"});
+  for (std::size_t j = 0; j < r.figures.size(); ++j) {
+    const auto& fr = r.figures[j];
+    if (!fr.figure.fitted) continue;
+    const std::string unit = " " + c.figures[j].unit;
+    ft.add({fr.figure.id, fmt::format("{:g}{}", fr.figure.published, unit), fmt::format("{:.4g}{}", fr.start, unit),
+            pct(fr.start_error()), fmt::format("{:.4g}{}", fr.at_fit, unit), pct(fr.fit_error()),
+            fr.loo_error() ? pct(*fr.loo_error()) : "-"});
+  }
+  out += ft.render();
+  if (!r.loo_note.empty()) out += "left out: " + r.loo_note + "\n";
+  bool others = false;
+  runtime::TextTable ot({"not fitted", "published", "at start", "at fit", "moved by", "error at fit"});
+  for (std::size_t j = 0; j < r.figures.size(); ++j) {
+    const auto& fr = r.figures[j];
+    if (fr.figure.fitted) continue;
+    others = true;
+    const std::string unit = " " + c.figures[j].unit;
+    const bool flag = !c.figures[j].host_bound && std::fabs(fr.moved_by()) > 0.02;
+    ot.add({fr.figure.id, fmt::format("{:g}{}", fr.figure.published, unit), fmt::format("{:.4g}{}", fr.start, unit),
+            fmt::format("{:.4g}{}", fr.at_fit, unit), pct(fr.moved_by()) + (flag ? " !" : ""), pct(fr.fit_error())});
+  }
+  if (others) out += "\n" + ot.render();
+  out += "\n" + parameters_table + "\n" + moves_table;
+  out += fmt::format(
+      "\nfit to {}: {}; {} iteration(s), sum of squared errors {:.4g}; {} simulations ({} repeated "
+      "ones answered from the cache)\n",
+      fitted_ids(c), r.all.stop, r.all.iterations, r.all.cost, r.evaluations, r.cache_hits);
+  for (const auto& p : r.parameters)
+    if (p.fitted && p.bound != fit::Bound::None)
+      out += fmt::format("{} is at its {} bound: the figures ask for a value the bounds ({}) call implausible\n",
+                         p.parameter.key, bound_word(p.bound), c.file.path);
+  for (std::size_t j = 0; j < r.figures.size(); ++j)
+    if (!r.figures[j].figure.fitted && !c.figures[j].host_bound && std::fabs(r.figures[j].moved_by()) > 0.02)
+      out += fmt::format("{} (not host-bound) moved by {} at the fit; device-bound figures should move at most 2%\n",
+                         r.figures[j].figure.id, pct(r.figures[j].moved_by()));
+  return out;
+}
+
+nlohmann::ordered_json calibration_json(const Calibration& c) {
+  const fit::Result& r = c.result;
+  ordered_json j;
+  j["figures_file"] = c.file.path;
+  ordered_json params = ordered_json::array();
+  for (std::size_t i = 0; i < r.parameters.size(); ++i) {
+    const auto& p = r.parameters[i];
+    ordered_json q;
+    q["key"] = p.parameter.key;
+    q["unit"] = c.units[i];
+    q["min"] = p.parameter.min;
+    q["max"] = p.parameter.max;
+    q["why"] = c.bounds[i].why;
+    q["start"] = p.parameter.start;
+    q["fitted"] = p.fitted;
+    q["value"] = p.fitted ? ordered_json(p.value) : ordered_json();
+    q["at_bound"] = bound_word(p.bound) ? ordered_json(bound_word(p.bound)) : ordered_json();
+    if (!p.fitted) q["note"] = p.note;
+    ordered_json moves = ordered_json::object();
+    for (std::size_t k = 0; k < r.figures.size(); ++k)
+      if (r.figures[k].figure.fitted) moves[r.figures[k].figure.id] = p.moves[k];
+    q["moves_over_bounds"] = moves;
+    params.push_back(q);
+  }
+  j["parameters"] = params;
+  ordered_json figs = ordered_json::array();
+  for (std::size_t k = 0; k < r.figures.size(); ++k) {
+    const auto& fr = r.figures[k];
+    ordered_json f;
+    f["id"] = fr.figure.id;
+    f["unit"] = c.figures[k].unit;
+    f["host_bound"] = c.figures[k].host_bound;
+    f["fitted"] = fr.figure.fitted;
+    f["published"] = fr.figure.published;
+    f["start"] = fr.start;
+    f["start_error"] = fr.start_error();
+    f["at_fit"] = fr.at_fit;
+    f["fit_error"] = fr.fit_error();
+    f["moved_by"] = fr.moved_by();
+    if (fr.figure.fitted) {
+      f["left_out"] = fr.loo ? ordered_json(*fr.loo) : ordered_json();
+      f["left_out_error"] = fr.loo_error() ? ordered_json(*fr.loo_error()) : ordered_json();
+      ordered_json lv = ordered_json::object();
+      for (std::size_t i = 0; i < fr.loo_values.size(); ++i)
+        if (r.parameters[i].fitted) lv[r.parameters[i].parameter.key] = fr.loo_values[i];
+      f["left_out_values"] = lv;
+    }
+    figs.push_back(f);
+  }
+  j["figures"] = figs;
+  ordered_json fit;
+  fit["stop"] = r.all.stop;
+  fit["iterations"] = r.all.iterations;
+  fit["capped"] = r.all.capped;
+  fit["sum_of_squares"] = r.all.cost;
+  fit["simulations"] = r.evaluations;
+  fit["cache_hits"] = r.cache_hits;
+  if (!r.loo_note.empty()) fit["left_out_note"] = r.loo_note;
+  j["fit"] = fit;
+  return j;
+}
+
+std::string calibration_yaml(const Calibration& c) {
+  const fit::Result& r = c.result;
+  const std::string ids = fitted_ids(c);
+  std::string out = "# Fitted by ascendsim calibrate to " + ids + " (" + c.file.path +
+                    "), each within the bounds of that file's fit section.\n";
+  for (const auto& p : r.parameters)
+    if (!p.fitted) out += "# " + p.parameter.key + ": not fitted (" + p.note + "); stays assumed\n";
+  // Nested by the keys' sections, in --fit order of first appearance.
+  struct Item {
+    std::vector<std::string> path;
+    std::string line;
+  };
+  std::vector<Item> items;
+  for (const auto& p : r.parameters) {
+    if (!p.fitted) continue;
+    Item it;
+    for (const auto& part : [&] {
+           std::vector<std::string> parts;
+           std::size_t from = 0;
+           for (std::size_t dot; (dot = p.parameter.key.find('.', from)) != std::string::npos; from = dot + 1)
+             parts.push_back(p.parameter.key.substr(from, dot - from));
+           parts.push_back(p.parameter.key.substr(from));
+           return parts;
+         }())
+      it.path.push_back(part);
+    it.line = fmt::format("{:.6g}  # fitted by ascendsim calibrate to {}; bounds [{:g}, {:g}]{}", p.value, ids,
+                          p.parameter.min, p.parameter.max,
+                          bound_word(p.bound) ? std::string(", at the ") + bound_word(p.bound) + " bound" : "");
+    items.push_back(std::move(it));
+  }
+  std::function<void(const std::vector<const Item*>&, std::size_t)> emit = [&](const std::vector<const Item*>& group,
+                                                                               std::size_t depth) {
+    std::vector<std::string> order;
+    for (const Item* it : group)
+      if (std::find(order.begin(), order.end(), it->path[depth]) == order.end()) order.push_back(it->path[depth]);
+    for (const auto& name : order) {
+      std::vector<const Item*> sub;
+      for (const Item* it : group)
+        if (it->path[depth] == name) sub.push_back(it);
+      const std::string indent(2 * depth, ' ');
+      if (sub.size() == 1 && sub.front()->path.size() == depth + 1) {
+        out += indent + name + ": " + sub.front()->line + "\n";
+      } else {
+        out += indent + name + ":\n";
+        emit(sub, depth + 1);
+      }
+    }
+  };
+  std::vector<const Item*> all;
+  for (const auto& it : items) all.push_back(&it);
+  emit(all, 0);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/api.h"
+#include "sim/fit.h"
 
 namespace ascendsim::sim {
 
@@ -61,7 +62,22 @@ struct PublishedFigure {
   /// eval_pass_s (later passes) or peak_tflops
   std::string unit, measure;
   std::string configuration, source;
-  RunRequest run;  ///< one strategy (devices > 1: not yet comparable)
+  RunRequest run;           ///< one strategy (devices > 1: not yet comparable)
+  bool host_bound = false;  ///< bound by the host; `calibrate` fits to these by default
+};
+
+/// A fittable parameter's physically plausible range (the figures file's `fit:` section).
+struct FitBounds {
+  std::string key;  ///< as --set takes it, e.g. host.map_op_overhead_us
+  double min = 0, max = 0;
+  std::string why;  ///< the physical reasoning for the range
+};
+
+/// A figures file: the figures and the bounds of the parameters `calibrate` may fit.
+struct FiguresFile {
+  std::string path;
+  std::vector<PublishedFigure> figures;
+  std::vector<FitBounds> bounds;  ///< in file order
 };
 
 struct ValidationRow {
@@ -73,10 +89,48 @@ struct ValidationRow {
 };
 
 /// Reads bench/validation/figures.yaml: `figures:` a list of id, value, unit, measure,
-/// configuration, source and run (the keys of a suite run, devices included).
+/// configuration, source, run (the keys of a suite run, devices included) and host_bound (true or
+/// false, default false); `fit:` (optional) a mapping of parameter keys to {min, max, why}, the
+/// bounds `calibrate` fits within (0 < min < max, inside the parameter's declared range, a real
+/// parameter).
+FiguresFile load_figures_file(const std::string& path, const std::string& config_dir);
+/// The figures of load_figures_file().
 std::vector<PublishedFigure> load_figures(const std::string& path, const std::string& config_dir);
 /// Simulates every figure it can (one device).
 std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures);
+/// One figure's simulated value, `extra_sets` ("key=value") applied after the figure's own
+/// overrides; validate()'s code path. Throws InputError if it cannot be simulated (more than 8
+/// devices) or its run fails.
+double simulate_figure(const PublishedFigure& figure, const std::vector<std::string>& extra_sets = {});
+
+/// `ascendsim calibrate`: which figures, which parameters, from where.
+struct CalibrationRequest {
+  std::string figures_path;
+  std::string config_dir;
+  std::vector<std::string> fit;    ///< parameter keys, 1 to 4, each with bounds in the file
+  std::vector<std::string> only;   ///< figure ids fitted; empty: those marked host_bound
+  std::vector<std::string> start;  ///< "key=value": a fitted parameter's start instead of its configured value
+  fit::Options options;
+};
+
+struct Calibration {
+  FiguresFile file;
+  std::vector<FitBounds> bounds;         ///< per fitted key, in --fit order
+  std::vector<std::string> units;        ///< per fitted key
+  std::vector<PublishedFigure> figures;  ///< the fitted ones first, then the others that can be simulated
+  fit::Result result;
+};
+
+/// Checks the request (every key, bound and id, before any run), then runs fit::calibrate() with
+/// the figures simulated by simulate_figure(), the candidate values as overrides after each
+/// figure's own. Throws InputError naming the key, id or file.
+Calibration calibrate(const CalibrationRequest& req);
+/// Parameters (start, fitted, bounds, at a bound, or why not fitted), then figures (published, at
+/// the start, error at the start, with all fitted, left out).
+std::string calibration_table(const Calibration& c);
+nlohmann::ordered_json calibration_json(const Calibration& c);
+/// The fitted values as a configuration fragment (YAML, for --config), each with its provenance.
+std::string calibration_yaml(const Calibration& c);
 /// published, simulated, error per figure, and how many lie within the tolerance.
 std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance);
 /// The same as an HTML page (runtime::html_validation).
