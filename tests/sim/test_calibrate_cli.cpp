@@ -16,45 +16,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = ascendsim::test::CliResult;
 
-class CalibrateCli : public ::testing::Test {
+class CalibrateCli : public ascendsim::test::CliFixture {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("ascendsim_calibrate_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
-
-  static std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-  static std::string command(const std::string& args) {
-    return "ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN " " + args;
-  }
-  Result run(const std::string& args) {
-    const fs::path out = m_dir / "stdout", err = m_dir / "stderr";
-    const std::string cmd = command(args) + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
-  std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(m_dir / name) << text;
-    return (m_dir / name).string();
-  }
+  CalibrateCli() : CliFixture("ascendsim_calibrate_") {}
 
   /// Five tiny LeNet-5 runs that the host bounds in different ways (A and E: the pipeline's resize
   /// stage in loop sink; B: op by op; C and F: the host's step in graph sink) and the chip's peak
@@ -112,7 +86,6 @@ class CalibrateCli : public ::testing::Test {
     return file("published.yaml", figures("", values, kBounds, b_workers, c_host_bound));
   }
 
-  fs::path m_dir;
 };
 
 TEST_F(CalibrateCli, RecoversTheValuesTheFiguresWereSimulatedWith) {

@@ -21,51 +21,20 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = ascendsim::test::CliResult;
 
-class CliTest : public ::testing::Test {
+class CliTest : public ascendsim::test::CliFixture {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("ascendsim_cli_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
+  CliTest() : CliFixture("ascendsim_cli_") {}
 
-  static std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-
-  /// The shell words that run ascendsim with `args` on the source tree's presets.
-  static std::string command(const std::string& args) {
-    return "ASCENDSIM_CONFIG_DIR=" ASCENDSIM_SOURCE_DIR "/configs " ASCENDSIM_BIN " " + args;
-  }
-
-  Result run(const std::string& args) {
-    const fs::path out = m_dir / "stdout", err = m_dir / "stderr";
-    const std::string cmd = command(args) + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  }
-
-  std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(m_dir / name) << text;
-    return (m_dir / name).string();
-  }
-
-  fs::path m_dir;
 };
 
 TEST_F(CliTest, CompareWritesFourRunsWithTheirCounts) {
