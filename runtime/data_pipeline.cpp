@@ -465,9 +465,15 @@ void DataPipeline::account_usage(std::size_t s) {
   st.usage_since = now;
 }
 
+void DataPipeline::wait_counted(sc_core::sc_event& e, int& waiters) {
+  ++waiters;
+  wait(e);
+  --waiters;
+}
+
 std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  while (m_cores.free == 0) wait(m_cores.freed);
+  while (m_cores.free == 0) wait_counted(m_cores.freed, m_cores.waiting);
   const std::int64_t k = std::min(wanted, m_cores.free);
   m_cores.free -= k;
   m_cores.peak_held = std::max(m_cores.peak_held, m_cores.total - m_cores.free);
@@ -478,13 +484,13 @@ std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
 
 void DataPipeline::release_cores(std::int64_t k) {
   m_cores.free += k;
-  m_cores.freed.notify(sc_core::SC_ZERO_TIME);
+  notify_waiters(m_cores.freed, m_cores.waiting);
 }
 
 void DataPipeline::source() {
   StageState& st = m_state[0];
   for (std::int64_t b = 0; b < m_batches; ++b) {
-    while (b >= started_after(0) + room(0)) wait(m_state[1].started);
+    while (b >= started_after(0) + room(0)) wait_counted(m_state[1].started, m_state[1].started_waiters);
     while (b >= m_open) wait(m_open_event);
     ++st.claimed;  // (nothing before the source: no connector to account)
     // The storage wait first (no core held), then the CPU's part of the read.
@@ -503,7 +509,7 @@ void DataPipeline::source() {
     st.busy_s += t.to_seconds();
     account_usage(0);
     ++st.done;
-    st.ready.notify(sc_core::SC_ZERO_TIME);
+    notify_waiters(st.ready, st.ready_waiters);
   }
 }
 
@@ -515,13 +521,15 @@ void DataPipeline::stage_thread(std::size_t s) {
     // room for it.
     while (ready(s - 1) <= b || b >= started_after(s) + room(s)) {
       if (ready(s - 1) <= b)
-        wait(before.ready);
+        wait_counted(before.ready, before.ready_waiters);
+      else if (s + 1 == m_state.size())
+        wait_counted(m_consumed_event, m_consumed_waiters);
       else
-        wait(s + 1 == m_state.size() ? m_consumed_event : m_state[s + 1].started);
+        wait_counted(m_state[s + 1].started, m_state[s + 1].started_waiters);
     }
     account_usage(s - 1);  // the connector before gives the batch
     st.claimed = b + 1;
-    st.started.notify(sc_core::SC_ZERO_TIME);
+    notify_waiters(st.started, st.started_waiters);
     // Its workers share the batch's rows: each of the W = slices threads a share of
     // ceil(rows / W). As many run at once as the host has cores free (at least one); with fewer
     // than W, the threads that run take a quarter of a share and the rest wait for the next
@@ -536,10 +544,18 @@ void DataPipeline::stage_thread(std::size_t s) {
       const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
       threads = std::max(threads, k);
       double longest = 0;
-      for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share) {
-        const double t = m_costs.stage_s(s, b, next, std::min(m_batch_size, next + share));
-        longest = std::max(longest, t);
-        work += t;
+      if (m_costs.rows_alike()) {  // every slice costs its rows times one row's cost
+        const double row = m_costs.stage_s(s, b, 0, 1);
+        const std::int64_t rows = std::min(left, k * share);
+        longest = static_cast<double>(std::min(share, rows)) * row;
+        work += static_cast<double>(rows) * row;
+        next += rows;
+      } else {
+        for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share) {
+          const double t = m_costs.stage_s(s, b, next, std::min(m_batch_size, next + share));
+          longest = std::max(longest, t);
+          work += t;
+        }
       }
       wait(sim::seconds(longest));
       release_cores(k);
@@ -555,7 +571,7 @@ void DataPipeline::stage_thread(std::size_t s) {
     ++st.done;
     if (ready(s) > was) {
       if (s + 1 == m_state.size()) ++m_made;
-      st.ready.notify(sc_core::SC_ZERO_TIME);
+      notify_waiters(st.ready, st.ready_waiters);
     }
   }
 }
@@ -563,11 +579,11 @@ void DataPipeline::stage_thread(std::size_t s) {
 void DataPipeline::next() {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
   const std::size_t last = m_state.size() - 1;
-  while (ready(last) <= m_consumed) wait(m_state[last].ready);
+  while (ready(last) <= m_consumed) wait_counted(m_state[last].ready, m_state[last].ready_waiters);
   account_usage(last);
   ++m_consumed;
   m_consumer_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
-  m_consumed_event.notify(sc_core::SC_ZERO_TIME);
+  notify_waiters(m_consumed_event, m_consumed_waiters);
 }
 
 nlohmann::ordered_json DataPipeline::tree(double now_s) const {

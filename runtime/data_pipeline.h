@@ -60,6 +60,8 @@ class PipelineCosts {
   /// The execution tree, source first.
   const std::vector<Stage>& stages() const { return m_stages; }
   std::int64_t batch_size() const { return m_batch; }
+  /// Every row of every batch costs the same on each stage (one geometry, no cache).
+  bool rows_alike() const { return !m_recipe.dataset.encoded && !m_cache_on; }
   /// CPU time of stage `s` (not the source) for rows [first, last) of batch `b`.
   double stage_s(std::size_t s, std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// Mean over the first epoch's first batches / over a later epoch's: one batch's time on stage
@@ -129,6 +131,7 @@ struct HostCores {
   std::int64_t free;
   std::int64_t peak_held = 0;  ///< the most held at once
   sc_core::sc_event freed;
+  int waiting = 0;  ///< threads waiting for `freed` (none: no notification needed)
 };
 
 class DataPipeline : public sc_core::sc_module {
@@ -172,6 +175,7 @@ class DataPipeline : public sc_core::sc_module {
     double usage_area = 0;                    ///< the output connector's batches integrated over time (resolution units)
     sc_core::sc_time usage_since;
     sc_core::sc_event ready, started;         ///< `ready()` rose; a batch was begun
+    int ready_waiters = 0, started_waiters = 0;  ///< threads waiting for them
     std::vector<int> tracks;
   };
   /// Batches stage `s` has made available to the next one.
@@ -186,6 +190,13 @@ class DataPipeline : public sc_core::sc_module {
   /// the host has cores free (at least one).
   void stage_thread(std::size_t stage);
   std::int64_t acquire_cores(std::int64_t wanted);
+  /// Waits for `e`, counted in `waiters` (a notification is sent only when someone waits; every
+  /// waiter re-checks its condition on the state, which changes before the notification).
+  void wait_counted(sc_core::sc_event& e, int& waiters);
+  static void notify_waiters(sc_core::sc_event& e, int waiters) {
+    if (waiters > 0) e.notify(sc_core::SC_ZERO_TIME);
+  }
+
   void release_cores(std::int64_t k);
 
   const PipelineConfig& m_pipe;
@@ -199,6 +210,7 @@ class DataPipeline : public sc_core::sc_module {
   std::int64_t m_open = INT64_MAX;  // batches the reader may read (gate(), open())
   sc_core::sc_event m_open_event;
   sc_core::sc_event m_consumed_event;
+  int m_consumed_waiters = 0;
   HostCores m_own_cores;
   HostCores& m_cores;
   sim::TraceRecorder* m_trace = nullptr;
