@@ -366,13 +366,6 @@ double PipelineCosts::stage_s(std::size_t s, std::int64_t b, std::int64_t first,
   return sum;
 }
 
-double PipelineCosts::map_s(std::int64_t b) const {
-  const SampleCost c = batch(b, 0, m_batch);
-  double sum = 0;
-  for (std::size_t s = 1; s < m_stages.size(); ++s) sum += c.stage[s];
-  return sum;
-}
-
 double PipelineCosts::mean_stage_s(std::size_t s, bool later) const {
   const std::int64_t base = later ? m_steps_per_epoch : 0;
   double sum = 0;

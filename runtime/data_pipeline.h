@@ -22,7 +22,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <string>
 
 #include <systemc>
@@ -76,9 +75,6 @@ class PipelineCosts {
     double cpu_s = 0, storage_s = 0;
   };
   ReadTime read_parts(std::int64_t b) const;
-  /// Every stage's time after the source for batch `b` (map ops not served by the cache, cache
-  /// writes, shuffling, batching), summed: the batch's time on one thread doing all of it.
-  double map_s(std::int64_t b) const;
   /// The cache as the report gives it: placement, memory and spilled bytes, later epochs' hits.
   nlohmann::ordered_json cache_summary() const;
 
