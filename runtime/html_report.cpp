@@ -637,6 +637,35 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
       body += fmt::format("<li><b>{}</b>: {}. Advice: {}.</li>\n", strategy_name(r.session.strategy),
                           esc(r.data["verdict"].get<std::string>()), esc(r.data["advice"].get<std::string>()));
   body += "</ul>\n";
+  // The execution tree: one row per stage, each strategy's busy fraction of its threads and the
+  // mean usage of its output connector; the slowest stage of each marked.
+  const RunResult* first = nullptr;
+  for (const auto& r : runs)
+    if (!r.data.is_null() && r.data.contains("tree")) first = first ? first : &r;
+  if (first) {
+    body += "<table id=\"pipeline-tree\"><tr><th>stage</th><th>workers</th>";
+    for (const auto& r : runs)
+      if (!r.data.is_null() && r.data.contains("tree"))
+        body += fmt::format("<th>{} busy</th><th>queue usage</th>", strategy_name(r.session.strategy));
+    body += "</tr>\n";
+    const auto& stages = first->data["tree"];
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      body += fmt::format("<tr><td>{}</td><td>{}</td>", esc(stages[i]["stage"].get<std::string>()),
+                          stages[i]["workers"].get<std::int64_t>());
+      for (const auto& r : runs) {
+        if (r.data.is_null() || !r.data.contains("tree")) continue;
+        const auto& st = r.data["tree"][i];
+        body += fmt::format("<td>{:.1f}%{}</td><td>{}</td>", 100 * st["busy_fraction"].get<double>(),
+                            st["bounds_pipeline"].get<bool>() ? " (slowest)" : "",
+                            st["queue_usage"].is_null() ? std::string("-")
+                                                        : fmt::format("{:.1f}%", 100 * st["queue_usage"].get<double>()));
+      }
+      body += "</tr>\n";
+    }
+    body += "</table>\n<p class=\"note\">MindSpore's execution tree, source first: each stage's threads' "
+            "working time over theirs, and how full its output connector was on average (a full queue "
+            "before a stage and an empty one after it point at that stage).</p>\n";
+  }
   return page("ascendsim — " + h.workload + " strategy comparison", body);
 }
 

@@ -986,6 +986,33 @@ TEST_F(CliTest, EveryReportGivesTheSteadyStateAndTheWarmUp) {
   }
 }
 
+TEST_F(CliTest, TheHtmlPipelineTreeIsTheJsonsTree) {
+  // One row per stage of the execution tree; per strategy its busy fraction and queue usage, as
+  // the JSON's data.tree gives them.
+  const fs::path html = m_dir / "t.html", json = m_dir / "t.json";
+  const Result r = run("compare --steps-per-epoch 50 --html " + html.string() + " --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  const std::string page = slurp(html);
+  const auto at = page.find("<table id=\"pipeline-tree\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = page.substr(at, page.find("</table>", at) - at);
+  const auto& tree = j["runs"][0]["data"]["tree"];
+  ASSERT_EQ(tree.size(), 8u);  // the source, five map calls, the batch op, the device queue
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    std::string row = fmt::format("<tr><td>{}</td><td>{}</td>", tree[i]["stage"].get<std::string>(),
+                                  tree[i]["workers"].get<std::int64_t>());
+    for (const auto& run_j : j["runs"]) {
+      const auto& st = run_j["data"]["tree"][i];
+      row += fmt::format("<td>{:.1f}%{}</td><td>{}</td>", 100 * st["busy_fraction"].get<double>(),
+                         st["bounds_pipeline"].get<bool>() ? " (slowest)" : "",
+                         st["queue_usage"].is_null() ? std::string("-")
+                                                     : fmt::format("{:.1f}%", 100 * st["queue_usage"].get<double>()));
+    }
+    EXPECT_THAT(table, HasSubstr(row + "</tr>")) << i;
+  }
+}
+
 TEST_F(CliTest, TheHtmlStepTraceShowsEachPartsMeanMedianAndP99) {
   const fs::path html = m_dir / "r.html", json = m_dir / "r.json";
   const Result r = run("compare --steps-per-epoch 50 --html " + html.string() + " --json " + json.string());
