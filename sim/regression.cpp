@@ -717,12 +717,14 @@ Calibration calibrate(const CalibrationRequest& req) {
     }
     params.push_back(p);
   }
+  std::set<std::string> started;
   for (const auto& s : req.start) {
     const auto eq = s.find('=');
     const std::string key = s.substr(0, eq);
     const auto at = std::find(req.fit.begin(), req.fit.end(), key);
     if (eq == std::string::npos || at == req.fit.end())
       throw InputError("--start " + s + ": give key=value for a parameter of --fit (" + joined(req.fit) + ")");
+    if (!started.insert(key).second) throw InputError("--start " + key + " is given twice; keep one");
     const std::string value = s.substr(eq + 1);
     std::size_t used = 0;
     double v = 0;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "runtime/functional_cluster.h"
@@ -431,7 +432,7 @@ TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
     EXPECT_NE(std::string(e.what()).find("are for one device or data parallelism"), std::string::npos) << e.what();
   }
   // Weights files: a missing parameter, a wrong shape, a tensor the network does not have.
-  const fs::path dir = fs::temp_directory_path() / "ascendsim_functional_weights";
+  const fs::path dir = fs::temp_directory_path() / ("ascendsim_functional_weights_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "w.bin", std::ios::binary) << std::string(4 * 150, '\0');
   auto index = [&](const std::string& tensors) {

@@ -224,6 +224,8 @@ TEST_F(CalibrateCli, BadRequestsAreNamedAndWriteNothing) {
       {"--figures " + pub + two + " --max-iterations 0", "--max-iterations 0: give 1 to 1000"},
       {"--figures " + pub + " --fit host.map_op_overhead_us,host.map_op_overhead_us",
        "--fit host.map_op_overhead_us: given twice"},
+      {"--figures " + pub + two + " --start host.step_overhead_us=300 --start host.step_overhead_us=400",
+       "--start host.step_overhead_us is given twice; keep one"},
       {"--figures " +
            file("int.yaml", figures("", {}, "fit:\n  pipeline.num_parallel_workers: {min: 1, max: 8, why: w}\n")) + two,
        "fit: pipeline.num_parallel_workers: not a real-valued parameter"},
