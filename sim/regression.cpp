@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -335,8 +336,8 @@ std::string diff_junit(const DiffResult& d, double tolerance) {
 
 namespace {
 
-double number(const YAML::Node& n, const std::string& at, const std::string& key) {
-  const std::string s = scalar(n, at, key);
+/// `s` as a number if all of it is one.
+std::optional<double> whole_real(const std::string& s) {
   std::size_t used = 0;
   double v = 0;
   try {
@@ -344,7 +345,15 @@ double number(const YAML::Node& n, const std::string& at, const std::string& key
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != s.size() || s.empty() || !std::isfinite(v))
+  if (s.empty() || used != s.size()) return std::nullopt;
+  return v;
+}
+
+double number(const YAML::Node& n, const std::string& at, const std::string& key) {
+  const std::string s = scalar(n, at, key);
+  const std::optional<double> parsed = whole_real(s);
+  const double v = parsed.value_or(0);
+  if (!parsed || !std::isfinite(v))
     throw InputError(at + ": '" + key + "' expects a number, got '" + s + "'");
   return v;
 }
@@ -725,16 +734,9 @@ Calibration calibrate(const CalibrationRequest& req) {
     if (eq == std::string::npos || at == req.fit.end())
       throw InputError("--start " + s + ": give key=value for a parameter of --fit (" + joined(req.fit) + ")");
     if (!started.insert(key).second) throw InputError("--start " + key + " is given twice; keep one");
-    const std::string value = s.substr(eq + 1);
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (value.empty() || used != value.size()) throw InputError("--start " + s + ": expects a number");
-    params[static_cast<std::size_t>(at - req.fit.begin())].start = v;
+    const std::optional<double> v = whole_real(s.substr(eq + 1));
+    if (!v) throw InputError("--start " + s + ": expects a number");
+    params[static_cast<std::size_t>(at - req.fit.begin())].start = *v;
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!(params[i].start >= params[i].min && params[i].start <= params[i].max))
