@@ -36,6 +36,10 @@ struct Shape {
           w = static_cast<double>(op.width);
         }
         break;
+      case MapOpType::RandomCropDecodeResize:
+        h = static_cast<double>(op.height);
+        w = static_cast<double>(op.width);
+        break;
       case MapOpType::RandomCrop:
       case MapOpType::CenterCrop:
       case MapOpType::SlicePatches:
@@ -62,6 +66,7 @@ struct Shape {
 PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                              std::int64_t batch_size, std::int64_t steps_per_epoch)
     : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
+  m_shuffle_buffer = pipe.shuffle_buffer >= 0 ? pipe.shuffle_buffer : recipe.shuffle_buffer;
   build_stages();
   m_cache_on = pipe.cache != "none";
   m_source_cache = pipe.cache == "source";
@@ -72,6 +77,13 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
       throw sim::InputError(
           "pipeline.cache_after", "pipeline.cache_after",
           std::to_string(pipe.cache_after) + ": the recipe has " + std::to_string(recipe.maps.size()) + " map ops");
+    if (m_cache_after == 0 && !recipe.maps.empty())
+      throw sim::InputError(
+          "pipeline.cache", "pipeline.cache",
+          std::string("map: the recipe's first map op, ") + workloads::map_op_name(recipe.maps[0].type) +
+              ", is random, so no deterministic map ops precede it for a map cache to hold. Cache the source "
+              "(pipeline.cache=source), or follow a random op explicitly (pipeline.cache_after=N with "
+              "pipeline.cache_allow_random=true)");
     for (std::size_t i = 0; i < m_cache_after; ++i)
       if (recipe.maps[i].random() && !pipe.cache_allow_random)
         throw sim::InputError(
@@ -155,7 +167,7 @@ void PipelineCosts::build_stages() {
     for (std::size_t op : calls[i].ops) m_stage_of_op[op] = m_stages.size();
     m_stages.push_back({Stage::Kind::Map, calls[i].name, workers[i], calls[i].ops});
   }
-  if (m_pipe.shuffle_buffer > 0) m_stages.push_back({Stage::Kind::Shuffle, "Shuffle", 1, {}});
+  if (m_shuffle_buffer > 0) m_stages.push_back({Stage::Kind::Shuffle, "Shuffle", 1, {}});
   m_batch_stage = m_stages.size();
   m_stages.push_back({Stage::Kind::Batch, "Batch", 1, {}});
   if (m_stages.size() > kMaxStages)
@@ -274,6 +286,7 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
   double cache_bytes = 0;
   for (std::size_t i = 0; i < m_recipe.maps.size(); ++i) {
     const auto& op = m_recipe.maps[i];
+    const Shape in = s;
     s.apply(op);  // costs are per output value (Decode: per decoded pixel)
     double ns = 0;
     switch (op.type) {
@@ -304,6 +317,15 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
         break;                       // the label
       case MapOpType::SlicePatches:  // every patch copied out (`area` of them); the rank's one kept (project)
         ns = m_host.crop_ns_per_value * s.values() * op.area;
+        break;
+      case MapOpType::RandomCropDecodeResize:  // the crop window's pixels decoded (mean window), then resized
+        ns = m_host.decode_ns_per_pixel * in.h * in.w *
+                 workloads::random_resized_crop_mean_area(in.w / in.h, op.scale_min, op.scale_max, op.ratio_min,
+                                                          op.ratio_max) +
+             m_host.resize_ns_per_value * s.values();
+        break;
+      case MapOpType::RandomColorAdjust:
+        ns = m_host.color_adjust_ns_per_value * s.values();
         break;
     }
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
@@ -422,7 +444,7 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
   for (std::size_t s = 0; s < stages.size(); ++s) {
     StageState& st = m_state[s];
     st.slices = std::min(stages[s].workers, batch_size);
-    if (stages[s].kind == Stage::Kind::Shuffle) st.lag = (pipe.shuffle_buffer + batch_size - 1) / batch_size;
+    if (stages[s].kind == Stage::Kind::Shuffle) st.lag = (m_costs.shuffle_buffer() + batch_size - 1) / batch_size;
   }
   SC_THREAD(source);
   for (std::size_t s = 1; s < stages.size(); ++s) sc_core::sc_spawn(sc_bind(&DataPipeline::stage_thread, this, s));

@@ -59,6 +59,9 @@ class PipelineCosts {
   /// The execution tree, source first.
   const std::vector<Stage>& stages() const { return m_stages; }
   std::int64_t batch_size() const { return m_batch; }
+  /// Rows of the shuffle buffer before the batch op: pipeline.shuffle_buffer, or the recipe's when
+  /// that is unset (-1).
+  std::int64_t shuffle_buffer() const { return m_shuffle_buffer; }
   /// Every row of every batch costs the same on each stage (one geometry, no cache).
   bool rows_alike() const { return !m_recipe.dataset.encoded && !m_cache_on; }
   /// CPU time of stage `s` (not the source) for rows [first, last) of batch `b`.
@@ -103,6 +106,7 @@ class PipelineCosts {
   std::int64_t m_page_cache_samples = 0;
   bool m_random_cached = false;  ///< the cache follows a random op (allowed explicitly)
   double m_cached_bytes = 0;
+  std::int64_t m_shuffle_buffer = 0;
 
   const HostConfig& m_host;
   const PipelineConfig& m_pipe;

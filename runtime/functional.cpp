@@ -82,7 +82,7 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
   m_data = load_dataset_values(dataset_dir, false);
   dataset_mean_std(m_data.channels, m_w.data.maps, m_mean, m_std);
   for (const auto& m : m_w.data.maps)
-    if (m.type == MapOpType::Decode && m_data.files.empty())
+    if ((m.type == MapOpType::Decode || m.type == MapOpType::RandomCropDecodeResize) && m_data.files.empty())
       throw sim::InputError("dataset", "dataset",
                             m_w.name + "'s recipe decodes JPEG files: give an image folder (class folders of JPEGs)");
   if (m_data.count() < m_w.batch_size)
@@ -311,7 +311,8 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
   // MindSpore's Resize of bytes gives bytes (OpenCV's bilinear resize rounds to the nearest).
   bool bytes = true;
   for (const auto& m : m_w.data.maps) {
-    if (m.random() && !augment) continue;  // evaluation reads the samples as they are
+    // Evaluation reads the samples as they are (RandomCropDecodeResize: the whole image resized).
+    if (m.random() && !augment && m.type != MapOpType::RandomCropDecodeResize) continue;
     switch (m.type) {
       case MapOpType::Resize:
         img = image::resize_bilinear(img, h, w, c, m.height, m.width);
@@ -322,27 +323,10 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
         break;
       case MapOpType::RandomCrop: {
         if (m.area != 1.0) {  // ImageNet's random resized crop: 8-100% of the area, aspect 3/4 to 4/3
-          std::int64_t ch = h, cw = w, y0 = 0, x0 = 0;
-          std::uniform_real_distribution<double> scale(0.08, 1.0), log_ratio(std::log(3.0 / 4), std::log(4.0 / 3));
-          bool found = false;
-          for (int attempt = 0; attempt < 10 && !found; ++attempt) {
-            const double area = static_cast<double>(h * w) * scale(rng), ratio = std::exp(log_ratio(rng));
-            cw = static_cast<std::int64_t>(std::lround(std::sqrt(area * ratio)));
-            ch = static_cast<std::int64_t>(std::lround(std::sqrt(area / ratio)));
-            if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
-              y0 = std::uniform_int_distribution<std::int64_t>(0, h - ch)(rng);
-              x0 = std::uniform_int_distribution<std::int64_t>(0, w - cw)(rng);
-              found = true;
-            }
-          }
-          if (!found) {  // the whole image
-            ch = h;
-            cw = w;
-            y0 = x0 = 0;
-          }
-          img = image::crop(img, h, w, c, y0, x0, ch, cw);
-          h = ch;
-          w = cw;
+          const image::Window win = image::random_resized_crop_window(h, w, 0.08, 1.0, 3.0 / 4, 4.0 / 3, rng);
+          img = image::crop(img, h, w, c, win.y0, win.x0, win.h, win.w);
+          h = win.h;
+          w = win.w;
           break;
         }
         // CIFAR-10's: pad 4 with zeros, crop at a random offset.
@@ -361,8 +345,24 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
         w = cw;
         break;
       }
+      case MapOpType::RandomCropDecodeResize: {
+        // The image was decoded whole; the window's pixels are the ones a cropped decode gives
+        // (the cost model charges the decode of the window only).
+        const image::Window win =
+            augment ? image::random_resized_crop_window(h, w, m.scale_min, m.scale_max, m.ratio_min, m.ratio_max, rng)
+                    : image::Window{0, 0, h, w};
+        img = image::resize_bilinear(image::crop(img, h, w, c, win.y0, win.x0, win.h, win.w), win.h, win.w, c,
+                                     m.height, m.width);
+        for (auto& v : img) v = std::clamp(std::floor(v + 0.5f), 0.0f, 255.0f);  // 8-bit output
+        h = m.height;
+        w = m.width;
+        break;
+      }
       case MapOpType::RandomHorizontalFlip:
         if (std::bernoulli_distribution(0.5)(rng)) image::flip_horizontal(img, h, w, c);
+        break;
+      case MapOpType::RandomColorAdjust:
+        image::random_color_adjust(img, h, w, c, m.brightness, m.contrast, m.saturation, rng);
         break;
       case MapOpType::Rescale:
         image::rescale(img, 1.0 / 255.0, 0.0);

@@ -24,6 +24,8 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "normalise (x - mean) / std per channel");
   ps.real("host.hwc2chw_ns_per_value", hwc2chw_ns_per_value, "ns/value", 0, 1e6, "HWC -> CHW transpose");
   ps.real("host.typecast_ns_per_value", typecast_ns_per_value, "ns/value", 0, 1e6, "dtype conversion");
+  ps.real("host.color_adjust_ns_per_value", color_adjust_ns_per_value, "ns/value", 0, 1e6,
+          "RandomColorAdjust: brightness, contrast and saturation together, per output value");
   ps.real("host.map_op_overhead_us", map_op_overhead_us, "us", 0, 1e6, "per map op per sample: dispatch, row handling");
   ps.real("host.row_handoff_us", row_handoff_us, "us", 0, 1e6,
           "one row handed between two stages of the dataset engine (connector push, pop, wake-up)");
@@ -56,8 +58,9 @@ void PipelineConfig::declare(sim::ParamSet& ps) {
           "workers per map() call in the script's order, e.g. 1,1,1,1,1 (empty: num_parallel_workers each)");
   ps.integer("pipeline.prefetch_size", prefetch_size, "rows", 1, 1 << 16,
              "connector capacity between two ops (ds.config.set_prefetch_size): rows, batches after the batch op");
-  ps.integer("pipeline.shuffle_buffer", shuffle_buffer, "rows", 0, 1 << 30,
-             "shuffle buffer the reader fills before the first batch; 0 = the sampler shuffles");
+  ps.integer("pipeline.shuffle_buffer", shuffle_buffer, "rows", -1, 1 << 30,
+             "shuffle buffer the reader fills before the first batch; 0 = the sampler shuffles; -1 = the workload "
+             "script's (MobileNetV2: 1000; the others: 0)");
   ps.integer("pipeline.num_shards", num_shards, "shards", 1, 1 << 16, "dataset shards (one per device)");
   ps.integer("pipeline.shard_id", shard_id, "index", 0, (1 << 16) - 1, "this device's shard");
   ps.text("pipeline.cache", cache, {"none", "source", "map"},

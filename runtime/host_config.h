@@ -28,6 +28,8 @@ struct HostConfig {
   double normalize_ns_per_value = 1.0;   ///< (x - mean) / std per channel
   double hwc2chw_ns_per_value = 0.7;     ///< layout transpose
   double typecast_ns_per_value = 0.4;    ///< dtype conversion
+  /// RandomColorAdjust: brightness, contrast and saturation together, per output value
+  double color_adjust_ns_per_value = 3.0;
   double map_op_overhead_us = 1.0;       ///< per op per sample: dispatch and row handling
   /// One row handed from one stage of the dataset engine's execution tree to the next: the push
   /// into the bounded connector, the pop and the consumer's wake-up. Paid by the receiving stage.
@@ -61,7 +63,9 @@ struct PipelineConfig {
   /// Capacity of each connector between two ops (MindSpore's op_connector_size, which
   /// ds.config.set_prefetch_size sets): rows before the batch op, batches after it.
   std::int64_t prefetch_size = 16;
-  std::int64_t shuffle_buffer = 0;        ///< rows a shuffle buffer fills before the first (0: sampler shuffle)
+  /// Rows a shuffle buffer fills before the first batch (0: the sampler shuffles); -1: the
+  /// workload script's (MobileNetV2's 1000, none for the others).
+  std::int64_t shuffle_buffer = -1;
   std::int64_t num_shards = 1;
   std::int64_t shard_id = 0;
   std::string cache = "none";  ///< none | source | map (after the last deterministic map)

@@ -88,6 +88,72 @@ void normalize(std::vector<float>& img, std::int64_t c, const std::vector<double
   }
 }
 
+Window random_resized_crop_window(std::int64_t h, std::int64_t w, double scale_min, double scale_max,
+                                  double ratio_min, double ratio_max, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> scale(scale_min, scale_max),
+      log_ratio(std::log(ratio_min), std::log(ratio_max));
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double area = static_cast<double>(h * w) * scale(rng), ratio = std::exp(log_ratio(rng));
+    const auto cw = static_cast<std::int64_t>(std::lround(std::sqrt(area * ratio)));
+    const auto ch = static_cast<std::int64_t>(std::lround(std::sqrt(area / ratio)));
+    if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
+      Window win;
+      win.h = ch;
+      win.w = cw;
+      win.y0 = std::uniform_int_distribution<std::int64_t>(0, h - ch)(rng);
+      win.x0 = std::uniform_int_distribution<std::int64_t>(0, w - cw)(rng);
+      return win;
+    }
+  }
+  return {0, 0, h, w};  // the whole image
+}
+
+namespace {
+
+float to_byte(double v) { return static_cast<float>(std::clamp(std::floor(v + 0.5), 0.0, 255.0)); }
+
+double grey(const float* px) { return 0.299 * px[0] + 0.587 * px[1] + 0.114 * px[2]; }
+
+}  // namespace
+
+void color_adjust(std::vector<float>& img, std::int64_t h, std::int64_t w, std::int64_t c, double brightness,
+                  double contrast, double saturation, const std::array<int, 3>& order) {
+  const std::size_t n = static_cast<std::size_t>(h * w), cc = static_cast<std::size_t>(c);
+  for (int step : order) {
+    if (step == 0) {
+      for (auto& v : img) v = to_byte(v * brightness);
+    } else if (step == 1) {
+      double sum = 0;
+      for (std::size_t i = 0; i < n; ++i) sum += c == 3 ? std::floor(grey(&img[i * 3]) + 0.5) : img[i * cc];
+      const double g = std::floor(sum / static_cast<double>(n) + 0.5);
+      for (auto& v : img) v = to_byte(g + contrast * (v - g));
+    } else if (step == 2 && c == 3) {
+      for (std::size_t i = 0; i < n; ++i) {
+        float* px = &img[i * 3];
+        const double y = std::floor(grey(px) + 0.5);
+        for (int k = 0; k < 3; ++k) px[k] = to_byte(y + saturation * (px[k] - y));
+      }
+    }
+  }
+}
+
+void random_color_adjust(std::vector<float>& img, std::int64_t h, std::int64_t w, std::int64_t c, double brightness,
+                         double contrast, double saturation, std::mt19937_64& rng) {
+  std::array<int, 3> order = {0, 1, 2};
+  std::shuffle(order.begin(), order.end(), rng);
+  std::array<double, 3> factor{};
+  const std::array<double, 3> range = {brightness, contrast, saturation};
+  for (int k = 0; k < 3; ++k)
+    factor[static_cast<std::size_t>(k)] =
+        range[static_cast<std::size_t>(k)] > 0
+            ? std::uniform_real_distribution<double>(std::max(0.0, 1 - range[static_cast<std::size_t>(k)]),
+                                                     1 + range[static_cast<std::size_t>(k)])(rng)
+            : 1.0;
+  for (int& step : order)
+    if (range[static_cast<std::size_t>(step)] <= 0) step = -1;  // not adjusted
+  color_adjust(img, h, w, c, factor[0], factor[1], factor[2], order);
+}
+
 std::vector<float> hwc2chw(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c) {
   std::vector<float> out(in.size());
   for (std::int64_t y = 0; y < h; ++y)

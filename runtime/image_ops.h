@@ -3,7 +3,9 @@
 // Images are height x width x channels (HWC) float arrays unless stated otherwise.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,29 @@ void rescale(std::vector<float>& img, double scale, double shift);
 /// (x - mean[k]) / std[k] for channel k, in place.
 void normalize(std::vector<float>& img, std::int64_t c, const std::vector<double>& mean,
                const std::vector<double>& std);
+/// A random resized crop's window (RandomCrop with an area, RandomCropDecodeResize): up to 10
+/// attempts of a scale uniform in [scale_min, scale_max] of the area and a width/height ratio
+/// log-uniform in [ratio_min, ratio_max], the first that fits at a uniform offset; else the whole
+/// image. Draws from `rng` in that order (scale, ratio; then y0, x0).
+struct Window {
+  std::int64_t y0 = 0, x0 = 0, h = 0, w = 0;
+};
+Window random_resized_crop_window(std::int64_t h, std::int64_t w, double scale_min, double scale_max,
+                                  double ratio_min, double ratio_max, std::mt19937_64& rng);
+
+/// Brightness, contrast and saturation as PIL's ImageEnhance and MindSpore define them, on an
+/// HWC image of 0-255 values (c = 3; for c = 1 saturation is the identity), each step rounded and
+/// clamped to 0-255 as on 8-bit pixels:
+///   brightness f: x * f (a blend with black);
+///   contrast f: g + f (x - g), g the rounded mean of the grey image;
+///   saturation f: y + f (x - y), y the pixel's grey (0.299 R + 0.587 G + 0.114 B, rounded).
+/// `order` lists the adjustments applied (0 brightness, 1 contrast, 2 saturation; -1 none), in order.
+void color_adjust(std::vector<float>& img, std::int64_t h, std::int64_t w, std::int64_t c, double brightness,
+                  double contrast, double saturation, const std::array<int, 3>& order = {0, 1, 2});
+/// RandomColorAdjust: factors uniform in [max(0, 1 - x), 1 + x] for x = brightness, contrast,
+/// saturation (x = 0: that adjustment skipped), applied in a random order, all drawn from `rng`.
+void random_color_adjust(std::vector<float>& img, std::int64_t h, std::int64_t w, std::int64_t c, double brightness,
+                         double contrast, double saturation, std::mt19937_64& rng);
 /// HWC -> CHW.
 std::vector<float> hwc2chw(const std::vector<float>& in, std::int64_t h, std::int64_t w, std::int64_t c);
 /// 8-bit pixels to float (TypeCast).

@@ -1,6 +1,7 @@
 #include "workloads/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <stdexcept>
@@ -43,6 +44,10 @@ const char* map_op_name(MapOpType t) {
       return "TypeCast";
     case MapOpType::SlicePatches:
       return "SlicePatches";
+    case MapOpType::RandomCropDecodeResize:
+      return "RandomCropDecodeResize";
+    case MapOpType::RandomColorAdjust:
+      return "RandomColorAdjust";
   }
   return "?";
 }
@@ -277,11 +282,78 @@ DatasetSpec synthetic_imagenet(std::int64_t samples) {
 DataRecipe imagenet_train_recipe(std::int64_t samples) {
   DataRecipe r;
   r.dataset = synthetic_imagenet(samples);
-  r.maps = {{MapOpType::Decode},           {MapOpType::RandomCrop, 0, 0, 0.54},
-            {MapOpType::Resize, 224, 224}, {MapOpType::RandomHorizontalFlip},
-            {MapOpType::Normalize},        {MapOpType::HWC2CHW},
+  r.maps = {{MapOpType::RandomCropDecodeResize, 224, 224},
+            {MapOpType::RandomHorizontalFlip},
+            {MapOpType::Normalize},
+            {MapOpType::HWC2CHW},
             {MapOpType::TypeCast}};
   return r;
+}
+
+DataRecipe mobilenet_train_recipe(std::int64_t samples) {
+  DataRecipe r = imagenet_train_recipe(samples);
+  MapOp jitter{MapOpType::RandomColorAdjust};
+  jitter.brightness = jitter.contrast = jitter.saturation = 0.4;
+  r.maps.insert(r.maps.begin() + 2, jitter);
+  r.shuffle_buffer = 1000;
+  return r;
+}
+
+double random_resized_crop_mean_area(double aspect, double scale_min, double scale_max, double ratio_min,
+                                     double ratio_max, int attempts) {
+  // A window of scale s and ratio r = e^u fits an image of aspect a = e^alpha when s <= a / r and
+  // s <= r / a, i.e. s <= m(u) = e^-|u - alpha| (at most 1). Per attempt, with u uniform on
+  // [log ratio_min, log ratio_max] and s uniform on [scale_min, scale_max]:
+  //   p = P(accept)            = mean over u of (min(M, scale_max) - scale_min) / (scale_max - scale_min)
+  //   e = E[s; accepted]       = mean over u of (min(M, scale_max)^2 - scale_min^2) / (2 (scale_max - scale_min))
+  // and over the attempts: e / p x (1 - (1 - p)^attempts) + (1 - p)^attempts (the whole image).
+  const double alpha = std::log(aspect), lo = std::log(ratio_min), hi = std::log(ratio_max);
+  const double span = scale_max - scale_min;
+  auto at = [&](double u, double& p, double& e) {
+    const double m = std::min(scale_max, std::exp(-std::fabs(u - alpha)));
+    if (span <= 0) {  // a fixed scale
+      p = scale_min <= m ? 1.0 : 0.0;
+      e = scale_min * p;
+    } else if (m <= scale_min) {
+      p = e = 0;
+    } else {
+      p = (m - scale_min) / span;
+      e = (m * m - scale_min * scale_min) / (2 * span);
+    }
+  };
+  double p = 0, e = 0;
+  if (hi - lo <= 0) {
+    at(lo, p, e);
+  } else {
+    // The integrands are exponentials between the kinks (u = alpha, where m reaches scale_max and
+    // where it falls to scale_min): 8-point Gauss-Legendre on each piece is exact to rounding.
+    std::vector<double> cuts = {lo, hi, alpha};
+    for (double bound : {scale_max, scale_min})
+      if (bound > 0 && bound < 1) {
+        cuts.push_back(alpha - std::log(1 / bound));
+        cuts.push_back(alpha + std::log(1 / bound));
+      }
+    std::sort(cuts.begin(), cuts.end());
+    static const double x[4] = {0.1834346424956498, 0.5255324099163290, 0.7966664774136267, 0.9602898564975363};
+    static const double wt[4] = {0.3626837833783620, 0.3137066458778873, 0.2223810344533745, 0.1012285362903763};
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const double a = std::max(lo, cuts[k]), b = std::min(hi, cuts[k + 1]);
+      if (b <= a) continue;
+      const double mid = (a + b) / 2, half = (b - a) / 2;
+      for (int i = 0; i < 4; ++i)
+        for (double sign : {-1.0, 1.0}) {
+          double pi = 0, ei = 0;
+          at(mid + sign * half * x[i], pi, ei);
+          p += wt[i] * half * pi;
+          e += wt[i] * half * ei;
+        }
+    }
+    p /= hi - lo;
+    e /= hi - lo;
+  }
+  if (p <= 0) return 1.0;
+  const double miss_all = std::pow(1 - p, attempts);
+  return e / p * (1 - miss_all) + miss_all;
 }
 
 DataRecipe imagenet_eval_recipe() {

@@ -63,9 +63,20 @@ DatasetSpec synthetic_mnist(std::int64_t samples = 60000);
 DatasetSpec synthetic_cifar10(std::int64_t samples = 50000);
 
 struct DataRecipe;
-/// ImageNet training (the model zoo's create_dataset(do_train=True)): `samples` JPEGs, decoded,
-/// a random resized crop (mean 54% of the area kept) resized to 224, flipped, normalised.
+/// ImageNet training as the model zoo's ResNet script (create_dataset2, do_train=True): `samples`
+/// JPEGs, each through RandomCropDecodeResize(224, scale (0.08, 1), ratio (3/4, 4/3)), flipped,
+/// normalised, HWC2CHW in one map() call; the label's TypeCast in another.
 DataRecipe imagenet_train_recipe(std::int64_t samples = 1281167);
+/// MobileNetV2's ImageNet training script: as ResNet's with RandomColorAdjust(0.4, 0.4, 0.4) after
+/// the flip, and a shuffle buffer of 1000 rows before the batch.
+DataRecipe mobilenet_train_recipe(std::int64_t samples = 1281167);
+/// Mean fraction of an image's area a random resized crop keeps (RandomCropDecodeResize's window,
+/// RandomCrop with an area): per attempt a scale s uniform in [scale_min, scale_max] and a ratio r
+/// log-uniform in [ratio_min, ratio_max], a window of s x the area with width/height r, accepted if
+/// it fits the image (aspect = width / height); after `attempts` misses the whole image. Computed
+/// analytically (exact but for the sampler's rounding of the window to whole pixels).
+double random_resized_crop_mean_area(double aspect, double scale_min = 0.08, double scale_max = 1.0,
+                                     double ratio_min = 0.75, double ratio_max = 4.0 / 3, int attempts = 10);
 /// MindSpore's LeNet pipeline on MNIST-shaped images: resize to height x width, rescale,
 /// normalise, HWC2CHW, cast the label.
 DataRecipe mnist_recipe(std::int64_t height, std::int64_t width);
@@ -85,6 +96,11 @@ enum class MapOpType {
   HWC2CHW,
   TypeCast,
   SlicePatches,  ///< SlicePatches + project: the rank keeps one height x width patch (the strip)
+  /// Decodes only a random resized crop's window of the JPEG and resizes it to height x width, one
+  /// op (the model zoo's ImageNet training scripts).
+  RandomCropDecodeResize,
+  /// Brightness, contrast and saturation, each by a random factor in [1 - x, 1 + x], in random order.
+  RandomColorAdjust,
 };
 const char* map_op_name(MapOpType t);
 
@@ -98,7 +114,14 @@ struct MapOp {
   /// workers, one stage of the execution tree. -1: as the model zoo's scripts group them (see
   /// DataRecipe::calls).
   std::int64_t call = -1;
-  bool random() const { return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip; }
+  /// RandomCropDecodeResize: the window's scale (fraction of the area) and width/height ratio ranges.
+  double scale_min = 0.08, scale_max = 1.0, ratio_min = 0.75, ratio_max = 4.0 / 3;
+  /// RandomColorAdjust: factors drawn in [max(0, 1 - x), 1 + x] for each.
+  double brightness = 0, contrast = 0, saturation = 0;
+  bool random() const {
+    return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip ||
+           type == MapOpType::RandomCropDecodeResize || type == MapOpType::RandomColorAdjust;
+  }
 };
 
 /// One map() call of the dataset script: its ops (indices into DataRecipe::maps, in order) and the
@@ -113,6 +136,9 @@ struct MapCall {
 struct DataRecipe {
   DatasetSpec dataset;
   std::vector<MapOp> maps;
+  /// The script's shuffle(buffer_size) before the batch, rows; 0: none (the sampler shuffles).
+  /// pipeline.shuffle_buffer, when set (>= 0), replaces it.
+  std::int64_t shuffle_buffer = 0;
   /// The map() calls in the order the script makes them. Ops with an explicit `call` are grouped
   /// by it, in ascending order; otherwise as the model zoo's scripts do: the image ops in one call
   /// (`operations=trans`), the label's TypeCast in its own, a SlicePatches in its own after them.

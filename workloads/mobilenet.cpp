@@ -39,7 +39,7 @@ Workload make_mobilenet_v2(std::int64_t batch_size, const Recipe& recipe) {
   w.name = "mobilenetv2";
   w.description = "MobileNetV2 (width 1.0) on ImageNet 224x224, 1000 classes, O2 mixed precision";
   w.batch_size = batch_size;
-  w.data = imagenet_train_recipe();
+  w.data = mobilenet_train_recipe();
   w.eval_data = imagenet_eval_recipe();
   Graph& g = w.graph;
   NetBuilder b(g, recipe);

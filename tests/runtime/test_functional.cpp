@@ -509,6 +509,34 @@ TEST(Functional, AnImageNetRecipeDecodesAnImageFolder) {
   fs::remove_all(dir);
 }
 
+TEST(Functional, TheFusedCropDecodeResizeGivesTheThreeOpsPixels) {
+  // ResNet-18's training recipe (RandomCropDecodeResize, flip, normalise, HWC2CHW) against the same
+  // recipe as Decode, RandomCrop, Resize: one generator's draws, one window, so the same batch
+  // value for value (a cropped decode's pixels are the whole decode's in the window).
+  const fs::path dir = fs::temp_directory_path() / ("ascendsim_functional_fused_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  runtime::image::write_image_folder(dir.string(), 2, 2, 11);
+  const auto fused = workloads::make_workload("resnet18", 2);
+  ASSERT_EQ(fused.data.maps.front().type, workloads::MapOpType::RandomCropDecodeResize);
+  auto three = fused;
+  three.data.maps.erase(three.data.maps.begin());
+  three.data.maps.insert(three.data.maps.begin(), {{workloads::MapOpType::Decode},
+                                                   {workloads::MapOpType::RandomCrop, 0, 0, 0.47},
+                                                   {workloads::MapOpType::Resize, 224, 224}});
+  runtime::FunctionalOptions opt;
+  opt.enabled = true;
+  opt.seed = 5;
+  runtime::FunctionalModel a(fused, opt, dir.string(), 2), b(three, opt, dir.string(), 2);
+  for (int batch = 0; batch < 2; ++batch) {
+    a.copy_batch_to_device();
+    b.copy_batch_to_device();
+    const auto& x = a.value(fused.batch_inputs[0]);
+    ASSERT_EQ(x.size(), 2u * 3 * 224 * 224);
+    EXPECT_EQ(x, b.value(three.batch_inputs[0])) << "batch " << batch;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Functional, AnOpWithoutAKernelIsNamed) {
   NEED_FASHION_MNIST();
   // A test op registered without a kernel (ReLU's shape rule and lowering), added to LeNet-5.

@@ -174,11 +174,16 @@ TEST(DataCache, TheSeedsNfsTableInDirection) {
   // samples it cannot hold.
   r.config.sets = {"storage.parallel_reads=1", "storage.page_cache_gib=0"};
   const auto uncached = sim::run(r).report()["runs"][0]["epoch_time_s"];
-  EXPECT_NEAR(uncached[1].get<double>(), uncached[0].get<double>(), 0.05 * uncached[0].get<double>());
+  // (MobileNetV2's shuffle buffer of 1000 rows, 4 batches of 256, makes the first epoch read 4
+  // batches more and the last, whose batches the buffer already holds, 4 fewer: the three epochs
+  // still read 3 x 20 batches.)
+  const double e0 = uncached[0].get<double>(), e1 = uncached[1].get<double>(), e2 = uncached[2].get<double>();
+  EXPECT_NEAR(e0, e1 * (20 + 4) / 20, 0.05 * e0);
+  EXPECT_NEAR(e0 + e1 + e2, 3 * e1, 0.05 * 3 * e1);
   // The synthetic JPEGs average 42 KB: 54 GB for ImageNet, so 25 GiB hold about half of each shard.
   r.config.sets = {"storage.parallel_reads=1", "storage.page_cache_gib=25"};
   const auto half = sim::run(r).report()["runs"][0]["epoch_time_s"];
-  EXPECT_LT(half[1].get<double>(), uncached[1].get<double>());
+  EXPECT_LT(half[1].get<double>(), e1);
   EXPECT_GT(half[1].get<double>(), plain[1].get<double>());
 }
 
@@ -215,22 +220,29 @@ TEST(DataCache, ItNeverHoldsMoreThanItsSizeSpillsTheRestAndRefusesToFollowARando
   const auto shared = sim::run(r).report()["runs"][0]["data"]["cache_detail"];
   EXPECT_LE(shared["memory_bytes"].get<double>(), capacity * 1073741824.0 / 2);
   r.devices = 1;
-  // After RandomCrop (ResNet's recipe: Decode, RandomCrop, ...): refused with the reason ...
+  // After RandomCropDecodeResize (ResNet's recipe's first op): refused with the reason ...
   r.config.sets = {"pipeline.cache=map", "pipeline.cache_after=2"};
   try {
     sim::run(r);
     ADD_FAILURE() << "accepted";
   } catch (const sim::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("RandomCrop, a random augmentation"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("RandomCropDecodeResize, a random augmentation"), std::string::npos)
+        << e.what();
   }
   // ... or accepted on request, with a warning in the verdict.
   r.config.sets.push_back("pipeline.cache_allow_random=true");
   const auto allowed = sim::run(r).report()["runs"][0]["data"];
   EXPECT_TRUE(allowed["cache_detail"]["randomness_lost"].get<bool>());
   EXPECT_NE(allowed["verdict"].get<std::string>().find("replays the first epoch's augmentation"), std::string::npos);
-  // After the decode only (deterministic): accepted without a warning.
-  r.config.sets = {"pipeline.cache=map", "pipeline.cache_after=1"};
-  EXPECT_FALSE(sim::run(r).report()["runs"][0]["data"]["cache_detail"]["randomness_lost"].get<bool>());
+  // Before the first random op there is nothing to hold: refused, pointing at the source cache.
+  r.config.sets = {"pipeline.cache=map"};
+  try {
+    sim::run(r);
+    ADD_FAILURE() << "accepted";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline.cache=source"), std::string::npos) << e.what();
+  }
+  // (A map cache after deterministic ops, LeNet's: PipelineTest.CacheMakesLaterEpochsFaster...)
 }
 
 TEST(ImageFolder, AHeaderIndexIsWrittenReadAndRebuiltWhenTheFolderChanges) {

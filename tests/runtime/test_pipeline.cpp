@@ -167,7 +167,7 @@ TEST_F(PipelineTest, TheTreeIsTheScriptsOpsEachOnItsOwnWorkers) {
   names.clear();
   for (const auto& st : r[1].data["tree"]) names.push_back(st["stage"]);
   EXPECT_EQ(names, (std::vector<std::string>{"ImageFolderDataset",
-                                             "Map(Decode,RandomCrop,Resize,RandomHorizontalFlip,Normalize,HWC2CHW)",
+                                             "Map(RandomCropDecodeResize,RandomHorizontalFlip,Normalize,HWC2CHW)",
                                              "Map(TypeCast)", "Batch", "DeviceQueue"}));
 }
 
