@@ -101,6 +101,27 @@ TEST_F(PipelineTest, ShuffleBufferDelaysTheFirstBatch) {
   EXPECT_EQ(r[0].steps_completed, r[1].steps_completed);
 }
 
+TEST_F(PipelineTest, AShuffleBufferLargerThanTheEpochHoldsTheEpochOnly) {
+  // 10 batches of 32 per epoch: a buffer of 320 rows and one of 100,000 both hold the whole epoch
+  // (its end flushes the buffer), so the first batch waits for the same 10 batches' reads; a
+  // buffer of 160 rows, for 5 of them.
+  const std::vector<std::string> slow = {"host.read_ns_per_byte=100"};
+  auto with = [&](const std::string& rows) {
+    auto sets = slow;
+    sets.push_back("pipeline.shuffle_buffer=" + rows);
+    return sets;
+  };
+  const auto r = run({{Strategy::DataSink, 2, 10, with("320")},
+                      {Strategy::DataSink, 2, 10, with("100000")},
+                      {Strategy::DataSink, 2, 10, with("160")},
+                      {Strategy::DataSink, 2, 10, with("0")}});
+  EXPECT_DOUBLE_EQ(r[1].steps.step_s.front(), r[0].steps.step_s.front());
+  const double five = r[2].steps.step_s.front() - r[3].steps.step_s.front(),
+               ten = r[0].steps.step_s.front() - r[3].steps.step_s.front();
+  EXPECT_GT(five, 0);
+  EXPECT_NEAR(ten, 2 * five, 0.1 * ten);
+}
+
 TEST_F(PipelineTest, ResNet50DataBoundWithOneWorkerNotWithTwelve) {
   const auto r = run({{Strategy::LoopSink, 1, 50, {"pipeline.num_parallel_workers=1"}, "resnet50"},
                       {Strategy::LoopSink, 1, 50, {"pipeline.num_parallel_workers=12"}, "resnet50"}});
