@@ -1,6 +1,7 @@
 #include "workloads/dataset.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -303,54 +304,52 @@ double random_resized_crop_mean_area(double aspect, double scale_min, double sca
                                      double ratio_max, int attempts) {
   // A window of scale s and ratio r = e^u fits an image of aspect a = e^alpha when s <= a / r and
   // s <= r / a, i.e. s <= m(u) = e^-|u - alpha| (at most 1). Per attempt, with u uniform on
-  // [log ratio_min, log ratio_max] and s uniform on [scale_min, scale_max]:
-  //   p = P(accept)            = mean over u of (min(M, scale_max) - scale_min) / (scale_max - scale_min)
-  //   e = E[s; accepted]       = mean over u of (min(M, scale_max)^2 - scale_min^2) / (2 (scale_max - scale_min))
+  // [log ratio_min, log ratio_max] and s uniform on [scale_min, scale_max], M = min(m, scale_max):
+  //   p = P(accept)      = mean over u of (M - scale_min) / (scale_max - scale_min), where M > scale_min
+  //   e = E[s; accepted] = mean over u of (M^2 - scale_min^2) / (2 (scale_max - scale_min))
   // and over the attempts: e / p x (1 - (1 - p)^attempts) + (1 - p)^attempts (the whole image).
   const double alpha = std::log(aspect), lo = std::log(ratio_min), hi = std::log(ratio_max);
   const double span = scale_max - scale_min;
-  auto at = [&](double u, double& p, double& e) {
-    const double m = std::min(scale_max, std::exp(-std::fabs(u - alpha)));
-    if (span <= 0) {  // a fixed scale
-      p = scale_min <= m ? 1.0 : 0.0;
-      e = scale_min * p;
-    } else if (m <= scale_min) {
-      p = e = 0;
+  // Between the kinks (u = alpha; where m reaches scale_max; where it falls to scale_min) M is 0,
+  // the constant scale_max, or e^-(u - alpha) or e^(u - alpha): each piece integrates exactly.
+  std::array<double, 7> cuts{lo, hi, alpha};
+  std::size_t n = 3;
+  for (double bound : {scale_max, scale_min})
+    if (bound > 0 && bound < 1) {
+      cuts[n++] = alpha + std::log(bound);
+      cuts[n++] = alpha - std::log(bound);
+    }
+  std::sort(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(n));
+  double p = 0, e = 0;  // integrals over u
+  for (std::size_t k = 0; k + 1 < n; ++k) {
+    const double a = std::max(lo, cuts[k]), b = std::min(hi, cuts[k + 1]);
+    if (b <= a) continue;
+    const double mid = std::exp(-std::fabs((a + b) / 2 - alpha));
+    if (span <= 0) {  // a fixed scale: accepted wherever it fits
+      if (scale_min <= mid) p += b - a;
+    } else if (mid <= scale_min) {
+      continue;  // never fits
+    } else if (mid >= scale_max) {
+      p += (scale_max - scale_min) / span * (b - a);
+      e += (scale_max * scale_max - scale_min * scale_min) / (2 * span) * (b - a);
     } else {
-      p = (m - scale_min) / span;
-      e = (m * m - scale_min * scale_min) / (2 * span);
+      // M = e^(-sigma t), t = u - alpha of one sign sigma on the piece.
+      const double sigma = (a + b) / 2 >= alpha ? 1.0 : -1.0, ta = a - alpha, tb = b - alpha;
+      const double m1 = (std::exp(-sigma * ta) - std::exp(-sigma * tb)) / sigma;          // of M
+      const double m2 = (std::exp(-2 * sigma * ta) - std::exp(-2 * sigma * tb)) / (2 * sigma);  // of M^2
+      p += (m1 - scale_min * (b - a)) / span;
+      e += (m2 - scale_min * scale_min * (b - a)) / (2 * span);
     }
-  };
-  double p = 0, e = 0;
-  if (hi - lo <= 0) {
-    at(lo, p, e);
-  } else {
-    // The integrands are exponentials between the kinks (u = alpha, where m reaches scale_max and
-    // where it falls to scale_min): 8-point Gauss-Legendre on each piece is exact to rounding.
-    std::vector<double> cuts = {lo, hi, alpha};
-    for (double bound : {scale_max, scale_min})
-      if (bound > 0 && bound < 1) {
-        cuts.push_back(alpha - std::log(1 / bound));
-        cuts.push_back(alpha + std::log(1 / bound));
-      }
-    std::sort(cuts.begin(), cuts.end());
-    static const double x[4] = {0.1834346424956498, 0.5255324099163290, 0.7966664774136267, 0.9602898564975363};
-    static const double wt[4] = {0.3626837833783620, 0.3137066458778873, 0.2223810344533745, 0.1012285362903763};
-    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
-      const double a = std::max(lo, cuts[k]), b = std::min(hi, cuts[k + 1]);
-      if (b <= a) continue;
-      const double mid = (a + b) / 2, half = (b - a) / 2;
-      for (int i = 0; i < 4; ++i)
-        for (double sign : {-1.0, 1.0}) {
-          double pi = 0, ei = 0;
-          at(mid + sign * half * x[i], pi, ei);
-          p += wt[i] * half * pi;
-          e += wt[i] * half * ei;
-        }
-    }
+  }
+  if (hi > lo) {
     p /= hi - lo;
     e /= hi - lo;
+  } else {  // a fixed ratio
+    const double m = std::min(scale_max, std::exp(-std::fabs(lo - alpha)));
+    p = span <= 0 ? (scale_min <= m ? 1.0 : 0.0) : std::clamp((m - scale_min) / span, 0.0, 1.0);
+    e = span <= 0 ? scale_min * p : (m > scale_min ? (m * m - scale_min * scale_min) / (2 * span) : 0.0);
   }
+  if (span <= 0) e = scale_min * p;
   if (p <= 0) return 1.0;
   const double miss_all = std::pow(1 - p, attempts);
   return e / p * (1 - miss_all) + miss_all;
