@@ -287,12 +287,15 @@ TEST(DataParallel, EachGroupsTimingAddsUpToTheRunsCommunication) {
   EXPECT_GT(b, 2 * 25557032 * 4);
   EXPECT_NEAR(l["broadcast_ms"].get<double>(), 1e3 * aicpu::Hccl::ring_s({}, hostif::Collective::Broadcast, 8, b, 1200),
               1e-9);
-  // Without it, the run's setup is shorter by the broadcast and the steps are the same.
+  // Without it, the run's setup is shorter by the broadcast and the steps are the same. (The
+  // graph loads share the server's host links with the first batches the pipelines send, so the
+  // set-up also moves by some microseconds with the pipeline's timing: 0.5% of the broadcast.)
   sim::RunRequest off = resnet(8, {85, 160});
   off.parameter_broadcast = false;
   const runtime::RunResult q = sim::run(off).runs.front();
   const auto setup = static_cast<std::size_t>(sim::Phase::Setup);
-  EXPECT_NEAR(r.breakdown_s[setup] - q.breakdown_s[setup], l["broadcast_ms"].get<double>() * 1e-3, 1e-5);
+  EXPECT_NEAR(r.breakdown_s[setup] - q.breakdown_s[setup], l["broadcast_ms"].get<double>() * 1e-3,
+              0.005 * l["broadcast_ms"].get<double>() * 1e-3);
   EXPECT_NEAR(q.steps.step.stats().p50_ms, r.steps.step.stats().p50_ms, 1e-6);
 }
 
