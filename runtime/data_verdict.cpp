@@ -148,9 +148,10 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
                              : "fewer, larger rows per batch or a lighter row hand-off (a faster host) would help");
   } else if (needed > host.cpu_cores) {
     v.advice = fmt::format(
-        "{} workers on {} would be needed but the host has {} cores: cache after the last "
-        "deterministic map (--cache map), lighten the augmentation, or use a larger host",
-        needed, b->name, host.cpu_cores);
+        "{} workers on {} would be needed but the host has {} cores: {}lighten the augmentation, or use a "
+        "larger host",
+        needed, b->name, host.cpu_cores,
+        rates.map_cache_possible ? "cache after the last deterministic map (--cache map), " : "");
   } else if (needed > b->threads) {
     v.advice = fmt::format(
         "raise the workers of {} to at least {} (now {}): pipeline.map_workers per map() call, or "

@@ -25,6 +25,8 @@ struct DataRates {
   std::vector<StageRate> stages;  ///< the execution tree, source first
   bool has_later_epochs = false;
   double device_s_per_batch = 0;
+  /// The recipe begins with a deterministic map op, which a map cache can hold (--cache map).
+  bool map_cache_possible = true;
 };
 
 struct DataVerdict {

@@ -197,6 +197,7 @@ runtime::RunResult System::result() {
                             stages[s].kind == runtime::Stage::Kind::Source,
                             m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true)});
   rates.device_s_per_batch = m_graph.device_compute_s;
+  rates.map_cache_possible = m_data.first_random() > 0;
   r.data = runtime::judge_data(r, rates, m_cfg.host, m_cfg.pipeline).to_json();
   nlohmann::ordered_json depth = nlohmann::ordered_json::array();
   for (const auto& [t, d] : m_chip.hostif.queue.depth_samples()) depth.push_back({t, d});

@@ -10,7 +10,9 @@
 
 #include "runtime/data_pipeline.h"
 #include "runtime/image_ops.h"
+#include "sim/api.h"
 #include "sim/core/error.h"
+#include "tests/test_support.h"
 #include "workloads/dataset.h"
 #include "workloads/workload.h"
 
@@ -256,6 +258,28 @@ TEST(ModelZooRecipes, ResNetAndMobileNetV2TrainAsTheirScripts) {
   } catch (const sim::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("RandomColorAdjust, a random augmentation"), std::string::npos) << e.what();
   }
+}
+
+TEST(ModelZooRecipes, TheAdviceOffersAMapCacheOnlyWhereOneCanHoldSomething) {
+  // A host of 1 core under a heavy decode: more workers than cores would be needed. LeNet's recipe
+  // begins with a deterministic resize, so a map cache is advised; ResNet's begins with the random
+  // RandomCropDecodeResize, where a map cache is refused, so it is not.
+  auto advice = [](const std::string& workload, const std::vector<std::string>& sets) {
+    sim::RunRequest r;
+    r.config = test::config_request();
+    r.config.sets = sets;
+    r.workload = workload;
+    r.batch_size = 32;
+    r.steps_per_epoch = 10;
+    r.strategies = {runtime::Strategy::DataSink};
+    return sim::run(r).report()["runs"][0]["data"]["advice"].get<std::string>();
+  };
+  const std::string resnet = advice("resnet50", {"host.cpu_cores=1", "host.decode_ns_per_pixel=200"});
+  EXPECT_NE(resnet.find("but the host has 1 cores"), std::string::npos) << resnet;
+  EXPECT_EQ(resnet.find("--cache map"), std::string::npos) << resnet;
+  const std::string lenet = advice("lenet5", {"host.cpu_cores=1", "host.resize_ns_per_value=2000"});
+  EXPECT_NE(lenet.find("but the host has 1 cores"), std::string::npos) << lenet;
+  EXPECT_NE(lenet.find("--cache map"), std::string::npos) << lenet;
 }
 
 }  // namespace
