@@ -447,7 +447,8 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
     // A shuffle buffer holds back its rows' batches; one larger than the epoch holds the epoch
     // (its end flushes the buffer).
     if (stages[s].kind == Stage::Kind::Shuffle)
-      st.lag = std::min((m_costs.shuffle_buffer() + batch_size - 1) / batch_size, std::max<std::int64_t>(1, steps_per_epoch));
+      st.lag = std::min((m_costs.shuffle_buffer() + batch_size - 1) / batch_size,
+                        std::max<std::int64_t>(1, steps_per_epoch));
   }
   SC_THREAD(source);
   for (std::size_t s = 1; s < stages.size(); ++s) sc_core::sc_spawn(sc_bind(&DataPipeline::stage_thread, this, s));

@@ -245,7 +245,8 @@ TEST(ModelZooRecipes, ResNetAndMobileNetV2TrainAsTheirScripts) {
       runtime::PipelineCosts(host, pipe, mobilenet.data, 32, 10);
       ADD_FAILURE() << "a cache after " << after << " ops accepted";
     } catch (const sim::InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("RandomCropDecodeResize, a random augmentation"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("RandomCropDecodeResize, a random augmentation"), std::string::npos)
+          << e.what();
     }
   }
   // With the first op deterministic, a cache after RandomColorAdjust names it.
