@@ -395,7 +395,8 @@ double PipelineCosts::mean_stage_s(std::size_t s, bool later) const {
   return sum / 8;
 }
 
-nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores) {
+nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores, double send_bytes,
+                                     double h2d_gbps) {
   const auto& stages = costs.stages();
   std::vector<double> rate(stages.size());
   std::size_t slowest = 0;
@@ -406,6 +407,10 @@ nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cp
     rate[s] = t > 0 ? static_cast<double>(threads) / t : 0;
     if (t > 0 && (rate[slowest] <= 0 || rate[s] < rate[slowest])) slowest = s;
   }
+  // The device-queue op: its host work on a batch, then the batch's DMA, on its one thread.
+  const double send = costs.send_s(send_bytes) + (h2d_gbps > 0 ? send_bytes / (h2d_gbps * 1e9) : 0);
+  const double send_rate = send > 0 ? 1 / send : 0;
+  const bool send_bounds = send > 0 && (rate[slowest] <= 0 || send_rate < rate[slowest]);
   const char* kinds[] = {"source", "map", "shuffle", "batch"};
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (std::size_t s = 0; s < stages.size(); ++s)
@@ -414,7 +419,13 @@ nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cp
                    {"workers", stages[s].workers},
                    {"batch_ms", 1e3 * costs.mean_stage_s(s, false)},
                    {"batches_per_s", rate[s]},
-                   {"bounds_pipeline", s == slowest}});
+                   {"bounds_pipeline", !send_bounds && s == slowest}});
+  out.push_back({{"stage", "DeviceQueue"},
+                 {"kind", "send"},
+                 {"workers", 1},
+                 {"batch_ms", 1e3 * send},
+                 {"batches_per_s", send_rate},
+                 {"bounds_pipeline", send_bounds}});
   return out;
 }
 
@@ -499,6 +510,14 @@ std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
   m_host_cores_peak.sample_max(static_cast<double>(m_cores.peak_held));
   m_core_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
   return k;
+}
+
+void DataPipeline::send_work(double bytes) {
+  const double s = m_costs.send_s(bytes);
+  if (s <= 0) return;
+  const std::int64_t k = acquire_cores(1);
+  wait(sc_core::sc_time(s, sc_core::SC_SEC));
+  release_cores(k);
 }
 
 void DataPipeline::release_cores(std::int64_t k) {
@@ -615,6 +634,9 @@ nlohmann::ordered_json DataPipeline::tree(double now_s) const {
     busy[s] = now_s > 0 ? m_state[s].busy_s / (static_cast<double>(stages[s].workers) * now_s) : 0;
     if (busy[s] > top) top = busy[s], bound = s;
   }
+  const double send_busy = now_s > 0 ? m_send_busy_s / now_s : 0.0;  // the device-queue op's, after the tree
+  const bool send_bounds = send_busy > top;
+  if (send_bounds) bound = stages.size();
   const char* kinds[] = {"source", "map", "shuffle", "batch"};
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const StageState& st = m_state[s];
@@ -632,9 +654,9 @@ nlohmann::ordered_json DataPipeline::tree(double now_s) const {
                  {"kind", "send"},
                  {"workers", 1},
                  {"batches", m_consumed},
-                 {"busy_fraction", now_s > 0 ? m_send_busy_s / now_s : 0.0},
+                 {"busy_fraction", send_busy},
                  {"queue_usage", nullptr},
-                 {"bounds_pipeline", false}});
+                 {"bounds_pipeline", send_bounds}});
   return out;
 }
 

@@ -78,6 +78,10 @@ class PipelineCosts {
     double cpu_s = 0, storage_s = 0;
   };
   ReadTime read_parts(std::int64_t b) const;
+  /// The device-queue op's host work on one batch of `bytes` (host.device_queue_*), seconds.
+  double send_s(double bytes) const {
+    return m_host.device_queue_push_us * 1e-6 + m_host.device_queue_ns_per_byte * 1e-9 * bytes;
+  }
   /// The cache as the report gives it: placement, memory and spilled bytes, later epochs' hits.
   nlohmann::ordered_json cache_summary() const;
 
@@ -122,7 +126,10 @@ class PipelineCosts {
 /// The execution tree as `info` gives it, before any run: per stage its workers, one batch's time
 /// on one of its threads (first epoch), the batches per second its threads sustain (at most
 /// `cpu_cores` of them), and whether it is the slowest (the one that bounds the pipeline).
-nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores);
+/// The device-queue op follows the tree: its host work on a batch of `send_bytes` and the
+/// batch's DMA at `h2d_gbps`, on its one thread.
+nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores, double send_bytes,
+                                     double h2d_gbps);
 
 /// The CPU cores of one host, shared by the pipelines of the ranks it feeds.
 struct HostCores {
@@ -148,6 +155,9 @@ class DataPipeline : public sc_core::sc_module {
   void next();
   /// The consumer's (the device-queue op's) work on a batch it took: reported with the tree.
   void note_send(double seconds) { m_send_busy_s += seconds; }
+  /// The device-queue op's host work on a batch of `bytes` it is about to send: send_s(bytes) on
+  /// one of the host's cores. Call from an SC_THREAD.
+  void send_work(double bytes);
   /// A pipeline that reads only when asked (an evaluation pass's): call gate() before the
   /// simulation starts; each open(n) lets the reader read n more batches.
   void gate() { m_open = 0; }

@@ -140,7 +140,12 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   const double stage_s = later ? b->later_s : b->first_s;
   const auto needed = static_cast<std::int64_t>(std::ceil(stage_s * v.strategy_batches_per_s));
   const bool map = b->name.rfind("Map(", 0) == 0;
-  if (!map) {
+  if (b->name == "DeviceQueue") {
+    v.advice =
+        "the device-queue op's one thread bounds the pipeline (its push of each batch to the device and the "
+        "batch's copy and DMA): larger batches amortise the per-batch push; a faster host-device link or host "
+        "shortens the rest";
+  } else if (!map) {
     v.advice = fmt::format(
         "the {} op's one thread bounds the pipeline (its per-row hand-off{}): {}", b->name,
         b->name == "Batch" ? " and copy" : "",

@@ -91,6 +91,7 @@ void Executor::channel_thread() {
     }
     Span s(*this, m_channel_track, "send batch");
     const sc_core::sc_time send_start = sc_core::sc_time_stamp();
+    m_pipeline.send_work(static_cast<double>(m_graph.batch_bytes));
     for (auto bytes : m_graph.input_bytes) {
       hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
       ++m_io.h2d_copies;
@@ -119,6 +120,7 @@ void Executor::eval_channel_thread() {
       hostif.eval_queue.reserve();
     }
     Span s(*this, m_channel_track, "send evaluation batch");
+    m_eval_pipeline->send_work(static_cast<double>(m_eval_graph->batch_bytes));
     for (auto bytes : m_eval_graph->input_bytes) {
       hostif.h2d.transfer(static_cast<std::uint64_t>(bytes));
       ++m_eval_io.h2d_copies;

@@ -36,6 +36,10 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "data cache: fetching a sample from memory (later epochs)");
   ps.real("host.cache_insert_us", cache_insert_us, "us", 0, 1e6,
           "data cache: the request that inserts one sample into the cache server (first epoch)");
+  ps.real("host.device_queue_push_us", device_queue_push_us, "us", 0, 1e6,
+          "device-queue send: the host's push of one batch to the device channel (TDT), acknowledgement included");
+  ps.real("host.device_queue_ns_per_byte", device_queue_ns_per_byte, "ns/B", 0, 1e6,
+          "device-queue send: the host's copy of a batch into the host-device buffers, per byte, before the DMA");
   ps.real("host.cache_spill_ns_per_byte", cache_spill_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: writing or reading a spilled sample on local disk");
   ps.real("storage.bandwidth_gbps", storage_bandwidth_gbps, "GB/s", 0, 1e5,

@@ -38,6 +38,11 @@ struct HostConfig {
   double cache_write_ns_per_byte = 1.0;  ///< first epoch with a cache: insert into the cache server
   double cache_read_ns_per_byte = 0.25;  ///< later epochs: fetch from the cache in memory
   double cache_insert_us = 100;          ///< first epoch with a cache: one insert request per sample
+  /// The device-queue op's host work per batch it sends (MindSpore's DeviceQueueOp; TDT on
+  /// Ascend): the push of the batch's tensors with the channel's acknowledgement, and a copy of
+  /// its bytes into the host-device buffers before the DMA. On a host core, before the DMA.
+  double device_queue_push_us = 20;
+  double device_queue_ns_per_byte = 0.1;
   /// Where the dataset's files live (`storage.*`): each file read waits file_latency_us (up to
   /// parallel_reads of them at once) and its bytes at bandwidth_gbps, without holding a core.
   /// Zero latency and zero bandwidth: the page cache (no storage wait).

@@ -794,6 +794,9 @@ std::string html_validation(const std::vector<ValidationEntry>& rows, double tol
     if (r.compared)
       body += fmt::format("<td>{:.4g} {}</td><td>{:+.1f}%{}</td>", r.simulated, esc(r.unit), r.error * 100,
                           std::fabs(r.error) <= tolerance ? "" : " !");
+    else if (r.simulated_only)
+      body += fmt::format("<td>{:.4g} {}</td><td class=\"note\">({:+.1f}%) not counted: {}</td>", r.simulated,
+                          esc(r.unit), r.error * 100, esc(r.note));
     else
       body += fmt::format("<td>-</td><td class=\"note\">{}</td>", esc(r.note));
     body += fmt::format("<td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td></tr>\n",

@@ -25,7 +25,8 @@ struct ValidationEntry {
   std::string id, unit, configuration, source;
   double published = 0, simulated = 0, error = 0;  ///< error: (simulated - published) / published
   bool compared = false;
-  std::string note;  ///< why not compared
+  std::string note;             ///< why not compared
+  bool simulated_only = false;  ///< simulated and shown (its error in parentheses), not counted
 };
 
 /// The validation page: each figure's error as a bar against the tolerance band, and the table

@@ -27,6 +27,9 @@ struct Session {
   std::int64_t epochs = 1;
   std::int64_t sink_size = -1;       ///< loop sink: steps per graph launch; -1 = steps_per_epoch
   std::int64_t steps_per_epoch = 1;  ///< D: batches in one pass over the dataset
+  /// The batches of the workload's whole dataset shard, when steps_per_epoch simulates fewer
+  /// (0: not known; equal to steps_per_epoch unless a request shortened the epoch).
+  std::int64_t dataset_steps_per_epoch = 0;
   /// Evaluation during training (MindSpore's EvalCallBack): a pass over the evaluation dataset
   /// after every `eval_every` epochs (sinks under loop sink, as MindSpore counts them); 0: none.
   std::int64_t eval_every = 0;

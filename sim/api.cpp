@@ -228,6 +228,7 @@ runtime::Session make_session(const RunRequest& r, const workloads::Workload& w,
   session.epochs = r.epochs;
   session.sink_size = r.sink_size;
   session.steps_per_epoch = r.steps_per_epoch.value_or(w.steps_per_epoch());
+  session.dataset_steps_per_epoch = w.steps_per_epoch();
   session.eval_every = r.eval_every;
   if (r.eval_every > 0) session.eval_steps = w.eval_data.dataset.samples / w.batch_size;  // drop_remainder
   if (session.steps_per_epoch <= 0)

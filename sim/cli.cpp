@@ -796,7 +796,8 @@ int cmd_info(int argc, char* argv[]) {
   j["steps_per_epoch"] = w.steps_per_epoch();
   j["batch_bytes"] = w.batch_bytes();
   const runtime::PipelineCosts pipeline_costs(cfg.host, cfg.pipeline, w.data, w.batch_size, w.steps_per_epoch());
-  j["pipeline_tree"] = runtime::describe_tree(pipeline_costs, cfg.host.cpu_cores);
+  j["pipeline_tree"] = runtime::describe_tree(pipeline_costs, cfg.host.cpu_cores, static_cast<double>(w.batch_bytes()),
+                                              cfg.link.h2d_bandwidth_gbps);
   j["optimizer"] = w.optimizer;
   j["mode"] = w.training ? "train" : "infer";
   j["recipe"] = {{"amp_level", w.recipe.amp_level},

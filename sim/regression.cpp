@@ -103,6 +103,13 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.config.chip = scalar(v, at, key);
     } else if (key == "server") {
       r.config.server = scalar(v, at, key);
+    } else if (key == "config") {  // as --config; a relative path is in the configuration directory
+      const fs::path file = fs::path(scalar(v, at, key)).is_absolute() ? fs::path(scalar(v, at, key))
+                                                                       : fs::path(config_dir) / scalar(v, at, key);
+      if (!fs::is_regular_file(file))
+        throw InputError(at + ": config: no file " + file.string() +
+                         " (a YAML of parameters, as --config; relative to the configuration directory)");
+      r.config.config_file = file.string();
     } else if (key == "dataset") {
       r.dataset = scalar(v, at, key);
     } else if (key == "dataset_index") {
@@ -133,7 +140,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
                        "devices, rank_table, "
-                       "all_reduce_fusion, parameter_broadcast, server, chip, "
+                       "all_reduce_fusion, parameter_broadcast, server, chip, config, "
                        "dataset, dataset_index, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
     }
@@ -460,20 +467,28 @@ FiguresFile load_figures_file(const std::string& path, const std::string& config
         const std::string b = scalar(v, at, key);
         if (b != "true" && b != "false") throw InputError(at + ": 'host_bound' is true or false");
         p.host_bound = b == "true";
+      } else if (key == "not_compared") {
+        p.not_compared = scalar(v, at, key);
+        if (p.not_compared.empty()) throw InputError(at + ": 'not_compared' gives the reason; remove it to count the figure");
       } else if (key == "run") {
         if (!v.IsMap()) throw InputError(at + ": 'run' is a mapping (workload, strategies, ...)");
         p.run = parse_run(v, at + ": run", config_dir, nullptr);
       } else {
         throw InputError(at + ": unknown key '" + key +
-                         "' (id, value, unit, measure, configuration, source, host_bound, run)");
+                         "' (id, value, unit, measure, configuration, source, host_bound, not_compared, run)");
       }
     }
     if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops" &&
-        p.measure != "eval_pass_s")
-      throw InputError(at + ": 'measure' is step_time_ms, samples_per_s, eval_pass_s or peak_tflops");
+        p.measure != "eval_pass_s" && p.measure != "epoch_s" && p.measure != "first_epoch_s")
+      throw InputError(at +
+                       ": 'measure' is step_time_ms, samples_per_s, eval_pass_s, epoch_s, first_epoch_s or peak_tflops");
     if (p.measure == "eval_pass_s" && p.run.eval_every <= 0)
       throw InputError(at + ": 'eval_pass_s' measures evaluation passes; give the run eval_every > 0");
+    if (p.measure == "epoch_s" && p.run.epochs < 2)
+      throw InputError(at + ": 'epoch_s' is the mean of the epochs after the first; give the run epochs >= 2");
     if (p.id.empty() || !(p.value > 0)) throw InputError(at + ": a figure needs an id and a positive value");
+    if (p.host_bound && !p.not_compared.empty())
+      throw InputError(at + ": a figure that is not compared is not fitted to either; drop host_bound or not_compared");
     for (const auto& seen : out)
       if (seen.id == p.id) throw InputError(at + ": figure id '" + p.id + "' is given twice; ids are unique");
     out.push_back(std::move(p));
@@ -503,6 +518,22 @@ double simulate_figure(const PublishedFigure& f, const std::vector<std::string>&
   const RunOutcome out = run(req);
   if (out.failed()) throw InputError(f.id + ": the run failed: " + out.failure_message());
   const auto& run0 = out.runs.front();
+  // Published epoch times are MindSpore's TimeMonitor's: the first epoch (graph load, pipeline
+  // fill, a cache's inserts, a cold storage), or the mean of the later ones. A run that simulates
+  // fewer steps per epoch than the dataset has scales its epochs to the dataset's steps.
+  const auto& epochs = run0.epoch_s();
+  if (f.measure == "first_epoch_s" || f.measure == "epoch_s") {
+    if (epochs.size() < (f.measure == "epoch_s" ? 2u : 1u))
+      throw InputError(f.id + ": the run completed " + std::to_string(epochs.size()) + " epoch(s)");
+    const auto& s = run0.session;
+    const double scale = s.dataset_steps_per_epoch > 0 ? static_cast<double>(s.dataset_steps_per_epoch) /
+                                                             static_cast<double>(s.steps_per_epoch)
+                                                       : 1.0;
+    if (f.measure == "first_epoch_s") return scale * epochs.front();
+    double later = 0;
+    for (std::size_t e = 1; e < epochs.size(); ++e) later += epochs[e];
+    return scale * later / static_cast<double>(epochs.size() - 1);
+  }
   // Published per-step figures quote the steady state (MindSpore's per-step time of a later
   // epoch): the steady mean, not the warm-up's graph load and pipeline fill.
   return f.measure == "step_time_ms"  ? run0.steps.steady.stats().mean_ms
@@ -521,7 +552,9 @@ std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures)
     }
     r.simulated = simulate_figure(f);
     r.error = (r.simulated - f.value) / f.value;
-    r.compared = true;
+    r.compared = f.not_compared.empty();
+    r.simulated_only = !r.compared;
+    r.note = f.not_compared;
     rows.push_back(r);
   }
   return rows;
@@ -531,7 +564,7 @@ std::string validation_html(const std::vector<ValidationRow>& rows, double toler
   std::vector<runtime::ValidationEntry> entries;
   for (const auto& r : rows)
     entries.push_back({r.figure.id, r.figure.unit, r.figure.configuration, r.figure.source, r.figure.value, r.simulated,
-                       r.error, r.compared, r.note});
+                       r.error, r.compared, r.note, r.simulated_only});
   return runtime::html_validation(entries, tolerance);
 }
 
@@ -542,8 +575,10 @@ nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
     j["id"] = r.figure.id;
     j["published"] = r.figure.value;
     j["unit"] = r.figure.unit;
-    j["simulated"] = r.compared ? nlohmann::ordered_json(r.simulated) : nlohmann::ordered_json();
-    j["error"] = r.compared ? nlohmann::ordered_json(r.error) : nlohmann::ordered_json();
+    const bool shown = r.compared || r.simulated_only;
+    j["simulated"] = shown ? nlohmann::ordered_json(r.simulated) : nlohmann::ordered_json();
+    j["error"] = shown ? nlohmann::ordered_json(r.error) : nlohmann::ordered_json();
+    j["counted"] = r.compared;
     if (!r.compared) j["note"] = r.note;
     out.push_back(j);
   }
@@ -556,6 +591,11 @@ std::string validation_table(const std::vector<ValidationRow>& rows, double tole
   int compared = 0, within = 0;
   for (const auto& r : rows) {
     const std::string published = fmt::format("{:g} {}", r.figure.value, r.figure.unit);
+    if (r.simulated_only) {  // shown, its error in parentheses, not counted
+      t.add({r.figure.id, published, fmt::format("{:.4g} {}", r.simulated, r.figure.unit),
+             fmt::format("({:+.1f}%)", 100 * r.error), r.figure.configuration + " (not counted: " + r.note + ")"});
+      continue;
+    }
     if (!r.compared) {
       t.add({r.figure.id, published, "-", "-", r.figure.configuration + " (" + r.note + ")"});
       continue;
@@ -685,6 +725,11 @@ Calibration calibrate(const CalibrationRequest& req) {
         throw InputError("--only " + id + ": no such figure in " + path + " (" + joined(all) + ")");
       }
       if (std::count(req.only.begin(), req.only.end(), id) > 1) throw InputError("--only " + id + ": given twice");
+      const auto& f = *std::find_if(c.file.figures.begin(), c.file.figures.end(),
+                                    [&](const PublishedFigure& x) { return x.id == id; });
+      if (!f.not_compared.empty())
+        throw InputError("--only " + id + ": the figure is not compared (" + f.not_compared +
+                         "); a fit to it would fit what the model does not claim");
       ids.push_back(id);
     }
   }
@@ -796,7 +841,7 @@ std::string calibration_table(const Calibration& c) {
     if (fr.figure.fitted) continue;
     others = true;
     const std::string unit = " " + c.figures[j].unit;
-    const bool flag = !c.figures[j].host_bound && std::fabs(fr.moved_by()) > 0.02;
+    const bool flag = !c.figures[j].host_bound && c.figures[j].not_compared.empty() && std::fabs(fr.moved_by()) > 0.02;
     ot.add({fr.figure.id, fmt::format("{:g}{}", fr.figure.published, unit), fmt::format("{:.4g}{}", fr.start, unit),
             fmt::format("{:.4g}{}", fr.at_fit, unit), pct(fr.moved_by()) + (flag ? " !" : ""), pct(fr.fit_error())});
   }
@@ -811,7 +856,8 @@ std::string calibration_table(const Calibration& c) {
       out += fmt::format("{} is at its {} bound: the figures ask for a value the bounds ({}) call implausible\n",
                          p.parameter.key, bound_word(p.bound), c.file.path);
   for (std::size_t j = 0; j < r.figures.size(); ++j)
-    if (!r.figures[j].figure.fitted && !c.figures[j].host_bound && std::fabs(r.figures[j].moved_by()) > 0.02)
+    if (!r.figures[j].figure.fitted && !c.figures[j].host_bound && c.figures[j].not_compared.empty() &&
+        std::fabs(r.figures[j].moved_by()) > 0.02)
       out += fmt::format("{} (not host-bound) moved by {} at the fit; device-bound figures should move at most 2%\n",
                          r.figures[j].figure.id, pct(r.figures[j].moved_by()));
   return out;

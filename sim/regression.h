@@ -59,11 +59,15 @@ struct PublishedFigure {
   std::string id;
   double value = 0;
   /// measure: step_time_ms or samples_per_s (the steady state, as StepRecord defines it),
-  /// eval_pass_s (later passes) or peak_tflops
+  /// eval_pass_s (later passes), epoch_s (the epochs after the first, their mean), first_epoch_s
+  /// (both scaled to the dataset's steps when the run simulates fewer per epoch) or peak_tflops
   std::string unit, measure;
   std::string configuration, source;
   RunRequest run;           ///< one strategy (devices > 1: not yet comparable)
   bool host_bound = false;  ///< bound by the host; `calibrate` fits to these by default
+  /// Why the figure is simulated and shown but not counted (its error is not the model's: e.g.
+  /// the source's devices are not the chip modelled); empty: counted.
+  std::string not_compared;
 };
 
 /// A fittable parameter's physically plausible range (the figures file's `fit:` section).
@@ -85,6 +89,7 @@ struct ValidationRow {
   double simulated = 0;
   double error = 0;  ///< (simulated - published) / published
   bool compared = false;
+  bool simulated_only = false;  ///< simulated and shown, not counted (PublishedFigure::not_compared)
   std::string note;  ///< why not compared
 };
 

@@ -196,6 +196,11 @@ runtime::RunResult System::result() {
     rates.stages.push_back({stages[s].name, std::min(stages[s].workers, m_pipeline.costs().batch_size()),
                             stages[s].kind == runtime::Stage::Kind::Source,
                             m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true)});
+  {  // the device-queue op after the tree: its host work on a batch and the batch's DMA
+    const double bytes = static_cast<double>(m_graph.batch_bytes);
+    const double send = m_pipeline.costs().send_s(bytes) + bytes / (m_cfg.link.h2d_bandwidth_gbps * 1e9);
+    rates.stages.push_back({"DeviceQueue", 1, false, send, send});
+  }
   rates.device_s_per_batch = m_graph.device_compute_s;
   rates.map_cache_possible = m_data.first_random() > 0;
   r.data = runtime::judge_data(r, rates, m_cfg.host, m_cfg.pipeline).to_json();

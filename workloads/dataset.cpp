@@ -319,7 +319,12 @@ double random_resized_crop_mean_area(double aspect, double scale_min, double sca
       cuts[n++] = alpha + std::log(bound);
       cuts[n++] = alpha - std::log(bound);
     }
-  std::sort(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(n));
+  for (std::size_t i = 1; i < n; ++i) {  // insertion sort of at most 7 (std::sort's 16-element step trips -Warray-bounds)
+    const double v = cuts[i];
+    std::size_t j = i;
+    for (; j > 0 && cuts[j - 1] > v; --j) cuts[j] = cuts[j - 1];
+    cuts[j] = v;
+  }
   double p = 0, e = 0;  // integrals over u
   for (std::size_t k = 0; k + 1 < n; ++k) {
     const double a = std::max(lo, cuts[k]), b = std::min(hi, cuts[k + 1]);

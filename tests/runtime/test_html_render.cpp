@@ -312,7 +312,8 @@ TEST_F(HtmlRender, CompareChartsKeepTheirLabelsInside) {
   ASSERT_TRUE(one && ten);
   EXPECT_NEAR(one->box.b - ten->box.b, per_decade, 0.6);
 
-  // The queue-depth chart says in words, per sink strategy, whether GetNext ever found it empty.
+  // The queue-depth chart says in words, per sink strategy, whether GetNext ever found it empty,
+  // and for how long.
   const Chart* depth = page->chart("chart-queue-depth");
   ASSERT_NE(depth, nullptr);
   std::string words;
@@ -321,8 +322,13 @@ TEST_F(HtmlRender, CompareChartsKeepTheirLabelsInside) {
   for (const auto& r : j["runs"]) {
     const std::string name = r["strategy"];
     if (name == "non-sink") continue;
-    ASSERT_EQ(r["stats"]["chip"]["hostif"]["queue"]["empty_wait_s"].get<double>(), 0.0) << name;
-    EXPECT_THAT(words, HasSubstr(name + ": the queue never ran empty")) << words;
+    // At most the first batch's send is waited for (data sink launches its first step soonest).
+    const double waited = r["stats"]["chip"]["hostif"]["queue"]["empty_wait_s"].get<double>();
+    EXPECT_LT(waited, 1e-4) << name;
+    EXPECT_THAT(words, HasSubstr(waited == 0 ? name + ": the queue never ran empty"
+                                             : name + ": GetNext found the queue empty and waited " +
+                                                   fmt::format("{:.3g}", 1e3 * waited) + " ms"))
+        << words;
   }
   // With one worker per map call and a slow resize, loop sink outruns the pipeline: the chart
   // says how long it waited.
@@ -383,7 +389,7 @@ TEST_F(HtmlRender, ValidationShowsEveryIdWhole) {
   ASSERT_NE(chart, nullptr);
   std::string longest;
   for (const auto& row : rows)
-    if (!row["simulated"].is_null() &&
+    if (row["counted"].get<bool>() &&  // a bar per counted figure
         ascendsim::runtime::charts::text_width(row["id"]) > ascendsim::runtime::charts::text_width(longest))
       longest = row["id"];
   ASSERT_FALSE(longest.empty());

@@ -251,5 +251,27 @@ TEST_F(PipelineTest, MoreWorkersOnTheBottleneckMoveItToTheNextStage) {
   EXPECT_THAT(r[0].data["advice"].get<std::string>(), ::testing::HasSubstr("raise the workers of Map(Resize)"));
 }
 
+TEST_F(PipelineTest, TheDeviceQueueOpsPushOfEachBatchCanBoundTheRun) {
+  // The device-queue op's host work per batch: a push of 2 ms (far beyond LeNet-5's device step)
+  // and a copy per byte, on its one thread before the batch's DMA. Each step then takes one push,
+  // one copy and one DMA: doubling the per-byte cost adds the batch's bytes once more per step.
+  const auto bytes = static_cast<double>(workloads::make_workload("lenet5", 32).batch_bytes());
+  const std::vector<std::string> push = {"host.device_queue_push_us=2000", "host.device_queue_ns_per_byte=100"};
+  std::vector<std::string> dearer = push;
+  dearer.back() = "host.device_queue_ns_per_byte=200";
+  const auto r = run({{Strategy::LoopSink, 1, 100, push}, {Strategy::LoopSink, 1, 100, dearer}});
+  const double host_s = 2e-3 + 100e-9 * bytes;
+  const double dma_s = bytes / 24e9;  // the generic server's PCIe 4.0 x16 link, setup and latency aside
+  EXPECT_GT(median(r[0].steps.step_s), host_s + dma_s);
+  EXPECT_LT(median(r[0].steps.step_s), host_s + dma_s + 20e-6);
+  EXPECT_NEAR(median(r[1].steps.step_s) - median(r[0].steps.step_s), 100e-9 * bytes, 1e-3 * 100e-9 * bytes);
+  EXPECT_EQ(r[0].data["bounding_stage"], "DeviceQueue");
+  EXPECT_THAT(r[0].data["advice"].get<std::string>(), ::testing::HasSubstr("device-queue op's one thread"));
+  const auto& send = r[0].data["tree"].back();
+  EXPECT_EQ(send["stage"], "DeviceQueue");
+  EXPECT_TRUE(send["bounds_pipeline"].get<bool>());
+  EXPECT_GT(send["busy_fraction"].get<double>(), 0.95);
+}
+
 }  // namespace
 }  // namespace ascendsim

@@ -1103,6 +1103,10 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   for (const char* id : {"\nC1 ", "\nC2 ", "\nC3 ", "\nC4 ", "\nC5 ", "\nC8-nocache ", "\nC8-cache ", "\nC7 "})
     EXPECT_THAT(r.out, HasSubstr(id));
   EXPECT_THAT(r.out, HasSubstr("of 8 compared figure(s) within 15%"));
+  // The four C9 rows are simulated and shown, their errors in parentheses, and not counted.
+  for (const char* id : {"\nC9-first-nocache ", "\nC9-first-cache ", "\nC9-nocache ", "\nC9-cache "})
+    EXPECT_THAT(r.out, HasSubstr(id));
+  EXPECT_THAT(r.out, HasSubstr("(not counted: GPU devices, not modelled"));
   EXPECT_THAT(r.out, HasSubstr("s/pass"));
   // The chip's fp16 peak is its configuration: 32 cores x 4096 MACs x 1 GHz x 2.
   EXPECT_THAT(r.out, HasSubstr("262.1 TFLOPS"));
@@ -1110,9 +1114,14 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   const fs::path html = m_dir / "v.html", json = m_dir / "v.json";
   ASSERT_EQ(run("validate --html " + html.string() + " --json " + json.string()).code, 0);
   const auto rows = nlohmann::json::parse(slurp(json));
-  std::size_t compared = 0;
-  for (const auto& row : rows) compared += !row["simulated"].is_null();
+  std::size_t compared = 0, shown = 0;
+  for (const auto& row : rows) {
+    compared += row["counted"].get<bool>();
+    shown += !row["simulated"].is_null();
+    if (!row["counted"].get<bool>()) EXPECT_FALSE(row["note"].get<std::string>().empty()) << row["id"];
+  }
   EXPECT_EQ(compared, 8u);
+  EXPECT_EQ(shown, 12u);
   const std::string page = slurp(html);
   EXPECT_EQ(page.find("<script"), std::string::npos);
   EXPECT_EQ(occurrences(page, "class=\"bar\""), compared);
@@ -1121,6 +1130,56 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   const Result bad = run("validate --figures " + file("f.yaml", "figures:\n  - id: X\n    value: 1\n    measur: x\n"));
   EXPECT_EQ(bad.code, 2);
   EXPECT_THAT(bad.err, HasSubstr("unknown key 'measur'"));
+  // A figure not compared is not fitted to: calibrate refuses to, and a figure cannot be both.
+  const Result fit = run("calibrate --fit host.device_queue_push_us --only C1,C9-cache");
+  EXPECT_EQ(fit.code, 2);
+  EXPECT_THAT(fit.err, HasSubstr("--only C9-cache: the figure is not compared (GPU devices"));
+  const Result both = run("validate --figures " +
+                          file("b.yaml", "figures:\n  - id: X\n    value: 1\n    unit: s\n    measure: epoch_s\n"
+                                         "    host_bound: true\n    not_compared: storage\n"
+                                         "    run: {workload: lenet5, epochs: 2}\n"));
+  EXPECT_EQ(both.code, 2);
+  EXPECT_THAT(both.err, HasSubstr("drop host_bound or not_compared"));
+}
+
+TEST_F(CliTest, ValidateMeasuresEpochsAsTimeMonitorAndTakesARunsConfigFile) {
+  // A run's epochs as MindSpore's TimeMonitor prints them: first_epoch_s is the first, epoch_s
+  // the mean of the later ones, each scaled to the dataset's steps when the run simulates fewer.
+  // `config:` is a parameter file in the configuration directory.
+  const std::string run_keys =
+      "    run: {server: generic-x86, workload: lenet5, strategies: [loop-sink], epochs: 3, steps_per_epoch: 40,\n"
+      "          config: storage-nfs.yaml}\n";
+  const std::string figures = file("e.yaml", "figures:\n  - id: F\n    value: 1\n    unit: s\n    measure: first_epoch_s\n" +
+                                                 run_keys +
+                                                 "  - id: L\n    value: 1\n    unit: s\n    measure: epoch_s\n" +
+                                                 run_keys);
+  const fs::path json = m_dir / "e.json", report = m_dir / "t.json";
+  ASSERT_EQ(run("validate --figures " + figures + " --json " + json.string()).code, 0);
+  ASSERT_EQ(run("train --workload lenet5 -s loop-sink --epochs 3 --steps-per-epoch 40 --config " +
+                std::string(ASCENDSIM_SOURCE_DIR) + "/configs/storage-nfs.yaml --json " + report.string())
+                .code,
+            0);
+  const auto rows = nlohmann::json::parse(slurp(json));
+  const auto epochs = nlohmann::json::parse(slurp(report))["runs"][0]["epoch_time_s"];
+  ASSERT_EQ(epochs.size(), 3u);
+  // 40 steps simulated of the dataset's 1875 (60,000 samples in batches of 32): scaled to 1875.
+  const double scale = 1875.0 / 40;
+  EXPECT_DOUBLE_EQ(rows[0]["simulated"].get<double>(), scale * epochs[0].get<double>());
+  EXPECT_DOUBLE_EQ(rows[1]["simulated"].get<double>(),
+                   scale * (epochs[1].get<double>() + epochs[2].get<double>()) / 2);
+  EXPECT_GT(epochs[0].get<double>(), epochs[1].get<double>());  // the first pays graph load and pipeline fill
+  // epoch_s needs a later epoch; a config file that is not there is named.
+  const Result one = run("validate --figures " +
+                         file("one.yaml", "figures:\n  - id: L\n    value: 1\n    unit: s\n    measure: epoch_s\n"
+                                          "    run: {workload: lenet5, epochs: 1}\n"));
+  EXPECT_EQ(one.code, 2);
+  EXPECT_THAT(one.err, HasSubstr("give the run epochs >= 2"));
+  const Result missing = run("validate --figures " +
+                             file("m.yaml", "figures:\n  - id: L\n    value: 1\n    unit: s\n    measure: epoch_s\n"
+                                            "    run: {workload: lenet5, epochs: 2, config: nfs.yaml}\n"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("config: no file"));
+  EXPECT_THAT(missing.err, HasSubstr("nfs.yaml"));
 }
 
 }  // namespace
