@@ -196,7 +196,7 @@ runtime::RunResult System::result() {
     rates.stages.push_back({stages[s].name, std::min(stages[s].workers, m_pipeline.costs().batch_size()),
                             stages[s].kind == runtime::Stage::Kind::Source,
                             m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true)});
-  {  // the device-queue op after the tree: its host work on a batch and the batch's DMA
+  if (runtime::uses_queue(m_session.strategy)) {  // the sink modes' device-queue op: its host work and DMA
     const double bytes = static_cast<double>(m_graph.batch_bytes);
     const double send = m_pipeline.costs().send_s(bytes) + bytes / (m_cfg.link.h2d_bandwidth_gbps * 1e9);
     rates.stages.push_back({"DeviceQueue", 1, false, send, send});

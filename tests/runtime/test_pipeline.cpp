@@ -259,7 +259,9 @@ TEST_F(PipelineTest, TheDeviceQueueOpsPushOfEachBatchCanBoundTheRun) {
   const std::vector<std::string> push = {"host.device_queue_push_us=2000", "host.device_queue_ns_per_byte=100"};
   std::vector<std::string> dearer = push;
   dearer.back() = "host.device_queue_ns_per_byte=200";
-  const auto r = run({{Strategy::LoopSink, 1, 100, push}, {Strategy::LoopSink, 1, 100, dearer}});
+  const auto r = run({{Strategy::LoopSink, 1, 100, push},
+                      {Strategy::LoopSink, 1, 100, dearer},
+                      {Strategy::NonSink, 1, 100, push}});
   const double host_s = 2e-3 + 100e-9 * bytes;
   const double dma_s = bytes / 24e9;  // the generic server's PCIe 4.0 x16 link, setup and latency aside
   EXPECT_GT(median(r[0].steps.step_s), host_s + dma_s);
@@ -271,6 +273,10 @@ TEST_F(PipelineTest, TheDeviceQueueOpsPushOfEachBatchCanBoundTheRun) {
   EXPECT_EQ(send["stage"], "DeviceQueue");
   EXPECT_TRUE(send["bounds_pipeline"].get<bool>());
   EXPECT_GT(send["busy_fraction"].get<double>(), 0.95);
+  // Non-sink has no device-queue op (the training thread copies each batch): the push is not paid
+  // and the verdict does not name it.
+  EXPECT_LT(median(r[2].steps.step_s), 2e-3);
+  EXPECT_NE(r[2].data["bounding_stage"], "DeviceQueue");
 }
 
 }  // namespace
