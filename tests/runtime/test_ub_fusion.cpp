@@ -129,6 +129,27 @@ TEST(UbFusion, BatchNormUpdateAndItsReluFuseWithoutStoringTheNormalisedTensor) {
             2 * stored(plain, bn3->outputs[0]) + 2 * stored(plain, add->outputs[0]));
 }
 
+TEST(UbFusion, AReluGradFusesIntoTheBatchNormGradientReductionItFeeds) {
+  // Eltwise + BNTrainingUpdateGrad: the last block's ReluGrad (the loss's gradient comes in
+  // without a convolution before it). BNTrainingReduceGrad reads dy too, so dy is still stored;
+  // the reduction's read of it is what the kernel saves.
+  const Workload w = workloads::make_workload("resnet50", 32);
+  const Graph plain = after(w, backend(false)), fused = after(w, backend(true));
+  const Op* update_grad = find(plain, "Gradients/layer4.2.bn3/BatchNorm/BatchNormGrad/BNTrainingUpdateGrad");
+  ASSERT_TRUE(update_grad);
+  const TensorId dy = update_grad->inputs[0];
+  const Op* relu_grad = nullptr;
+  for (const auto& op : plain.ops())
+    if (!op.outputs.empty() && op.outputs[0] == dy) relu_grad = &op;
+  ASSERT_TRUE(relu_grad);
+  EXPECT_EQ(relu_grad->type, "ReluGrad");
+  const Op* kernel = find(fused, update_grad->name + "/FusionOp_ReluGrad_BNTrainingUpdateGrad");
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->type, "UBFusedElementwise");
+  EXPECT_EQ(kernel->outputs[0], dy);  // for BNTrainingReduceGrad
+  EXPECT_EQ(traffic(plain, {relu_grad, update_grad}) - traffic(fused, {kernel}), stored(plain, dy));
+}
+
 TEST(UbFusion, AResultWithAnotherReaderIsNotFusedIntoAnElementwiseConsumer) {
   // LeNet-5's first convolution feeds only its ReLU: they fuse. Give its result a second reader
   // and they do not (the result must reach HBM for it, and the ReLU reads it there).
@@ -141,6 +162,20 @@ TEST(UbFusion, AResultWithAnotherReaderIsNotFusedIntoAnElementwiseConsumer) {
   EXPECT_FALSE(find(fused, "relu1/ReLU/FusionOp_Conv2D_ReLU"));
   EXPECT_TRUE(find(fused, "conv1/Conv2D"));
   EXPECT_TRUE(find(fused, "relu1/ReLU"));
+}
+
+TEST(UbFusion, AResultAddedUpAtomicallyInHbmIsNotFused) {
+  // LeNet-5's second convolution splits K over blocks: its result is complete only in HBM, after
+  // an AtomicAddrClean and every block's addition, so its ReLU cannot take it from the UB.
+  const Workload w = workloads::make_workload("lenet5", 32);
+  const Graph fused = after(w, backend(true));
+  const Op* conv = find(fused, "conv2/Conv2D");
+  ASSERT_TRUE(conv);
+  bool cleared = false;
+  for (const auto& op : fused.ops())
+    if (op.type == "AtomicAddrClean" && op.inputs == conv->outputs) cleared = true;
+  EXPECT_TRUE(cleared);
+  EXPECT_TRUE(find(fused, "relu2/ReLU"));
 }
 
 TEST(UbFusion, EachFusedKernelStandsForItsMembersAndDropsOnlyIntermediatesOneKernelReads) {
