@@ -125,6 +125,22 @@ class DaVinciCostModel final : public CostModel {
                             ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
     last[static_cast<std::size_t>(Pipe::Mte3)] =
         std::max(out_item / static_cast<double>(m_core.mte3_bytes_per_cycle), out_item / hbm);
+    if (d.epilogue_ops > 0 || d.epilogue_operands > 0) {
+      // UB fusion: the consumers' Vector work on the tile in the UB, their other operands'
+      // tiles fetched by MTE2; the result is stored once, after them.
+      const double epi_in = out_elems * static_cast<double>(d.epilogue_operands) * ob;
+      last[static_cast<std::size_t>(Pipe::Vector)] +=
+          out_elems * static_cast<double>(d.epilogue_ops) * ob / static_cast<double>(m_core.vector_bytes_per_cycle) +
+          static_cast<double>(m_core.vector_issue_cycles * d.epilogue_ops *
+                              ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
+      last[static_cast<std::size_t>(Pipe::Mte2)] +=
+          std::max(epi_in / static_cast<double>(m_core.mte2_bytes_per_cycle), epi_in / hbm);
+      c.mte_bytes += tiles * epi_in;
+      c.gm_bytes += tiles * epi_in;
+      block_hbm_bytes = c.gm_bytes * share;
+    }
+    // A fused reduction's per-channel sums, added atomically into GM once per output tile.
+    c.gm_bytes += static_cast<double>(d.epilogue_sums) * 4.0 * static_cast<double>(t.tiles_m);
 
     run_tiles(schedule, inner, last, t.k_steps_per_block, t.tiles_per_block);
   }

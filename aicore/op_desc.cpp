@@ -116,7 +116,7 @@ namespace {
 auto tie(const OpDesc& d) {
   return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.transpose_a, d.transpose_b, d.batch, d.cin,
                   d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad_h, d.pad_w, d.elements, d.out_elements, d.operands, d.results,
-                  d.fused_ops);
+                  d.fused_ops, d.epilogue_ops, d.epilogue_operands, d.epilogue_sums);
 }
 }  // namespace
 
@@ -130,7 +130,8 @@ std::size_t OpDesc::hash() const {
   std::size_t acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
                     static_cast<std::size_t>(out_precision);
   for (std::int64_t v : {m, n, k, static_cast<std::int64_t>(transpose_a), static_cast<std::int64_t>(transpose_b), batch,
-                         cin, h, w, cout, kh, kw, stride, pad_h, pad_w, elements, out_elements, operands, results, fused_ops})
+                         cin, h, w, cout, kh, kw, stride, pad_h, pad_w, elements, out_elements, operands, results,
+                         fused_ops, epilogue_ops, epilogue_operands, epilogue_sums})
     acc = acc * 1000003u ^ std::hash<std::int64_t>()(v);
   return acc;
 }
@@ -175,6 +176,10 @@ void OpDesc::validate() const {
   } else {
     positive(elements, "elements");
   }
+  if (epilogue_ops < 0 || epilogue_operands < 0 || epilogue_sums < 0 ||
+      (!is_cube(kind) && (epilogue_ops || epilogue_operands || epilogue_sums)))
+    throw std::invalid_argument(std::string(op_kind_name(kind)) +
+                                ": a fused epilogue (UB fusion) is a Cube op's, with counts >= 0");
   if (is_cube(kind) && precision == Precision::FP32)
     throw std::invalid_argument(std::string(op_kind_name(kind)) +
                                 ": the Cube has no fp32 mode; use fp16 (Ascend casts fp32 Cube operands to fp16)");
@@ -231,9 +236,14 @@ void OpDesc::validate() const {
 
 std::string OpDesc::to_string() const {
   std::string s = std::string(op_kind_name(kind)) + "/" + precision_name(precision);
+  const std::string epilogue =
+      epilogue_ops || epilogue_operands || epilogue_sums
+          ? " +ub(ops=" + std::to_string(epilogue_ops) + " in=" + std::to_string(epilogue_operands) +
+                " sums=" + std::to_string(epilogue_sums) + ")"
+          : std::string();
   if (kind == OpKind::MatMul)
     return s + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-           (transpose_a ? " ta" : "") + (transpose_b ? " tb" : "");
+           (transpose_a ? " ta" : "") + (transpose_b ? " tb" : "") + epilogue;
   if (takes_nchw(kind)) {
     s += " n=" + std::to_string(batch) + " c=" + std::to_string(cin) + " h=" + std::to_string(h) +
          " w=" + std::to_string(w);
@@ -241,7 +251,7 @@ std::string OpDesc::to_string() const {
     if (kind != OpKind::BatchNorm && kind != OpKind::BatchNormGrad)
       s += " r=" + std::to_string(kh) + " s=" + std::to_string(kw) + " stride=" + std::to_string(stride) +
            " pad=" + pad_string();
-    return s;
+    return s + epilogue;
   }
   return s + " elements=" + std::to_string(elements) +
          (out_elements ? " out=" + std::to_string(out_elements) : std::string());

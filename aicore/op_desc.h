@@ -90,6 +90,11 @@ struct OpDesc {
   std::int64_t operands = 2;   ///< AddN arity; full-size inputs of a fused kernel
   std::int64_t results = 1;    ///< full-size outputs of a fused kernel
   std::int64_t fused_ops = 0;  ///< Vector operations per element of a fused kernel
+  /// A Cube op with its consumers fused in the Unified Buffer (UB fusion): Vector operations per
+  /// result element applied to each output tile in the UB before it is stored, further full-size
+  /// operands read per result element (a residual Add's), and per-channel sums accumulated from
+  /// the tile (a fused BNTrainingReduce's, fp32). All 0: the plain Cube op.
+  std::int64_t epilogue_ops = 0, epilogue_operands = 0, epilogue_sums = 0;
 
   bool operator==(const OpDesc& o) const;
   std::size_t hash() const;

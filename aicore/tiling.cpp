@@ -93,7 +93,10 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
         u.l0c = 2 * m * n * 4;  // fp32 / int32 accumulators
         u.l1 = 2 * static_cast<std::int64_t>(static_cast<double>(m * k) * t.a_gm_factor * static_cast<double>(b) +
                                              static_cast<double>(k * n) * t.b_gm_factor * static_cast<double>(b) + 0.5);
-        u.ub = 2 * m * n * std::max<std::int64_t>(ob, 2);
+        // The output tile in the UB; a fused epilogue adds its operands' tiles and an fp32
+        // working value per element.
+        u.ub = 2 * m * n *
+               (std::max<std::int64_t>(ob, 2) + d.epilogue_operands * ob + (d.epilogue_ops > 0 ? 4 : 0));
         if (u.l0a > cfg.l0a_kib * 1024 || u.l0b > cfg.l0b_kib * 1024 || u.l0c > cfg.l0c_kib * 1024 ||
             u.l1 > cfg.l1_kib * 1024 || u.ub > cfg.ub_kib * 1024)
           continue;

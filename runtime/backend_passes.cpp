@@ -337,6 +337,140 @@ CompilePass graph_kernel_fusion_pass() {
           }};
 }
 
+CompilePass ub_fusion_pass() {
+  return {
+      "ub_fusion", [](CompileState& s) {
+        Graph& g = s.graph;
+        const auto& ops = g.ops();
+        const std::size_t n = ops.size(), nt = g.tensors().size();
+        const std::vector<int> producer = workloads::tensor_producers(g);
+        // Who reads each tensor (the AtomicAddrClean before a kernel does not read what it clears),
+        // and which tensors their producer accumulates atomically (complete only in HBM).
+        std::vector<std::vector<std::size_t>> readers(nt);
+        std::vector<bool> cleared(nt, false);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (ops[i].type == "AtomicAddrClean") {
+            for (auto t : ops[i].inputs) cleared[static_cast<std::size_t>(t)] = true;
+            continue;
+          }
+          for (auto t : ops[i].inputs) {
+            auto& r = readers[static_cast<std::size_t>(t)];
+            if (r.empty() || r.back() != i) r.push_back(i);
+          }
+        }
+        auto eltwise = [](const Op& op) {
+          static const std::set<std::string> kinds = {"ReLU", "ReLU6", "Add",      "AddN",
+                                                      "Mul",  "BiasAdd", "ReluGrad", "ReLU6Grad"};
+          return kinds.count(op.type) > 0 && op.outputs.size() == 1;
+        };
+        auto kept = [&](TensorId t) {  // must reach HBM whoever reads it
+          return workloads::is_persistent(g.tensor(t).role) || g.tensor(t).role == workloads::TensorRole::Loss;
+        };
+        std::vector<bool> taken(n, false);
+        // The element-wise op that continues a chain through `t` (op i's result): t's only reader,
+        // in i's pass, whose result has t's shape, type and layout; or -1.
+        auto next_eltwise = [&](std::size_t i, TensorId t) {
+          const auto ti = static_cast<std::size_t>(t);
+          if (kept(t) || cleared[ti] || readers[ti].size() != 1) return -1;
+          const std::size_t j = readers[ti][0];
+          const Op& c = ops[j];
+          if (taken[j] || c.pass != ops[i].pass || !eltwise(c) || workloads::updates_in_place(c, c.outputs[0]))
+            return -1;
+          const auto &a = g.tensor(t), &r = g.tensor(c.outputs[0]);
+          if (r.shape != a.shape || r.dtype != a.dtype || r.format != a.format) return -1;
+          return static_cast<int>(j);
+        };
+        // The reduction of `type` in i's pass that reads `t` as its input 0; or -1.
+        auto reduction = [&](std::size_t i, TensorId t, const char* type) {
+          if (cleared[static_cast<std::size_t>(t)]) return -1;
+          for (auto j : readers[static_cast<std::size_t>(t)])
+            if (!taken[j] && ops[j].type == type && ops[j].pass == ops[i].pass && ops[j].inputs[0] == t)
+              return static_cast<int>(j);
+          return -1;
+        };
+        std::vector<int> fused_at(n, -1);
+        std::map<std::size_t, Op> kernels;
+        for (std::size_t i = 0; i < n; ++i) {
+          const Op& p = ops[i];
+          if (taken[i] || p.pass == workloads::Pass::Optimizer || p.outputs.empty()) continue;
+          const bool cube = (p.type == "Conv2D" || p.type == "Conv2DBackpropInput" || p.type == "MatMul") &&
+                            p.inputs.size() == 2 && p.inputs[0] != p.inputs[1] && p.outputs.size() == 1 &&
+                            !cleared[static_cast<std::size_t>(p.outputs[0])];
+          std::vector<std::size_t> members = {i};
+          bool reduces = false;
+          if (cube || p.type == "BNTrainingUpdate") {
+            if (p.type == "Conv2D")  // Conv2dBnReduceFusion
+              if (const int r = reduction(i, p.outputs[0], "BNTrainingReduce"); r >= 0) {
+                members.push_back(static_cast<std::size_t>(r));
+                reduces = true;
+              }
+            // Conv2dEltwise, Conv2DBackpropEltwise, MatmulEltwise, BnupdateEltwise(Eltwise)Fusion
+            for (TensorId t = p.outputs[0]; !reduces && members.size() < 3;) {
+              const int j = next_eltwise(i, t);
+              if (j < 0) break;
+              members.push_back(static_cast<std::size_t>(j));
+              t = ops[static_cast<std::size_t>(j)].outputs[0];
+            }
+          } else if (eltwise(p)) {  // an element-wise op into BNTrainingUpdateGrad
+            if (const int r = reduction(i, p.outputs[0], "BNTrainingUpdateGrad"); r >= 0)
+              members.push_back(static_cast<std::size_t>(r));
+          }
+          if (members.size() < 2) continue;
+          const std::size_t last = members.back();
+          const std::set<std::size_t> in_group(members.begin(), members.end());
+          // The results that leave the kernel: read outside it, or kept; nothing outside may read
+          // one between the member that writes it and the kernel's place (its last member's).
+          std::vector<TensorId> outputs;
+          bool placeable = true;
+          std::string types;
+          for (auto m : members) {
+            types += (types.empty() ? "" : "_") + ops[m].type;
+            for (auto t : ops[m].outputs) {
+              const auto& rd = readers[static_cast<std::size_t>(t)];
+              const bool outside = kept(t) || rd.empty() || std::any_of(rd.begin(), rd.end(), [&](std::size_t k) {
+                                     return !in_group.count(k);
+                                   });
+              if (!outside) continue;
+              if (std::find(outputs.begin(), outputs.end(), t) == outputs.end()) outputs.push_back(t);
+              for (auto k : rd)
+                if (!in_group.count(k) && k > m && k < last) placeable = false;
+            }
+          }
+          if (!placeable) continue;
+          const std::string name = ops[last].name + "/FusionOp_" + types;
+          Op kernel;
+          if (cube) {
+            // The Cube result is output 0 beside a fused reduction's sums, else the last consumer's.
+            std::vector<TensorId> outs = {reduces ? p.outputs[0] : ops[last].outputs[0]};
+            for (auto t : outputs)
+              if (std::find(outs.begin(), outs.end(), t) == outs.end()) outs.push_back(t);
+            Op fused = fused_kernel("UBFused" + p.type, name, ops, members, producer, std::move(outs));
+            static_cast<OpAttrs&>(fused) = static_cast<const OpAttrs&>(p);
+            fused.count = 0;
+            for (std::size_t k = 1; k < members.size(); ++k) fused.count += ops[members[k]].def->vector_ops;
+            // The fused kernel must tile with its output tiles whole in the UB: no K split, the
+            // consumers' operands beside the result tile.
+            try {
+              aicore::OpDesc d = fused.def->lower(g, fused);
+              apply_precision_mode(d);
+              if (s.model.estimate(d).tiling.c.k_split > 1) continue;
+            } catch (const std::logic_error&) {
+              continue;
+            }
+            kernel = std::move(fused);
+          } else {
+            kernel = fused_kernel("UBFusedElementwise", name, ops, members, producer, outputs);
+          }
+          kernels.emplace(last, std::move(kernel));
+          for (auto m : members) {
+            fused_at[m] = static_cast<int>(last);
+            taken[m] = true;
+          }
+        }
+        g.set_ops(with_kernels(ops, fused_at, kernels));
+      }};
+}
+
 CompilePass momentum_fusion_pass() {
   return {"momentum_fusion", [](CompileState& s) {
             Graph& g = s.graph;

@@ -21,6 +21,12 @@
 //                   kernel that reads its inputs and writes its outputs once; a reduction may end
 //                   such a group (e.g. BNTrainingUpdate + ReLU, Add + ReLU, the unscale, weight
 //                   decay and Momentum of a parameter)
+//   ub_fusion       (on by default, --ub-fusion; last, after graph_kernel_fusion) the TBE backend's
+//                   buffer fusion: a kernel and the consumers of its result computed while it is
+//                   still in the Unified Buffer, as one kernel (Conv2D + BNTrainingReduce,
+//                   Conv2D/MatMul/Conv2DBackpropInput + element-wise, BNTrainingUpdate + element-wise,
+//                   element-wise + BNTrainingUpdateGrad; docs/model.md has the rules). Not the
+//                   AllReduce fusion of advise-fusion.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +41,7 @@ CompilePass format_pass();
 CompilePass atomic_clean_pass();
 CompilePass momentum_fusion_pass();
 CompilePass graph_kernel_fusion_pass();
+CompilePass ub_fusion_pass();
 
 /// Device ops (views excluded) and the bytes they read and write in HBM, each tensor counted in
 /// its stored layout (padding included): the measure of a pass's effect.

@@ -176,6 +176,10 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity) {
   auto passes = default_passes();
   if (w.recipe.graph_kernel_fusion) insert_pass(passes, "momentum_fusion", graph_kernel_fusion_pass());
+  // UB fusion works on the kernels as selected (layouts, atomic clears) and leaves graph-kernel
+  // fusion's kernels alone: it runs after both, last before lowering.
+  if (w.recipe.ub_fusion)
+    insert_pass(passes, w.recipe.graph_kernel_fusion ? "graph_kernel_fusion" : "momentum_fusion", ub_fusion_pass());
   bool reduces = w.parallel.devices > 1 && w.training;
   if (reduces && w.parallel.semi_auto) {  // any gradient the ranks share?
     std::int64_t params = 0;

@@ -331,7 +331,8 @@ ordered_json recipe_json(const workloads::Recipe& r) {
   return {{"amp_level", r.amp_level},
           {"keep_batchnorm_fp32", r.keep_batchnorm_fp32},
           {"loss_scale", r.loss_scale},
-          {"graph_kernel_fusion", r.graph_kernel_fusion}};
+          {"graph_kernel_fusion", r.graph_kernel_fusion},
+          {"ub_fusion", r.ub_fusion}};
 }
 
 ordered_json resolved_params(const SystemConfig& cfg) {

@@ -189,6 +189,13 @@ po::options_description common_options(Options& o) {
         if (v) o.recipe.graph_kernel_fusion = true;
       }),
       "fuse chains of element-wise ops into one kernel each, as MindSpore's enable_graph_kernel (default off)")(
+      "ub-fusion", po::value<std::string>()->notifier([&o](const std::string& v) {
+        if (v != "true" && v != "false") throw InputError("--ub-fusion '" + v + "': use true or false");
+        o.recipe.ub_fusion = v == "true";
+      }),
+      "true | false: the Ascend backend's UB (buffer) fusion of a kernel with the consumers of its result, e.g. "
+      "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default true, as MindSpore's graph mode; not the "
+      "AllReduce fusion of advise-fusion)")(
       "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
@@ -803,6 +810,7 @@ int cmd_info(int argc, char* argv[]) {
   j["recipe"] = {{"amp_level", w.recipe.amp_level},
                  {"keep_batchnorm_fp32", w.recipe.keep_batchnorm_fp32},
                  {"graph_kernel_fusion", w.recipe.graph_kernel_fusion},
+                 {"ub_fusion", w.recipe.ub_fusion},
                  {"loss_scale", w.recipe.loss_scale}};
   j["device_compute_per_step_s"] = g.device_compute_s;
   ordered_json passes = ordered_json::array();

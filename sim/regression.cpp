@@ -126,6 +126,10 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       const std::string b = scalar(v, at, key);
       if (b != "true" && b != "false") throw InputError(at + ": 'graph_kernel_fusion' is true or false");
       r.recipe.graph_kernel_fusion = b == "true";
+    } else if (key == "ub_fusion") {
+      const std::string b = scalar(v, at, key);
+      if (b != "true" && b != "false") throw InputError(at + ": 'ub_fusion' is true or false");
+      r.recipe.ub_fusion = b == "true";
     } else if (key == "loss_scale") {
       r.recipe.loss_scale = static_cast<double>(whole(v, at, key));
     } else if (key == "set") {
@@ -142,7 +146,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, chip, config, "
                        "dataset, dataset_index, eval_every, "
-                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, set)");
+                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, set)");
     }
   }
   if (!r.model.empty() && !batch_given) r.batch_size = 0;  // the model's own

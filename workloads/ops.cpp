@@ -923,7 +923,10 @@ void register_builtin_ops(OpRegistry& r) {
 
   // The optimizer chains Ascend's backend fuses by default take the same form: the unscale Mul
   // and ApplyMomentum (FusedMulApplyMomentum), with weight decay too (FusedWeightScaleApplyMomentum).
-  for (const char* fused : {"FusedElementwise", "FusedMulApplyMomentum", "FusedWeightScaleApplyMomentum"})
+  // UB fusion's Vector kernels (UBFusedElementwise: BNTrainingUpdate with its element-wise consumers,
+  // an element-wise op with the BNTrainingUpdateGrad it feeds) take the same form too.
+  for (const char* fused :
+       {"FusedElementwise", "FusedMulApplyMomentum", "FusedWeightScaleApplyMomentum", "UBFusedElementwise"})
     r.add({fused,
            false,
            // element-wise ops (and a reduction ending them) as one kernel; attrs.count: Vector
@@ -961,6 +964,42 @@ void register_builtin_ops(OpRegistry& r) {
              if (!out_set) d.out_precision = aicore::Precision::FP32;  // a fused reduction's sums
              return d;
            }});
+
+  // UB fusion (the Ascend backend's buffer fusion): a Cube op with the consumers of its result
+  // computed on each output tile while it is in the Unified Buffer. Inputs: the Cube op's two
+  // operands, then the consumers' other operands; output 0 has the Cube result's shape (the last
+  // element-wise consumer's result, or the Cube result itself beside a fused reduction's sums,
+  // outputs 1...); attrs: the Cube op's, with count = the consumers' Vector operations per element.
+  for (const char* base : {"Conv2D", "Conv2DBackpropInput", "MatMul"}) {
+    const OpDef& b = r.at(base);
+    auto cube_part = [](const Op& op) {  // the Cube op inside the fused kernel
+      Op c = op;
+      c.inputs = {op.inputs.at(0), op.inputs.at(1)};
+      c.outputs = {op.outputs.at(0)};
+      return c;
+    };
+    OpDef f = b;
+    f.name = std::string("UBFused") + base;
+    f.infer = [](const Graph&, const Inputs&, OpAttrs&) -> std::vector<OutputSpec> {
+      throw std::invalid_argument("UB-fused kernels are made by the compiler's ub_fusion pass only");
+    };
+    f.backward = {};
+    f.compute = {};
+    f.fusion = OpDef::Fusion::None;
+    f.lower = [cube_part, lower = b.lower](const Graph& g, const Op& op) {
+      OpDesc d = lower(g, cube_part(op));
+      const std::int64_t size = g.tensor(op.outputs[0]).elements();
+      d.epilogue_ops = op.count;
+      for (std::size_t k = 2; k < op.inputs.size(); ++k)
+        d.epilogue_operands += g.tensor(op.inputs[k]).elements() == size;
+      for (std::size_t k = 1; k < op.outputs.size(); ++k) d.epilogue_sums += g.tensor(op.outputs[k]).elements();
+      return d;
+    };
+    if (b.macs) f.macs = [cube_part, macs = b.macs](const Graph& g, const Op& op) { return macs(g, cube_part(op)); };
+    if (b.workspace)
+      f.workspace = [cube_part, ws = b.workspace](const Graph& g, const Op& op) { return ws(g, cube_part(op)); };
+    r.add(std::move(f));
+  }
 
   r.add({"AtomicAddrClean",
          false,

@@ -143,11 +143,13 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
               dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-              keep_batchnorm_fp32: Optional[bool] = None) -> List[str]:
+              keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
     if keep_batchnorm_fp32 is not None:
         a += ["--keep-batchnorm-fp32", "true" if keep_batchnorm_fp32 else "false"]
+    if ub_fusion is not None:
+        a += ["--ub-fusion", "true" if ub_fusion else "false"]
     if batch_size is not None:
         a += ["--batch-size", batch_size]
     if steps_per_epoch is not None:
@@ -195,7 +197,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           eval: bool = False, seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
           dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
           model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-          keep_batchnorm_fp32: Optional[bool] = None) -> Report:
+          keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -203,7 +205,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``eval_every`` evaluates after every that many epochs (the report's ``evaluation``).
     ``model`` runs an ONNX file instead of ``workload`` (its batch size its own unless symbolic);
     ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss.
-    ``functional=True`` also computes the values (``seed``, ``init``: "script" or "he-uniform")."""
+    ``functional=True`` also computes the values (``seed``, ``init``: "script" or "he-uniform").
+    ``ub_fusion=False`` turns off the backend's UB fusion (on by default, as MindSpore's graph mode)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -213,7 +216,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
-        keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
+        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -226,7 +229,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
             dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-            keep_batchnorm_fp32: Optional[bool] = None) -> Report:
+            keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
@@ -234,7 +237,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
-        keep_batchnorm_fp32=keep_batchnorm_fp32), "--json", "-", "-q"))
+        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,

@@ -207,12 +207,12 @@ def test_a_step_has_one_number_in_every_output(tmp_path):
     for n, (interval_ms, ms) in table.items():
         assert ms == pytest.approx(1e3 * step_s[n], abs=6e-5)
         assert interval_ms == pytest.approx(1e3 * gap[n], abs=6e-5)
-    # The trace keeps steps 4 to 6: one first forward op in each, inside that step's time (the CSV's
-    # steps add up to the run's time from its start).
+    # The trace keeps steps 4 to 6: one forward op in each (conv2: conv1 is UB-fused with its ReLU),
+    # inside that step's time (the CSV's steps add up to the run's time from its start).
     ends = list(itertools.accumulate(step_s[n] for n in range(1, 13)))
     events = json.load(open(trace))
     events = events["traceEvents"] if isinstance(events, dict) else events
-    starts = sorted(e["ts"] / 1e6 for e in events if e.get("name") == "conv1/Conv2D" and e.get("ph") == "X")
+    starts = sorted(e["ts"] / 1e6 for e in events if e.get("name") == "conv2/Conv2D" and e.get("ph") == "X")
     assert len(starts) == 3
     for n, t in zip((4, 5, 6), starts):
         assert ends[n - 2] < t < ends[n - 1], (n, t)
@@ -246,3 +246,15 @@ def test_a_sink_size_sweep_means_the_same_in_python_and_on_the_command_line(tmp_
                 assert run["steps"] == 24
     # train()'s sink_size with epochs stays Model.train's: epochs sinks of S steps.
     assert ascendsim.train("lenet5", "loop-sink", sink_size=7, epochs=2, steps_per_epoch=12).runs[0]["steps"] == 14
+
+
+def test_ub_fusion_passes_through_and_off_is_the_graph_without_it():
+    on = ascendsim.train("lenet5", "graph-sink", steps_per_epoch=10)
+    off = ascendsim.train("lenet5", "graph-sink", steps_per_epoch=10, ub_fusion=False)
+    assert on.to_dict()["recipe"]["ub_fusion"] is True
+    assert off.to_dict()["recipe"]["ub_fusion"] is False
+    assert off.to_json() == cli_stdout("train", "--workload", "lenet5", "--strategy", "graph-sink",
+                                       "--steps-per-epoch", 10, "--ub-fusion", "false", "--json", "-", "-q")
+    assert on.to_dict()["graph_passes"][-1]["pass"] == "ub_fusion"
+    assert "ub_fusion" not in [p["pass"] for p in off.to_dict()["graph_passes"]]
+    assert on.to_dict()["graph_passes"][-1]["ops"] < off.to_dict()["graph_passes"][-1]["ops"]

@@ -418,19 +418,37 @@ TEST_F(CliTest, InfoReportsLeNetFigures) {
   EXPECT_EQ(j["parameters"], 61684);
   EXPECT_EQ(j["forward_macs_per_sample"], 416520);
   // LeNet-5's 42 framework ops as the device runs them: a Cast to fp16 for each of the 15 fp32
-  // tensors its Cube ops read, 7 TransData, 8 AtomicAddrClean.
+  // tensors its Cube ops read, 7 TransData, 8 AtomicAddrClean; UB fusion then joins conv1 with
+  // its ReLU (one op fewer), fc2's MatMul with its BiasAdd and ReLU (two) and the backward MatMul
+  // into fc2's ReluGrad (one).
   EXPECT_EQ(j["graph_passes"][0]["ops"], 42);
-  EXPECT_EQ(j["ops_per_step"], 42 + 15 + 7 + 8);
+  const auto& e = j["graph_passes"];
+  ASSERT_GE(e.size(), 2u);
+  EXPECT_EQ(e[e.size() - 2]["ops"], 42 + 15 + 7 + 8);
+  EXPECT_EQ(e.back()["pass"], "ub_fusion");
+  EXPECT_EQ(j["ops_per_step"], 42 + 15 + 7 + 8 - 4);
+  EXPECT_LT(e.back()["hbm_bytes"], e[e.size() - 2]["hbm_bytes"]);
   EXPECT_EQ(j["graph_passes"].back()["ops"], j["ops_per_step"]);
   EXPECT_EQ(j["recipe"]["amp_level"], "O0");
+  EXPECT_EQ(j["recipe"]["ub_fusion"], true);
+  // --ub-fusion false: the graph without the pass; a value other than true or false is refused.
+  const auto off = nlohmann::json::parse(run("info --workload lenet5 --ub-fusion false --json").out);
+  EXPECT_EQ(off["ops_per_step"], 42 + 15 + 7 + 8);
+  EXPECT_EQ(off["graph_passes"].back()["pass"], "momentum_fusion");
+  EXPECT_EQ(off["recipe"]["ub_fusion"], false);
+  EXPECT_GT(off["device_compute_per_step_s"], j["device_compute_per_step_s"]);
+  const Result bad = run("info --workload lenet5 --ub-fusion yes");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--ub-fusion 'yes'"), std::string::npos) << bad.err;
   const Result kept = run("info --workload resnet50 --keep-batchnorm-fp32 true --json");
   ASSERT_EQ(kept.code, 0) << kept.err;
   // Casts around every BatchNorm (53 forward, 53 backward, two each).
   EXPECT_EQ(nlohmann::json::parse(kept.out)["graph_passes"][0]["ops"], 953 + 4 * 53);
-  const auto plain = nlohmann::json::parse(run("info --workload resnet50 --json").out);
+  const auto plain = nlohmann::json::parse(run("info --workload resnet50 --ub-fusion false --json").out);
   EXPECT_EQ(plain["graph_passes"][0]["ops"], 953);
   // Graph-kernel fusion: one more pass, fewer ops and bytes, the recipe says so.
-  const auto fused = nlohmann::json::parse(run("info --workload resnet50 --graph-kernel-fusion --json").out);
+  const auto fused =
+      nlohmann::json::parse(run("info --workload resnet50 --graph-kernel-fusion --ub-fusion false --json").out);
   EXPECT_EQ(fused["graph_passes"].back()["pass"], "graph_kernel_fusion");
   EXPECT_LT(fused["ops_per_step"], plain["ops_per_step"]);
   EXPECT_LT(fused["graph_passes"].back()["hbm_bytes"], plain["graph_passes"].back()["hbm_bytes"]);
@@ -899,6 +917,33 @@ TEST_F(CliTest, SuiteAndDiffGuardAUsersFigures) {
   EXPECT_EQ(typo.code, 2);
   EXPECT_THAT(typo.err, HasSubstr("unknown key 'worklaod'"));
   EXPECT_FALSE(fs::exists(m_dir / "c" / "index.json"));
+}
+
+TEST_F(CliTest, ASuiteRunTakesUbFusionAsTheFlagDoes) {
+  const std::string suite = file("ub.yaml",
+                                 "runs:\n"
+                                 "  - name: off\n"
+                                 "    workload: lenet5\n"
+                                 "    strategies: [graph-sink]\n"
+                                 "    steps_per_epoch: 10\n"
+                                 "    ub_fusion: false\n");
+  const fs::path out = m_dir / "ub";
+  ASSERT_EQ(run("suite " + suite + " --out " + out.string() + " -q").code, 0);
+  const fs::path flag = m_dir / "flag.json";
+  ASSERT_EQ(run("train -s graph-sink --workload lenet5 --steps-per-epoch 10 --ub-fusion false --json " + flag.string())
+                .code,
+            0);
+  const auto from_suite = nlohmann::json::parse(slurp(out / "off.json")),
+             from_flag = nlohmann::json::parse(slurp(flag));
+  EXPECT_EQ(from_suite["recipe"]["ub_fusion"], false);
+  EXPECT_EQ(from_suite["graph_passes"], from_flag["graph_passes"]);
+  EXPECT_EQ(from_suite["runs"][0]["step_time_ms"], from_flag["runs"][0]["step_time_ms"]);
+  const Result bad =
+      run("suite " + file("bad-ub.yaml", "runs:\n  - name: x\n    workload: lenet5\n    ub_fusion: maybe\n") +
+          " --out " + (m_dir / "d").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("'ub_fusion' is true or false"));
+  EXPECT_FALSE(fs::exists(m_dir / "d" / "index.json"));
 }
 
 TEST_F(CliTest, TableColumnsAreSizedToTheirContent) {
