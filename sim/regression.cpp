@@ -548,7 +548,7 @@ double simulate_figure(const PublishedFigure& f, const std::vector<std::string>&
 std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures) {
   std::vector<ValidationRow> rows;
   for (const auto& f : figures) {
-    ValidationRow r{f, 0, 0, false, {}};
+    ValidationRow r{f, 0, 0, false, false, {}};
     if (f.run.devices > 8) {
       r.note = std::to_string(f.run.devices) + " devices: joins when clusters of several servers are modelled";
       rows.push_back(r);

@@ -28,7 +28,7 @@ std::string Recipe::describe() const {
   std::snprintf(scale, sizeof scale, "%g", loss_scale);
   return "amp " + amp_level +
          (amp_level == "O2" ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") + ", loss scale " +
-         scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") + (ub_fusion ? "" : ", no UB fusion");
+         scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") + (ub_fusion ? ", UB fusion" : "");
 }
 
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
@@ -42,7 +42,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
       throw std::invalid_argument("mlp-slice trains in fp32 without loss scaling (amp O0), as seed 002's script");
     Workload w = make_mlp_slice(batch_size);
     w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-    w.recipe.ub_fusion = o.ub_fusion.value_or(true);
+    w.recipe.ub_fusion = o.ub_fusion.value_or(false);
     return w;
   }
   if (name == "lenet5") {
@@ -52,7 +52,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
           "ResNet and MobileNetV2 workloads");
     Workload w = make_lenet5(batch_size);
     w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-    w.recipe.ub_fusion = o.ub_fusion.value_or(true);
+    w.recipe.ub_fusion = o.ub_fusion.value_or(false);
     return w;
   }
   Recipe r;  // MindSpore's model-zoo ResNet and MobileNetV2 scripts: amp O2, BatchNorm in fp16, loss scale 1024
@@ -60,7 +60,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
   r.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(false);
   r.loss_scale = o.loss_scale.value_or(1024);
   r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-  r.ub_fusion = o.ub_fusion.value_or(true);
+  r.ub_fusion = o.ub_fusion.value_or(false);
   for (const auto& s : resnet_specs())
     if (s.name == name) return make_resnet(s, batch_size, r);
   if (name == "mobilenetv2") return make_mobilenet_v2(batch_size, r);

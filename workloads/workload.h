@@ -22,9 +22,10 @@ struct Recipe {
   bool keep_batchnorm_fp32 = true;   ///< O2: BatchNorm in fp32 between casts (false: in fp16)
   double loss_scale = 1;             ///< fixed loss scale (1: none)
   bool graph_kernel_fusion = false;  ///< `enable_graph_kernel`: fuse element-wise chains into one kernel
-  /// The Ascend backend's UB (buffer) fusion, on by default in graph mode: a kernel and the consumers
-  /// of its result it computes while the result is still in the Unified Buffer, as one kernel.
-  bool ub_fusion = true;
+  /// The Ascend backend's UB (buffer) fusion (on by default in MindSpore's graph mode; off here
+  /// until HBM contention is modelled, docs/model.md "UB fusion"): a kernel and the consumers of
+  /// its result it computes while the result is still in the Unified Buffer, as one kernel.
+  bool ub_fusion = false;
   std::string describe() const;      ///< "amp O2, BatchNorm fp16, loss scale 1024"
 };
 

@@ -314,7 +314,9 @@ TEST(BackendPasses, MomentumFusionMergesEachOptimizerChainAsAscendsBackendDoes) 
 }
 
 TEST(BackendPasses, TheCompiledStepRecordsEachPassEffect) {
-  const Workload w = workloads::make_workload("resnet50", 32);
+  workloads::RecipeOverrides ub;
+  ub.ub_fusion = true;  // every pass of the default pipeline and UB fusion
+  const Workload w = workloads::make_workload("resnet50", 32, ub);
   const runtime::CompiledGraph c = runtime::compile(w, model(), 16);
   ASSERT_EQ(c.pass_effects.size(), 7u);
   EXPECT_EQ(c.pass_effects[0].name, "framework");

@@ -217,10 +217,12 @@ TEST(UbFusion, EachFusedKernelStandsForItsMembersAndDropsOnlyIntermediatesOneKer
 TEST(UbFusion, OffGivesTheGraphWithoutThePassAndFusionOnlyShortensTheDeviceCompute) {
   for (const char* name : {"lenet5", "resnet50"}) {
     SCOPED_TRACE(name);
-    workloads::RecipeOverrides off;
+    workloads::RecipeOverrides off, on;
     off.ub_fusion = false;
-    const Workload on_w = workloads::make_workload(name, 32), off_w = workloads::make_workload(name, 32, off);
-    EXPECT_TRUE(on_w.recipe.ub_fusion);  // MindSpore's graph mode on Ascend
+    on.ub_fusion = true;
+    const Workload on_w = workloads::make_workload(name, 32, on), off_w = workloads::make_workload(name, 32, off);
+    // Off by default until HBM contention is modelled (docs/model.md, "UB fusion").
+    EXPECT_FALSE(workloads::make_workload(name, 32).recipe.ub_fusion);
     const runtime::CompiledGraph without = runtime::compile(off_w, model(), 16);
     // The pipeline as it was: the default passes, no ub_fusion.
     const runtime::CompiledGraph reference = runtime::compile(off_w, model(), 16, runtime::default_passes());
@@ -260,6 +262,7 @@ TEST(UbFusion, OffGivesTheGraphWithoutThePassAndFusionOnlyShortensTheDeviceCompu
 TEST(UbFusion, RunsAfterGraphKernelFusionAndLeavesItsKernelsAlone) {
   workloads::RecipeOverrides both;
   both.graph_kernel_fusion = true;
+  both.ub_fusion = true;
   const Workload w = workloads::make_workload("resnet50", 32, both);
   const runtime::CompiledGraph c = runtime::compile(w, model(), 16);
   const auto& e = c.pass_effects;

@@ -412,7 +412,7 @@ TEST_F(CliTest, TraceStepsMustBeAWindow) {
 }
 
 TEST_F(CliTest, InfoReportsLeNetFigures) {
-  const Result r = run("info --workload lenet5 --batch-size 32 --json");
+  const Result r = run("info --workload lenet5 --batch-size 32 --ub-fusion true --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["parameters"], 61684);
@@ -1163,7 +1163,9 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   for (const auto& row : rows) {
     compared += row["counted"].get<bool>();
     shown += !row["simulated"].is_null();
-    if (!row["counted"].get<bool>()) EXPECT_FALSE(row["note"].get<std::string>().empty()) << row["id"];
+    if (!row["counted"].get<bool>()) {
+      EXPECT_FALSE(row["note"].get<std::string>().empty()) << row["id"];
+    }
   }
   EXPECT_EQ(compared, 8u);
   EXPECT_EQ(shown, 12u);
