@@ -266,17 +266,6 @@ nlohmann::ordered_json PipelineCosts::cache_summary() const {
           {"randomness_lost", m_random_cached}};
 }
 
-double PipelineCosts::mean_window(std::size_t op, double aspect) const {
-  if (m_windows.size() <= op) m_windows.resize(op + 1);
-  auto& known = m_windows[op];
-  const auto at = known.find(aspect);
-  if (at != known.end()) return at->second;
-  const auto& o = m_recipe.maps[op];
-  const double area = workloads::random_resized_crop_mean_area(aspect, o.scale_min, o.scale_max, o.ratio_min, o.ratio_max);
-  known.emplace(aspect, area);
-  return area;
-}
-
 PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_epoch) const {
   const auto g = m_recipe.dataset.sample(index);
   const bool hit = !first_epoch && cached(index);
@@ -330,7 +319,9 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
         ns = m_host.crop_ns_per_value * s.values() * op.area;
         break;
       case MapOpType::RandomCropDecodeResize:  // the crop window's pixels decoded (mean window), then resized
-        ns = m_host.decode_ns_per_pixel * in.h * in.w * mean_window(i, in.w / in.h) +
+        ns = m_host.decode_ns_per_pixel * in.h * in.w *
+                 workloads::random_resized_crop_mean_area(in.w / in.h, op.scale_min, op.scale_max, op.ratio_min,
+                                                          op.ratio_max) +
              m_host.resize_ns_per_value * s.values();
         break;
       case MapOpType::RandomColorAdjust:

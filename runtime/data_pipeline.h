@@ -27,7 +27,6 @@
 #include <systemc>
 
 #include <map>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -93,11 +92,6 @@ class PipelineCosts {
     std::array<double, kMaxStages> stage{};  ///< per stage after the source (index 0 unused)
   };
   SampleCost sample(std::int64_t index, bool first_epoch) const;
-  /// RandomCropDecodeResize (map op `op`): the mean crop window's share of an image of `aspect`
-  /// (workloads::random_resized_crop_mean_area), remembered per aspect: a dataset's images have
-  /// few distinct shapes, and the integral costs far more than the rest of a sample's costs.
-  double mean_window(std::size_t op, double aspect) const;
-  mutable std::vector<std::unordered_map<double, double>> m_windows;  ///< per map op: aspect -> mean window
   void build_stages();
   /// Reader and worker time of rows [first, last) of batch `b`, in one pass over its samples.
   SampleCost batch(std::int64_t b, std::int64_t first, std::int64_t last) const;
