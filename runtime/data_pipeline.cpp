@@ -408,7 +408,7 @@ nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cp
     if (t > 0 && (rate[slowest] <= 0 || rate[s] < rate[slowest])) slowest = s;
   }
   // The device-queue op: its host work on a batch, then the batch's DMA, on its one thread.
-  const double send = costs.send_s(send_bytes) + (h2d_gbps > 0 ? send_bytes / (h2d_gbps * 1e9) : 0);
+  const double send = costs.send_and_dma_s(send_bytes, h2d_gbps);
   const double send_rate = send > 0 ? 1 / send : 0;
   const bool send_bounds = send > 0 && (rate[slowest] <= 0 || send_rate < rate[slowest]);
   const char* kinds[] = {"source", "map", "shuffle", "batch"};

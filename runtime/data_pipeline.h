@@ -82,6 +82,11 @@ class PipelineCosts {
   double send_s(double bytes) const {
     return m_host.device_queue_push_us * 1e-6 + m_host.device_queue_ns_per_byte * 1e-9 * bytes;
   }
+  /// The device-queue op's whole time on a batch, its one thread's: send_s(bytes) and the batch's
+  /// DMA at `h2d_gbps` (link contention aside), what its rate in the tree and the verdict is from.
+  double send_and_dma_s(double bytes, double h2d_gbps) const {
+    return send_s(bytes) + (h2d_gbps > 0 ? bytes / (h2d_gbps * 1e9) : 0);
+  }
   /// The cache as the report gives it: placement, memory and spilled bytes, later epochs' hits.
   nlohmann::ordered_json cache_summary() const;
 

@@ -198,7 +198,7 @@ runtime::RunResult System::result() {
                             m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true)});
   if (runtime::uses_queue(m_session.strategy)) {  // the sink modes' device-queue op: its host work and DMA
     const double bytes = static_cast<double>(m_graph.batch_bytes);
-    const double send = m_pipeline.costs().send_s(bytes) + bytes / (m_cfg.link.h2d_bandwidth_gbps * 1e9);
+    const double send = m_pipeline.costs().send_and_dma_s(bytes, m_cfg.link.h2d_bandwidth_gbps);
     rates.stages.push_back({"DeviceQueue", 1, false, send, send});
   }
   rates.device_s_per_batch = m_graph.device_compute_s;
