@@ -48,16 +48,35 @@ void AiCoreCluster::account_free_run(const OpCost& cost, const sc_core::sc_time&
   count(cost, seconds);
 }
 
+sc_core::sc_time AiCoreCluster::run_shared(const OpCost& cost, const sc_core::sc_time& time) {
+  // Several ops may overlap and stretch: the busy union is the time at least one runs.
+  if (m_running++ == 0) m_running_since = std::max(sc_core::sc_time_stamp(), m_busy_until);
+  const sc_core::sc_time lost = m_hbm->kernel(sc_core::SC_ZERO_TIME, time, cost.gm_bytes);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (--m_running == 0 && now > m_running_since) {
+    m_busy_s += (now - m_running_since).to_seconds();
+    m_busy_until = std::max(m_busy_until, now);
+  }
+  count(cost, (time + lost).to_seconds());
+  return lost;
+}
+
 sc_core::sc_time AiCoreCluster::execute(const OpCost& cost, const sc_core::sc_time& time,
-                                        const sc_core::sc_time& lead) {
+                                        const sc_core::sc_time& lead, sc_core::sc_time* lost) {
   Pool& p = pool(cost.tiling.cube);
   const std::int64_t need = std::clamp<std::int64_t>(cost.blocks, 1, p.size);
-  sc_core::sc_time start;
-  if (p.waiting == 0 && p.free >= need) {  // the usual case: one wait
+  const bool shared = m_hbm && m_hbm->contention();
+  sc_core::sc_time start, extra;
+  if (p.waiting == 0 && p.free >= need) {  // the usual case: one wait (two with the HBM shared)
     p.free -= need;
     start = sc_core::sc_time_stamp() + lead;
-    account(cost, start, time);
-    wait(lead + time);
+    if (shared) {
+      wait(lead);
+      extra = run_shared(cost, time);
+    } else {
+      account(cost, start, time);
+      wait(lead + time);
+    }
   } else {
     wait(lead);
     const sc_core::sc_time ready = sc_core::sc_time_stamp();
@@ -67,11 +86,17 @@ sc_core::sc_time AiCoreCluster::execute(const OpCost& cost, const sc_core::sc_ti
     p.free -= need;
     start = sc_core::sc_time_stamp();
     m_core_wait_s += (start - ready).to_seconds();
-    account(cost, start, time);
-    wait(time);
+    if (shared) {
+      extra = run_shared(cost, time);
+    } else {
+      account(cost, start, time);
+      wait(time);
+    }
   }
+  if (m_hbm && !shared) m_hbm->account_kernel(start, start + time, cost.gm_bytes, sc_core::SC_ZERO_TIME);
   p.free += need;
   if (p.waiting > 0) p.released.notify(sc_core::SC_ZERO_TIME);
+  if (lost) *lost = extra;
   return start;
 }
 

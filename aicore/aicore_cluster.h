@@ -11,6 +11,7 @@
 #include <systemc>
 
 #include "aicore/cost_model.h"
+#include "aicore/hbm.h"
 #include "sim/core/stats.h"
 
 namespace ascendsim::aicore {
@@ -23,8 +24,14 @@ class AiCoreCluster : public sc_core::sc_module {
 
   /// Blocks the calling thread for `lead` (the dispatch before the op reaches the cores), the wait
   /// for free cores if any, and the op's device time `time` (`cost.time_s` as simulation time).
-  /// Returns the op's start on the cores. Call from an SC_THREAD.
-  sc_core::sc_time execute(const OpCost& cost, const sc_core::sc_time& time, const sc_core::sc_time& lead);
+  /// Returns the op's start on the cores. Call from an SC_THREAD. With the chip's HBM shared
+  /// (set_hbm), the op runs as an HBM kernel and `lost` (if given) receives what other consumers
+  /// of the HBM added to its time.
+  sc_core::sc_time execute(const OpCost& cost, const sc_core::sc_time& time, const sc_core::sc_time& lead,
+                           sc_core::sc_time* lost = nullptr);
+  /// The chip's HBM, which the ops' GM traffic draws on (nullptr: not modelled as shared).
+  void set_hbm(Hbm* hbm) { m_hbm = hbm; }
+  Hbm* hbm() const { return m_hbm; }
 
   /// True if no task holds or waits for cores.
   bool idle() const {
@@ -48,7 +55,12 @@ class AiCoreCluster : public sc_core::sc_module {
   Pool& pool(bool cube) { return cube || !m_split ? m_cube : m_vector; }
   void account(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time);
   void count(const OpCost& cost, double seconds);
+  /// Runs the op on the shared HBM from now; busy time by the number of ops running.
+  sc_core::sc_time run_shared(const OpCost& cost, const sc_core::sc_time& time);
 
+  Hbm* m_hbm = nullptr;
+  std::int64_t m_running = 0;  ///< ops running under run_shared
+  sc_core::sc_time m_running_since;
   bool m_split;
   Pool m_cube, m_vector;
   sc_core::sc_time m_busy_until;

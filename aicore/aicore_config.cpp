@@ -41,6 +41,9 @@ void MemoryConfig::declare(sim::ParamSet& ps) {
           "device memory bandwidth shared by all cores");
   ps.real("memory.l2_mib", l2_mib, "MiB", 0, 1 << 16, "on-chip L2 cache: operands re-read while they fit hit it");
   ps.real("memory.l2_bandwidth_gbps", l2_bandwidth_gbps, "GB/s", 1, 1e6, "L2 bandwidth shared by all cores");
+  ps.boolean("memory.hbm_contention", hbm_contention,
+             "share the HBM bandwidth among AI-core kernels, DMA and collectives running at once (max-min fair); "
+             "false: each sees all of it");
 }
 
 }  // namespace ascendsim::aicore

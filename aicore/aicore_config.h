@@ -39,6 +39,8 @@ struct MemoryConfig {
   double hbm_bandwidth_gbps = 1200;
   double l2_mib = 32;
   double l2_bandwidth_gbps = 4000;
+  /// Share hbm_bandwidth_gbps among kernels, DMA and collectives (aicore/hbm.h); false: each sees all of it.
+  bool hbm_contention = true;
 
   void declare(sim::ParamSet& ps);
 };

@@ -47,6 +47,11 @@ struct Ring {
     const double piece = bytes / n;
     return (n - 1) * (alpha + piece / bw) + (reduce ? (n - 1) * 3 * piece / hbm : 0.0);
   }
+  /// The HBM bytes of one member in half(): per step the piece sent (read) and received
+  /// (written), and with a reduction two pieces read and one written.
+  double half_hbm(double bytes, bool reduce) const { return n > 1 ? (n - 1) * bytes / n * (reduce ? 5 : 2) : 0.0; }
+  /// The same for broadcast(): each member writes what it receives and reads what it forwards.
+  double broadcast_hbm(double bytes) const { return n > 1 ? 2 * bytes : 0.0; }
   /// Pipelined broadcast in the number of chunks that minimises (n-2+c)·(α + S/(c·B)).
   double broadcast(double bytes) const {
     if (n <= 1) return 0;
@@ -96,8 +101,8 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const Ring cross{p, cfg.step_latency_us * 1e-6, cfg.pcie_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   const Ring inter{k, cfg.roce_step_latency_us * 1e-6, cfg.roce_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   CollectiveCost c;
-  auto part = [&](const char* what, bool roce, double s, bool pcie = false) {
-    if (s > 0) c.parts.push_back({what, roce, s, pcie});
+  auto part = [&](const char* what, bool roce, double s, double hbm, bool pcie = false) {
+    if (s > 0) c.parts.push_back({what, roce, s, pcie, hbm});
     c.seconds += s;
   };
   // Bytes one ring link carries in a half (reduce-scatter or all-gather) of `bytes` on n devices.
@@ -105,27 +110,28 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const double links = g > 1 ? m * k : 0, ports = k > 1 ? m * k : 0, paths = p > 1 ? m * k : 0;
   switch (kind) {
     case Collective::AllReduce:
-      part("reduce-scatter", false, intra.half(bytes, true));
-      part("reduce-scatter", false, cross.half(bytes / g, true), true);
-      part("all-reduce", true, inter.half(bytes / m, true) + inter.half(bytes / m, false));
-      part("all-gather", false, cross.half(bytes / g, false), true);
-      part("all-gather", false, intra.half(bytes, false));
+      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true));
+      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true), true);
+      part("all-reduce", true, inter.half(bytes / m, true) + inter.half(bytes / m, false),
+           inter.half_hbm(bytes / m, true) + inter.half_hbm(bytes / m, false));
+      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false), true);
+      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false));
       c.hccs_bytes = links * 2 * half_bytes(g, bytes);
       c.pcie_bytes = paths * 2 * half_bytes(p, bytes / g);
       c.roce_bytes = ports * 2 * half_bytes(k, bytes / m);
       break;
     case Collective::ReduceScatter:
-      part("reduce-scatter", false, intra.half(bytes, true));
-      part("reduce-scatter", false, cross.half(bytes / g, true), true);
-      part("reduce-scatter", true, inter.half(bytes / m, true));
+      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true));
+      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true), true);
+      part("reduce-scatter", true, inter.half(bytes / m, true), inter.half_hbm(bytes / m, true));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
     case Collective::AllGather:
-      part("all-gather", true, inter.half(bytes / m, false));
-      part("all-gather", false, cross.half(bytes / g, false), true);
-      part("all-gather", false, intra.half(bytes, false));
+      part("all-gather", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false));
+      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false), true);
+      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
@@ -134,9 +140,9 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
       // A pairwise exchange: N-1 rounds, each sending one N-th of the buffer to one peer — the
       // time and link bytes of an all-gather half, across servers and networks for the pieces
       // that leave one.
-      part("all-to-all", true, inter.half(bytes / m, false));
-      part("all-to-all", false, cross.half(bytes / g, false), true);
-      part("all-to-all", false, intra.half(bytes, false));
+      part("all-to-all", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false));
+      part("all-to-all", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false), true);
+      part("all-to-all", false, intra.half(bytes, false), intra.half_hbm(bytes, false));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
@@ -145,9 +151,9 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
       // The root's RoCE ring to the other servers (k-1 ports send S), then on every server a
       // ring of its networks over PCIe (p-1 paths carry S), then every network's ring (g-1 links
       // each carry S).
-      part("broadcast", true, inter.broadcast(bytes));
-      part("broadcast", false, cross.broadcast(bytes), true);
-      part("broadcast", false, intra.broadcast(bytes));
+      part("broadcast", true, inter.broadcast(bytes), inter.broadcast_hbm(bytes));
+      part("broadcast", false, cross.broadcast(bytes), cross.broadcast_hbm(bytes), true);
+      part("broadcast", false, intra.broadcast(bytes), intra.broadcast_hbm(bytes));
       c.hccs_bytes = g > 1 ? k * p * (g - 1) * bytes : 0.0;
       c.pcie_bytes = p > 1 ? k * (p - 1) * bytes : 0.0;
       c.roce_bytes = k > 1 ? (k - 1) * bytes : 0.0;
@@ -207,10 +213,35 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
   if (++in.arrived == m_ranks) {
     const CollectiveCost c = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
     account(kind, bytes, c);
+    draw(c, {});
     in.done.notify(sim::seconds(c.seconds));
   }
   sc_core::wait(in.done);
   if (++in.left == m_ranks) m_open.erase(seq);
+}
+
+void Hccl::set_hbm(int rank, aicore::Hbm* hbm) {
+  if (rank < 0 || rank >= m_ranks) throw std::logic_error("Hccl: no rank " + std::to_string(rank));
+  m_hbm.resize(static_cast<std::size_t>(m_ranks), nullptr);
+  m_hbm[static_cast<std::size_t>(rank)] = hbm;
+}
+
+void Hccl::draw(const CollectiveCost& c, const std::vector<int>& members) {
+  if (m_hbm.empty()) return;
+  auto on = [&](int r) {
+    aicore::Hbm* h = m_hbm[static_cast<std::size_t>(r)];
+    if (!h) return;
+    sc_core::sc_time at;
+    for (const auto& p : c.parts) {
+      const sc_core::sc_time d = sim::seconds(p.seconds);
+      h->flow(p.hbm_bytes, at, d, aicore::HbmSource::Collective);
+      at += d;
+    }
+  };
+  if (members.empty())
+    for (int r = 0; r < m_ranks; ++r) on(r);
+  else
+    for (int r : members) on(r);
 }
 
 void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c) {
@@ -263,6 +294,7 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hosti
   if (++in.arrived == n) {
     const CollectiveCost c = group_cost(kind, m, static_cast<double>(bytes));
     account(kind, bytes, c);
+    draw(c, m);
     in.done.notify(sim::seconds(c.seconds));
   }
   sc_core::wait(in.done);

@@ -32,6 +32,7 @@
 
 #include <systemc>
 
+#include "aicore/hbm.h"
 #include "aicpu/aicpu_config.h"
 #include "hostif/task.h"
 #include "sim/core/stats.h"
@@ -61,6 +62,9 @@ struct CollectiveCost {
     bool roce;         ///< between servers (RoCE) or within a server (HCCS, or PCIe if `pcie`)
     double seconds;
     bool pcie = false;  ///< between a server's HCCS networks, over PCIe
+    /// Bytes each member's HBM moves in this phase: every ring step reads the piece it sends and
+    /// writes the piece it receives, and a reduction reads two pieces and writes one.
+    double hbm_bytes = 0;
   };
   std::vector<Part> parts;
   double seconds = 0;
@@ -139,6 +143,8 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   double pcie_bytes() const { return m_pcie_bytes.value(); }
   double pcie_busy_s() const { return m_pcie_busy_s.value(); }
   sim::StatsGroup& stats() { return m_stats; }
+  /// Rank `rank`'s HBM: each collective's phases are flows on its members' HBM.
+  void set_hbm(int rank, aicore::Hbm* hbm);
   /// Records each collective's phases on a track per server ring and one for the RoCE rings,
   /// while `window` (a rank's recorder, which knows the step) is active.
   void set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window);
@@ -151,6 +157,9 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
     sc_core::sc_event done;
   };
   void trace_collective(const CollectiveCost& c, hostif::Collective kind, std::int64_t bytes);
+  /// The collective's phases as flows on the HBM of `members` (all ranks if empty), from now.
+  void draw(const CollectiveCost& c, const std::vector<int>& members);
+  std::vector<aicore::Hbm*> m_hbm;  ///< per rank
 
   HcclConfig m_cfg;
   int m_ranks, m_per_server;

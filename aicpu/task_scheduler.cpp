@@ -39,7 +39,9 @@ TaskScheduler::TaskScheduler(sc_core::sc_module_name name, const AicpuConfig& cf
       m_events_recorded(m_stats.scalar("events_recorded", "count", "event record tasks")),
       m_event_wait_s(m_stats.scalar("event_wait_s", "s", "time streams waited in event wait tasks")),
       m_comm_tasks(m_stats.scalar("comm_tasks", "count", "communication tasks")),
-      m_busy_s(m_stats.scalar("busy_s", "s", "sum over streams of the time they executed tasks")) {
+      m_busy_s(m_stats.scalar("busy_s", "s", "sum over streams of the time they executed tasks")),
+      m_hbm_lost_s(m_stats.scalar("hbm_lost_s", "s",
+                                  "time other consumers of the HBM added to AI core tasks, summed over streams")) {
   m_streams.emplace(0, std::make_unique<Stream>());
   SC_THREAD(stream0_thread);
 }
@@ -103,13 +105,15 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
         r.begin = i;
         for (; i < tasks.size() && tasks[i]->kind == TaskKind::AiCore; ++i) {
           const Task& t = *tasks[i];
-          if (t.part == StepPart::Forward && !r.has_forward) {
-            r.has_forward = true;
-            r.first_forward = r.total;
-          }
+          if (t.part == StepPart::Forward && r.first_forward == SIZE_MAX) r.first_forward = i - r.begin;
+          r.offset.push_back(r.total);
           r.total += m_dispatch + t.time;
           r.time_s.push_back(t.time.to_seconds());
-          if (t.part == StepPart::Forward) r.last_forward = r.total;
+          r.gm_bytes += t.cost.gm_bytes;
+          if (t.part == StepPart::Forward) {
+            r.has_forward = true;
+            r.last_forward = r.total;
+          }
           if (t.part == StepPart::Backward) {
             r.has_backward = true;
             r.last_backward = r.total;
@@ -214,8 +218,13 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       }
       // Dispatch and execution in one wait when cores are free: the cores run the op right after
       // the dispatch.
-      const sc_time run_start = m_cores.execute(task.cost, task.time, m_dispatch);
+      sc_time lost;
+      const sc_time run_start = m_cores.execute(task.cost, task.time, m_dispatch, &lost);
       add_busy(sc_core::sc_time_stamp() - start);
+      if (lost > sc_core::SC_ZERO_TIME) {
+        s.hbm_lost += lost;
+        m_hbm_lost_s += lost.to_seconds();
+      }
       if (task.part == StepPart::Backward) {
         m_marks.bp_end = sc_core::sc_time_stamp();
         m_step_backward = true;
@@ -318,45 +327,145 @@ bool TaskScheduler::unobserved(const Stream& s) const {
 }
 
 void TaskScheduler::run_ops(Stream& s, const Work& first) {
-  const bool tracing = m_trace && m_trace->active();
-  const sc_time now = sc_core::sc_time_stamp();
-  sc_time end = now;
-  std::size_t n = 0;
-  bool ends_step = false;
+  // The op-by-op launches queued behind `first`, up to the step's last or the first that is not
+  // an AI core task.
+  std::vector<Planned>& items = s.items;
+  items.clear();
   for (Work w = first;; w = s.queue.front(), s.queue.pop_front()) {
-    const Task& t = *w.task;
-    const sc_time start = std::max(end, w.arrival);
-    if (n == 0 || start > end) m_account.begin_at(Device::Busy, start);  // the device was idle
-    if (t.part == StepPart::Forward && !m_step_started) {
-      m_marks.fp_start = start;
-      m_step_started = true;
-    }
-    end = count_ai_task(s, t, start, t.time.to_seconds(), tracing);
-    if (t.part == StepPart::Backward) {
-      m_marks.bp_end = end;
-      m_step_backward = true;
-    } else if (t.part == StepPart::Forward) {
-      m_fp_end = end;
-    }
-    ++n;
-    ends_step = w.ends_step;
-    const bool more =
-        !ends_step && !s.queue.empty() && s.queue.front().task && s.queue.front().task->kind == TaskKind::AiCore;
-    if (!more || s.queue.front().arrival > end) m_account.end_at(Device::Busy, end);  // idle next
+    Planned p;
+    p.task = w.task;
+    p.arrival = w.arrival;
+    p.time_s = w.task->time.to_seconds();
+    p.ends_step = w.ends_step;
+    items.push_back(p);
+    const bool more = !w.ends_step && !s.queue.empty() && s.queue.front().task &&
+                      s.queue.front().task->kind == TaskKind::AiCore;
     if (!more) break;
   }
-  wait(end - now);
-  if (ends_step) step_done();
-  m_completed += n;
+  run_planned(s, items, true);
+  if (items.back().ends_step) step_done();
+  m_completed += items.size();
   if (m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
 }
 
-sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, double time_s,
-                                     bool tracing) {
-  const sc_time end = start + m_dispatch + t.time;
+sc_time TaskScheduler::plan_items(std::vector<Planned>& items, std::size_t i, sc_time prev_end, bool running,
+                                  bool* changed) {
+  aicore::Hbm* hbm = m_cores.hbm();
+  for (std::size_t j = i; j < items.size(); ++j) {
+    Planned& p = items[j];
+    const sc_time planned_ds = p.ds, planned_end = p.end;
+    if (!(j == i && running)) {
+      p.ds = std::max(prev_end, p.arrival);
+      p.ks = p.ds + m_dispatch;
+      p.from = p.ks;
+      p.left = p.task->time;
+      p.lost_before = {};
+    }
+    sc_time left = p.left;
+    p.lost_planned = {};
+    p.end = hbm && hbm->affects(p.from)
+                ? hbm->kernel_end(p.from, left, p.task->time, p.task->cost.gm_bytes, sc_core::SC_ZERO_TIME,
+                                  &p.lost_planned)
+                : p.from + left;
+    if (p.task->part == StepPart::Forward && !m_step_started) {
+      m_marks.fp_start = p.ds;
+      m_step_started = true;
+      m_fp_item = j;
+    }
+    if (changed) {
+      if (p.end != planned_end || p.ds != planned_ds) {
+        *changed = true;
+      } else if (j > i && hbm && p.end >= hbm->flows_end()) {
+        return items.back().end;  // past every flow and on its old schedule: so is the rest
+      }
+    }
+    prev_end = p.end;
+  }
+  return prev_end;
+}
+
+void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, bool announce, bool resume, sc_time begin) {
+  aicore::Hbm* hbm = m_cores.hbm();
+  const bool shared = hbm && hbm->contention();
+  const bool tracing = m_trace && m_trace->active();
+  auto announce_from = [&](std::size_t i, bool begun) {
+    if (!announce) return;
+    if (!begun) m_account.begin_at(Device::Busy, items[i].ds);  // the device was idle
+    for (std::size_t j = i; j < items.size(); ++j) {
+      const bool idle_next = j + 1 == items.size() || items[j + 1].ds > items[j].end;
+      if (idle_next) m_account.end_at(Device::Busy, items[j].end);
+      if (idle_next && j + 1 < items.size()) m_account.begin_at(Device::Busy, items[j + 1].ds);
+    }
+  };
+  sc_time end;
+  if (resume) {
+    end = items.back().end;
+  } else {
+    m_fp_item = SIZE_MAX;
+    begin = sc_core::sc_time_stamp();
+    end = plan_items(items, 0, begin, false);
+    announce_from(0, false);
+  }
+  for (std::size_t i = 0;;) {
+    if (!shared) {
+      wait(end - begin);
+      break;
+    }
+    if (!resume) {
+      hbm->hold(begin);  // a re-plan asks about the kernel under way since then
+      wait(end - begin, hbm->arrived());
+    }
+    resume = false;
+    const sc_time now = sc_core::sc_time_stamp();
+    if (now >= end) break;
+    // Another consumer arrived: the items done so far stand; the rest are planned again from now.
+    while (items[i].end <= now) ++i;
+    Planned& p = items[i];
+    const bool running = now >= p.ks;
+    if (running) {
+      hbm->kernel_end(p.from, p.left, p.task->time, p.task->cost.gm_bytes, now, &p.lost_before);
+      p.from = now;
+    }
+    if (m_fp_item != SIZE_MAX && m_fp_item >= i && items[m_fp_item].ds > now) {
+      m_step_started = false;  // its first forward task has not begun: planned again
+      m_fp_item = SIZE_MAX;
+    }
+    bool changed = false;
+    end = plan_items(items, i, i > 0 ? items[i - 1].end : begin, running, &changed);
+    if (announce && changed) {
+      m_account.retract(Device::Busy);
+      announce_from(i, p.ds <= now);
+    }
+    begin = now;
+  }
+  if (shared) hbm->release();
+  for (const Planned& p : items) {
+    const Task& t = *p.task;
+    const sc_time time = p.end - p.ks;
+    const bool alone = time == t.time;
+    count_ai_task(s, t, p.ds, time, alone ? p.time_s : time.to_seconds(), tracing);
+    aicore::HbmLost by = p.lost_before;
+    for (std::size_t k = 0; k < by.size(); ++k) by[k] += p.lost_planned[k];
+    if (hbm) hbm->account_kernel(p.ks, p.end, t.cost.gm_bytes, alone ? sc_core::SC_ZERO_TIME : time - t.time, &by);
+    if (!alone) {
+      s.hbm_lost += time - t.time;
+      m_hbm_lost_s += (time - t.time).to_seconds();
+    }
+    if (t.part == StepPart::Backward) {
+      m_marks.bp_end = p.end;
+      m_step_backward = true;
+    } else if (t.part == StepPart::Forward) {
+      m_fp_end = p.end;
+    }
+  }
+}
+
+sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, const sc_time& time,
+                                     double time_s, bool tracing) {
+  const sc_time end = start + m_dispatch + time;
   ++m_tasks;
-  m_cores.account_free_run(t.cost, start + m_dispatch, t.time, time_s);
-  add_busy(m_dispatch + t.time);
+  m_cores.account_free_run(t.cost, start + m_dispatch, time, time_s);
+  add_busy(m_dispatch + time);
   if (tracing) trace_ai_task(s, t, start, end);
   return end;
 }
@@ -365,24 +474,68 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
                                 const std::vector<const Task*>& tasks) {
   // One stream, or the only one with AI core work; every core free; runs not switched off.
   if (!m_task_runs || !m_cores.idle() || !(plan.one_compute_stream || m_streams.size() == 1)) return false;
-  const bool tracing = m_trace && m_trace->active();
+  aicore::Hbm* hbm = m_cores.hbm();
   const sc_time start = sc_core::sc_time_stamp();
-  if (run.has_forward && !m_step_started) {
-    m_marks.fp_start = start + run.first_forward;
-    m_step_started = true;
+  std::vector<Planned>& items = s.items;
+  auto fill = [&] {
+    items.assign(run.end - run.begin, Planned{});
+    for (std::size_t i = run.begin; i < run.end; ++i) {
+      Planned& p = items[i - run.begin];
+      p.task = tasks[i];
+      p.time_s = run.time_s[i - run.begin];
+    }
+  };
+  if (hbm && hbm->affects(start)) {  // flows under way or announced: planned among them
+    fill();
+    run_planned(s, items, false);
+    return true;
   }
+  // Alone on the HBM: the run takes its tasks' times, unless a flow arrives while it runs.
+  m_fp_item = SIZE_MAX;
+  if (run.has_forward && !m_step_started) {
+    m_marks.fp_start = start + run.offset[run.first_forward];
+    m_step_started = true;
+    m_fp_item = run.first_forward;
+  }
+  if (hbm && hbm->contention()) {
+    wait(run.total, hbm->arrived());
+    const sc_time now = sc_core::sc_time_stamp();
+    if (now - start < run.total) {  // a flow arrived: the rest of the run is planned among the flows
+      fill();
+      for (std::size_t j = 0; j < items.size(); ++j) {
+        Planned& p = items[j];
+        p.ds = start + run.offset[j];
+        p.ks = p.from = p.ds + m_dispatch;
+        p.left = p.task->time;
+        p.end = p.ks + p.left;
+      }
+      run_planned(s, items, false, true, start);
+      return true;
+    }
+  } else {
+    wait(run.total);
+  }
+  const bool tracing = m_trace && m_trace->active();
+  for (std::size_t i = run.begin; i < run.end; ++i) {
+    const Task& t = *tasks[i];
+    const sc_time at = start + run.offset[i - run.begin];
+    count_ai_task(s, t, at, t.time, run.time_s[i - run.begin], tracing);
+    if (tracing && hbm) hbm->account_kernel(at + m_dispatch, at + m_dispatch + t.time, t.cost.gm_bytes, {});
+  }
+  if (hbm && !tracing) hbm->account_kernels(run.gm_bytes);
   if (run.has_backward) {
     m_marks.bp_end = start + run.last_backward;
     m_step_backward = true;
   }
   if (run.has_forward) m_fp_end = start + run.last_forward;
-  // The statistics each task would have added, in the same order.
-  sc_time at = start;
-  for (std::size_t i = run.begin; i < run.end; ++i) {
-    at = count_ai_task(s, *tasks[i], at, run.time_s[i - run.begin], tracing);
-  }
-  wait(run.total);
   return true;
+}
+
+double TaskScheduler::hbm_lost_s(bool stream0) const {
+  sc_time t;
+  for (const auto& [id, st] : m_streams)
+    if ((id == 0) == stream0) t += st->hbm_lost;
+  return t.to_seconds();
 }
 
 bool TaskScheduler::execute_tasks(Stream& s, const GraphPlan& plan, const std::vector<const Task*>& tasks,

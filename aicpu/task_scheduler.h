@@ -80,18 +80,23 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     double exposed_s = 0;   ///< summed: the part no computation hid (charged to `comm`)
   };
   const std::vector<CommTiming>& comm_timing() const { return m_comm_timing; }
+  /// What other consumers of the HBM (collectives, DMA, other streams' kernels) added to the AI
+  /// core tasks' time: on stream 0 (the compute stream of a graph) and on the others, in seconds.
+  double hbm_lost_s(bool stream0) const;
 
  private:
-  /// Consecutive AI core tasks of a single-stream graph, run with one wait when nothing can
-  /// observe the device in between (no trace, no other stream, the cores all free).
+  /// Consecutive AI core tasks of a graph's stream, run with one wait when no other stream can
+  /// take AI cores in between and the cores are all free (see run_planned).
   struct Run {
     std::size_t begin = 0, end = 0;  ///< task indices [begin, end) in the stream's list
-    sc_core::sc_time total;          ///< dispatch + time of every task
-    bool has_forward = false, has_backward = false;
-    sc_core::sc_time first_forward;  ///< offset of the first forward task's start
+    sc_core::sc_time total;          ///< dispatch + time of every task, alone
+    std::size_t first_forward = SIZE_MAX;  ///< the first forward task's index in the run
+    bool has_backward = false, has_forward = false;
     sc_core::sc_time last_backward;  ///< offset of the last backward task's end
     sc_core::sc_time last_forward;   ///< offset of the last forward task's end
+    std::vector<sc_core::sc_time> offset;  ///< per task: its dispatch's offset from the run's start, alone
     std::vector<double> time_s;      ///< per task: time on the cores, in seconds
+    double gm_bytes = 0;             ///< HBM traffic of its tasks
   };
   /// The tasks of one graph iteration, split by stream.
   struct GraphPlan {
@@ -116,6 +121,16 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     const std::vector<const Task*>* slice = nullptr;
     const std::vector<Run>* slice_runs = nullptr;
   };
+  /// An AI core task of a run as planned: dispatched at `ds`, its kernel from `ks` to `end`; at
+  /// `from` its kernel had `left` of its time alone still to run.
+  struct Planned {
+    const Task* task = nullptr;
+    sc_core::sc_time arrival;  ///< its launch's arrival (op-by-op), else zero
+    sc_core::sc_time ds, ks, end, from, left;
+    double time_s = 0;  ///< its time alone, in seconds
+    bool ends_step = false;
+    aicore::HbmLost lost_before{}, lost_planned{};  ///< time lost to flows before `from`, and planned after
+  };
   struct Stream {
     std::int32_t id = 0;
     std::deque<Work> queue;
@@ -123,6 +138,8 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     int track = 0, core_track = 0;
     bool active = false;   ///< counted as busy in the time breakdown
     bool ai_work = false;  ///< has been given an AI core task on its own (not in a graph)
+    sc_core::sc_time hbm_lost;  ///< what other HBM consumers added to its kernels' time
+    std::vector<Planned> items;  ///< scratch for its runs
   };
 
   Stream& stream(std::int32_t id);
@@ -139,12 +156,23 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   /// Executes a run of AI core tasks with one wait; false if the device could be observed in
   /// between (the caller then executes them one by one).
   bool execute_run(Stream& s, const GraphPlan& plan, const Run& run, const std::vector<const Task*>& tasks);
+  /// Runs `items` back to back from now with one wait, planned among the HBM's known flows and
+  /// re-planned when another consumer arrives; then counts them and sets the step marks.
+  /// `announce`: announce the device's busy and idle spans to the time accounting (op-by-op).
+  /// `resume`: the items already hold the plan made at `begin`, and a consumer has just arrived.
+  void run_planned(Stream& s, std::vector<Planned>& items, bool announce, bool resume = false,
+                   sc_core::sc_time begin = sc_core::SC_ZERO_TIME);
+  /// Plans items [i, end) after `prev_end`; items[i]'s kernel is under way if `running`. Returns
+  /// the last one's end. `changed` (a re-plan: the items hold an earlier plan): set if an item
+  /// moved; once an item ends as planned, after every flow, the rest stand as planned.
+  sc_core::sc_time plan_items(std::vector<Planned>& items, std::size_t i, sc_core::sc_time prev_end, bool running,
+                              bool* changed = nullptr);
   void name_tracks(Stream& s);
   /// Statistics (and trace) of an AI core task a run executes without its own wait: dispatched at
   /// `start`; `time_s` its time on the cores, in seconds. Returns
   /// its end.
-  sc_core::sc_time count_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, double time_s,
-                                 bool tracing);
+  sc_core::sc_time count_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start,
+                                 const sc_core::sc_time& time, double time_s, bool tracing);
   /// Records an AI core task that ran from `start` (its dispatch) to `end`.
   void trace_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, const sc_core::sc_time& end);
   /// True if nothing can observe the device between `s`'s tasks: no other stream was given AI core
@@ -202,6 +230,8 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   sim::Scalar& m_event_wait_s;
   sim::Scalar& m_comm_tasks;
   sim::Scalar& m_busy_s;
+  sim::Scalar& m_hbm_lost_s;
+  std::size_t m_fp_item = SIZE_MAX;  ///< the planned item that set the step's fp_start, while planning
   sc_core::sc_time m_busy;  ///< busy_s summed in whole picoseconds: the same in any order
   void add_busy(const sc_core::sc_time& t) {
     m_busy += t;

@@ -67,6 +67,9 @@ void DmaChannel::transfer(std::uint64_t bytes) {
   if (bytes == 0) {
     wait(m_latency);
   } else {
+    if (m_hbm)
+      m_hbm->flow(static_cast<double>(bytes), sc_core::SC_ZERO_TIME,
+                  sim::transfer_time(static_cast<double>(bytes), m_bandwidth_gbps), aicore::HbmSource::Dma);
     Request r{bytes, {}};
     Request up{bytes, {}};
     enqueue(&r);

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "aicore/hbm.h"
 #include "sim/core/stats.h"
 #include "sim/core/trace.h"
 
@@ -30,6 +31,9 @@ class DmaChannel : public sc_core::sc_module {
   /// devices' channels): the bytes stream through both at once, cut through the switch, and
   /// arrive when both have carried them. nullptr: a link of its own.
   void set_uplink(DmaChannel* uplink) { m_uplink = uplink; }
+  /// The device's HBM, which the transfers write (H2D) or read (D2H): each transfer is a flow of
+  /// its bytes over the time it would take alone (nullptr: none, as for a switch's uplink).
+  void set_hbm(aicore::Hbm* hbm) { m_hbm = hbm; }
 
   double bytes() const { return m_bytes.value(); }
   double busy_s() const { return m_busy_s.value(); }
@@ -55,6 +59,7 @@ class DmaChannel : public sc_core::sc_module {
   std::deque<Request*> m_active;
   sc_core::sc_event m_kick;
   DmaChannel* m_uplink = nullptr;
+  aicore::Hbm* m_hbm = nullptr;
   sim::TraceRecorder* m_trace = nullptr;
   int m_track = 0;
   std::string m_counter;

@@ -62,6 +62,42 @@ std::string TextTable::render() const {
   return out;
 }
 
+/// What the AI core tasks lost to the HBM shared with DMA, collectives and other streams' kernels,
+/// and to waits for free cores; only where some run lost a microsecond per step or more.
+std::string format_contention(const std::vector<RunResult>& runs) {
+  auto ms = [](const nlohmann::ordered_json& c, const char* part, const char* key) {
+    return c.contains(part) ? c[part].value(key, 0.0) : 0.0;
+  };
+  bool any = false;
+  for (const auto& r : runs) {
+    const auto& c = r.contention;
+    if (!c.is_object()) continue;
+    any = any || ms(c, "hbm_lost_ms_per_step", "compute_stream") + ms(c, "hbm_lost_ms_per_step", "other_streams") +
+                         c.value("core_wait_ms_per_step", 0.0) >=
+                     1e-3;
+  }
+  if (!any) return "";
+  std::string out = fmt::format(
+      "\ncontention (ms per step): what the AI core tasks took beyond their time alone because the HBM ({:g} GB/s) "
+      "was shared,\nmax-min fair, with DMA, collectives and other streams' kernels — by stream and by the consumer "
+      "charged — and their waits for free cores\n",
+      runs.front().contention.value("hbm_gbps", 0.0));
+  TextTable t({"strategy", "compute stream", "other streams", "to collectives", "to DMA", "to kernels",
+               "kernels slowed", "core waits"});
+  for (const auto& r : runs) {
+    const auto& c = r.contention;
+    if (!c.is_object()) continue;
+    t.add({strategy_name(r.session.strategy), fmt::format("{:.3f}", ms(c, "hbm_lost_ms_per_step", "compute_stream")),
+           fmt::format("{:.3f}", ms(c, "hbm_lost_ms_per_step", "other_streams")),
+           fmt::format("{:.3f}", ms(c, "hbm_lost_to_ms_per_step", "collectives")),
+           fmt::format("{:.3f}", ms(c, "hbm_lost_to_ms_per_step", "dma")),
+           fmt::format("{:.3f}", ms(c, "hbm_lost_to_ms_per_step", "kernels")),
+           fmt::format("{:.1f}", c.value("kernels_slowed_per_step", 0.0)),
+           fmt::format("{:.3f}", c.value("core_wait_ms_per_step", 0.0))});
+  }
+  return out + t.render();
+}
+
 std::string format_cluster(const std::vector<RunResult>& runs) {
   std::string out =
       "\ncluster: the ranks step together, each AllReduce waiting for the last rank to arrive; that rank is the "
@@ -233,6 +269,7 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       t.add({strategy_name(r.session.strategy), cell(r.steps.interval), cell(r.steps.fp_bp), cell(r.steps.tail)});
     out += t.render();
   }
+  out += format_contention(runs);
   if (h.devices > 1) out += format_cluster(runs);
   if (h.parallel.is_object()) out += format_semi_auto(h.parallel);
   // Per step for a chosen window (--step-trace A:B), steps numbered from 1.

@@ -135,6 +135,9 @@ struct RunResult {
   std::string failure;                      ///< empty if the run completed
   nlohmann::ordered_json stats;             ///< per-module statistics
   nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
+  /// What sharing the chip cost the AI core tasks per step: HBM (by stream and by the consumer
+  /// charged) and waits for free cores (docs/reports.md, "contention").
+  nlohmann::ordered_json contention;
   /// Data-parallel runs: the ranks (each ran steps_completed steps of batch_size samples; this
   /// result is rank 0's, its sim_time_s the last rank's end), each rank's mean step time, and
   /// the AllReduce groups in gradient order ({first, last, bytes, all_reduce_ms, start_ms,

@@ -361,12 +361,13 @@ std::string RunOutcome::per_step_csv() const {
 namespace {
 /// See estimated_trace_bytes; `ops`: device ops of one step.
 std::int64_t trace_bytes(const RunRequest& req, std::int64_t ops, const std::vector<runtime::Session>& sessions) {
-  // One span per op on the AI cores (with its arguments), one launch span per op where the host
-  // launches op by op, and a few dozen host, pipeline, DMA and queue events per step.
+  // One span per op on the AI cores (with its arguments) and two samples of the HBM's traffic
+  // counter (its start and end), one launch span per op where the host launches op by op, and a
+  // few dozen host, pipeline, DMA and queue events per step.
   // Measured on LeNet-5 and ResNet-50 traces: bytes per event in each format.
   const bool json = req.trace_format == TraceFormat::Json;
-  const std::int64_t kOpSpanBytes = json ? 150 : 60, kLaunchSpanBytes = json ? 110 : 36, kHostEventsPerStep = 40,
-                     kEventBytes = json ? 105 : 30;
+  const std::int64_t kOpSpanBytes = (json ? 150 : 60) + 2 * (json ? 90 : 30), kLaunchSpanBytes = json ? 110 : 36,
+                     kHostEventsPerStep = 40, kEventBytes = json ? 105 : 30;
   std::int64_t bytes = 0;
   for (const auto& s : sessions) {
     const std::int64_t steps =

@@ -17,6 +17,7 @@ class Chip : public sc_core::sc_module {
  public:
   Chip(sc_core::sc_module_name name, const SystemConfig& cfg, BreakdownAccountant& account);
 
+  aicore::Hbm hbm;
   aicore::AiCoreCluster cores;
   aicpu::TaskScheduler scheduler;
   hostif::HostInterface hostif;

@@ -69,6 +69,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
       rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server
       m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg, workload,
                                                    session, place, &graph));
+      run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
     }
   }
   m_runs.push_back(std::move(run));
@@ -118,7 +119,10 @@ void Simulation::run() {
   clear_dead_stack();
   if (printed) *m_progress << "\r" << std::string(72, ' ') << "\r" << std::flush;
   check_stop();  // the runs did not finish: no result, no trace's end
-  if (m_trace) m_trace->close();
+  if (m_trace) {
+    for (auto& sys : m_systems) sys->flush_trace();  // what the systems keep until the end
+    m_trace->close();
+  }
 }
 
 runtime::RunResult Simulation::result(std::size_t index) {

@@ -60,6 +60,10 @@ class System : public sc_core::sc_module {
   /// false: one wait per device task (see aicpu::TaskScheduler::set_task_runs).
   void set_task_runs(bool on) { m_chip.scheduler.set_task_runs(on); }
   std::int64_t steps_total() const { return m_session.steps(); }
+  /// Writes the trace records kept until the run's end (the HBM's traffic counter).
+  void flush_trace() { m_chip.hbm.flush_trace(); }
+  /// The chip's HBM (the cluster's collectives draw on it).
+  aicore::Hbm& hbm() { return m_chip.hbm; }
 
  private:
   SystemConfig m_cfg;

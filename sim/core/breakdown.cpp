@@ -1,5 +1,6 @@
 #include "sim/core/breakdown.h"
 
+#include <algorithm>
 #include <iterator>
 
 namespace ascendsim::sim {
@@ -51,6 +52,13 @@ void BreakdownAccountant::schedule(const sc_core::sc_time& at, Device d, int del
   auto pos = m_pending.end();  // after every transition at or before `at`: announcement order
   while (pos != m_pending.begin() && std::prev(pos)->at > at) --pos;
   m_pending.insert(pos, {at, d, delta});
+}
+
+void BreakdownAccountant::retract(Device d) {
+  if (m_closed) return;
+  charge(sc_core::sc_time_stamp());
+  m_pending.erase(std::remove_if(m_pending.begin(), m_pending.end(), [&](const Transition& t) { return t.device == d; }),
+                  m_pending.end());
 }
 
 void BreakdownAccountant::charge(const sc_core::sc_time& now) {

@@ -52,6 +52,9 @@ class BreakdownAccountant {
   /// tasks with one wait announces their activity in advance. Transitions apply in time order.
   void begin_at(Device d, const sc_core::sc_time& at) { schedule(at, d, +1); }
   void end_at(Device d, const sc_core::sc_time& at) { schedule(at, d, -1); }
+  /// Withdraws the transitions of `d` announced for after now (a device model that re-plans the
+  /// tasks it announced).
+  void retract(Device d);
 
   /// The time charged to `p` so far, up to now.
   sc_core::sc_time charged(Phase p) {

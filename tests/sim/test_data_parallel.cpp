@@ -296,7 +296,10 @@ TEST(DataParallel, EachGroupsTimingAddsUpToTheRunsCommunication) {
   const auto setup = static_cast<std::size_t>(sim::Phase::Setup);
   EXPECT_NEAR(r.breakdown_s[setup] - q.breakdown_s[setup], l["broadcast_ms"].get<double>() * 1e-3,
               0.005 * l["broadcast_ms"].get<double>() * 1e-3);
-  EXPECT_NEAR(q.steps.step.stats().p50_ms, r.steps.step.stats().p50_ms, 1e-6);
+  // The batches' DMA shares each chip's HBM with the kernels it overlaps, and where it overlaps
+  // moves with the pipeline's timing: the median step may move by that much (at 24 GB/s of
+  // 1200 GB/s, at most 2% of the kernels the transfer overlaps), never by the broadcast.
+  EXPECT_NEAR(q.steps.step.stats().p50_ms, r.steps.step.stats().p50_ms, 1e-3 * r.steps.step.stats().p50_ms);
 }
 
 TEST(DataParallel, DevicesBehindOnePcieSwitchShareItsUplink) {
@@ -528,6 +531,70 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
   // The HTML summary carries the median too.
   EXPECT_NE(runtime::html_compare({}, out.runs).find(fmt::format("<td>{:.4f}</td>", out.runs[3].steps.step.stats().p50_ms)),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace ascendsim
+
+namespace ascendsim {
+namespace {
+
+TEST(DataParallelHbm, TheFirstGroupsAllReduceSharesTheHbmWithTheBackwardPass) {
+  // ResNet-50 b32 on 8 devices, the seed's [85, 160] split: group 0's AllReduce overlaps the
+  // backward pass and its traffic slows the kernels it meets; without the sharing it is free.
+  sim::RunRequest r = resnet(8, {85, 160});
+  r.trace = true;
+  r.trace_first_step = 10;
+  r.trace_last_step = 12;
+  const auto on_out = sim::run(r);
+  const runtime::RunResult& on = on_out.runs.front();
+  r.config.sets.push_back("memory.hbm_contention=false");
+  r.trace = false;
+  const runtime::RunResult off = sim::run(r).runs.front();
+  ASSERT_TRUE(on.failure.empty()) << on.failure;
+  ASSERT_TRUE(off.failure.empty()) << off.failure;
+  // Backward takes longer, by what the report charges; the tail (after backward) does not shrink.
+  const double fp_bp_on = on.steps.fp_bp.stats().mean_ms, fp_bp_off = off.steps.fp_bp.stats().mean_ms;
+  const auto& c = on.contention;
+  const double lost = c["hbm_lost_ms_per_step"]["compute_stream"].get<double>();
+  EXPECT_GT(fp_bp_on, fp_bp_off + 0.1);
+  EXPECT_NEAR(fp_bp_on - fp_bp_off, lost, 0.1 * lost);
+  EXPECT_GE(on.steps.tail.stats().p50_ms, off.steps.tail.stats().p50_ms - 1e-6);
+  EXPECT_GT(on.steps.step.stats().p50_ms, off.steps.step.stats().p50_ms);
+  // Charged to the collectives, nearly all of it (the batches' DMA is the rest).
+  EXPECT_GT(c["hbm_lost_to_ms_per_step"]["collectives"].get<double>(), 0.9 * lost);
+  EXPECT_NEAR(c["hbm_lost_to_ms_per_step"]["collectives"].get<double>() +
+                  c["hbm_lost_to_ms_per_step"]["dma"].get<double>() + c["hbm_lost_to_ms_per_step"]["kernels"].get<double>(),
+              lost, 1e-9 + 1e-6 * lost);
+  // Without sharing nothing is lost.
+  EXPECT_EQ(off.contention["hbm_lost_ms_per_step"]["compute_stream"].get<double>(), 0);
+  // Conservation: the HBM carried the kernels' bytes (as the AI cores count them) and the flows';
+  // the collectives' flows are what the ring moves through each member's HBM.
+  const auto& hbm = on.stats["chip"]["hbm"];
+  EXPECT_DOUBLE_EQ(hbm["kernel_bytes"].get<double>(), on.stats["chip"]["aicore"]["gm_bytes"].get<double>());
+  EXPECT_NEAR(hbm["bytes"].get<double>(), hbm["kernel_bytes"].get<double>() + hbm["flow_bytes"].get<double>(),
+              1e-9 * hbm["bytes"].get<double>());
+  double ring = 0;  // per step: reduce-scatter 5 pieces per step, all-gather 2, 7 steps, S/8 pieces
+  for (const auto& g : on.comm_groups) ring += 7.0 * (5 + 2) * g["bytes"].get<double>() / 8;
+  const double dma = on.stats["chip"]["hostif"]["h2d"]["bytes"].get<double>() +
+                     on.stats["chip"]["hostif"]["d2h"]["bytes"].get<double>();
+  const double broadcast = 2 * on.cluster_links["broadcast_bytes"].get<double>();
+  EXPECT_NEAR(hbm["flow_bytes"].get<double>(), static_cast<double>(on.steps_completed) * ring + dma + broadcast,
+              1e-6 * hbm["flow_bytes"].get<double>());
+  EXPECT_EQ(hbm["flows_short"].get<double>(), 0);
+  // In any window the chip's HBM moved no more than its bandwidth allows: the trace's counter of
+  // each chip's traffic never exceeds 1200 GB/s, and reaches it where kernels share it.
+  const auto trace = nlohmann::json::parse(on_out.trace)["traceEvents"];
+  double peak = 0;
+  int samples = 0;
+  for (const auto& e : trace)
+    if (e.value("ph", "") == "C" && e.value("name", "") == "HBM GB/s") {
+      peak = std::max(peak, e["args"]["value"].get<double>());
+      ++samples;
+    }
+  EXPECT_GT(samples, 100);
+  EXPECT_LE(peak, 1200.05);  // (the counter is rounded to 0.1 GB/s)
+  EXPECT_GT(peak, 1100);
 }
 
 }  // namespace
