@@ -68,6 +68,14 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
     : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
   m_shuffle_buffer = pipe.shuffle_buffer >= 0 ? pipe.shuffle_buffer : recipe.shuffle_buffer;
   build_stages();
+  const auto& d = recipe.dataset;
+  if (d.encoded && (!d.files || d.files->empty())) {  // synthetic sizes: sides of 75% to 125% (DatasetSpec::sample)
+    m_crop_h0 = static_cast<std::int64_t>(0.75 * static_cast<double>(d.height));
+    m_crop_w0 = static_cast<std::int64_t>(0.75 * static_cast<double>(d.width));
+    m_crop_hn = static_cast<std::int64_t>(1.25 * static_cast<double>(d.height)) - m_crop_h0 + 1;
+    m_crop_wn = static_cast<std::int64_t>(1.25 * static_cast<double>(d.width)) - m_crop_w0 + 1;
+    m_crop_area.resize(recipe.maps.size());
+  }
   m_cache_on = pipe.cache != "none";
   m_source_cache = pipe.cache == "source";
   m_cache_after = 0;
@@ -266,6 +274,23 @@ nlohmann::ordered_json PipelineCosts::cache_summary() const {
           {"randomness_lost", m_random_cached}};
 }
 
+double PipelineCosts::crop_area(std::size_t op, double h, double w) const {
+  const auto& o = m_recipe.maps[op];
+  auto exact = [&] {
+    return workloads::random_resized_crop_mean_area(w / h, o.scale_min, o.scale_max, o.ratio_min, o.ratio_max);
+  };
+  const auto hi = static_cast<std::int64_t>(h), wi = static_cast<std::int64_t>(w);
+  const std::int64_t dh = hi - m_crop_h0, dw = wi - m_crop_w0;
+  if (m_crop_hn == 0 || static_cast<double>(hi) != h || static_cast<double>(wi) != w || dh < 0 || dw < 0 ||
+      dh >= m_crop_hn || dw >= m_crop_wn)
+    return exact();
+  std::vector<double>& table = m_crop_area[op];
+  if (table.empty()) table.assign(static_cast<std::size_t>(m_crop_hn * m_crop_wn), -1.0);
+  double& v = table[static_cast<std::size_t>(dh * m_crop_wn + dw)];
+  if (v < 0) v = exact();
+  return v;
+}
+
 PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_epoch) const {
   const auto g = m_recipe.dataset.sample(index);
   const bool hit = !first_epoch && cached(index);
@@ -319,9 +344,7 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
         ns = m_host.crop_ns_per_value * s.values() * op.area;
         break;
       case MapOpType::RandomCropDecodeResize:  // the crop window's pixels decoded (mean window), then resized
-        ns = m_host.decode_ns_per_pixel * in.h * in.w *
-                 workloads::random_resized_crop_mean_area(in.w / in.h, op.scale_min, op.scale_max, op.ratio_min,
-                                                          op.ratio_max) +
+        ns = m_host.decode_ns_per_pixel * in.h * in.w * crop_area(i, in.h, in.w) +
              m_host.resize_ns_per_value * s.values();
         break;
       case MapOpType::RandomColorAdjust:

@@ -91,6 +91,11 @@ class PipelineCosts {
   nlohmann::ordered_json cache_summary() const;
 
  private:
+  /// RandomCropDecodeResize's mean crop window (map op `op`) for an image of h x w, from a table
+  /// filled as the synthetic dataset's sizes appear (they are whole pixels in a known range).
+  double crop_area(std::size_t op, double h, double w) const;
+  mutable std::vector<std::vector<double>> m_crop_area;  ///< per map op: by (h - h0) * span + (w - w0)
+  std::int64_t m_crop_h0 = 0, m_crop_w0 = 0, m_crop_hn = 0, m_crop_wn = 0;
   struct SampleCost {
     double read = 0;
     double io = 0;  ///< waiting for storage
