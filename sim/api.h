@@ -184,14 +184,14 @@ struct ScalingPoint {
 /// exists. Efficiency against the one-device point. Costs about twice the N-device run.
 std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome& on_n_devices);
 
-/// A search for AllReduce fusion splits (`all_reduce_fusion`) with the shortest step tail.
+/// A search for AllReduce fusion splits (`all_reduce_fusion`) with the shortest step.
 struct FusionAdvice {
   struct Candidate {
     std::vector<std::int64_t> split;  ///< each group's last gradient index; empty: one group
     double tail_ms = 0, step_ms = 0, comm_s = 0;
   };
   std::int64_t gradients = 0;
-  std::vector<Candidate> candidates;  ///< shortest tail first (then shortest step)
+  std::vector<Candidate> candidates;  ///< shortest mean step first (then shortest tail)
   std::string table(std::size_t top) const;
 };
 /// Simulates the request (loop sink, devices > 1) with one group, every single split on a grid of

@@ -60,7 +60,7 @@ const char* kUsage =
     "  compare   run the workload under all four strategies and compare them\n"
     "  train     run the workload under one strategy (--strategy)\n"
     "  sweep     run the strategies over values of sink_size or any parameter (--param, --values)\n"
-    "  advise-fusion  search AllReduce fusion splits (all_reduce_fusion) for the shortest step tail\n"
+    "  advise-fusion  search AllReduce fusion splits (all_reduce_fusion) for the shortest step\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
@@ -710,7 +710,7 @@ int cmd_advise_fusion(int argc, char* argv[]) {
   const FusionAdvice advice = advise_fusion(req, stride);
   std::cout << fmt::format(
       "{} on {} devices, batch {} per device: {} gradients, {} splits simulated (loop sink, {} "
-      "steps per rank); shortest step tail first\n\n",
+      "steps per rank); shortest mean step first\n\n",
       req.workload, req.devices, req.batch_size, advice.gradients, advice.candidates.size(),
       req.steps_per_epoch ? std::to_string(*req.steps_per_epoch) : std::string("an epoch of"));
   std::cout << advice.table(top);

@@ -123,6 +123,13 @@ def _preset_args(server: Optional[str], chip: Optional[str]) -> List[Any]:
     return a
 
 
+
+def _setting(value: Any) -> str:
+    """A parameter value as --set takes it: Python's booleans as true/false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
 def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss: Optional[str]) -> List[Any]:
     """The network: a built-in workload, or an ONNX file (``model``, docs/onnx.md) instead."""
     a: List[Any] = ["--workload", workload] if model is None else ["--model", model]
@@ -183,7 +190,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
     if shard_strategy is not None:
         a += ["--shard-strategy", shard_strategy]
     for key, value in (overrides or {}).items():
-        a += ["--set", f"{key}={value}"]
+        a += ["--set", f"{key}={_setting(value)}"]
     return [str(x) for x in a]
 
 
@@ -206,7 +213,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``model`` runs an ONNX file instead of ``workload`` (its batch size its own unless symbolic);
     ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss.
     ``functional=True`` also computes the values (``seed``, ``init``: "script" or "he-uniform").
-    ``ub_fusion=False`` turns off the backend's UB fusion (on by default, as MindSpore's graph mode)."""
+    ``ub_fusion=True`` turns on the backend's UB fusion (off by default: docs/model.md, "UB fusion");
+    ``overrides={"memory.hbm_contention": False}`` gives every consumer of the HBM all of it."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -243,16 +251,20 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,
          chip: Optional[str] = None,
          overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
-         model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None) -> Dict[str, Any]:
+         model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
+         ub_fusion: Optional[bool] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
-    (``ascendsim info --json``)."""
+    (``ascendsim info --json``); ``ub_fusion=True`` with the backend's UB fusion (``graph_passes``
+    then ends with its ops and bytes)."""
     a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
+    if ub_fusion is not None:
+        a += ["--ub-fusion", "true" if ub_fusion else "false"]
     if batch_size is not None:
         a += ["--batch-size", batch_size]
     if amp_level is not None:
         a += ["--amp-level", amp_level]
     for key, value in (overrides or {}).items():
-        a += ["--set", f"{key}={value}"]
+        a += ["--set", f"{key}={_setting(value)}"]
     return json.loads(cli(*a, "--json", "-"))
 
 
@@ -264,7 +276,7 @@ def op(type: str, *, server: Optional[str] = None, chip: Optional[str] = None,
     for key, value in dims.items():
         a += [f"--{key.replace('_', '-')}", value]
     for key, value in (overrides or {}).items():
-        a += ["--set", f"{key}={value}"]
+        a += ["--set", f"{key}={_setting(value)}"]
     return json.loads(cli(*a, "--json", "-"))
 
 

@@ -260,3 +260,18 @@ def test_ub_fusion_passes_through_and_off_is_the_graph_without_it():
     assert on.to_dict()["graph_passes"][-1]["pass"] == "ub_fusion"
     assert "ub_fusion" not in [p["pass"] for p in off.to_dict()["graph_passes"]]
     assert on.to_dict()["graph_passes"][-1]["ops"] < off.to_dict()["graph_passes"][-1]["ops"]
+
+
+def test_booleans_set_parameters_and_info_takes_ub_fusion():
+    # Python's True/False reach --set as true/false; HBM sharing off gives the eight devices'
+    # backward pass its time alone, so the step is shorter and nothing is lost to contention.
+    common = dict(batch_size=32, steps_per_epoch=10, devices=8, all_reduce_fusion=[85, 160])
+    shared = ascendsim.train("resnet50", "loop-sink", **common).runs[0]
+    alone = ascendsim.train("resnet50", "loop-sink", overrides={"memory.hbm_contention": False}, **common).runs[0]
+    assert shared["contention"]["hbm_shared"] is True and alone["contention"]["hbm_shared"] is False
+    assert shared["contention"]["hbm_lost_ms_per_step"]["compute_stream"] > 0
+    assert alone["contention"]["hbm_lost_ms_per_step"]["compute_stream"] == 0
+    assert alone["step_time_ms"]["mean"] < shared["step_time_ms"]["mean"]
+    plain, fused = ascendsim.info("resnet50", batch_size=32), ascendsim.info("resnet50", batch_size=32, ub_fusion=True)
+    assert fused["graph_passes"][-1]["pass"] == "ub_fusion"
+    assert fused["graph_passes"][-1]["ops"] < plain["graph_passes"][-1]["ops"]

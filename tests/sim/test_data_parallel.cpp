@@ -392,21 +392,21 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
   EXPECT_THROW(sim::run(r), sim::InputError);
 }
 
-TEST(DataParallel, TheFusionAdvisorFindsATailNoLongerThanTheSplitsItWasGiven) {
+TEST(DataParallel, TheFusionAdvisorFindsAStepNoLongerThanTheSplitsItWasGiven) {
   sim::RunRequest r = resnet(8, {85, 160});
   r.steps_per_epoch = 20;
   const sim::FusionAdvice advice = sim::advise_fusion(r, 40);
   EXPECT_EQ(advice.gradients, 161);
   ASSERT_EQ(advice.candidates.size(), 1u + 4 + 1);  // one group, splits at 39/79/119/159, the given one
   for (std::size_t i = 1; i < advice.candidates.size(); ++i)
-    EXPECT_LE(advice.candidates[i - 1].tail_ms, advice.candidates[i].tail_ms);
+    EXPECT_LE(advice.candidates[i - 1].step_ms, advice.candidates[i].step_ms);
   double one_group = -1, given = -1;
   for (const auto& c : advice.candidates) {
-    if (c.split.empty()) one_group = c.tail_ms;
-    if (c.split == std::vector<std::int64_t>{85, 160}) given = c.tail_ms;
+    if (c.split.empty()) one_group = c.step_ms;
+    if (c.split == std::vector<std::int64_t>{85, 160}) given = c.step_ms;
   }
-  EXPECT_LE(advice.candidates.front().tail_ms, given);
-  EXPECT_LT(advice.candidates.front().tail_ms, one_group);
+  EXPECT_LE(advice.candidates.front().step_ms, given);
+  EXPECT_LT(advice.candidates.front().step_ms, one_group);
   EXPECT_THROW(sim::advise_fusion(resnet(1), 10), sim::InputError);
 }
 
