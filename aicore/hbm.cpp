@@ -43,7 +43,8 @@ Hbm::Hbm(sc_core::sc_module_name name, double bandwidth_gbps, bool contention)
       m_flow_bytes(m_stats.scalar("flow_bytes", "B", "bytes of flows: DMA transfers, collectives' transfers and reductions")),
       m_kernel_bytes(m_stats.scalar("kernel_bytes", "B", "bytes AI-core kernels moved between HBM and the cores")),
       m_flow_short(m_stats.scalar("flows_short", "count",
-                                  "times a flow was allotted less than its rate (it keeps its interval)")),
+                                  "flows above the share a memory-bound kernel beside them would leave (they keep "
+                                  "their interval)")),
       m_lost_s(m_stats.scalar("kernel_lost_s", "s", "time AI-core kernels took beyond their time alone, summed")),
       m_contended(m_stats.scalar("contended_kernels", "count", "AI-core kernels another consumer of the HBM slowed")) {
   for (std::size_t i = 0; i < kHbmSources; ++i)
@@ -76,38 +77,74 @@ void Hbm::note(const sc_time& start, const sc_time& end, double demand) {
 
 void Hbm::set_trace(sim::TraceRecorder* trace) { m_trace = trace; }
 
-void Hbm::flush_trace() {
-  // The traffic at each instant is what the policy allots the consumers active then: the same
-  // water-filling the run used, over the intervals kept (a kernel's demand, a flow's rate).
+void Hbm::flush_trace() { emit_counter(std::numeric_limits<std::uint64_t>::max()); }
+
+void Hbm::trace_progress() {
+  if (!m_trace || m_intervals.size() < kTraceKeep) return;
+  // No interval noted from now on starts before now, a kernel under way, or a run's plan.
+  sc_time horizon = sc_core::sc_time_stamp();
+  for (const Kernel* k : m_kernels) horizon = std::min(horizon, k->start);
+  if (m_held) horizon = std::min(horizon, m_hold);
+  emit_counter(horizon.value() / kTraceBinPs * kTraceBinPs);
+}
+
+void Hbm::emit_counter(std::uint64_t until) {
+  // The traffic at each instant is what the policy allots the consumers active then: all of their
+  // demands while they fit the bandwidth, the whole bandwidth once they exceed it (water-filling
+  // leaves none unused). The counter gives its mean over each bin of kTraceBinPs, for the bins
+  // before `until` (a bin boundary, or the end); what lies after it is kept.
   if (!m_trace || m_intervals.empty()) return;
-  std::vector<std::pair<std::uint64_t, std::size_t>> edges;  // (ps, interval), starts and ends
-  for (std::size_t i = 0; i < m_intervals.size(); ++i) {
-    edges.emplace_back(m_intervals[i].start, i);
-    edges.emplace_back(m_intervals[i].end, i);
-  }
-  std::sort(edges.begin(), edges.end());
-  std::vector<std::size_t> active;
-  double last = -1;
-  for (std::size_t e = 0; e < edges.size();) {
-    const std::uint64_t t = edges[e].first;
-    for (; e < edges.size() && edges[e].first == t; ++e) {
-      const std::size_t i = edges[e].second;
-      const auto it = std::find(active.begin(), active.end(), i);
-      if (it != active.end())
-        active.erase(it);
-      else if (m_intervals[i].start == t)
-        active.push_back(i);
+  auto& edges = m_edges;  // (ps, demand change) before `until`
+  auto& kept = m_kept;
+  edges.clear();
+  kept.clear();
+  for (const Interval& i : m_intervals) {
+    if (i.start >= until) {
+      kept.push_back(i);
+      continue;
     }
-    std::vector<double> demands;
-    for (std::size_t i : active) demands.push_back(m_intervals[i].demand);
-    double total = 0;
-    const double level = m_on ? water_level(demands, m_bw) : std::numeric_limits<double>::infinity();
-    for (double d : demands) total += std::min(d, level);
-    const double gbps = std::round(total / 1e8) / 10;  // GB/s to 0.1
-    if (gbps != last) m_trace->counter("HBM GB/s", sc_time::from_value(t), gbps);
-    last = gbps;
+    edges.emplace_back(i.start, i.demand);
+    edges.emplace_back(std::min(i.end, until), -i.demand);
+    if (i.end > until) kept.push_back({until, i.end, i.demand});
   }
-  m_intervals.clear();
+  m_intervals.swap(kept);
+  if (edges.empty()) return;
+  std::sort(edges.begin(), edges.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  const std::string name = "HBM GB/s";
+  auto emit = [&](std::uint64_t b, double value) {
+    const double gbps = std::max(0.0, std::round(value / 1e8) / 10);  // GB/s to 0.1
+    if (gbps != m_counter_last) m_trace->counter(name, sc_time::from_value(b * kTraceBinPs), gbps);
+    m_counter_last = gbps;
+  };
+  double sum = 0, bytes = 0;  // the current rate; the bytes in the current bin
+  std::uint64_t bin = edges.front().first / kTraceBinPs, at = edges.front().first;
+  if (bin > m_counter_bin) emit(m_counter_bin, 0);  // idle since the last bin written
+  for (const auto& [t, change] : edges) {
+    const double rate = m_on ? std::min(std::max(sum, 0.0), m_bw) : std::max(sum, 0.0);
+    while (t >= (bin + 1) * kTraceBinPs) {  // close the bins [at, t) leaves behind
+      const std::uint64_t end = (bin + 1) * kTraceBinPs;
+      bytes += rate * static_cast<double>(end - at) * 1e-12;
+      emit(bin, bytes / (static_cast<double>(kTraceBinPs) * 1e-12));
+      bytes = 0;
+      at = end;
+      ++bin;
+      if (rate == 0 && t >= (bin + 1) * kTraceBinPs) {  // idle bins: one sample of 0 covers them
+        emit(bin, 0);
+        bin = t / kTraceBinPs;
+        at = bin * kTraceBinPs;
+      }
+    }
+    bytes += rate * static_cast<double>(t - at) * 1e-12;
+    at = t;
+    sum += change;
+  }
+  if (until == std::numeric_limits<std::uint64_t>::max() || (bin + 1) * kTraceBinPs <= until) {
+    emit(bin, bytes / (static_cast<double>(kTraceBinPs) * 1e-12));  // the last bin is whole
+    m_counter_bin = bin + 1;
+  } else {
+    m_counter_bin = bin;  // the bin that starts at `until`: the next call writes it
+  }
+  if (until == std::numeric_limits<std::uint64_t>::max()) emit(m_counter_bin, 0);
 }
 
 HbmLost Hbm::lost_to() const {
@@ -124,6 +161,11 @@ void Hbm::flow(double bytes, const sc_time& delay, const sc_time& duration, HbmS
   const double rate = duration > sc_core::SC_ZERO_TIME ? bytes / duration.to_seconds() : 0.0;
   note(start, end, rate);
   if (!m_on || rate == 0) return;
+  // Short if a memory-bound kernel beside it and the flows it meets could hold it below its rate.
+  std::vector<double> demands{rate, m_bw};
+  for (const Flow& f : m_flows)
+    if (f.start < end && start < f.end) demands.push_back(f.rate);
+  if (rate > water_level(std::move(demands), m_bw)) ++m_flow_short;
   m_flows.push_back({start, end, rate, source});
   m_flows_end = std::max(m_flows_end, end);
   if (delay == sc_core::SC_ZERO_TIME) reallocate();
@@ -156,12 +198,9 @@ void Hbm::reallocate() {
   demands.clear();
   for (const Flow& f : m_flows)
     if (f.start <= now && now < f.end) demands.push_back(f.rate);
-  const std::size_t flows = demands.size();
   for (const Kernel* k : m_kernels)
     if (k->start <= now) demands.push_back(k->demand);
-  const double level = water_level(demands, m_bw);  // (sorts a copy: demands[i < flows] stay the flows')
-  for (std::size_t i = 0; i < flows; ++i)
-    if (demands[i] > level) ++m_flow_short;
+  const double level = water_level(demands, m_bw);
   for (Kernel* k : m_kernels) k->rate = k->start <= now ? std::min(k->demand, level) : k->demand;
   m_changed.notify();
 }
@@ -314,6 +353,7 @@ sc_time Hbm::kernel(const sc_time& lead, const sc_time& time, double gm_bytes, H
   account_kernel(k.start, end, gm_bytes, lost, &mine);
   if (by)
     for (std::size_t i = 0; i < kHbmSources; ++i) (*by)[i] += mine[i];
+  trace_progress();
   return lost;
 }
 

@@ -9,13 +9,15 @@
 //    at r / d of its speed.
 // The policy is max-min fairness (water-filling) over every consumer's demand: each gets its
 // demand or an equal share of what the smaller demands leave, whichever is less. A flow allotted
-// less than its demand keeps its interval and counts the bytes it was short (`flow_short_bytes`;
-// with today's links' rates far below the HBM's a flow always gets its demand). Events happen
+// less than its demand keeps its interval (`flows_short` counts the flows a memory-bound kernel
+// could hold below their rate; with today's links, far slower than the HBM, none). Events happen
 // only when a consumer arrives or leaves or a flow starts or ends — no per-chunk events — and a
 // kernel that meets no other consumer takes exactly its time.
 //
 // Runs of kernels that a task scheduler executes with one wait use kernel_end(): the end of a
-// kernel among the flows known now; `arrived()` tells them when a new consumer invalidates that.
+// kernel among the flows known now (no other kernel runs beside a run); `arrived()` tells them
+// when a new consumer invalidates that. A kernel's lost time is charged to the consumers it shared
+// with, in proportion to their rates (HbmSource).
 #pragma once
 
 #include <array>
@@ -85,10 +87,15 @@ class Hbm : public sc_core::sc_module {
   const sc_core::sc_time& flows_end() const { return m_flows_end; }
   double bandwidth_Bps() const { return m_bw; }
 
-  /// Records the chip's HBM traffic as a counter (GB/s) while the recorder is active.
+  /// Records the chip's HBM traffic as a counter while the recorder is active: its mean over each
+  /// bin of kTraceBinPs, in GB/s.
+  static constexpr std::uint64_t kTraceBinPs = 50'000'000;  // 50 us
   void set_trace(sim::TraceRecorder* trace);
   /// Writes the counter samples recorded so far (call at the end of the run).
   void flush_trace();
+  /// Writes the counter's bins no consumer can still add to, once many intervals are kept (a
+  /// scheduler calls it after a run): the trace's memory stays flat however long its window.
+  void trace_progress();
 
   double bytes() const { return m_bytes.value(); }
   double lost_s() const { return m_lost_s.value(); }
@@ -136,6 +143,13 @@ class Hbm : public sc_core::sc_module {
     double demand;             ///< B/s
   };
   std::vector<Interval> m_intervals;  ///< every consumer's while tracing, for the counter
+  static constexpr std::size_t kTraceKeep = 1 << 16;  ///< intervals kept before trace_progress writes
+  std::vector<std::pair<std::uint64_t, double>> m_edges;  ///< scratch for emit_counter
+  std::vector<Interval> m_kept;                           ///< scratch for emit_counter
+  double m_counter_last = -1;       ///< the counter's last value written
+  std::uint64_t m_counter_bin = 0;  ///< the first bin not yet written
+  /// Writes the counter's bins before `until` (ps, a bin boundary) from the intervals kept.
+  void emit_counter(std::uint64_t until);
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_bytes;

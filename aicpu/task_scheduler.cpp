@@ -458,6 +458,7 @@ void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, bool ann
       m_fp_end = p.end;
     }
   }
+  if (hbm && tracing) hbm->trace_progress();
 }
 
 sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, const sc_time& time,
@@ -523,6 +524,7 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
     if (tracing && hbm) hbm->account_kernel(at + m_dispatch, at + m_dispatch + t.time, t.cost.gm_bytes, {});
   }
   if (hbm && !tracing) hbm->account_kernels(run.gm_bytes);
+  if (hbm && tracing) hbm->trace_progress();
   if (run.has_backward) {
     m_marks.bp_end = start + run.last_backward;
     m_step_backward = true;

@@ -360,14 +360,17 @@ std::string RunOutcome::per_step_csv() const {
 
 namespace {
 /// See estimated_trace_bytes; `ops`: device ops of one step.
-std::int64_t trace_bytes(const RunRequest& req, std::int64_t ops, const std::vector<runtime::Session>& sessions) {
-  // One span per op on the AI cores (with its arguments) and two samples of the HBM's traffic
-  // counter (its start and end), one launch span per op where the host launches op by op, and a
-  // few dozen host, pipeline, DMA and queue events per step.
+std::int64_t trace_bytes(const RunRequest& req, const runtime::CompiledGraph& g,
+                         const std::vector<runtime::Session>& sessions) {
+  // One span per op on the AI cores (with its arguments), one launch span per op where the host
+  // launches op by op, a few dozen host, pipeline, DMA and queue events per step, and a sample of
+  // the HBM's traffic per bin of the device's compute.
   // Measured on LeNet-5 and ResNet-50 traces: bytes per event in each format.
   const bool json = req.trace_format == TraceFormat::Json;
-  const std::int64_t kOpSpanBytes = (json ? 150 : 60) + 2 * (json ? 90 : 30), kLaunchSpanBytes = json ? 110 : 36,
-                     kHostEventsPerStep = 40, kEventBytes = json ? 105 : 30;
+  const auto ops = static_cast<std::int64_t>(g.step_tasks.size());
+  const auto hbm_samples = static_cast<std::int64_t>(g.device_compute_s * 1e12 / aicore::Hbm::kTraceBinPs) + 2;
+  const std::int64_t kOpSpanBytes = json ? 150 : 60, kLaunchSpanBytes = json ? 110 : 36,
+                     kHostEventsPerStep = 40 + hbm_samples, kEventBytes = json ? 105 : 30;
   std::int64_t bytes = 0;
   for (const auto& s : sessions) {
     const std::int64_t steps =
@@ -385,7 +388,7 @@ std::int64_t estimated_trace_bytes(const RunRequest& req) {
   const workloads::Workload w = build_workload_with_data(req, cfg);
   std::vector<runtime::Session> sessions;
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
-  return trace_bytes(req, static_cast<std::int64_t>(compile_for(cfg, w).step_tasks.size()), sessions);
+  return trace_bytes(req, compile_for(cfg, w), sessions);
 }
 
 RunOutcome run(const RunRequest& req) {
@@ -433,8 +436,7 @@ RunOutcome run(const RunRequest& req) {
       out.header.graph_passes.push_back({{"pass", p.name}, {"ops", p.ops}, {"hbm_bytes", p.bytes}});
   }
   if (req.trace && (req.warnings || req.trace_space) && simulation.size() > 0) {  // the systems' own compiled graph
-    const auto ops = static_cast<std::int64_t>(simulation.system(0).compiled().step_tasks.size());
-    const std::int64_t bytes = trace_bytes(req, ops, sessions);
+    const std::int64_t bytes = trace_bytes(req, simulation.system(0).compiled(), sessions);
     if (req.trace_space && bytes > *req.trace_space)
       throw InputError("trace", "trace",
                        "the trace would take about " + format_bytes(static_cast<double>(bytes)) + " but its file system has " +

@@ -366,21 +366,26 @@ class PerfettoSink final : public TraceSink {
 
   void counter(int pid, const std::string& name, std::uint64_t at_ps, double value) override {
     if (m_closed) return;
-    auto [it, added] = m_counters.try_emplace(name + '\0' + std::to_string(pid), 0);
-    if (added) {
-      it->second = m_next_uuid++;
-      Proto desc, counter;
-      desc.uint(1, it->second);
-      desc.bytes(2, name);
-      desc.uint(5, process_uuid(pid));
-      desc.message(8, counter);
-      desc.uint(12, 1000000);  // counters after the tracks
-      descriptor(desc);
+    if (pid != m_last_counter_pid || name != m_last_counter_name) {  // (a run's counters come in long series)
+      auto [it, added] = m_counters.try_emplace(name + '\0' + std::to_string(pid), 0);
+      if (added) {
+        it->second = m_next_uuid++;
+        Proto desc, counter;
+        desc.uint(1, it->second);
+        desc.bytes(2, name);
+        desc.uint(5, process_uuid(pid));
+        desc.message(8, counter);
+        desc.uint(12, 1000000);  // counters after the tracks
+        descriptor(desc);
+      }
+      m_last_counter_pid = pid;
+      m_last_counter_name = name;
+      m_last_counter_uuid = it->second;
     }
     Proto& ev = m_event;
     ev.clear();
     ev.uint(9, 4);
-    ev.uint(11, it->second);
+    ev.uint(11, m_last_counter_uuid);
     ev.fixed_double(44, value);
     event(at_ps / 1000, ev, nullptr, false);
   }
@@ -493,6 +498,9 @@ class PerfettoSink final : public TraceSink {
   std::vector<Label> m_labels;
   std::map<std::uint64_t, Track> m_tracks;
   std::unordered_map<std::string, std::uint64_t> m_event_names, m_annotation_names, m_counters;
+  int m_last_counter_pid = -1;  ///< the counter of the last sample: its name, pid and track
+  std::string m_last_counter_name;
+  std::uint64_t m_last_counter_uuid = 0;
   std::uint64_t m_next_uuid = 1;
   bool m_started = false, m_closed = false;
 };

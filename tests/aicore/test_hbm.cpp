@@ -3,12 +3,15 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <systemc>
 
 #include "aicore/hbm.h"
+#include "sim/core/trace.h"
 #include "sim/core/time.h"
 
 namespace ascendsim::aicore {
@@ -196,6 +199,46 @@ TEST(Hbm, WithoutContentionEveryKernelTakesItsTime) {
   EXPECT_EQ(a, sim::us(1));
   EXPECT_EQ(b, sim::us(1));
   EXPECT_EQ(hbm.lost_s(), 0);
+}
+
+}  // namespace
+}  // namespace ascendsim::aicore
+
+namespace ascendsim::aicore {
+namespace {
+
+TEST(HbmTrace, TheCounterIsEachBinsMeanTrafficAcrossIncrementalWrites) {
+  // 70,000 back-to-back kernels of 1 us with demands of 100 to 700 GB/s: more than the HBM keeps
+  // before it writes the bins no kernel can still add to, so the counter is written in parts.
+  // Every 50 us bin holds 50 kernels; the counter must read their mean in every bin.
+  std::ostringstream out;
+  auto sink = sim::make_trace_sink(sim::TraceFormat::Json, out);
+  sim::TraceRecorder rec(*sink, 1, "run");
+  Hbm hbm("hbm", kGbps);
+  hbm.set_trace(&rec);
+  constexpr int kKernels = 70'000;
+  auto demand = [](int i) { return 1e11 * (i % 7 + 1); };  // B/s
+  Threads t("t", {[&] {
+              for (int i = 0; i < kKernels; ++i) hbm.kernel(sc_core::SC_ZERO_TIME, sim::us(1), demand(i) * 1e-6);
+            }});
+  sc_core::sc_start();
+  hbm.flush_trace();
+  sink->close();
+  std::vector<std::pair<double, double>> samples;  // (us, GB/s)
+  const auto trace = nlohmann::json::parse(out.str());
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("ph", "") == "C") samples.emplace_back(e["ts"].get<double>(), e["args"]["value"].get<double>());
+  ASSERT_GT(samples.size(), 100u);
+  for (std::size_t i = 1; i < samples.size(); ++i) ASSERT_LT(samples[i - 1].first, samples[i].first);
+  std::size_t k = 0;
+  for (int bin = 0; bin < kKernels / 50; ++bin) {
+    double mean = 0;
+    for (int i = 50 * bin; i < 50 * bin + 50; ++i) mean += demand(i) / 50;
+    while (k + 1 < samples.size() && samples[k + 1].first <= 50.0 * bin + 1e-6) ++k;
+    ASSERT_NEAR(samples[k].second, mean / 1e9, 0.051) << "bin " << bin;
+  }
+  EXPECT_EQ(samples.back().second, 0);  // idle after the last kernel
+  EXPECT_NEAR(samples.back().first, 1e6 * 70'000e-6, 1e-6);
 }
 
 }  // namespace
