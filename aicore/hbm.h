@@ -85,7 +85,6 @@ class Hbm : public sc_core::sc_module {
   bool affects(const sc_core::sc_time& start) const { return m_on && m_flows_end > start; }
   /// The latest end of a flow announced so far.
   const sc_core::sc_time& flows_end() const { return m_flows_end; }
-  double bandwidth_Bps() const { return m_bw; }
 
   /// Records the chip's HBM traffic as a counter while the recorder is active: its mean over each
   /// bin of kTraceBinPs, in GB/s.
