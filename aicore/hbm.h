@@ -10,7 +10,7 @@
 // The policy is max-min fairness (water-filling) over every consumer's demand: each gets its
 // demand or an equal share of what the smaller demands leave, whichever is less. A flow allotted
 // less than its demand keeps its interval (`flows_short` counts the flows a memory-bound kernel
-// could hold below their rate; with today's links, far slower than the HBM, none). Events happen
+// could hold below their rate: none while every flow draws under half the bandwidth). Events happen
 // only when a consumer arrives or leaves or a flow starts or ends — no per-chunk events — and a
 // kernel that meets no other consumer takes exactly its time.
 //

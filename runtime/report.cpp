@@ -95,7 +95,28 @@ std::string format_contention(const std::vector<RunResult>& runs) {
            fmt::format("{:.1f}", c.value("kernels_slowed_per_step", 0.0)),
            fmt::format("{:.3f}", c.value("core_wait_ms_per_step", 0.0))});
   }
-  return out + t.render();
+  out += t.render();
+  // Which collectives the compute met: the AllReduce groups that start before the backward pass ends.
+  for (const auto& r : runs) {
+    if (!r.comm_groups.is_array() || r.contention.is_null() ||
+        ms(r.contention, "hbm_lost_to_ms_per_step", "collectives") < 1e-3)
+      continue;
+    const double fp_bp = r.steps.fp_bp.stats().mean_ms;
+    std::string groups;
+    for (std::size_t g = 0; g < r.comm_groups.size(); ++g) {
+      const auto& c = r.comm_groups[g];
+      const double start = c.value("start_ms", 0.0), end = start + c.value("duration_ms", 0.0);
+      if (start < fp_bp)
+        groups += fmt::format("{}group {} ({:.3f} to {:.3f} ms)", groups.empty() ? "" : ", ", g, start,
+                              std::min(end, fp_bp));
+    }
+    if (!groups.empty())
+      out += fmt::format(
+          "{:<11} the backward pass (to {:.3f} ms after the step's first forward op) shares the HBM with AllReduce "
+          "{}\n",
+          strategy_name(r.session.strategy), fp_bp, groups);
+  }
+  return out;
 }
 
 std::string format_cluster(const std::vector<RunResult>& runs) {

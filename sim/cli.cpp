@@ -194,8 +194,9 @@ po::options_description common_options(Options& o) {
         o.recipe.ub_fusion = v == "true";
       }),
       "true | false: the Ascend backend's UB (buffer) fusion of a kernel with the consumers of its result, e.g. "
-      "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default false until HBM contention is modelled; "
-      "MindSpore's graph mode applies it; not the AllReduce fusion of advise-fusion)")(
+      "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default false: its fused kernels come out too fast "
+      "against the published figures, docs/validation.md; MindSpore's graph mode applies it; not the AllReduce "
+      "fusion of advise-fusion)")(
       "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
