@@ -40,7 +40,8 @@ Hbm::Hbm(sc_core::sc_module_name name, double bandwidth_gbps, bool contention)
       m_on(contention),
       m_stats(*this),
       m_bytes(m_stats.scalar("bytes", "B", "bytes moved through the chip's HBM (kernels and flows)")),
-      m_flow_bytes(m_stats.scalar("flow_bytes", "B", "bytes of flows: DMA transfers, collectives' transfers and reductions")),
+      m_flow_bytes(
+          m_stats.scalar("flow_bytes", "B", "bytes of flows: DMA transfers, collectives' transfers and reductions")),
       m_kernel_bytes(m_stats.scalar("kernel_bytes", "B", "bytes AI-core kernels moved between HBM and the cores")),
       m_flow_short(m_stats.scalar("flows_short", "count",
                                   "flows above the share a memory-bound kernel beside them would leave (they keep "
@@ -48,10 +49,10 @@ Hbm::Hbm(sc_core::sc_module_name name, double bandwidth_gbps, bool contention)
       m_lost_s(m_stats.scalar("kernel_lost_s", "s", "time AI-core kernels took beyond their time alone, summed")),
       m_contended(m_stats.scalar("contended_kernels", "count", "AI-core kernels another consumer of the HBM slowed")) {
   for (std::size_t i = 0; i < kHbmSources; ++i)
-    m_lost_to[i] = &m_stats.scalar(std::string("kernel_lost_to_") + hbm_source_name(static_cast<HbmSource>(i)) + "_s",
-                                   "s", std::string("kernel_lost_s charged to ") +
-                                            hbm_source_name(static_cast<HbmSource>(i)) +
-                                            ", in proportion to their rates while they shared the HBM");
+    m_lost_to[i] =
+        &m_stats.scalar(std::string("kernel_lost_to_") + hbm_source_name(static_cast<HbmSource>(i)) + "_s", "s",
+                        std::string("kernel_lost_s charged to ") + hbm_source_name(static_cast<HbmSource>(i)) +
+                            ", in proportion to their rates while they shared the HBM");
   if (!(bandwidth_gbps > 0)) throw std::invalid_argument("Hbm: bandwidth must be positive");
   SC_METHOD(boundary);
   sensitive << m_boundary;
@@ -221,9 +222,9 @@ double Hbm::rate_among_flows(const sc_time& at, double demand, sc_time& next, Hb
       ++active;
     }
   }
-  if (sum + demand <= m_bw) return demand;           // everyone met
-  if (largest <= m_bw - sum) return m_bw - sum;      // the flows met, the kernel takes the rest
-  std::vector<double> demands{demand};               // a flow above the kernel's share: water-fill
+  if (sum + demand <= m_bw) return demand;       // everyone met
+  if (largest <= m_bw - sum) return m_bw - sum;  // the flows met, the kernel takes the rest
+  std::vector<double> demands{demand};           // a flow above the kernel's share: water-fill
   demands.reserve(active + 1);
   for (const Flow& f : m_flows)
     if (f.start <= at && at < f.end) demands.push_back(f.rate);

@@ -117,9 +117,9 @@ class Hbm : public sc_core::sc_module {
     double demand;           ///< B/s alone, at most the bandwidth
     double rate = 0;         ///< B/s allotted now
   };
-  void boundary();      ///< a flow started or ended: reallocate
-  void reallocate();    ///< kernels' rates from the flows and kernels active now
-  void arm();           ///< schedule boundary() at the next flow start or end
+  void boundary();    ///< a flow started or ended: reallocate
+  void reallocate();  ///< kernels' rates from the flows and kernels active now
+  void arm();         ///< schedule boundary() at the next flow start or end
   /// Keeps a consumer's interval and demand for the trace's counter.
   void note(const sc_core::sc_time& start, const sc_core::sc_time& end, double demand);
   /// The rate a lone kernel of `demand` gets beside the flows active over [at, next boundary), and
@@ -130,8 +130,8 @@ class Hbm : public sc_core::sc_module {
   bool m_on;
   std::vector<Flow> m_flows;       ///< in flight or announced
   std::vector<Kernel*> m_kernels;  ///< arrived (their start may lie ahead: still in their lead)
-  std::vector<double> m_demands;  ///< scratch for reallocate()
-  sc_core::sc_time m_flows_end;  ///< the latest end of a flow ever announced
+  std::vector<double> m_demands;   ///< scratch for reallocate()
+  sc_core::sc_time m_flows_end;    ///< the latest end of a flow ever announced
   bool m_held = false;
   sc_core::sc_time m_hold;
   sc_core::sc_event m_arrived, m_changed, m_boundary;
@@ -141,12 +141,12 @@ class Hbm : public sc_core::sc_module {
     std::uint64_t start, end;  ///< ps
     double demand;             ///< B/s
   };
-  std::vector<Interval> m_intervals;  ///< every consumer's while tracing, for the counter
-  static constexpr std::size_t kTraceKeep = 1 << 16;  ///< intervals kept before trace_progress writes
+  std::vector<Interval> m_intervals;                      ///< every consumer's while tracing, for the counter
+  static constexpr std::size_t kTraceKeep = 1 << 16;      ///< intervals kept before trace_progress writes
   std::vector<std::pair<std::uint64_t, double>> m_edges;  ///< scratch for emit_counter
   std::vector<Interval> m_kept;                           ///< scratch for emit_counter
-  double m_counter_last = -1;       ///< the counter's last value written
-  std::uint64_t m_counter_bin = 0;  ///< the first bin not yet written
+  double m_counter_last = -1;                             ///< the counter's last value written
+  std::uint64_t m_counter_bin = 0;                        ///< the first bin not yet written
   /// Writes the counter's bins before `until` (ps, a bin boundary) from the intervals kept.
   void emit_counter(std::uint64_t until);
 

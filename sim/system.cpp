@@ -186,14 +186,15 @@ runtime::RunResult System::result() {
     nlohmann::ordered_json lost_to;
     for (std::size_t i = 0; i < to.size(); ++i)
       lost_to[aicore::hbm_source_name(static_cast<aicore::HbmSource>(i))] = 1e3 * to[i] / steps;
-    r.contention = {{"hbm_gbps", m_cfg.chip.memory.hbm_bandwidth_gbps},
-                    {"hbm_shared", m_cfg.chip.memory.hbm_contention},
-                    {"hbm_lost_ms_per_step",
-                     {{"compute_stream", 1e3 * m_chip.scheduler.hbm_lost_s(true) / steps},
-                      {"other_streams", 1e3 * m_chip.scheduler.hbm_lost_s(false) / steps}}},
-                    {"hbm_lost_to_ms_per_step", lost_to},
-                    {"kernels_slowed_per_step", m_chip.hbm.stats().to_json()["contended_kernels"].get<double>() / steps},
-                    {"core_wait_ms_per_step", 1e3 * m_chip.cores.stats().to_json()["core_wait_s"].get<double>() / steps}};
+    r.contention = {
+        {"hbm_gbps", m_cfg.chip.memory.hbm_bandwidth_gbps},
+        {"hbm_shared", m_cfg.chip.memory.hbm_contention},
+        {"hbm_lost_ms_per_step",
+         {{"compute_stream", 1e3 * m_chip.scheduler.hbm_lost_s(true) / steps},
+          {"other_streams", 1e3 * m_chip.scheduler.hbm_lost_s(false) / steps}}},
+        {"hbm_lost_to_ms_per_step", lost_to},
+        {"kernels_slowed_per_step", m_chip.hbm.stats().to_json()["contended_kernels"].get<double>() / steps},
+        {"core_wait_ms_per_step", 1e3 * m_chip.cores.stats().to_json()["core_wait_s"].get<double>() / steps}};
   }
   if (m_cluster_values) r.functional = true;
   if (m_values) {

@@ -11,8 +11,8 @@
 #include <systemc>
 
 #include "aicore/hbm.h"
-#include "sim/core/trace.h"
 #include "sim/core/time.h"
+#include "sim/core/trace.h"
 
 namespace ascendsim::aicore {
 namespace {
@@ -31,8 +31,8 @@ constexpr double kBps = kGbps * 1e9;
 TEST(Hbm, WaterLevelIsMaxMinFair) {
   EXPECT_EQ(Hbm::water_level({}, 10), std::numeric_limits<double>::infinity());
   EXPECT_EQ(Hbm::water_level({2, 3}, 10), std::numeric_limits<double>::infinity());  // both met
-  EXPECT_DOUBLE_EQ(Hbm::water_level({8, 8}, 10), 5);                                  // equal halves
-  EXPECT_DOUBLE_EQ(Hbm::water_level({1, 8, 8}, 10), 4.5);                             // the small one met first
+  EXPECT_DOUBLE_EQ(Hbm::water_level({8, 8}, 10), 5);                                 // equal halves
+  EXPECT_DOUBLE_EQ(Hbm::water_level({1, 8, 8}, 10), 4.5);                            // the small one met first
   EXPECT_DOUBLE_EQ(Hbm::water_level({9, 1, 2}, 10), 7);
 }
 
@@ -78,12 +78,12 @@ TEST(Hbm, ACollectiveSlowsAMemoryBoundKernelAndNotAComputeBoundOne) {
   const sc_time time = sim::us(1);
   sc_time light, heavy;
   Threads t("t", {[&] {
-                    hbm.flow(0.4 * kBps * 10e-6, sc_core::SC_ZERO_TIME, sim::us(10), HbmSource::Collective);
-                    hbm.kernel(sc_core::SC_ZERO_TIME, time, 0.3 * kBps * 1e-6);
-                    light = sc_core::sc_time_stamp();
-                    hbm.kernel(sc_core::SC_ZERO_TIME, time, kBps * 1e-6);
-                    heavy = sc_core::sc_time_stamp() - light;
-                  }});
+              hbm.flow(0.4 * kBps * 10e-6, sc_core::SC_ZERO_TIME, sim::us(10), HbmSource::Collective);
+              hbm.kernel(sc_core::SC_ZERO_TIME, time, 0.3 * kBps * 1e-6);
+              light = sc_core::sc_time_stamp();
+              hbm.kernel(sc_core::SC_ZERO_TIME, time, kBps * 1e-6);
+              heavy = sc_core::sc_time_stamp() - light;
+            }});
   sc_core::sc_start();
   EXPECT_EQ(light, time);
   EXPECT_LE(std::abs(heavy.to_seconds() - 1e-6 / 0.6), 2e-12) << heavy;

@@ -564,7 +564,8 @@ TEST(DataParallelHbm, TheFirstGroupsAllReduceSharesTheHbmWithTheBackwardPass) {
   // Charged to the collectives, nearly all of it (the batches' DMA is the rest).
   EXPECT_GT(c["hbm_lost_to_ms_per_step"]["collectives"].get<double>(), 0.9 * lost);
   EXPECT_NEAR(c["hbm_lost_to_ms_per_step"]["collectives"].get<double>() +
-                  c["hbm_lost_to_ms_per_step"]["dma"].get<double>() + c["hbm_lost_to_ms_per_step"]["kernels"].get<double>(),
+                  c["hbm_lost_to_ms_per_step"]["dma"].get<double>() +
+                  c["hbm_lost_to_ms_per_step"]["kernels"].get<double>(),
               lost, 1e-9 + 1e-6 * lost);
   // Without sharing nothing is lost.
   EXPECT_EQ(off.contention["hbm_lost_ms_per_step"]["compute_stream"].get<double>(), 0);
