@@ -1,6 +1,8 @@
-// Shared by the tests: the configuration request for the presets in the source tree.
+// Shared by the tests: the configuration request for the presets in the source tree, and the
+// default chip's cost model.
 #pragma once
 
+#include "aicore/cost_model.h"
 #include "sim/config.h"
 
 namespace ascendsim::test {
@@ -9,6 +11,12 @@ inline sim::ConfigRequest config_request() {
   sim::ConfigRequest r;
   r.dir = ASCENDSIM_SOURCE_DIR "/configs";
   return r;
+}
+
+/// The default chip's cost model (the ascend910 preset's values), cached.
+inline const aicore::CostModel& cost_model() {
+  static aicore::CachedCostModel m(aicore::make_pipe_cost_model({}, {}));
+  return m;
 }
 
 }  // namespace ascendsim::test

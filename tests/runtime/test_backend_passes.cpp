@@ -9,6 +9,7 @@
 #include "aicore/cost_model.h"
 #include "runtime/backend_passes.h"
 #include "workloads/op_registry.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace ascendsim {
@@ -21,10 +22,7 @@ using workloads::Op;
 using workloads::TensorId;
 using workloads::Workload;
 
-const aicore::CostModel& model() {
-  static aicore::CachedCostModel m(aicore::make_pipe_cost_model({}, {}));
-  return m;
-}
+const aicore::CostModel& model() { return test::cost_model(); }
 
 /// The executed graph after the given passes (in that order).
 Graph after(const Workload& w, const std::vector<runtime::CompilePass>& passes) {

@@ -9,6 +9,7 @@
 #include "runtime/backend_passes.h"
 #include "runtime/graph_compiler.h"
 #include "workloads/op_registry.h"
+#include "tests/test_support.h"
 #include "workloads/workload.h"
 
 namespace ascendsim {
@@ -19,10 +20,7 @@ using workloads::Op;
 using workloads::TensorId;
 using workloads::Workload;
 
-const aicore::CostModel& model() {
-  static aicore::CachedCostModel m(aicore::make_pipe_cost_model({}, {}));
-  return m;
-}
+const aicore::CostModel& model() { return test::cost_model(); }
 
 std::vector<runtime::CompilePass> backend(bool ub) {
   std::vector<runtime::CompilePass> p = {runtime::cube_precision_pass(), runtime::bn_split_pass(),
