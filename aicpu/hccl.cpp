@@ -31,10 +31,16 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
       m_roce_busy_s(m_stats.scalar("roce_busy_s", "s", "time a collective used the RoCE rings between servers")),
       m_pcie_bytes(m_stats.scalar("pcie_bytes", "B",
                                   "bytes the devices sent over PCIe between a server's HCCS networks, summed")),
-      m_pcie_busy_s(
-          m_stats.scalar("pcie_busy_s", "s", "time a collective used PCIe between a server's HCCS networks")) {
+      m_pcie_busy_s(m_stats.scalar("pcie_busy_s", "s", "time a collective used PCIe between a server's HCCS networks")),
+      m_shared(m_stats.scalar("shared", "count", "collectives slowed by another sharing a device's port")),
+      m_shared_lost_s(
+          m_stats.scalar("shared_lost_s", "s", "time those collectives took beyond their time alone, summed")) {
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
+  m_in_flight.assign(static_cast<std::size_t>(ranks), 0);
+  SC_METHOD(on_tick);
+  sensitive << m_tick;
+  dont_initialize();
 }
 
 namespace {
@@ -47,21 +53,32 @@ struct Ring {
     const double piece = bytes / n;
     return (n - 1) * (alpha + piece / bw) + (reduce ? (n - 1) * 3 * piece / hbm : 0.0);
   }
+  /// Of half(), the transfers: (n-1) pieces at the link's rate.
+  double half_wire(double bytes) const { return n > 1 ? (n - 1) * (bytes / n / bw) : 0.0; }
   /// The HBM bytes of one member in half(): per step the piece sent (read) and received
   /// (written), and with a reduction two pieces read and one written.
   double half_hbm(double bytes, bool reduce) const { return n > 1 ? (n - 1) * bytes / n * (reduce ? 5 : 2) : 0.0; }
   /// The same for broadcast(): each member writes what it receives and reads what it forwards.
   double broadcast_hbm(double bytes) const { return n > 1 ? 2 * bytes : 0.0; }
-  /// Pipelined broadcast in the number of chunks that minimises (n-2+c)·(α + S/(c·B)).
-  double broadcast(double bytes) const {
+  /// Pipelined broadcast in the number of chunks that minimises (n-2+c)·(α + S/(c·B)); `wire`
+  /// gets its transfers, (n-2+c)·S/(c·B).
+  double broadcast(double bytes, double* wire = nullptr) const {
+    if (wire) *wire = 0;
     if (n <= 1) return 0;
     const double best = std::sqrt(std::max(0.0, (n - 2) * bytes / (alpha * bw)));
     double t = INFINITY;
     for (double c : {std::floor(best), std::ceil(best)}) {
       c = std::max(1.0, c);
-      t = std::min(t, (n - 2 + c) * (alpha + bytes / c / bw));
+      const double tc = (n - 2 + c) * (alpha + bytes / c / bw);
+      if (tc < t && wire) *wire = (n - 2 + c) * (bytes / c / bw);
+      t = std::min(t, tc);
     }
     return t;
+  }
+  double broadcast_wire(double bytes) const {
+    double w = 0;
+    broadcast(bytes, &w);
+    return w;
   }
 };
 }  // namespace
@@ -101,8 +118,8 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const Ring cross{p, cfg.step_latency_us * 1e-6, cfg.pcie_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   const Ring inter{k, cfg.roce_step_latency_us * 1e-6, cfg.roce_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   CollectiveCost c;
-  auto part = [&](const char* what, bool roce, double s, double hbm, bool pcie = false) {
-    if (s > 0) c.parts.push_back({what, roce, s, pcie, hbm});
+  auto part = [&](const char* what, bool roce, double s, double hbm, double wire, bool pcie = false) {
+    if (s > 0) c.parts.push_back({what, roce, s, pcie, hbm, std::min(wire, s)});
     c.seconds += s;
   };
   // Bytes one ring link carries in a half (reduce-scatter or all-gather) of `bytes` on n devices.
@@ -110,28 +127,34 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const double links = g > 1 ? m * k : 0, ports = k > 1 ? m * k : 0, paths = p > 1 ? m * k : 0;
   switch (kind) {
     case Collective::AllReduce:
-      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true));
-      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true), true);
+      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true), intra.half_wire(bytes));
+      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true),
+           cross.half_wire(bytes / g), true);
       part("all-reduce", true, inter.half(bytes / m, true) + inter.half(bytes / m, false),
-           inter.half_hbm(bytes / m, true) + inter.half_hbm(bytes / m, false));
-      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false), true);
-      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false));
+           inter.half_hbm(bytes / m, true) + inter.half_hbm(bytes / m, false), 2 * inter.half_wire(bytes / m));
+      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
+           cross.half_wire(bytes / g), true);
+      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
       c.hccs_bytes = links * 2 * half_bytes(g, bytes);
       c.pcie_bytes = paths * 2 * half_bytes(p, bytes / g);
       c.roce_bytes = ports * 2 * half_bytes(k, bytes / m);
       break;
     case Collective::ReduceScatter:
-      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true));
-      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true), true);
-      part("reduce-scatter", true, inter.half(bytes / m, true), inter.half_hbm(bytes / m, true));
+      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true), intra.half_wire(bytes));
+      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true),
+           cross.half_wire(bytes / g), true);
+      part("reduce-scatter", true, inter.half(bytes / m, true), inter.half_hbm(bytes / m, true),
+           inter.half_wire(bytes / m));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
     case Collective::AllGather:
-      part("all-gather", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false));
-      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false), true);
-      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false));
+      part("all-gather", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false),
+           inter.half_wire(bytes / m));
+      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
+           cross.half_wire(bytes / g), true);
+      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
@@ -140,9 +163,11 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
       // A pairwise exchange: N-1 rounds, each sending one N-th of the buffer to one peer — the
       // time and link bytes of an all-gather half, across servers and networks for the pieces
       // that leave one.
-      part("all-to-all", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false));
-      part("all-to-all", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false), true);
-      part("all-to-all", false, intra.half(bytes, false), intra.half_hbm(bytes, false));
+      part("all-to-all", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false),
+           inter.half_wire(bytes / m));
+      part("all-to-all", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
+           cross.half_wire(bytes / g), true);
+      part("all-to-all", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
@@ -151,9 +176,9 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
       // The root's RoCE ring to the other servers (k-1 ports send S), then on every server a
       // ring of its networks over PCIe (p-1 paths carry S), then every network's ring (g-1 links
       // each carry S).
-      part("broadcast", true, inter.broadcast(bytes), inter.broadcast_hbm(bytes));
-      part("broadcast", false, cross.broadcast(bytes), cross.broadcast_hbm(bytes), true);
-      part("broadcast", false, intra.broadcast(bytes), intra.broadcast_hbm(bytes));
+      part("broadcast", true, inter.broadcast(bytes), inter.broadcast_hbm(bytes), inter.broadcast_wire(bytes));
+      part("broadcast", false, cross.broadcast(bytes), cross.broadcast_hbm(bytes), cross.broadcast_wire(bytes), true);
+      part("broadcast", false, intra.broadcast(bytes), intra.broadcast_hbm(bytes), intra.broadcast_wire(bytes));
       c.hccs_bytes = g > 1 ? k * p * (g - 1) * bytes : 0.0;
       c.pcie_bytes = p > 1 ? k * (p - 1) * bytes : 0.0;
       c.roce_bytes = k > 1 ? (k - 1) * bytes : 0.0;
@@ -188,12 +213,13 @@ void Hccl::set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window
   if (servers() > 1) m_roce_track = trace->track("RoCE rings between servers");
 }
 
-void Hccl::trace_collective(const CollectiveCost& c, Collective kind, std::int64_t bytes) {
-  sc_core::sc_time at = sc_core::sc_time_stamp();
-  for (const auto& p : c.parts) {
-    const sc_core::sc_time end = at + sim::seconds(p.seconds);
-    const std::string name = std::string(hostif::collective_name(kind)) + " " + p.what +
-                             (p.pcie ? " over PCIe " : " ") + std::to_string(bytes) + " B";
+void Hccl::trace_collective(const Running& r) {
+  sc_core::sc_time at = r.start;
+  for (std::size_t i = 0; i < r.cost.parts.size() && i < r.part_ends.size(); ++i) {
+    const auto& p = r.cost.parts[i];
+    const sc_core::sc_time end = r.part_ends[i];
+    const std::string name = std::string(hostif::collective_name(r.kind)) + " " + p.what +
+                             (p.pcie ? " over PCIe " : " ") + std::to_string(r.bytes) + " B";
     if (p.roce)
       m_trace->span(m_roce_track, name, at, end);
     else
@@ -214,7 +240,7 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
     const CollectiveCost c = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
     account(kind, bytes, c);
     draw(c, {});
-    in.done.notify(sim::seconds(c.seconds));
+    start(c, {}, kind, bytes, &in.done);
   }
   sc_core::wait(in.done);
   if (++in.left == m_ranks) m_open.erase(seq);
@@ -264,7 +290,219 @@ void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c)
   m_roce_bytes += c.roce_bytes;
   m_pcie_bytes += c.pcie_bytes;
   for (const auto& p : c.parts) (p.roce ? m_roce_busy_s : p.pcie ? m_pcie_busy_s : m_hccs_busy_s) += p.seconds;
-  if (m_trace && (!m_window || m_window->active())) trace_collective(c, kind, bytes);
+}
+
+// ---- ports shared by collectives in flight ----
+
+std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& ports) {
+  const std::size_t n = ports.size();
+  std::vector<double> rate(n, 0.0);
+  std::vector<bool> frozen(n, false);
+  std::map<std::int64_t, double> room;  // each port's capacity left
+  for (const auto& f : ports)
+    for (std::int64_t p : f) room.emplace(p, 1.0);
+  std::size_t left = 0;
+  for (std::size_t f = 0; f < n; ++f) {
+    frozen[f] = ports[f].empty();  // crosses nothing: its full rate
+    if (frozen[f])
+      rate[f] = 1.0;
+    else
+      ++left;
+  }
+  std::map<std::int64_t, int> users;
+  while (left > 0) {
+    users.clear();
+    for (std::size_t f = 0; f < n; ++f)
+      if (!frozen[f])
+        for (std::int64_t p : ports[f]) ++users[p];
+    double step = INFINITY;
+    for (std::size_t f = 0; f < n; ++f)
+      if (!frozen[f]) step = std::min(step, 1.0 - rate[f]);
+    for (const auto& [p, k] : users) step = std::min(step, room[p] / k);
+    step = std::max(step, 0.0);
+    for (std::size_t f = 0; f < n; ++f)
+      if (!frozen[f]) rate[f] += step;
+    for (const auto& [p, k] : users) room[p] -= step * k;
+    for (std::size_t f = 0; f < n; ++f) {
+      if (frozen[f]) continue;
+      bool full = rate[f] >= 1.0 - 1e-12;
+      for (std::int64_t p : ports[f]) full = full || room[p] <= 1e-12;
+      if (full) {
+        frozen[f] = true;
+        --left;
+      }
+    }
+  }
+  return rate;
+}
+
+namespace {
+/// A segment's time still to run below this is rounding: it has ended.
+constexpr double kEndSlack = 1.5e-12;
+}  // namespace
+
+double Hccl::segment_s(const Running& r, std::size_t seg) const {
+  const CollectiveCost::Part& p = r.cost.parts[seg / 2];
+  return seg % 2 == 1 ? p.wire_s : p.seconds - p.wire_s;
+}
+
+void Hccl::seek(Running& r) {
+  double elapsed = (sc_core::sc_time_stamp() - r.start).to_seconds();
+  const std::size_t segs = 2 * r.cost.parts.size();
+  sc_core::sc_time at = r.start;
+  r.part_ends.clear();
+  for (r.seg = 0; r.seg < segs; ++r.seg) {
+    const double s = segment_s(r, r.seg);
+    if (elapsed < s) break;
+    elapsed -= s;
+    at += sim::seconds(s);
+    if (r.seg % 2 == 1) r.part_ends.push_back(at);
+  }
+  r.left = r.seg < segs ? segment_s(r, r.seg) - elapsed : 0.0;
+}
+
+void Hccl::start(const CollectiveCost& c, std::vector<int> members, Collective kind, std::int64_t bytes,
+                 sc_core::sc_event* done) {
+  advance();
+  if (members.empty()) {
+    members.resize(static_cast<std::size_t>(m_ranks));
+    for (int r = 0; r < m_ranks; ++r) members[static_cast<std::size_t>(r)] = r;
+  }
+  auto run = std::make_unique<Running>();
+  run->cost = c;
+  run->kind = kind;
+  run->bytes = bytes;
+  run->done = done;
+  run->start = sc_core::sc_time_stamp();
+  run->alone_end = run->start + sim::seconds(c.seconds);
+  run->traced = m_trace && (!m_window || m_window->active());
+  done->notify(sim::seconds(c.seconds));  // its end alone, unless another shares a port with it
+  // Does it share a member with a collective in flight? Then both are tracked segment by segment.
+  bool meets = false;
+  for (int r : members) meets = meets || m_in_flight[static_cast<std::size_t>(r)] > 0;
+  if (meets) {
+    std::vector<bool> mine(static_cast<std::size_t>(m_ranks), false);
+    for (int r : members) mine[static_cast<std::size_t>(r)] = true;
+    for (auto& o : m_running) {
+      if (o->watched) continue;
+      bool shares = false;
+      for (int r : o->members) shares = shares || mine[static_cast<std::size_t>(r)];
+      if (!shares) continue;
+      o->watched = true;
+      seek(*o);
+    }
+    run->watched = true;
+    seek(*run);
+  }
+  for (int r : members) ++m_in_flight[static_cast<std::size_t>(r)];
+  run->members = std::move(members);
+  m_running.push_back(std::move(run));
+  if (meets) {
+    reallocate();
+    schedule();
+  }
+}
+
+void Hccl::advance() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double dt = (now - m_last).to_seconds();
+  m_last = now;
+  for (auto& r : m_running) {
+    if (!r->watched) continue;
+    const std::size_t segs = 2 * r->cost.parts.size();
+    if (r->seg >= segs) continue;
+    const bool wire = r->seg % 2 == 1;
+    r->left -= wire ? dt * r->rate : dt;
+    // The segments that end now (a tick lands on one end; zero-length ones follow it).
+    while (r->seg < segs && r->left / (r->seg % 2 == 1 ? r->rate : 1.0) <= kEndSlack) {
+      if (r->seg % 2 == 1) r->part_ends.push_back(now);
+      if (++r->seg < segs) r->left = segment_s(*r, r->seg);
+    }
+  }
+  // Drop the finished: tracked ones whose segments have all run, untracked ones past their end.
+  for (std::size_t i = 0; i < m_running.size();) {
+    Running& r = *m_running[i];
+    // One never slowed ends at its time alone (its segments, rounded to the picosecond, may
+    // trail it); its rank threads have then left.
+    const bool over = r.shared ? r.seg >= 2 * r.cost.parts.size() : r.alone_end <= now;
+    if (!over) {
+      ++i;
+      continue;
+    }
+    finish(r, r.shared ? now : r.alone_end);
+    for (int m : r.members) --m_in_flight[static_cast<std::size_t>(m)];
+    m_running.erase(m_running.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+void Hccl::finish(Running& r, const sc_core::sc_time& end) {
+  if (r.shared) {
+    r.done->notify(sc_core::SC_ZERO_TIME);
+    const double lost = (end - r.alone_end).to_seconds();
+    ++m_shared;
+    m_shared_lost_s += lost;
+    if (r.kind == Collective::AllReduce) m_busy_s += lost;
+    // The part that ran longer carries the difference on its link class.
+    for (std::size_t p = 0; p < r.cost.parts.size() && p < r.part_ends.size(); ++p) {
+      const sc_core::sc_time from = p == 0 ? r.start : r.part_ends[p - 1];
+      const double took = (r.part_ends[p] - from).to_seconds() - r.cost.parts[p].seconds;
+      const auto& part = r.cost.parts[p];
+      (part.roce ? m_roce_busy_s : part.pcie ? m_pcie_busy_s : m_hccs_busy_s) += took;
+    }
+  }
+  if (!r.traced || !m_trace) return;
+  if (!r.shared) {  // its parts as they ran alone
+    r.part_ends.clear();
+    sc_core::sc_time at = r.start;
+    for (const auto& p : r.cost.parts) r.part_ends.push_back(at += sim::seconds(p.seconds));
+  }
+  trace_collective(r);
+}
+
+void Hccl::reallocate() {
+  std::vector<Running*> flows;
+  std::vector<std::vector<std::int64_t>> ports;
+  for (auto& r : m_running) {
+    if (!r->watched || r->seg >= 2 * r->cost.parts.size()) continue;
+    if (r->seg % 2 == 0) continue;  // latency or reduction: no port
+    const auto& part = r->cost.parts[r->seg / 2];
+    const std::int64_t cls = part.roce ? 2 : part.pcie ? 1 : 0;
+    std::vector<std::int64_t> p;
+    p.reserve(r->members.size());
+    for (int m : r->members) p.push_back(cls * m_ranks + m);
+    flows.push_back(r.get());
+    ports.push_back(std::move(p));
+  }
+  const std::vector<double> rate = max_min_rates(ports);
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    Running& r = *flows[f];
+    r.rate = rate[f];
+    if (r.rate < 1.0 - 1e-12 && !r.shared) {
+      r.shared = true;
+      r.done->cancel();  // it ends when its segments have run
+    }
+  }
+}
+
+void Hccl::schedule() {
+  double next = INFINITY;
+  for (const auto& r : m_running) {
+    if (!r->watched || r->seg >= 2 * r->cost.parts.size()) continue;
+    next = std::min(next, r->seg % 2 == 1 ? r->left / r->rate : r->left);
+  }
+  m_tick.cancel();
+  if (std::isfinite(next)) m_tick.notify(sim::seconds(std::max(next, 0.0)));
+}
+
+void Hccl::on_tick() {
+  advance();
+  reallocate();
+  schedule();
+}
+
+void Hccl::flush_trace() {
+  for (auto& r : m_running)
+    if (!r->shared) finish(*r, r->alone_end);
 }
 
 std::vector<int> Hccl::members(int rank, const hostif::CommGroup& g) const {
@@ -295,7 +533,7 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hosti
     const CollectiveCost c = group_cost(kind, m, static_cast<double>(bytes));
     account(kind, bytes, c);
     draw(c, m);
-    in.done.notify(sim::seconds(c.seconds));
+    start(c, m, kind, bytes, &in.done);
   }
   sc_core::wait(in.done);
   if (++in.left == n) m_group_open.erase({key, seq});

@@ -8,8 +8,14 @@
 //   ReduceScatter  (N-1)·(α + S/(N·B)) + (N-1)·3S/(N·H)    (each step reads two S/N pieces, writes one)
 //   AllGather      (N-1)·(α + S/(N·B))                      (S is the gathered result)
 //   Broadcast      pipelined ring in c chunks: (N-2+c)·(α + S/(c·B)), c chosen to minimise it
-// A rank's collectives run one at a time on its communication stream, so no two share a link and
-// the ring's time is exact for the model.
+// These are a collective's times alone. Each device has one port of each class — into its HCCS
+// network, its PCIe path to the server's other networks, its RoCE NIC — and the fabric behind the
+// ports is non-blocking; every member of a collective sends through its port of the phase's class.
+// Two collectives in flight at once that share a member (a semi-auto redistribution on the compute
+// stream beside a gradient AllReduce on the communication stream) share that port as a fluid:
+// each phase's transfer (the S/(n·B) terms) progresses at the max-min fair rate of its ports, its
+// latency and reductions (the α and HBM terms) keep their time. A collective that meets no other
+// on a port takes exactly the formula's time.
 //
 // A server's devices may form several HCCS networks of g devices (hccl.hccs_group_size; an Atlas
 // 800 9000's 8 devices are two meshes of four, 0-3 and 4-7, joined through PCIe). Then a
@@ -27,6 +33,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +72,8 @@ struct CollectiveCost {
     /// Bytes each member's HBM moves in this phase: every ring step reads the piece it sends and
     /// writes the piece it receives, and a reduction reads two pieces and writes one.
     double hbm_bytes = 0;
+    /// Of `seconds`, the transfers at the port's full rate (the rest: step latencies, reductions).
+    double wire_s = 0;
   };
   std::vector<Part> parts;
   double seconds = 0;
@@ -78,8 +87,14 @@ struct CollectiveSpan {
   int servers = 1, networks = 1, devices = 1;
 };
 
+/// Max-min fair rates of flows over ports of capacity 1: flow f crosses the ports `ports[f]` and
+/// runs at most at 1 (its ports' full rate). Progressive filling: every unfrozen flow's rate rises
+/// together until a port it crosses is full or it reaches 1.
+std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& ports);
+
 class Hccl : public sc_core::sc_module, public CollectiveIf {
  public:
+  SC_HAS_PROCESS(Hccl);
   /// `hbm_gbps`: each device's HBM bandwidth, for the reduction steps; `per_server`: devices of
   /// one server (ranks is a multiple of it).
   Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, double hbm_gbps, int per_server = 8);
@@ -148,6 +163,11 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   /// Records each collective's phases on a track per server ring and one for the RoCE rings,
   /// while `window` (a rank's recorder, which knows the step) is active.
   void set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window);
+  /// Writes the trace of the collectives still held (call at the end of the run).
+  void flush_trace();
+  /// Collectives slowed by another on a shared port, and the time they lost to it, summed.
+  double shared_count() const { return m_shared.value(); }
+  double shared_lost_s() const { return m_shared_lost_s.value(); }
 
  private:
   struct Instance {
@@ -156,7 +176,38 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
     std::int64_t bytes = -1;
     sc_core::sc_event done;
   };
-  void trace_collective(const CollectiveCost& c, hostif::Collective kind, std::int64_t bytes);
+  /// A collective in flight, for the ports' sharing. Its parts are segments: each part's fixed
+  /// time (latencies, reductions), then its transfer on the part's port class.
+  struct Running {
+    std::vector<int> members;
+    CollectiveCost cost;
+    hostif::Collective kind = hostif::Collective::AllReduce;
+    std::int64_t bytes = 0;
+    sc_core::sc_event* done = nullptr;
+    sc_core::sc_time start, alone_end;
+    bool traced = false;                      ///< the trace recorded while it started
+    bool watched = false;                     ///< shares a member with another in flight: its segments are tracked
+    bool shared = false;                      ///< ran below its full rate at some time: ends when its segments do
+    std::size_t seg = 0;                      ///< segment: part seg/2, its fixed time (even) or its transfer (odd)
+    double left = 0;                          ///< seconds of the segment still to run (at the full rate)
+    double rate = 1;                          ///< of the full rate, in a transfer
+    std::vector<sc_core::sc_time> part_ends;  ///< when each part ended (tracked segments)
+  };
+  /// Starts `cost` among `members` (all ranks if empty); `done` fires at its end.
+  void start(const CollectiveCost& cost, std::vector<int> members, hostif::Collective kind, std::int64_t bytes,
+             sc_core::sc_event* done);
+  void advance();     ///< tracked segments' progress up to now; ends and drops finished ones
+  void reallocate();  ///< the transfers' rates among the ports they share
+  void schedule();    ///< the next segment end of a tracked collective
+  void on_tick();     ///< SC_METHOD: a tracked segment ended
+  double segment_s(const Running& r, std::size_t seg) const;
+  void seek(Running& r);  ///< a collective's segment and what is left of it, from its start
+  void finish(Running& r, const sc_core::sc_time& end);
+  std::vector<std::unique_ptr<Running>> m_running;
+  std::vector<int> m_in_flight;  ///< per rank: collectives in flight that include it
+  sc_core::sc_time m_last;       ///< tracked segments advanced up to here
+  sc_core::sc_event m_tick;
+  void trace_collective(const Running& r);
   /// The collective's phases as flows on the HBM of `members` (all ranks if empty), from now.
   void draw(const CollectiveCost& c, const std::vector<int>& members);
   std::vector<aicore::Hbm*> m_hbm;  ///< per rank
@@ -187,6 +238,8 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   sim::Scalar& m_roce_busy_s;
   sim::Scalar& m_pcie_bytes;
   sim::Scalar& m_pcie_busy_s;
+  sim::Scalar& m_shared;
+  sim::Scalar& m_shared_lost_s;
 };
 
 }  // namespace ascendsim::aicpu

@@ -290,7 +290,8 @@ CompilePass all_reduce_pass() {
           if (ends[k] < 0 || ends[k] >= n || (k > 0 && ends[k] <= ends[k - 1]))
             throw std::invalid_argument("all_reduce_fusion: group ends must increase within the " + std::to_string(n) +
                                         " gradients (0 to " + std::to_string(n - 1) + "), got " +
-                                        std::to_string(ends[k]));
+                                        std::to_string(ends[k]) + " — give each group's last gradient index, ascending, " +
+                                        "among the gradients the ranks AllReduce");
         if (ends.empty() || ends.back() != n - 1) ends.push_back(n - 1);
         struct Group {
           int ready = -1;

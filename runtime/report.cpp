@@ -176,6 +176,10 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
       if (k["roce"]["ports"].get<int>() > 0)
         line += fmt::format("; RoCE {} x {:g} GB/s, {:.1f}% used", k["roce"]["ports"].get<int>(),
                             k["roce"]["gbps"].get<double>(), 100 * k["roce"]["utilisation"].get<double>());
+      if (k.contains("shared_ports") && k["shared_ports"]["collectives"].get<double>() > 0)
+        line += fmt::format("; {:g} collectives slowed sharing a device's port with another in flight, {:.3f} ms lost",
+                            k["shared_ports"]["collectives"].get<double>(),
+                            1e3 * k["shared_ports"]["lost_s"].get<double>());
       out += line + "\n";
     }
   }

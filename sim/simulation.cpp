@@ -121,6 +121,8 @@ void Simulation::run() {
   check_stop();  // the runs did not finish: no result, no trace's end
   if (m_trace) {
     for (auto& sys : m_systems) sys->flush_trace();  // what the systems keep until the end
+    for (auto& run : m_runs)
+      if (run.hccl) run.hccl->flush_trace();
     m_trace->close();
   }
 }
@@ -201,7 +203,9 @@ runtime::RunResult Simulation::result(std::size_t index) {
                        {"pcie_gbps", h.config().pcie_bandwidth_gbps},
                        {"pcie_bytes", h.pcie_bytes()},
                        {"pcie_busy_s", h.pcie_busy_s()},
-                       {"pcie_utilisation", h.pcie_utilisation(r.sim_time_s)}}}};
+                       {"pcie_utilisation", h.pcie_utilisation(r.sim_time_s)}}},
+                     // Collectives in flight at once that shared a device's port (aicpu/hccl.h).
+                     {"shared_ports", {{"collectives", h.shared_count()}, {"lost_s", h.shared_lost_s()}}}};
   // The PCIe switches' uplinks to the host: bytes and utilisation, host to device.
   double up_bytes = 0, up_busy = 0;
   for (const auto& u : run.h2d_uplinks) {

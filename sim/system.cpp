@@ -69,6 +69,8 @@ runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Wor
   aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
   try {
     return runtime::compile(w, model, cfg.chip.queue.capacity);
+  } catch (const std::invalid_argument& e) {  // a request the graph cannot take (all_reduce_fusion)
+    throw InputError(e.what());
   } catch (const std::logic_error& e) {  // the tiler found no tile that fits the configured buffers
     throw InputError(std::string(e.what()) + " — raise the aicore buffer sizes (aicore.*_kib)");
   }

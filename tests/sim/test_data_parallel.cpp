@@ -13,6 +13,7 @@
 #include "runtime/html_report.h"
 #include "sim/api.h"
 #include "sim/core/error.h"
+#include "sim/core/time.h"
 #include "sim/kernel.h"
 #include "sim/system.h"
 #include "tests/test_support.h"
@@ -85,6 +86,114 @@ TEST(DataParallel, SubGroupCollectivesWaitOnlyForTheirMembersAndCostTheirRing) {
   EXPECT_EQ(hccl.members(6, {2, 4}), (std::vector<int>{2, 6}));
   EXPECT_EQ(hccl.members(3, {}).size(), 8u);
   EXPECT_THROW(hccl.members(0, {3, 1}), std::logic_error);  // 3 does not tile 8
+}
+
+TEST(DataParallel, MaxMinRatesShareEachPortFairly) {
+  using aicpu::max_min_rates;
+  auto near = [](const std::vector<double>& got, const std::vector<double>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+  };
+  near(max_min_rates({{1}, {2}}), {1, 1});           // apart: each its full rate
+  near(max_min_rates({{1, 2}, {2, 3}}), {0.5, 0.5});  // one port in common: half each
+  // Port 1 has three flows (a third each); port 2 gives D what C leaves of it.
+  near(max_min_rates({{1}, {1}, {1, 2}, {2}}), {1.0 / 3, 1.0 / 3, 1.0 / 3, 2.0 / 3});
+  near(max_min_rates({{}, {4}}), {1, 1});
+  // No port is ever over its capacity.
+  const std::vector<std::vector<std::int64_t>> mesh{{1, 2, 3}, {2, 3}, {3, 4}, {4}, {1}};
+  const std::vector<double> r = max_min_rates(mesh);
+  for (std::int64_t port = 1; port <= 4; ++port) {
+    double load = 0;
+    for (std::size_t f = 0; f < mesh.size(); ++f)
+      for (std::int64_t q : mesh[f]) load += q == port ? r[f] : 0.0;
+    EXPECT_LE(load, 1.0 + 1e-12) << port;
+  }
+}
+
+/// Two AllGathers of `bytes` on the same 4 ranks (each rank's two streams), the second starting
+/// `later` seconds after the first; returns when each ended on rank 0, and the Hccl's shared stats.
+struct TwoInFlight {
+  double first = -1, second = -1, shared = 0, lost_s = 0;
+};
+TwoInFlight two_all_gathers(std::int64_t bytes, double later, const hostif::CommGroup& second_group = {}) {
+  sim::KernelScope kernel;
+  const aicpu::HcclConfig cfg;
+  aicpu::Hccl hccl("hccl", cfg, 4, 1200, 4);
+  TwoInFlight out;
+  for (int r = 0; r < 4; ++r) {
+    sc_core::sc_spawn([&, r] {
+      hccl.collective(r, hostif::Collective::AllGather, bytes);
+      if (r == 0) out.first = sc_core::sc_time_stamp().to_seconds();
+    });
+    sc_core::sc_spawn([&, r] {
+      sc_core::wait(sc_core::sc_time(later, sc_core::SC_SEC));
+      if (second_group.whole())
+        hccl.collective(r, hostif::Collective::AllGather, bytes);
+      else
+        hccl.collective(r, hostif::Collective::AllGather, bytes, second_group);
+      if (r == 0) out.second = sc_core::sc_time_stamp().to_seconds();
+    });
+  }
+  sc_core::sc_start();
+  out.shared = hccl.shared_count();
+  out.lost_s = hccl.shared_lost_s();
+  return out;
+}
+
+TEST(DataParallel, TwoCollectivesInFlightOnTheSameRanksShareTheirPorts) {
+  // An AllGather on a ring of 4: F = 3α of latency, then W = 3·S/(4·B) of transfer.
+  const double S = 64.0 * 1024 * 1024, F = 3 * 54.6e-6, W = 3 * S / 4 / 63e9;
+  const double alone = aicpu::Hccl::ring_s(aicpu::HcclConfig{}, hostif::Collective::AllGather, 4, S, 1200);
+  ASSERT_NEAR(alone, F + W, 1e-12);
+  {  // Started together: latencies side by side, then both transfers at half the rate.
+    const TwoInFlight t = two_all_gathers(64 << 20, 0);
+    EXPECT_NEAR(t.first, F + 2 * W, 1e-9);
+    EXPECT_NEAR(t.second, F + 2 * W, 1e-9);
+    EXPECT_EQ(t.shared, 2);
+    EXPECT_NEAR(t.lost_s, 2 * W, 1e-9);
+  }
+  {  // The second starts as the first's transfer does: the first runs alone through the second's
+     // latency (F of its W), then both at half the rate until the first ends at 2W; the second
+     // then has F of transfer left, alone.
+    const TwoInFlight t = two_all_gathers(64 << 20, F);
+    EXPECT_NEAR(t.first, 2 * W, 1e-9);
+    EXPECT_NEAR(t.second, 2 * W + F, 1e-9);
+    EXPECT_NEAR(t.lost_s, (2 * W - alone) + (2 * W + F - (F + alone)), 1e-9);
+  }
+  {  // Beside pairs {0,1} and {2,3} (F2 = α, W2 = S/(2B)): each pair's transfer runs alone through
+     // the ring's longer latency (2α of it), then at half the rate beside the ring's until the pair
+     // ends at 2·W2 − α; the ring then finishes its transfer alone, at W2 + W + α.
+    const double a = 54.6e-6, W2 = S / 2 / 63e9;
+    const TwoInFlight t = two_all_gathers(64 << 20, 0, {2, 1});
+    EXPECT_NEAR(t.second, 2 * W2 - a, 1e-9);
+    EXPECT_NEAR(t.first, W2 + W + a, 1e-9);
+    EXPECT_EQ(t.shared, 3);  // the ring and both pairs
+  }
+  {  // Started after the first has ended: nothing shared, each its time alone to the picosecond.
+    const TwoInFlight t = two_all_gathers(64 << 20, 1.0);
+    EXPECT_EQ(t.first, sim::seconds(alone).to_seconds());
+    EXPECT_EQ(t.second, (sc_core::sc_time(1.0, sc_core::SC_SEC) + sim::seconds(alone)).to_seconds());
+    EXPECT_EQ(t.shared, 0);
+  }
+}
+
+TEST(DataParallel, CollectivesOfDisjointGroupsInFlightTogetherKeepTheirTimes) {
+  // Ranks {0,1} and {2,3} in AllGathers of their own at once: the groups share no rank, so no
+  // port, and each takes the 2-ring's time alone to the picosecond.
+  const aicpu::HcclConfig cfg;
+  const double S = 64.0 * 1024 * 1024;
+  const double pair = aicpu::Hccl::ring_s(cfg, hostif::Collective::AllGather, 2, S, 1200);
+  sim::KernelScope kernel;
+  aicpu::Hccl hccl("hccl", cfg, 4, 1200, 4);
+  std::vector<double> left(4, -1);
+  for (int r = 0; r < 4; ++r)
+    sc_core::sc_spawn([&, r] {
+      hccl.collective(r, hostif::Collective::AllGather, 64 << 20, {2, 1});
+      left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
+    });
+  sc_core::sc_start();
+  for (double t : left) EXPECT_EQ(t, sim::seconds(pair).to_seconds());
+  EXPECT_EQ(hccl.shared_count(), 0);
 }
 
 TEST(DataParallel, AcrossServersAllReduceIsHierarchical) {
