@@ -38,6 +38,7 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
   m_in_flight.assign(static_cast<std::size_t>(ranks), 0);
+  m_stands_for.assign(static_cast<std::size_t>(ranks), 1);
   SC_METHOD(on_tick);
   sensitive << m_tick;
   dont_initialize();
@@ -236,14 +237,20 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
     throw std::logic_error("Hccl: ranks disagree on collective " + std::to_string(seq));
   in.bytes = bytes;
   in.kind = kind;
-  if (++in.arrived == m_ranks) {
+  const int weight = m_stands_for[static_cast<std::size_t>(rank)];
+  if ((in.arrived += weight) == m_ranks) {
     const CollectiveCost c = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
     account(kind, bytes, c);
     draw(c, {});
     start(c, {}, kind, bytes, &in.done);
   }
   sc_core::wait(in.done);
-  if (++in.left == m_ranks) m_open.erase(seq);
+  if ((in.left += weight) == m_ranks) m_open.erase(seq);
+}
+
+void Hccl::set_stands_for(int rank, int ranks) {
+  if (rank < 0 || rank >= m_ranks || ranks < 1) throw std::logic_error("Hccl: bad stand-in for rank " + std::to_string(rank));
+  m_stands_for[static_cast<std::size_t>(rank)] = ranks;
 }
 
 void Hccl::set_hbm(int rank, aicore::Hbm* hbm) {
@@ -521,6 +528,8 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hosti
   if (rank < 0 || rank >= m_ranks) throw std::logic_error("Hccl: no rank " + std::to_string(rank));
   const std::vector<int> m = members(rank, group);
   if (m.size() == 1) return;  // a group of one: nothing to exchange
+  if (m_stands_for[static_cast<std::size_t>(rank)] != 1)
+    throw std::logic_error("Hccl: a group collective needs every member simulated");
   const std::string key = std::to_string(group.size) + "x" + std::to_string(group.stride) + "@" + std::to_string(m[0]);
   const std::int64_t seq = m_group_calls[{key, rank}]++;
   Instance& in = m_group_open[{key, seq}];

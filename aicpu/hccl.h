@@ -160,6 +160,10 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   sim::StatsGroup& stats() { return m_stats; }
   /// Rank `rank`'s HBM: each collective's phases are flows on its members' HBM.
   void set_hbm(int rank, aicore::Hbm* hbm);
+  /// Rank `rank` is simulated for `ranks` ranks alike (itself and the same local rank of servers
+  /// alike, which are not simulated): its arrival at a whole-cluster collective counts for them
+  /// all. Group collectives need every member simulated (logic_error otherwise).
+  void set_stands_for(int rank, int ranks);
   /// Records each collective's phases on a track per server ring and one for the RoCE rings,
   /// while `window` (a rank's recorder, which knows the step) is active.
   void set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window);
@@ -216,6 +220,7 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   int m_ranks, m_per_server;
   double m_hbm_gbps;
   std::vector<std::int64_t> m_calls;        ///< per rank: collectives asked so far
+  std::vector<int> m_stands_for;            ///< per rank: the ranks its arrival counts for
   std::map<std::int64_t, Instance> m_open;  ///< by sequence number, until every rank has left
   /// Sub-group collectives: per (group, its first member) and rank, the calls so far; open ones by
   /// (group key, sequence number).

@@ -131,6 +131,34 @@ void BM_ResNet50Devices(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50Devices)->Arg(8)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// The same with every rank simulated (the reference servers alike are checked against).
+void BM_ResNet50DevicesEveryRank(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.devices = state.range(0);
+  req.all_reduce_fusion = {85, 160};
+  req.steps_per_epoch = 20;
+  req.strategies = {runtime::Strategy::LoopSink};
+  req.every_rank = true;
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50DevicesEveryRank)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
+/// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
+void BM_ResNet50Devices4096LongRun(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.workload = "resnet50";
+  req.devices = 4096;
+  req.all_reduce_fusion = {85, 160};
+  req.steps_per_epoch = 1000;
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50Devices4096LongRun)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// Functional mode: one LeNet-5 epoch (1875 steps at batch 32) of Fashion-MNIST computed through
 /// the simulated device under loop sink; samples/s counts the values computed.
 void BM_LeNetFunctionalEpoch(benchmark::State& state) {

@@ -524,11 +524,57 @@ void DataPipeline::wait_counted(sc_core::sc_event& e, int& waiters) {
   --waiters;
 }
 
-std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
+void HostCores::arbitrate() {
+  const std::uint64_t now = sc_core::sc_delta_count();
+  if (now == arbitrated_delta) return;
+  arbitrated_delta = now;
+  for (std::size_t i = 0; i < releases.size();) {
+    if (releases[i].second < now) {
+      free += releases[i].first;
+      releases[i] = releases.back();
+      releases.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  // First come, first served; requests of one delta cycle in the order of their keys.
+  std::sort(requests.begin(), requests.end(), [](const Request* a, const Request* b) {
+    return a->delta != b->delta ? a->delta < b->delta : a->key < b->key;
+  });
+  std::vector<Request*> waiting;
+  bool blocked = false;
+  for (Request* q : requests) {
+    if (!blocked && q->delta < now) {
+      if (free > 0) {
+        q->granted = std::min(q->wanted, free);
+        free -= q->granted;
+        peak_held = std::max(peak_held, total - free);
+        continue;
+      }
+      blocked = true;  // the later requests wait behind it
+    }
+    waiting.push_back(q);
+  }
+  requests.swap(waiting);
+}
+
+std::int64_t DataPipeline::acquire_cores(std::int64_t wanted, std::int64_t key) {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  while (m_cores.free == 0) wait_counted(m_cores.freed, m_cores.waiting);
-  const std::int64_t k = std::min(wanted, m_cores.free);
-  m_cores.free -= k;
+  std::int64_t k = 0;
+  if (m_cores.arbitrated) {
+    HostCores::Request q{m_host_slot * 1024 + key, wanted, sc_core::sc_delta_count()};
+    m_cores.requests.push_back(&q);
+    m_cores.kick.notify(sc_core::SC_ZERO_TIME);
+    while (q.granted == 0) {
+      wait(m_cores.kick);
+      m_cores.arbitrate();
+    }
+    k = q.granted;
+  } else {
+    while (m_cores.free == 0) wait_counted(m_cores.freed, m_cores.waiting);
+    k = std::min(wanted, m_cores.free);
+    m_cores.free -= k;
+  }
   m_cores.peak_held = std::max(m_cores.peak_held, m_cores.total - m_cores.free);
   m_host_cores_peak.sample_max(static_cast<double>(m_cores.peak_held));
   m_core_wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
@@ -538,12 +584,17 @@ std::int64_t DataPipeline::acquire_cores(std::int64_t wanted) {
 void DataPipeline::send_work(double bytes) {
   const double s = m_costs.send_s(bytes);
   if (s <= 0) return;
-  const std::int64_t k = acquire_cores(1);
+  const std::int64_t k = acquire_cores(1, static_cast<std::int64_t>(m_state.size()));  // after the stages
   wait(sc_core::sc_time(s, sc_core::SC_SEC));
   release_cores(k);
 }
 
 void DataPipeline::release_cores(std::int64_t k) {
+  if (m_cores.arbitrated) {
+    m_cores.releases.emplace_back(k, sc_core::sc_delta_count());
+    m_cores.kick.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
   m_cores.free += k;
   notify_waiters(m_cores.freed, m_cores.waiting);
 }
@@ -558,7 +609,7 @@ void DataPipeline::source() {
     const PipelineCosts::ReadTime r = m_costs.read_parts(b);
     const sc_core::sc_time wait_io = sim::seconds(r.storage_s);
     if (r.storage_s > 0) wait(wait_io);
-    acquire_cores(1);
+    acquire_cores(1, 0);
     const sc_core::sc_time cpu = sim::seconds(r.cpu_s);
     wait(cpu);
     release_cores(1);
@@ -601,7 +652,7 @@ void DataPipeline::stage_thread(std::size_t s) {
     for (std::int64_t next = 0; next < m_batch_size;) {
       const std::int64_t left = m_batch_size - next;
       const std::int64_t full = (left + st.slices - 1) / st.slices;
-      const std::int64_t k = acquire_cores(std::min(st.slices, left));
+      const std::int64_t k = acquire_cores(std::min(st.slices, left), static_cast<std::int64_t>(s));
       const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
       threads = std::max(threads, k);
       double longest = 0;

@@ -149,6 +149,24 @@ struct HostCores {
   std::int64_t peak_held = 0;  ///< the most held at once
   sc_core::sc_event freed;
   int waiting = 0;  ///< threads waiting for `freed` (none: no notification needed)
+
+  /// Arbitrated (a host several ranks share): the requests and releases of one delta cycle take
+  /// effect together in the next, served in the order of their keys (the rank's place on the
+  /// host, then its pipeline stage) — not in the order the kernel happens to run its processes,
+  /// which other servers' events at the same instant change. Servers alike then run alike.
+  bool arbitrated = false;
+  struct Request {
+    std::int64_t key, wanted;
+    std::uint64_t delta;
+    std::int64_t granted = 0;
+  };
+  std::vector<Request*> requests;                               ///< waiting
+  std::vector<std::pair<std::int64_t, std::uint64_t>> releases;  ///< cores and the delta they were freed in
+  std::uint64_t arbitrated_delta = ~std::uint64_t{0};
+  sc_core::sc_event kick;  ///< a request or release to serve in the next delta
+  /// Applies the releases and serves the requests made before this delta cycle, by key, while
+  /// cores are free; once per delta (the first waiting thread to run does it for all).
+  void arbitrate();
 };
 
 class DataPipeline : public sc_core::sc_module {
@@ -163,6 +181,8 @@ class DataPipeline : public sc_core::sc_module {
 
   /// Blocks until the next batch (in order) is ready and takes it. Call from an SC_THREAD.
   void next();
+  /// Its rank's place among those its host's cores serve: the first part of its requests' keys.
+  void set_host_slot(std::int64_t slot) { m_host_slot = slot; }
   /// The consumer's (the device-queue op's) work on a batch it took: reported with the tree.
   void note_send(double seconds) { m_send_busy_s += seconds; }
   /// The device-queue op's host work on a batch of `bytes` it is about to send: send_s(bytes) on
@@ -209,7 +229,9 @@ class DataPipeline : public sc_core::sc_module {
   /// A stage after the source: one batch at a time, its rows shared by as many of its workers as
   /// the host has cores free (at least one).
   void stage_thread(std::size_t stage);
-  std::int64_t acquire_cores(std::int64_t wanted);
+  /// `key`: the requesting thread among the pipeline's (0 the source, s a stage, then the
+  /// device-queue op), for an arbitrated host's order.
+  std::int64_t acquire_cores(std::int64_t wanted, std::int64_t key);
   /// Waits for `e`, counted in `waiters` (a notification is sent only when someone waits; every
   /// waiter re-checks its condition on the state, which changes before the notification).
   void wait_counted(sc_core::sc_event& e, int& waiters);
@@ -233,6 +255,7 @@ class DataPipeline : public sc_core::sc_module {
   int m_consumed_waiters = 0;
   HostCores m_own_cores;
   HostCores& m_cores;
+  std::int64_t m_host_slot = 0;
   sim::TraceRecorder* m_trace = nullptr;
   double m_send_busy_s = 0;
 

@@ -145,6 +145,13 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
              r.scaling_efficiency >= 0 ? fmt::format("{:.3f}", r.scaling_efficiency) : std::string("-")});
     }
     out += t.render();
+    for (const auto& r : runs)
+      if (r.simulated_ranks > 0 && r.simulated_ranks < r.devices) {
+        out += fmt::format(
+            "ranks simulated: {} of {} (servers alike simulated once, each standing for the others of its kind)\n",
+            r.simulated_ranks, r.devices);
+        break;
+      }
   }
   out +=
       "\nAllReduce groups (ms per step, ranks' mean: start after the step's first forward op, duration with the wait "

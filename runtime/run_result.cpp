@@ -162,7 +162,8 @@ nlohmann::ordered_json RunResult::to_json() const {
                   {"step_time_ms_p50", rank_step_p50_ms},
                   {"wait_data_s", rank_wait_data_s},
                   {"comm_s", rank_comm_s},
-                  {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()}};
+                  {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()},
+                  {"simulated", simulated_ranks}};
     j["all_reduce_groups"] = comm_groups;
     j["cluster_links"] = cluster_links;
     if (scaling_efficiency >= 0) j["scaling_efficiency"] = scaling_efficiency;

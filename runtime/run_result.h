@@ -157,6 +157,8 @@ struct RunResult {
 
   /// Ranks that read different samples (semi-auto parallelism: the batch's cuts; 0: every rank).
   std::int64_t data_shards = 0;
+  /// Ranks simulated: fewer than `devices` when servers alike were simulated once.
+  std::int64_t simulated_ranks = 0;
   /// Samples trained per second: each step's batch on every rank that reads its own samples.
   double samples_per_s() const;
   /// The same in the steady state: a batch per reader every steady mean step.

@@ -427,6 +427,7 @@ RunOutcome run(const RunRequest& req) {
     }
     rank_cfgs.emplace(rank, load_config(c));
   }
+  simulation.simulate_every_rank(req.every_rank || req.trace);  // a trace has every rank's processes
   for (const auto& s : sessions) simulation.add(cfg, w, s, rank_cfgs, req.functional);
   if (w.shard_plan && simulation.size() > 0)
     out.header.parallel = parallel_json(cfg, w, simulation.system(0).compiled());

@@ -81,6 +81,8 @@ struct RunRequest {
   std::ostream* progress = nullptr;  ///< progress lines, about once a second
   std::ostream* warnings = nullptr;  ///< warnings before simulating (a very large trace)
   bool one_wait_per_task = false;    ///< the reference execution the runs of tasks must equal
+  /// Simulate every rank of a cluster, not one server per kind (the reference; always when tracing).
+  bool every_rank = false;
   bool per_step = false;
   std::int64_t step_trace_first = 0;  ///< steps kept for a per-step table: [first, last), 0-based as above
   std::int64_t step_trace_last = 0;   ///< keep every step's values (RunResult::steps.step_s), not only their summary

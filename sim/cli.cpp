@@ -92,6 +92,7 @@ struct Options {
   std::string all_reduce_fusion, rank_table;
   std::vector<std::string> rank_sets;
   bool scaling = false;
+  bool every_rank = false;
   bool parameter_broadcast = true;
   runtime::FunctionalOptions functional;
   std::string dump_batches, save_weights;
@@ -255,6 +256,9 @@ po::options_description run_options(Options& o) {
       "rank-set", po::value(&o.rank_sets)->composing(),
       "one rank's own host or pipeline setting, RANK:key=value (repeatable), e.g. "
       "3:pipeline.num_parallel_workers=1 for a straggler")(
+      "every-rank", po::bool_switch(&o.every_rank),
+      "simulate every rank of a cluster, even where servers are alike (by default a server kind is simulated "
+      "once and stands for the others: the same report, faster; a trace always has every rank)")(
       "rank-table", po::value(&o.rank_table),
       "MindSpore rank table (RANK_TABLE_FILE, the seed's format or version 1.0): the job's devices and "
       "servers")("all-reduce-fusion", po::value(&o.all_reduce_fusion),
@@ -513,6 +517,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   if (o.functional.dump_steps < 0)
     throw InputError("--dump-steps " + std::to_string(o.functional.dump_steps) + ": give 0 or more");
   if (o.dump_batches.empty()) r.functional.dump_steps = 0;
+  r.every_rank = o.every_rank;
   for (const auto& set : o.rank_sets) {
     const auto colon = set.find(':');
     const auto rank = colon == std::string::npos ? std::nullopt : whole_number(set.substr(0, colon));

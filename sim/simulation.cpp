@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
 
 #include "sim/core/error.h"
@@ -11,6 +12,42 @@
 #include "sim/kernel.h"
 
 namespace ascendsim::sim {
+
+namespace {
+void collect_processes(sc_core::sc_object* o, std::vector<sc_core::sc_process_handle>& out) {
+  sc_core::sc_process_handle h(o);
+  if (h.valid()) out.push_back(h);
+  for (auto* c : o->get_child_objects()) collect_processes(c, out);
+}
+
+/// The memory mappings a process may have (Linux's vm.max_map_count; 65530 by default), or 0.
+std::int64_t max_map_count() {
+  std::ifstream f("/proc/sys/vm/max_map_count");
+  std::int64_t n = 0;
+  return f >> n ? n : 0;
+}
+
+/// Refuses a cluster whose simulated ranks' threads would need more coroutine stacks than the
+/// process may map (each stack is a mapping, two with its guard page), which SystemC would
+/// otherwise report as a failed stack setup minutes into building the model.
+void check_stacks(const System& first, std::int64_t ranks, std::int64_t simulated, bool every_rank) {
+  std::vector<sc_core::sc_process_handle> processes;
+  collect_processes(const_cast<System*>(&first), processes);
+  std::int64_t threads = 0;
+  for (const auto& h : processes) threads += h.proc_kind() != sc_core::SC_METHOD_PROC_;
+  const std::int64_t limit = max_map_count(), needed = 2 * threads * simulated;
+  if (limit <= 0 || needed + 4096 < limit) return;
+  throw InputError(
+      "devices", "devices",
+      std::to_string(simulated) + " of the " + std::to_string(ranks) + " ranks simulated, " + std::to_string(threads) +
+          " threads each, need " + std::to_string(needed / 2) + " coroutine stacks, two memory mappings each (the "
+          "stack and its guard page); this machine allows a process " + std::to_string(limit) +
+          " (vm.max_map_count). " +
+          (every_rank ? std::string("Let servers alike be simulated once (drop --every-rank and --trace), or raise it: ")
+                      : std::string("Raise it: ")) +
+          "sudo sysctl -w vm.max_map_count=" + std::to_string(2 * needed));
+}
+}  // namespace
 
 std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& workload,
                             const runtime::Session& session, const std::map<std::int64_t, SystemConfig>& rank_cfgs,
@@ -46,30 +83,76 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
                                              cfg.chip.memory.hbm_bandwidth_gbps,
                                              static_cast<int>(workload.parallel.devices_per_server));
     const std::int64_t per_server = workload.parallel.devices_per_server;
-    for (std::int64_t s = 0; s < devices / per_server; ++s)
-      run.host_cores.push_back(std::make_unique<runtime::HostCores>(cfg.host.cpu_cores));  // each server's host
+    const std::int64_t servers = devices / per_server;
+    // Server kinds. A server is simulated unless an earlier one is alike: no rank of either has a
+    // configuration of its own, the ranks' values are not computed, and every collective spans the
+    // whole cluster (data parallelism) — then its ranks do exactly what the earlier server's do.
+    const bool alike = !m_every_rank && !functional.enabled && !workload.parallel.semi_auto;
+    std::vector<std::int64_t> kind_of(static_cast<std::size_t>(servers));  // the server simulated for each
+    std::int64_t plain = -1;  // the first server with no rank of its own
+    for (std::int64_t s = 0; s < servers; ++s) {
+      bool own = false;
+      for (std::int64_t r = s * per_server; r < (s + 1) * per_server; ++r) own = own || rank_cfgs.count(r) > 0;
+      if (!alike || own) {
+        kind_of[static_cast<std::size_t>(s)] = s;
+        continue;
+      }
+      if (plain < 0) plain = s;
+      kind_of[static_cast<std::size_t>(s)] = plain;
+    }
+    std::vector<std::int64_t> stands_for(static_cast<std::size_t>(servers), 0);  // servers each simulated one stands for
+    for (std::int64_t s = 0; s < servers; ++s) ++stands_for[static_cast<std::size_t>(kind_of[static_cast<std::size_t>(s)])];
     // Each server's devices sit behind PCIe switches of link.pcie_switch_devices, in rank order.
     const std::int64_t per_switch = std::min(cfg.link.pcie_switch_devices, per_server);
     const std::int64_t switches_per_server = (per_server + per_switch - 1) / per_switch;
-    for (std::int64_t s = 0; s < devices / per_server * switches_per_server; ++s)
-      for (auto* v : {&run.h2d_uplinks, &run.d2h_uplinks})
-        v->push_back(std::make_unique<hostif::DmaChannel>(
-            (name + (v == &run.h2d_uplinks ? "_h2d_uplink" : "_d2h_uplink") + std::to_string(s)).c_str(),
-            cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0, true));
-    for (std::int64_t r = 0; r < devices; ++r) {
-      const auto sw = static_cast<std::size_t>(r / per_server * switches_per_server + r % per_server / per_switch);
-      RankPlace place{static_cast<int>(r),
-                      run.hccl.get(),
-                      run.host_cores[static_cast<std::size_t>(r / per_server)].get(),
-                      run.h2d_uplinks[sw].get(),
-                      run.d2h_uplinks[sw].get(),
-                      r == 0 ? run.values.get() : nullptr};
-      const auto own = rank_cfgs.find(r);
-      SystemConfig rank_cfg = own == rank_cfgs.end() ? cfg : own->second;
-      rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server
-      m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg, workload,
-                                                   session, place, &graph));
-      run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
+    run.switches = servers * switches_per_server;
+    run.system_of.resize(static_cast<std::size_t>(devices));
+    run.h2d_uplink_of.resize(static_cast<std::size_t>(run.switches));
+    std::vector<std::size_t> first_system(static_cast<std::size_t>(servers), 0);  // of each simulated server
+    std::vector<std::size_t> first_switch(static_cast<std::size_t>(servers), 0);  // its first uplink's index
+    run.simulated = 0;
+    std::int64_t to_simulate = 0;
+    for (std::int64_t s = 0; s < servers; ++s) to_simulate += kind_of[static_cast<std::size_t>(s)] == s ? per_server : 0;
+    for (std::int64_t s = 0; s < servers; ++s) {
+      if (kind_of[static_cast<std::size_t>(s)] != s) continue;
+      run.host_cores.push_back(std::make_unique<runtime::HostCores>(cfg.host.cpu_cores));  // the server's host
+      run.host_cores.back()->arbitrated = true;  // its ranks' requests in an order of their own
+      first_switch[static_cast<std::size_t>(s)] = run.h2d_uplinks.size();
+      for (std::int64_t w = 0; w < switches_per_server; ++w)
+        for (auto* v : {&run.h2d_uplinks, &run.d2h_uplinks})
+          v->push_back(std::make_unique<hostif::DmaChannel>(
+              (name + (v == &run.h2d_uplinks ? "_h2d_uplink" : "_d2h_uplink") +
+               std::to_string(s * switches_per_server + w))
+                  .c_str(),
+              cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0, true));
+      first_system[static_cast<std::size_t>(s)] = m_systems.size();
+      for (std::int64_t r = s * per_server; r < (s + 1) * per_server; ++r) {
+        const auto sw = first_switch[static_cast<std::size_t>(s)] + static_cast<std::size_t>(r % per_server / per_switch);
+        RankPlace place{static_cast<int>(r),
+                        run.hccl.get(),
+                        run.host_cores.back().get(),
+                        run.h2d_uplinks[sw].get(),
+                        run.d2h_uplinks[sw].get(),
+                        r == 0 ? run.values.get() : nullptr,
+                        static_cast<int>(r % per_server)};
+        const auto own = rank_cfgs.find(r);
+        SystemConfig rank_cfg = own == rank_cfgs.end() ? cfg : own->second;
+        rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server
+        m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg,
+                                                     workload, session, place, &graph));
+        run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
+        // It arrives at each collective for its local rank on every server of its kind.
+        run.hccl->set_stands_for(static_cast<int>(r), static_cast<int>(stands_for[static_cast<std::size_t>(s)]));
+        if (run.simulated++ == 0) check_stacks(*m_systems.back(), devices, to_simulate, m_every_rank);
+      }
+    }
+    for (std::int64_t s = 0; s < servers; ++s) {
+      const auto k = static_cast<std::size_t>(kind_of[static_cast<std::size_t>(s)]);
+      for (std::int64_t l = 0; l < per_server; ++l)
+        run.system_of[static_cast<std::size_t>(s * per_server + l)] = first_system[k] + static_cast<std::size_t>(l);
+      for (std::int64_t w = 0; w < switches_per_server; ++w)
+        run.h2d_uplink_of[static_cast<std::size_t>(s * switches_per_server + w)] =
+            run.h2d_uplinks[first_switch[k] + static_cast<std::size_t>(w)].get();
     }
   }
   m_runs.push_back(std::move(run));
@@ -139,11 +222,13 @@ runtime::RunResult Simulation::result(std::size_t index) {
     }
   }
   r.devices = static_cast<std::int64_t>(run.ranks);
+  r.simulated_ranks = static_cast<std::int64_t>(run.simulated);
   r.data_shards = run.data_shards;
+  std::map<std::size_t, runtime::RunResult> others;  // the other simulated ranks' results
   for (std::size_t k = 0; k < run.ranks; ++k) {
-    runtime::RunResult other;
-    if (k > 0) other = m_systems.at(run.first + k)->result();
-    const runtime::RunResult& rank = k == 0 ? r : other;
+    const std::size_t sys = run.system_of[k];
+    if (sys != run.first && !others.count(sys)) others.emplace(sys, m_systems.at(sys)->result());
+    const runtime::RunResult& rank = sys == run.first ? r : others.at(sys);
     r.rank_step_mean_ms.push_back(rank.steps.step.stats().mean_ms);
     r.rank_step_p50_ms.push_back(rank.steps.step.stats().p50_ms);
     r.rank_wait_data_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::WaitData)]);
@@ -159,7 +244,7 @@ runtime::RunResult Simulation::result(std::size_t index) {
   for (std::size_t g = 0; g < groups.size(); ++g) {
     double start = 0, duration = 0, exposed = 0, exposed_max = 0;
     for (std::size_t k = 0; k < run.ranks; ++k) {
-      const auto& timing = m_systems.at(run.first + k)->comm_timing();
+      const auto& timing = m_systems.at(run.system_of[k])->comm_timing();
       if (g >= timing.size() || timing[g].count == 0) continue;
       const auto& t = timing[g];
       const auto n = static_cast<double>(t.count);
@@ -208,29 +293,21 @@ runtime::RunResult Simulation::result(std::size_t index) {
                      {"shared_ports", {{"collectives", h.shared_count()}, {"lost_s", h.shared_lost_s()}}}};
   // The PCIe switches' uplinks to the host: bytes and utilisation, host to device.
   double up_bytes = 0, up_busy = 0;
-  for (const auto& u : run.h2d_uplinks) {
+  for (const auto* u : run.h2d_uplink_of) {
     up_bytes += u->bytes();
     up_busy += u->busy_s();
   }
   const double up_gbps = m_systems.at(run.first)->config().link.pcie_uplink_gbps;
-  const auto switches = static_cast<double>(run.h2d_uplinks.size());
+  const auto switches = static_cast<double>(run.switches);
   r.cluster_links["pcie_uplinks"] = {
-      {"switches", run.h2d_uplinks.size()},
-      {"devices_per_switch", static_cast<std::int64_t>(run.ranks) / static_cast<std::int64_t>(run.h2d_uplinks.size())},
+      {"switches", run.switches},
+      {"devices_per_switch", static_cast<std::int64_t>(run.ranks) / run.switches},
       {"gbps", up_gbps},
       {"h2d_bytes", up_bytes},
       {"h2d_busy_s", up_busy},
       {"h2d_utilisation", r.sim_time_s > 0 ? up_bytes / (switches * up_gbps * 1e9 * r.sim_time_s) : 0.0}};
   return r;
 }
-
-namespace {
-void collect_processes(sc_core::sc_object* o, std::vector<sc_core::sc_process_handle>& out) {
-  sc_core::sc_process_handle h(o);
-  if (h.valid()) out.push_back(h);
-  for (auto* c : o->get_child_objects()) collect_processes(c, out);
-}
-}  // namespace
 
 Simulation::~Simulation() {
   if (!m_ran || m_systems.empty()) return;

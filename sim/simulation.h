@@ -32,6 +32,9 @@ class Simulation {
   std::size_t add(const SystemConfig& cfg, const workloads::Workload& workload, const runtime::Session& session,
                   const std::map<std::int64_t, SystemConfig>& rank_cfgs = {},
                   const runtime::FunctionalOptions& functional = {});
+  /// true: simulate every rank of a cluster, even where servers are alike (the reference the
+  /// rank classes must equal; a trace of every rank). Call before add().
+  void simulate_every_rank(bool on) { m_every_rank = on; }
   /// Simulates all runs to completion (or failure).
   void run();
   runtime::RunResult result(std::size_t index);
@@ -59,18 +62,27 @@ class Simulation {
   const System& system(std::size_t index) const { return *m_systems.at(m_runs.at(index).first); }
 
  private:
-  /// A run: its ranks' systems (m_systems[first, first + ranks)) and what they share.
+  /// A run: its ranks' systems (from m_systems[first], rank 0's) and what they share. Servers
+  /// alike — the same configuration on every rank, no rank of its own (--rank-set) — are one
+  /// server kind, simulated once on its first server: `system_of[r]` is the system that stands
+  /// for rank r (its own, or the same local rank of its kind's first server).
   struct Run {
     std::size_t first = 0, ranks = 1;
+    std::size_t simulated = 1;            ///< ranks simulated
+    std::vector<std::size_t> system_of;  ///< per rank: its system's index in m_systems
+    std::int64_t switches = 0;           ///< PCIe switches of the whole cluster
     std::int64_t data_shards = 0;              ///< ranks reading different samples (0: every rank)
     std::unique_ptr<hostif::ValuesIf> values;  ///< functional mode on several devices: every rank's values
     bool eval = false;                         ///< data-parallel functional mode: evaluate rank 0's network
     std::unique_ptr<aicpu::Hccl> hccl;
     std::vector<std::unique_ptr<runtime::HostCores>> host_cores;  ///< per server
     std::unique_ptr<TraceRecorder> links;                         ///< the links' tracks, when tracing
-    /// Per PCIe switch (servers × switches per server): its uplink to the host, h2d and d2h.
+    /// Per PCIe switch of a simulated server: its uplink to the host, h2d and d2h.
     std::vector<std::unique_ptr<hostif::DmaChannel>> h2d_uplinks, d2h_uplinks;
+    /// Per switch of the cluster (servers × switches per server): the uplink that stands for it.
+    std::vector<const hostif::DmaChannel*> h2d_uplink_of;
   };
+  bool m_every_rank = false;
   std::vector<Run> m_runs;
   std::vector<std::unique_ptr<System>> m_systems;
   bool m_ran = false;

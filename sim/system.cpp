@@ -112,6 +112,7 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
       m_pipeline("pipeline", m_cfg.host, m_cfg.pipeline, m_data, m_session.steps(), workload.batch_size,
                  m_session.steps_per_epoch, place.host_cores ? place.host_cores : &m_cores) {
   m_chip.scheduler.set_rank(place.rank);
+  m_pipeline.set_host_slot(2 * place.host_slot);
   if (place.collectives) m_chip.scheduler.collectives.bind(*place.collectives);
   m_chip.hostif.h2d.set_uplink(place.h2d_uplink);
   m_chip.hostif.d2h.set_uplink(place.d2h_uplink);
@@ -134,6 +135,7 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
         "eval_pipeline", m_cfg.host, m_eval_pipe, m_eval_data, m_session.eval_passes() * m_session.eval_steps,
         workload.batch_size, m_session.eval_steps, place.host_cores ? place.host_cores : &m_cores);
     m_eval_pipeline->gate();
+    m_eval_pipeline->set_host_slot(2 * place.host_slot + 1);
     // Read back per step: the logits and the loss, in fp32.
     const std::int64_t outputs =
         4 * (workload.batch_size * std::max<std::int64_t>(1, workload.data.dataset.classes) + 1);

@@ -32,6 +32,7 @@ struct RankPlace {
   /// Functional mode under semi-auto parallelism: the cluster's values, driven by this rank
   /// (rank 0) — nullptr on the other ranks.
   hostif::ValuesIf* values = nullptr;
+  int host_slot = 0;  ///< its place among the ranks the host's cores serve (their requests' order)
 };
 
 class System : public sc_core::sc_module {

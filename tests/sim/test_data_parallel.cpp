@@ -2,10 +2,12 @@
 // Data-parallel training on one server: the ring AllReduce against its formula, gradient groups,
 // sharded data, and what scaling must respect.
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "aicpu/hccl.h"
@@ -567,6 +569,69 @@ TEST(DataParallel, TwoServersSpendLongerInAllReduceThanOne) {
   EXPECT_GT(two.steps.tail.stats().mean_ms, one.steps.tail.stats().mean_ms);
   EXPECT_EQ(two.rank_step_mean_ms.size(), 16u);
   EXPECT_GT(two.samples_per_s(), one.samples_per_s());
+}
+
+TEST(DataParallel, ServersAlikeSimulatedOnceReportWhatEveryRankSimulatedReports) {
+  // A server kind simulated once stands for the servers alike; a rank of its own (a straggler)
+  // makes its server a kind of its own. The report, text and JSON, is the one simulating every
+  // rank gives — but for the count of ranks simulated.
+  struct Case {
+    std::int64_t devices;
+    std::map<std::int64_t, std::vector<std::string>> rank_sets;
+    std::int64_t simulated;
+  };
+  const std::vector<Case> cases{{8, {}, 8},
+                                {16, {}, 8},
+                                {64, {}, 8},
+                                {16, {{3, {"pipeline.num_parallel_workers=1"}}}, 16},
+                                {64, {{3, {"pipeline.num_parallel_workers=1"}}}, 16},
+                                {64, {{12, {"host.cpu_cores=8"}}, {40, {"pipeline.num_parallel_workers=2"}}}, 24}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.devices) + " devices, " + std::to_string(c.rank_sets.size()) + " ranks of their own");
+    sim::RunRequest r = resnet(c.devices, {85, 160});
+    r.steps_per_epoch = 6;
+    r.strategies = {runtime::Strategy::LoopSink, runtime::Strategy::DataSink};
+    r.rank_sets = c.rank_sets;
+    const sim::RunOutcome once = sim::run(r);
+    r.every_rank = true;
+    const sim::RunOutcome every = sim::run(r);
+    nlohmann::ordered_json a = once.report(), b = every.report();
+    for (std::size_t i = 0; i < a["runs"].size(); ++i) {
+      EXPECT_EQ(a["runs"][i]["ranks"]["simulated"], c.simulated);
+      EXPECT_EQ(b["runs"][i]["ranks"]["simulated"], c.devices);
+      a["runs"][i]["ranks"].erase("simulated");
+      b["runs"][i]["ranks"].erase("simulated");
+    }
+    EXPECT_EQ(a.dump(), b.dump());
+    std::string text = runtime::format_table(once.header, once.runs);
+    const auto line = text.find("ranks simulated: ");
+    ASSERT_EQ(line != std::string::npos, c.simulated < c.devices);
+    if (line != std::string::npos) text.erase(line, text.find('\n', line) + 1 - line);
+    EXPECT_EQ(text, runtime::format_table(every.header, every.runs));
+  }
+}
+
+TEST(DataParallel, ThousandsOfRanksRunAsOneServerAndTooManyThreadsAreRefusedBeforeBuilding) {
+  // 4096 devices of servers alike: one server simulated.
+  sim::RunRequest r = resnet(4096, {85, 160});
+  r.steps_per_epoch = 3;
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  EXPECT_EQ(out.runs.front().simulated_ranks, 8);
+  EXPECT_EQ(out.runs.front().rank_comm_s.size(), 4096u);
+  // Every rank of them: 40960 thread stacks, two mappings each, beyond Linux's default
+  // vm.max_map_count — refused at once, naming the limit, instead of failing minutes later.
+  std::ifstream limit_file("/proc/sys/vm/max_map_count");
+  std::int64_t limit = 0;
+  if (!(limit_file >> limit) || limit > 80000) GTEST_SKIP() << "vm.max_map_count is " << limit;
+  r.every_rank = true;
+  try {
+    sim::run(r);
+    ADD_FAILURE() << "not refused";
+  } catch (const sim::InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("vm.max_map_count"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("drop --every-rank"));
+  }
 }
 
 TEST(DataParallel, EightRanksGiveTheSameReportEveryTime) {
