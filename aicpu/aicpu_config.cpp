@@ -30,6 +30,12 @@ void HcclConfig::declare(sim::ParamSet& ps) {
           "between a server's HCCS networks: one device's PCIe path, one direction, as HCCL achieves it");
   ps.real("hccl.step_latency_us", step_latency_us, "us", 0, 1e6,
           "collective ring: latency of one step (transfer start and the cross-device notify)");
+  ps.integer("network.servers_per_leaf", servers_per_leaf, "servers", 1, 1 << 16,
+             "servers under one leaf switch of the RoCE fabric (in rank order)");
+  ps.real("network.oversubscription", oversubscription, "ratio", 1, 1e3,
+          "a leaf's downlink bandwidth over its uplink bandwidth to the spines (1: non-blocking)");
+  ps.real("network.switch_latency_us", switch_latency_us, "us", 0, 1e3,
+          "one switch traversal; a ring step between leaves crosses two more (spine, far leaf)");
 }
 
 }  // namespace ascendsim::aicpu

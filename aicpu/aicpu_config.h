@@ -30,6 +30,12 @@ struct HcclConfig {
   /// networks of a server are joined through PCIe. 8: one network of the whole server.
   std::int64_t hccs_group_size = 8;
   double pcie_bandwidth_gbps = 24;  ///< between a server's HCCS networks: one device's PCIe path, one direction
+  /// The RoCE fabric between servers, two tiers: servers (in rank order) under leaf switches of
+  /// `servers_per_leaf`, the leaves joined by spines with `oversubscription` : 1 of the leaf's
+  /// downlink bandwidth to its uplink bandwidth; `switch_latency_us` per switch a packet crosses.
+  std::int64_t servers_per_leaf = 4;
+  double oversubscription = 1;
+  double switch_latency_us = 0.5;
 
   void declare(sim::ParamSet& ps);
 };

@@ -96,19 +96,22 @@ int Hccl::network_size(const HcclConfig& cfg, int per_server) {
 CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, int servers, int per_server, double bytes,
                           double hbm_gbps) {
   const int g = network_size(cfg, per_server);
-  return cost(cfg, kind, CollectiveSpan{servers, per_server / g, g}, bytes, hbm_gbps);
+  return cost(cfg, kind, CollectiveSpan{servers, per_server / g, g, leaves_of(cfg, servers)}, bytes, hbm_gbps);
 }
 
 CollectiveSpan Hccl::span_of(const HcclConfig& cfg, const std::vector<int>& members, int per_server) {
   const int g = network_size(cfg, per_server);
-  std::vector<int> servers, networks;
+  const auto per_leaf = static_cast<int>(std::max<std::int64_t>(1, cfg.servers_per_leaf));
+  std::vector<int> servers, networks, leaves;
   for (int r : members) {
     if (std::find(servers.begin(), servers.end(), r / per_server) == servers.end()) servers.push_back(r / per_server);
     if (std::find(networks.begin(), networks.end(), r / g) == networks.end()) networks.push_back(r / g);
+    const int leaf = r / per_server / per_leaf;
+    if (std::find(leaves.begin(), leaves.end(), leaf) == leaves.end()) leaves.push_back(leaf);
   }
   const int n = static_cast<int>(members.size()), k = static_cast<int>(servers.size()),
             q = static_cast<int>(networks.size());
-  return {k, q / k, n / q};
+  return {k, q / k, n / q, static_cast<int>(leaves.size())};
 }
 
 CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const CollectiveSpan& span, double bytes,
@@ -117,7 +120,11 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const double g = span.devices, p = span.networks, k = std::max(1, span.servers), m = g * p;
   const Ring intra{g, cfg.step_latency_us * 1e-6, cfg.link_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
   const Ring cross{p, cfg.step_latency_us * 1e-6, cfg.pcie_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
-  const Ring inter{k, cfg.roce_step_latency_us * 1e-6, cfg.roce_bandwidth_gbps * 1e9, hbm_gbps * 1e9};
+  // Between servers on several leaves, a ring step's hop between leaves crosses a spine and the far
+  // leaf (two more switches), and the leaf's uplinks share their bandwidth among the rings.
+  const bool spine = span.leaves > 1;
+  const Ring inter{k, (cfg.roce_step_latency_us + (spine ? 2 * cfg.switch_latency_us : 0.0)) * 1e-6,
+                   cfg.roce_bandwidth_gbps * 1e9 * (spine ? spine_rate(cfg) : 1.0), hbm_gbps * 1e9};
   CollectiveCost c;
   auto part = [&](const char* what, bool roce, double s, double hbm, double wire, bool pcie = false) {
     if (s > 0) c.parts.push_back({what, roce, s, pcie, hbm, std::min(wire, s)});
@@ -249,7 +256,8 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
 }
 
 void Hccl::set_stands_for(int rank, int ranks) {
-  if (rank < 0 || rank >= m_ranks || ranks < 1) throw std::logic_error("Hccl: bad stand-in for rank " + std::to_string(rank));
+  if (rank < 0 || rank >= m_ranks || ranks < 1)
+    throw std::logic_error("Hccl: bad stand-in for rank " + std::to_string(rank));
   m_stands_for[static_cast<std::size_t>(rank)] = ranks;
 }
 

@@ -31,6 +31,7 @@
 // the root's RoCE ring, then each server's ring.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -82,9 +83,10 @@ struct CollectiveCost {
   double pcie_bytes = 0;  ///< bytes the devices send between a server's HCCS networks, summed
 };
 
-/// The shape a collective spans: k servers, p HCCS networks in each, g devices in each network.
+/// The shape a collective spans: k servers, p HCCS networks in each, g devices in each network,
+/// on `leaves` leaf switches of the RoCE fabric.
 struct CollectiveSpan {
-  int servers = 1, networks = 1, devices = 1;
+  int servers = 1, networks = 1, devices = 1, leaves = 1;
 };
 
 /// Max-min fair rates of flows over ports of capacity 1: flow f crosses the ports `ports[f]` and
@@ -138,6 +140,17 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
 
   int ranks() const { return m_ranks; }
   int servers() const { return m_ranks / m_per_server; }
+  /// Leaf switches the cluster's servers sit under (network.servers_per_leaf each, in rank order).
+  int leaves() const { return leaves_of(m_cfg, servers()); }
+  static int leaves_of(const HcclConfig& cfg, int servers) {
+    const auto l = static_cast<int>(std::max<std::int64_t>(1, cfg.servers_per_leaf));
+    return (servers + l - 1) / l;
+  }
+  /// The rate of a ring between servers on several leaves, as a fraction of a port's: each leaf's
+  /// uplinks carry one hop of every ring side by side, min(1, servers_per_leaf / oversubscription).
+  static double spine_rate(const HcclConfig& cfg) {
+    return std::min(1.0, static_cast<double>(cfg.servers_per_leaf) / std::max(1.0, cfg.oversubscription));
+  }
   int per_server() const { return m_per_server; }
   /// Links of each class: one ring link out of every device (none on one-device HCCS networks),
   /// one RoCE port per device (used only across servers).

@@ -117,29 +117,26 @@ void BM_ResNet50Batch256EightDevicesEpoch(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50Batch256EightDevicesEpoch)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-/// ResNet-50 at batch 32 per device on N devices (servers of 8), 20 steps per rank. Run the
-/// largest in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices/1024$
-void BM_ResNet50Devices(benchmark::State& state) {
+/// ResNet-50 at batch 32 per device, [85, 160], loop sink, on `devices` (servers of 8).
+sim::RunRequest resnet50_on(std::int64_t devices, std::int64_t steps) {
   sim::RunRequest req;
   req.config = test::config_request();
   req.workload = "resnet50";
-  req.devices = state.range(0);
+  req.devices = devices;
   req.all_reduce_fusion = {85, 160};
-  req.steps_per_epoch = 20;
+  req.steps_per_epoch = steps;
   req.strategies = {runtime::Strategy::LoopSink};
-  run_and_count(state, req);
+  return req;
 }
+
+/// ResNet-50 on N devices, 20 steps per rank. Run the largest in its own process for its peak
+/// memory: --benchmark_filter=BM_ResNet50Devices/1024$
+void BM_ResNet50Devices(benchmark::State& state) { run_and_count(state, resnet50_on(state.range(0), 20)); }
 BENCHMARK(BM_ResNet50Devices)->Arg(8)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 /// The same with every rank simulated (the reference servers alike are checked against).
 void BM_ResNet50DevicesEveryRank(benchmark::State& state) {
-  sim::RunRequest req;
-  req.config = test::config_request();
-  req.workload = "resnet50";
-  req.devices = state.range(0);
-  req.all_reduce_fusion = {85, 160};
-  req.steps_per_epoch = 20;
-  req.strategies = {runtime::Strategy::LoopSink};
+  sim::RunRequest req = resnet50_on(state.range(0), 20);
   req.every_rank = true;
   run_and_count(state, req);
 }
@@ -147,16 +144,7 @@ BENCHMARK(BM_ResNet50DevicesEveryRank)->Arg(64)->Arg(1024)->Iterations(1)->UseRe
 
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
-void BM_ResNet50Devices4096LongRun(benchmark::State& state) {
-  sim::RunRequest req;
-  req.config = test::config_request();
-  req.workload = "resnet50";
-  req.devices = 4096;
-  req.all_reduce_fusion = {85, 160};
-  req.steps_per_epoch = 1000;
-  req.strategies = {runtime::Strategy::LoopSink};
-  run_and_count(state, req);
-}
+void BM_ResNet50Devices4096LongRun(benchmark::State& state) { run_and_count(state, resnet50_on(4096, 1000)); }
 BENCHMARK(BM_ResNet50Devices4096LongRun)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 /// Functional mode: one LeNet-5 epoch (1875 steps at batch 32) of Fashion-MNIST computed through

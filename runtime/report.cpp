@@ -107,8 +107,8 @@ std::string format_contention(const std::vector<RunResult>& runs) {
       const auto& c = r.comm_groups[g];
       const double start = c.value("start_ms", 0.0), end = start + c.value("duration_ms", 0.0);
       if (start < fp_bp)
-        groups += fmt::format("{}group {} ({:.3f} to {:.3f} ms)", groups.empty() ? "" : ", ", g, start,
-                              std::min(end, fp_bp));
+        groups +=
+            fmt::format("{}group {} ({:.3f} to {:.3f} ms)", groups.empty() ? "" : ", ", g, start, std::min(end, fp_bp));
     }
     if (!groups.empty())
       out += fmt::format(
@@ -123,7 +123,8 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
   std::string out =
       "\ncluster: the ranks step together, each AllReduce waiting for the last rank to arrive; that rank is the "
       "straggler,\nthe one with the least exposed communication (named when the ranks' exposed communication differs "
-      "by over 1% of the run)\nper rank: its mean and median step (the lowest to the highest over the ranks) and exposed "
+      "by over 1% of the run)\nper rank: its mean and median step (the lowest to the highest over the ranks) and "
+      "exposed "
       "communication\n";
   {
     TextTable t({"strategy", "step ms mean", "median", "comm s (mean / max)", "straggler", "scaling"});
@@ -183,6 +184,13 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
       if (k["roce"]["ports"].get<int>() > 0)
         line += fmt::format("; RoCE {} x {:g} GB/s, {:.1f}% used", k["roce"]["ports"].get<int>(),
                             k["roce"]["gbps"].get<double>(), 100 * k["roce"]["utilisation"].get<double>());
+      if (k.contains("network") && k["network"]["leaves"].get<int>() > 1)
+        line += fmt::format(
+            "; {} leaf switches of {} server{}, {:g}:1 to the spines (rings between leaves at {:.0f}% "
+            "of a port)",
+            k["network"]["leaves"].get<int>(), k["network"]["servers_per_leaf"].get<int>(),
+            k["network"]["servers_per_leaf"].get<int>() == 1 ? "" : "s", k["network"]["oversubscription"].get<double>(),
+            100 * k["network"]["spine_rate"].get<double>());
       if (k.contains("shared_ports") && k["shared_ports"]["collectives"].get<double>() > 0)
         line += fmt::format("; {:g} collectives slowed sharing a device's port with another in flight, {:.3f} ms lost",
                             k["shared_ports"]["collectives"].get<double>(),
@@ -265,8 +273,9 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       out += fmt::format(
           "steady: the mean step from step {} on ({}); warm-up: what the steps before it took beyond as many steady "
           "steps (graph load, pipeline fill, a cache's first epoch)\n",
-          steady_from + 1, runs.front().session.steps() > runs.front().session.steps_per_epoch ? "the second epoch"
-                                                                                               : "the run's second half");
+          steady_from + 1,
+          runs.front().session.steps() > runs.front().session.steps_per_epoch ? "the second epoch"
+                                                                              : "the run's second half");
     if (pulled_up) out += kPulledUpNote;
   }
   out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";
@@ -312,8 +321,9 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
                        w.back().number);
     TextTable t({"step", "iteration_interval", "fp_and_bp", "tail", "step"});
     for (const auto& k : w)
-      t.add({std::to_string(k.number), fmt::format("{:.4f}", 1e3 * k.interval_s), fmt::format("{:.4f}", 1e3 * k.fp_bp_s),
-             fmt::format("{:.4f}", 1e3 * k.tail_s), fmt::format("{:.4f}", 1e3 * k.step_s)});
+      t.add({std::to_string(k.number), fmt::format("{:.4f}", 1e3 * k.interval_s),
+             fmt::format("{:.4f}", 1e3 * k.fp_bp_s), fmt::format("{:.4f}", 1e3 * k.tail_s),
+             fmt::format("{:.4f}", 1e3 * k.step_s)});
     out += t.render();
   }
   out += "\ndata pipeline\n";

@@ -40,11 +40,13 @@ void check_stacks(const System& first, std::int64_t ranks, std::int64_t simulate
   throw InputError(
       "devices", "devices",
       std::to_string(simulated) + " of the " + std::to_string(ranks) + " ranks simulated, " + std::to_string(threads) +
-          " threads each, need " + std::to_string(needed / 2) + " coroutine stacks, two memory mappings each (the "
-          "stack and its guard page); this machine allows a process " + std::to_string(limit) +
-          " (vm.max_map_count). " +
-          (every_rank ? std::string("Let servers alike be simulated once (drop --every-rank and --trace), or raise it: ")
-                      : std::string("Raise it: ")) +
+          " threads each, need " + std::to_string(needed / 2) +
+          " coroutine stacks, two memory mappings each (the stack and its guard page); this machine allows a "
+          "process " +
+          std::to_string(limit) + " (vm.max_map_count). " +
+          (every_rank
+               ? std::string("Let servers alike be simulated once (drop --every-rank and --trace), or raise it: ")
+               : std::string("Raise it: ")) +
           "sudo sysctl -w vm.max_map_count=" + std::to_string(2 * needed));
 }
 }  // namespace
@@ -88,8 +90,9 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     // configuration of its own, the ranks' values are not computed, and every collective spans the
     // whole cluster (data parallelism) — then its ranks do exactly what the earlier server's do.
     const bool alike = !m_every_rank && !functional.enabled && !workload.parallel.semi_auto;
-    std::vector<std::int64_t> kind_of(static_cast<std::size_t>(servers));  // the server simulated for each
-    std::int64_t plain = -1;  // the first server with no rank of its own
+    // Per server: the server simulated for it; `plain`, the first with no rank of its own.
+    std::vector<std::int64_t> kind_of(static_cast<std::size_t>(servers));
+    std::int64_t plain = -1;
     for (std::int64_t s = 0; s < servers; ++s) {
       bool own = false;
       for (std::int64_t r = s * per_server; r < (s + 1) * per_server; ++r) own = own || rank_cfgs.count(r) > 0;
@@ -100,8 +103,10 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
       if (plain < 0) plain = s;
       kind_of[static_cast<std::size_t>(s)] = plain;
     }
-    std::vector<std::int64_t> stands_for(static_cast<std::size_t>(servers), 0);  // servers each simulated one stands for
-    for (std::int64_t s = 0; s < servers; ++s) ++stands_for[static_cast<std::size_t>(kind_of[static_cast<std::size_t>(s)])];
+    // Per simulated server: the servers it stands for (itself included).
+    std::vector<std::int64_t> stands_for(static_cast<std::size_t>(servers), 0);
+    for (std::int64_t s = 0; s < servers; ++s)
+      ++stands_for[static_cast<std::size_t>(kind_of[static_cast<std::size_t>(s)])];
     // Each server's devices sit behind PCIe switches of link.pcie_switch_devices, in rank order.
     const std::int64_t per_switch = std::min(cfg.link.pcie_switch_devices, per_server);
     const std::int64_t switches_per_server = (per_server + per_switch - 1) / per_switch;
@@ -112,7 +117,8 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     std::vector<std::size_t> first_switch(static_cast<std::size_t>(servers), 0);  // its first uplink's index
     run.simulated = 0;
     std::int64_t to_simulate = 0;
-    for (std::int64_t s = 0; s < servers; ++s) to_simulate += kind_of[static_cast<std::size_t>(s)] == s ? per_server : 0;
+    for (std::int64_t s = 0; s < servers; ++s)
+      to_simulate += kind_of[static_cast<std::size_t>(s)] == s ? per_server : 0;
     for (std::int64_t s = 0; s < servers; ++s) {
       if (kind_of[static_cast<std::size_t>(s)] != s) continue;
       run.host_cores.push_back(std::make_unique<runtime::HostCores>(cfg.host.cpu_cores));  // the server's host
@@ -127,7 +133,8 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
               cfg.link.pcie_uplink_gbps, 0.0, cfg.link.dma_chunk_kib * 1024, 0.0, true));
       first_system[static_cast<std::size_t>(s)] = m_systems.size();
       for (std::int64_t r = s * per_server; r < (s + 1) * per_server; ++r) {
-        const auto sw = first_switch[static_cast<std::size_t>(s)] + static_cast<std::size_t>(r % per_server / per_switch);
+        const auto sw =
+            first_switch[static_cast<std::size_t>(s)] + static_cast<std::size_t>(r % per_server / per_switch);
         RankPlace place{static_cast<int>(r),
                         run.hccl.get(),
                         run.host_cores.back().get(),
@@ -138,8 +145,8 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
         const auto own = rank_cfgs.find(r);
         SystemConfig rank_cfg = own == rank_cfgs.end() ? cfg : own->second;
         rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server
-        m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg,
-                                                     workload, session, place, &graph));
+        m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg, workload,
+                                                     session, place, &graph));
         run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
         // It arrives at each collective for its local rank on every server of its kind.
         run.hccl->set_stands_for(static_cast<int>(r), static_cast<int>(stands_for[static_cast<std::size_t>(s)]));
@@ -289,6 +296,13 @@ runtime::RunResult Simulation::result(std::size_t index) {
                        {"pcie_bytes", h.pcie_bytes()},
                        {"pcie_busy_s", h.pcie_busy_s()},
                        {"pcie_utilisation", h.pcie_utilisation(r.sim_time_s)}}},
+                     // The RoCE fabric: leaves of servers, their uplinks to the spines.
+                     {"network",
+                      {{"servers_per_leaf", h.config().servers_per_leaf},
+                       {"leaves", h.leaves()},
+                       {"oversubscription", h.config().oversubscription},
+                       {"switch_latency_us", h.config().switch_latency_us},
+                       {"spine_rate", h.leaves() > 1 ? aicpu::Hccl::spine_rate(h.config()) : 1.0}}},
                      // Collectives in flight at once that shared a device's port (aicpu/hccl.h).
                      {"shared_ports", {{"collectives", h.shared_count()}, {"lost_s", h.shared_lost_s()}}}};
   // The PCIe switches' uplinks to the host: bytes and utilisation, host to device.

@@ -96,7 +96,7 @@ TEST(DataParallel, MaxMinRatesShareEachPortFairly) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
   };
-  near(max_min_rates({{1}, {2}}), {1, 1});           // apart: each its full rate
+  near(max_min_rates({{1}, {2}}), {1, 1});            // apart: each its full rate
   near(max_min_rates({{1, 2}, {2, 3}}), {0.5, 0.5});  // one port in common: half each
   // Port 1 has three flows (a third each); port 2 gives D what C leaves of it.
   near(max_min_rates({{1}, {1}, {1, 2}, {2}}), {1.0 / 3, 1.0 / 3, 1.0 / 3, 2.0 / 3});
@@ -213,6 +213,54 @@ TEST(DataParallel, AcrossServersAllReduceIsHierarchical) {
   // A cluster is whole servers.
   sim::KernelScope kernel;
   EXPECT_THROW(aicpu::Hccl("odd", cfg, 12, 1200, 8), std::invalid_argument);
+}
+
+TEST(DataParallel, AllReduceOnTwoServersOfEightEqualsItsFormula) {
+  // Reduce-scatter on each server's ring of 8, the 8 pieces all-reduced on rings of 2 over RoCE
+  // (both servers under one leaf), all-gather on each server's ring.
+  const aicpu::HcclConfig cfg;
+  const double s = 64.0 * 1024 * 1024, a = 54.6e-6, b = 63e9, ar = 60e-6, br = 12.5e9, h = 1200e9;
+  const double expect = 2 * 7 * (a + s / 8 / b) + 7 * 3 * (s / 8) / h + 2 * (ar + s / 16 / br) + 3 * (s / 16) / h;
+  for (double t : all_reduce_at(cfg, 64 << 20, std::vector<double>(16, 0))) EXPECT_NEAR(t, expect, 1e-9);
+}
+
+TEST(DataParallel, LeafOversubscriptionSlowsRingsBetweenLeavesByItsFactorOverTheServersPerLeaf) {
+  // Between servers the rings of each local rank run side by side; a leaf's uplinks carry one hop
+  // of each ring out of the leaf, so with L servers per leaf and o:1 oversubscription a ring
+  // between leaves moves at min(1, L/o) of a port, and each of its steps crosses two more switches.
+  const double s = 256.0 * 1024 * 1024, br = 12.5e9, ar = 60e-6, sw = 0.5e-6;
+  auto inter = [&](const aicpu::HcclConfig& cfg, int servers) {  // the RoCE part of an AllReduce
+    const auto c = aicpu::Hccl::cost(cfg, hostif::Collective::AllReduce, servers, 8, s, 1200);
+    double t = 0;
+    for (const auto& p : c.parts) t += p.roce ? p.seconds : 0.0;
+    return t;
+  };
+  auto ring = [&](int k, double alpha, double bw) {  // its formula: 2(k-1) steps of S/(8k) and k-1 reductions
+    return 2 * (k - 1) * (alpha + s / 8 / k / bw) + (k - 1) * 3 * (s / 8 / k) / 1200e9;
+  };
+  aicpu::HcclConfig cfg;
+  cfg.servers_per_leaf = 4;
+  cfg.oversubscription = 1;
+  EXPECT_NEAR(inter(cfg, 4), ring(4, ar, br), 1e-12);           // one leaf: no spine
+  EXPECT_NEAR(inter(cfg, 8), ring(8, ar + 2 * sw, br), 1e-12);  // two leaves, non-blocking
+  cfg.oversubscription = 2;
+  EXPECT_NEAR(inter(cfg, 4), ring(4, ar, br), 1e-12);           // one leaf: unaffected
+  EXPECT_NEAR(inter(cfg, 8), ring(8, ar + 2 * sw, br), 1e-12);  // 4 servers per leaf carry 2:1 at full rate
+  cfg.servers_per_leaf = 1;                                     // a leaf per server: its uplinks halve the rings
+  EXPECT_NEAR(inter(cfg, 8), ring(8, ar + 2 * sw, br / 2), 1e-12);
+  cfg.servers_per_leaf = 2;
+  cfg.oversubscription = 8;
+  EXPECT_NEAR(inter(cfg, 8), ring(8, ar + 2 * sw, br / 4), 1e-12);
+  // The transfer part grows by the factor exactly: bandwidth terms at 2:1 over one server per leaf
+  // are twice the non-blocking ones.
+  aicpu::HcclConfig open = cfg, over = cfg;
+  open.servers_per_leaf = over.servers_per_leaf = 1;
+  open.oversubscription = 1;
+  over.oversubscription = 2;
+  open.roce_step_latency_us = over.roce_step_latency_us = 0;
+  open.switch_latency_us = over.switch_latency_us = 0;
+  const double reductions = 7 * 3 * (s / 8 / 8) / 1200e9;
+  EXPECT_NEAR(inter(over, 8) - reductions, 2 * (inter(open, 8) - reductions), 1e-12);
 }
 
 TEST(DataParallel, BroadcastGatherAndScatterFollowTheirFormulas) {
@@ -703,8 +751,9 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
   ASSERT_LT(st.mean_ms, st.p99_ms);
   EXPECT_EQ(runtime::format_table(steady.header, steady.runs).find(runtime::kPulledUpNote), std::string::npos);
   // The HTML summary carries the median too.
-  EXPECT_NE(runtime::html_compare({}, out.runs).find(fmt::format("<td>{:.4f}</td>", out.runs[3].steps.step.stats().p50_ms)),
-            std::string::npos);
+  EXPECT_NE(
+      runtime::html_compare({}, out.runs).find(fmt::format("<td>{:.4f}</td>", out.runs[3].steps.step.stats().p50_ms)),
+      std::string::npos);
 }
 
 }  // namespace
