@@ -22,6 +22,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   if (!h.recipe.is_null()) j["recipe"] = h.recipe;
   if (!h.graph_passes.is_null()) j["graph_passes"] = h.graph_passes;
   if (!h.parallel.is_null()) j["parallel"] = h.parallel;
+  if (!h.target.is_null()) j["target"] = h.target;
   j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : runs) j["runs"].push_back(r.to_json());
   j["config"] = config;
@@ -248,6 +249,12 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       }
     out += "\n";
     if (!h.setting.empty()) out += h.setting + "\n";
+    if (!h.target.is_null())
+      out += fmt::format("trains to epoch {}: the first evaluation (every {} epoch(s)) at which {} reaches {:g} ({:.4g} "
+                         "there)\n",
+                         h.target["epochs"].get<std::int64_t>(), h.target["eval_every"].get<std::int64_t>(),
+                         h.target["curve"].get<std::string>(), h.target["target_accuracy"].get<double>(),
+                         h.target["accuracy"].get<double>());
     out += "\n";
   }
   {
@@ -294,6 +301,22 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       for (std::size_t i : shown)
         row.push_back(fmt::format("{:.1f}%", r.sim_time_s > 0 ? 100.0 * r.breakdown_s[i] / r.sim_time_s : 0.0));
       t.add(row);
+    }
+    out += t.render();
+  }
+  // Time to train, in parts, where it has parts beyond the steps: evaluation during training, or
+  // a cluster's communication.
+  if (std::any_of(runs.begin(), runs.end(),
+                  [](const RunResult& r) { return r.session.eval_passes() > 0 || r.devices > 1; })) {
+    out +=
+        "\ntime to train (s, from the run's start to its stop, as MLPerf times it): the steps, the evaluation "
+        "passes, the one-time set-up, the communication no computation hid\n";
+    TextTable t({"strategy", "time to train", "training", "evaluation", "initialisation", "exposed comm"});
+    for (const auto& r : runs) {
+      const TimeToTrain v = r.time_to_train();
+      t.add({strategy_name(r.session.strategy), fmt::format("{:.3f}", v.total), fmt::format("{:.3f}", v.training),
+             fmt::format("{:.3f}", v.evaluation), fmt::format("{:.3f}", v.initialisation),
+             fmt::format("{:.3f}", v.exposed_comm)});
     }
     out += t.render();
   }

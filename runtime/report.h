@@ -27,6 +27,9 @@ struct ReportHeader {
   /// data parallel).
   nlohmann::ordered_json parallel;
   std::string mode;  ///< "train" or "infer" (the forward pass only); empty: not reported
+  /// A run to a target accuracy: {"curve", "target_accuracy", "eval_every", "epochs", "accuracy"}
+  /// (null: the epochs were given).
+  nlohmann::ordered_json target;
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

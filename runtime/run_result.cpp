@@ -66,6 +66,19 @@ double RunResult::steady_samples_per_s() const {
   return step_ms > 0 ? static_cast<double>(batch_size * readers) / (step_ms * 1e-3) : 0.0;
 }
 
+TimeToTrain RunResult::time_to_train() const {
+  TimeToTrain t;
+  t.total = sim_time_s;
+  for (std::size_t i = 0; i < sim::kPhaseCount; ++i) {
+    const auto p = static_cast<sim::Phase>(i);
+    (p == sim::Phase::Eval    ? t.evaluation
+     : p == sim::Phase::Setup ? t.initialisation
+     : p == sim::Phase::Comm  ? t.exposed_comm
+                              : t.training) += breakdown_s[i];
+  }
+  return t;
+}
+
 std::int64_t RunResult::straggler() const {
   if (rank_comm_s.empty()) return -1;
   const auto [lo, hi] = std::minmax_element(rank_comm_s.begin(), rank_comm_s.end());
@@ -149,6 +162,12 @@ nlohmann::ordered_json RunResult::to_json() const {
   j["breakdown_s"] = b;
   j["losses_returned"] = losses_returned;
   j["epoch_time_s"] = epoch_s();
+  const TimeToTrain ttt = time_to_train();
+  j["time_to_train_s"] = {{"total", ttt.total},
+                          {"training", ttt.training},
+                          {"evaluation", ttt.evaluation},
+                          {"initialisation", ttt.initialisation},
+                          {"exposed_communication", ttt.exposed_comm}};
   auto summary = [](const StepSummary& v) {
     const StepStats s = v.stats();
     return nlohmann::ordered_json{{"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};

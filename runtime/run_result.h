@@ -108,6 +108,15 @@ struct EvalSummary {
   double first_s = 0, later_mean_s = 0, mean_s = 0;
 };
 
+/// A run from its start to its stop, as MLPerf times training: the four parts add up to it.
+struct TimeToTrain {
+  double total = 0;
+  double training = 0;        ///< the steps: every phase of the breakdown but the three below
+  double evaluation = 0;      ///< the evaluation passes, all their time
+  double initialisation = 0;  ///< one-time set-up (data channel, graph load, parameter broadcast)
+  double exposed_comm = 0;    ///< collectives no computation hid
+};
+
 struct RunResult {
   Session session;
   std::int64_t batch_size = 0;
@@ -170,6 +179,7 @@ struct RunResult {
   std::int64_t straggler() const;
   double device_busy_fraction() const;
   EvalSummary evaluation() const;
+  TimeToTrain time_to_train() const;
   /// The report's "evaluation" object (docs/reports.md).
   nlohmann::ordered_json evaluation_json() const;
   nlohmann::ordered_json to_json() const;

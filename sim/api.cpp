@@ -13,6 +13,7 @@
 #include "aicpu/hccl.h"
 #include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
+#include "sim/accuracy_curve.h"
 #include "sim/core/error.h"
 #include "sim/kernel.h"
 #include "sim/simulation.h"
@@ -391,7 +392,23 @@ std::int64_t estimated_trace_bytes(const RunRequest& req) {
   return trace_bytes(req, compile_for(cfg, w), sessions);
 }
 
-RunOutcome run(const RunRequest& req) {
+RunOutcome run(const RunRequest& request) {
+  RunRequest req = request;
+  nlohmann::ordered_json target;  // a run to a target accuracy: its epochs from the user's curve
+  if (!req.accuracy_curve.empty() || req.target_accuracy != 0) {
+    if (req.accuracy_curve.empty() || req.target_accuracy == 0)
+      throw InputError("target_accuracy", "target_accuracy",
+                       "give both the accuracy curve (--accuracy-curve FILE) and the accuracy to reach "
+                       "(--target-accuracy X)");
+    const AccuracyCurve curve = load_accuracy_curve(req.accuracy_curve);
+    const auto [epochs, accuracy] = epochs_to_target(curve, req.target_accuracy, req.eval_every);
+    req.epochs = epochs;
+    target = {{"curve", req.accuracy_curve},
+              {"target_accuracy", req.target_accuracy},
+              {"eval_every", req.eval_every},
+              {"epochs", epochs},
+              {"accuracy", accuracy}};
+  }
   const SystemConfig cfg = load_config(req.config);
   const workloads::Workload w = build_workload_with_data(req, cfg);
   if (req.trace) check_trace_window(req);
@@ -409,6 +426,7 @@ RunOutcome run(const RunRequest& req) {
                 w.parallel.devices / w.parallel.devices_per_server,
                 {},
                 w.training ? "train" : "infer"};
+  out.header.target = target;
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;

@@ -48,6 +48,11 @@ struct RunRequest {
   /// [eval_every] evaluate on the evaluation dataset after every N epochs (MindSpore's
   /// EvalCallBack; sinks under loop sink); 0: no evaluation
   std::int64_t eval_every = 0;
+  /// [accuracy_curve, target_accuracy] epochs to converge as an input: a CSV of epoch,accuracy
+  /// and the accuracy to reach; the run trains to the first evaluation (every eval_every epochs)
+  /// at which the curve reaches it, instead of `epochs` (sim/accuracy_curve.h).
+  std::string accuracy_curve;
+  double target_accuracy = 0;
   std::string eval_dataset;  ///< [eval_dataset] an image folder to evaluate on; "" the workload's default
   /// [dataset_index] a file caching the image folder's JPEG headers (rebuilt when the folder changed)
   std::string dataset_index;

@@ -93,6 +93,7 @@ struct Options {
   std::vector<std::string> rank_sets;
   bool scaling = false;
   bool every_rank = false;
+  std::string accuracy_curve, target_accuracy;
   bool parameter_broadcast = true;
   runtime::FunctionalOptions functional;
   std::string dump_batches, save_weights;
@@ -289,6 +290,11 @@ po::options_description run_options(Options& o) {
       "eval-every", po::value(&o.eval_every),
       "evaluate on the evaluation dataset after every N epochs (sinks under loop sink), as MindSpore's "
       "EvalCallBack: a forward-only pass with its own pipeline and channel; the report times each pass")(
+      "accuracy-curve", po::value(&o.accuracy_curve),
+      "with --target-accuracy: a CSV of epoch,accuracy (measured or published; convergence is an input, not "
+      "simulated); the run trains to the first evaluation (--eval-every) at which it reaches the target")(
+      "target-accuracy", po::value(&o.target_accuracy),
+      "the evaluation accuracy to reach (0.759 or 75.9%), read from --accuracy-curve")(
       "eval-dataset", po::value(&o.eval_dataset),
       "an image folder to evaluate on (ImageNet workloads; default: a synthetic 50,000-image validation set)")(
       "eval-cache", po::value<std::string>()->notifier([&o](const std::string& v) {
@@ -411,6 +417,8 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"dataset", "--dataset"},
                                                        {"eval_every", "--eval-every"},
                                                        {"eval_dataset", "--eval-dataset"},
+                                                       {"target_accuracy", "--target-accuracy"},
+                                                       {"accuracy_curve", "--accuracy-curve"},
                                                        {"dataset_index", "--dataset-index"},
                                                        {"parallel_mode", "--parallel-mode"},
                                                        {"dataset_strategy", "--dataset-strategy"},
@@ -481,6 +489,8 @@ void add_outputs(Outputs& out, const Options& o) {
   }
 }
 
+double parse_share(const std::string& text, const std::string& option, bool bare_is_percent);
+
 RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& strategies) {
   RunRequest r;
   r.config = o.request();
@@ -518,6 +528,13 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
     throw InputError("--dump-steps " + std::to_string(o.functional.dump_steps) + ": give 0 or more");
   if (o.dump_batches.empty()) r.functional.dump_steps = 0;
   r.every_rank = o.every_rank;
+  if (!o.target_accuracy.empty()) {
+    if (o.epochs != 1)
+      throw InputError("--epochs and --target-accuracy both set how long the run trains: give one of them");
+    r.target_accuracy = parse_share(o.target_accuracy, "--target-accuracy", false);
+    if (r.target_accuracy == 0) throw InputError("--target-accuracy 0: give the accuracy to reach, above 0");
+  }
+  r.accuracy_curve = o.accuracy_curve;
   for (const auto& set : o.rank_sets) {
     const auto colon = set.find(':');
     const auto rank = colon == std::string::npos ? std::nullopt : whole_number(set.substr(0, colon));

@@ -150,8 +150,13 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
               dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-              keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None) -> List[str]:
+              keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
+              accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
+    if accuracy_curve is not None:
+        a += ["--accuracy-curve", accuracy_curve]
+    if target_accuracy is not None:
+        a += ["--target-accuracy", target_accuracy]
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
     if keep_batchnorm_fp32 is not None:
         a += ["--keep-batchnorm-fp32", "true" if keep_batchnorm_fp32 else "false"]
@@ -204,7 +209,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           eval: bool = False, seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
           dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
           model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-          keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None) -> Report:
+          keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
+          accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -214,7 +220,10 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss.
     ``functional=True`` also computes the values (``seed``, ``init``: "script" or "he-uniform").
     ``ub_fusion=True`` turns on the backend's UB fusion (off by default: docs/model.md, "UB fusion");
-    ``overrides={"memory.hbm_contention": False}`` gives every consumer of the HBM all of it."""
+    ``overrides={"memory.hbm_contention": False}`` gives every consumer of the HBM all of it.
+    ``accuracy_curve`` (a CSV of epoch,accuracy) with ``target_accuracy`` (a fraction) trains to the
+    first evaluation (every ``eval_every`` epochs) at which the curve reaches it, instead of
+    ``epochs``; the report's ``time_to_train_s`` splits the run."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -224,7 +233,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
-        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion), "--json", "-", "-q"))
+        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
+        target_accuracy=target_accuracy), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,

@@ -56,6 +56,23 @@ def test_evaluation_during_training_and_its_cache():
         ascendsim.train(strategy="loop-sink", eval_every=-2)
 
 
+
+def test_a_run_to_a_target_accuracy_trains_the_curves_epochs(tmp_path):
+    curve = tmp_path / "curve.csv"
+    curve.write_text("epoch,top1\n1,0.4\n2,0.6\n3,0.7\n")
+    report = ascendsim.train(strategy="loop-sink", steps_per_epoch=5, eval_every=1, accuracy_curve=str(curve),
+                             target_accuracy=0.65)
+    assert report["target"]["epochs"] == 3  # 0.6 at epoch 2 is short of 0.65
+    run = report.runs[0]
+    assert run["epochs"] == 3
+    parts = run["time_to_train_s"]
+    assert parts["total"] == pytest.approx(parts["training"] + parts["evaluation"] + parts["initialisation"]
+                                           + parts["exposed_communication"], rel=1e-12)
+    with pytest.raises(ascendsim.InputError, match="never reaches 0.9"):
+        ascendsim.train(strategy="loop-sink", steps_per_epoch=5, eval_every=1, accuracy_curve=str(curve),
+                        target_accuracy=0.9)
+
+
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 

@@ -1,11 +1,16 @@
 // Evaluation during training (--eval-every): the forward-only graph, the evaluation pipeline and
 // channel, the passes' timing and accounting, and the evaluation cache.
 #include <filesystem>
+#include <fstream>
 #include <numeric>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "runtime/graph_compiler.h"
+#include "runtime/report.h"
+#include "sim/accuracy_curve.h"
 #include "sim/api.h"
 #include "sim/core/breakdown.h"
 #include "sim/core/error.h"
@@ -207,6 +212,83 @@ TEST(Evaluation, BadSettingsAreRefusedNamingTheKey) {
   r.batch_size = 20000;
   r.steps_per_epoch = 1;
   EXPECT_THROW(sim::run(r), sim::InputError);
+}
+
+}  // namespace
+}  // namespace ascendsim
+
+namespace ascendsim {
+namespace {
+
+/// Writes `text` to a file of the test's own; returns its path.
+std::string curve_file(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("ascendsim_curve_" + std::to_string(::getpid()) + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(AccuracyCurve, EpochsToATargetAreTheFirstEvaluationTheCurveReachesItAt) {
+  const std::string path = curve_file("a.csv", "epoch,top1\n# a comment\n\n4,0.30\n8,55%\n16,0.761\n");
+  const sim::AccuracyCurve c = sim::load_accuracy_curve(path);
+  ASSERT_EQ(c.points.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.at(8), 0.55);
+  EXPECT_DOUBLE_EQ(c.at(12), 0.55 + (0.761 - 0.55) / 2);  // between two points: on the line
+  EXPECT_DOUBLE_EQ(c.at(1), 0.30);                         // before the first: the first
+  EXPECT_LT(c.at(17), 0);                                  // after the last: unknown
+  // Evaluating every 4 epochs the curve passes 0.6 between epochs 8 and 16: first at 12 (0.6555).
+  EXPECT_EQ(sim::epochs_to_target(c, 0.6, 4).first, 12);
+  EXPECT_DOUBLE_EQ(sim::epochs_to_target(c, 0.6, 4).second, c.at(12));
+  EXPECT_EQ(sim::epochs_to_target(c, 0.6, 1).first, 10);  // 0.55 + 0.2110/8·2 = 0.6028 at epoch 10
+  EXPECT_EQ(sim::epochs_to_target(c, 0.761, 16).first, 16);
+  EXPECT_EQ(sim::epochs_to_target(c, 0.3, 3).first, 3);
+  // Not reached at an evaluation: epoch 16 is not a multiple of 5, so the last evaluation is 15.
+  EXPECT_THROW(sim::epochs_to_target(c, 0.761, 5), sim::InputError);
+  EXPECT_THROW(sim::epochs_to_target(c, 0.8, 4), sim::InputError);
+  EXPECT_THROW(sim::epochs_to_target(c, 0.5, 0), sim::InputError);  // no evaluation to stop at
+  EXPECT_THROW(sim::epochs_to_target(c, 1.5, 4), sim::InputError);
+  std::filesystem::remove(path);
+}
+
+TEST(AccuracyCurve, MalformedCurvesAreRefusedNamingTheLine) {
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"4,0.3\n3,0.4\n", ":2: '3,0.4': epochs must increase"},
+           {"4,1.3\n", ":1: '4,1.3': the accuracy is a fraction"},
+           {"4.5,0.3\n", "the epoch is a whole number"},
+           {"4,0.3\nfour,0.4\n", ":2: 'four,0.4': expected epoch,accuracy"},
+           {"4\n", ":1: '4': expected epoch,accuracy"},
+           {"# only a comment\n", "no epoch,accuracy line"}}) {
+    const std::string path = curve_file("b.csv", text);
+    try {
+      sim::load_accuracy_curve(path);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const sim::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(path);
+  }
+  EXPECT_THROW(sim::load_accuracy_curve("/nonexistent/curve.csv"), sim::InputError);
+}
+
+TEST(AccuracyCurve, ARunToATargetTrainsTheEpochsTheCurveGivesAndSaysSo) {
+  const std::string path = curve_file("c.csv", "2,0.5\n4,0.7\n6,0.8\n");
+  sim::RunRequest r = lenet_eval(2);
+  r.epochs = 1;
+  r.steps_per_epoch = 20;
+  r.accuracy_curve = path;
+  r.target_accuracy = 0.75;
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  EXPECT_EQ(out.header.target["epochs"], 6);  // evaluations at 2, 4, 6: 0.8 at 6 is the first ≥ 0.75
+  for (const auto& run : out.runs) {
+    EXPECT_EQ(run.session.epochs, 6);
+    EXPECT_EQ(run.evaluation().passes, 3);
+  }
+  EXPECT_EQ(out.report()["target"]["accuracy"], 0.8);
+  EXPECT_NE(runtime::format_table(out.header, out.runs).find("trains to epoch 6"), std::string::npos);
+  r.target_accuracy = 0;  // a curve without a target
+  EXPECT_THROW(sim::run(r), sim::InputError);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -682,6 +682,30 @@ TEST(DataParallel, ThousandsOfRanksRunAsOneServerAndTooManyThreadsAreRefusedBefo
   }
 }
 
+TEST(DataParallel, TimeToTrainAddsUpToItsPartsWithEvaluationOnServersAlike) {
+  // Two epochs on two servers, evaluating after each: the run from start to stop is its steps, its
+  // evaluation passes, its set-up and its exposed communication — nothing left over, nothing twice.
+  sim::RunRequest r = resnet(16, {85, 160});
+  r.steps_per_epoch = 8;
+  r.epochs = 2;
+  r.eval_every = 1;
+  const sim::RunOutcome once = sim::run(r);
+  ASSERT_FALSE(once.failed()) << once.failure_message();
+  const runtime::RunResult& run = once.runs.front();
+  const runtime::TimeToTrain t = run.time_to_train();
+  EXPECT_EQ(t.total, run.sim_time_s);
+  EXPECT_NEAR(t.training + t.evaluation + t.initialisation + t.exposed_comm, t.total, 1e-12 * t.total);
+  for (double part : {t.training, t.evaluation, t.initialisation, t.exposed_comm}) EXPECT_GT(part, 0);
+  EXPECT_EQ(run.evaluation().passes, 2);
+  EXPECT_NE(runtime::format_table(once.header, once.runs).find("time to train"), std::string::npos);
+  // The evaluation pipelines share the hosts' cores too: servers alike still report alike.
+  r.every_rank = true;
+  nlohmann::ordered_json a = once.report(), b = sim::run(r).report();
+  a["runs"][0]["ranks"].erase("simulated");
+  b["runs"][0]["ranks"].erase("simulated");
+  EXPECT_EQ(a.dump(), b.dump());
+}
+
 TEST(DataParallel, EightRanksGiveTheSameReportEveryTime) {
   const sim::RunRequest r = resnet(8, {85, 160});
   const std::string first = sim::run(r).report().dump();
@@ -729,16 +753,16 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
         EXPECT_EQ(c[3], fmt::format("{:.4f}", st.mean_ms));
         EXPECT_EQ(c[4], fmt::format("{:.4f}", st.p50_ms));
         EXPECT_EQ(c[5], fmt::format("{:.4f}", st.p99_ms));
-      } else if (rows == 3) {  // the step trace: mean / median / p99 of each part
+      } else if (rows == 4) {  // the step trace (after the breakdown and the time to train)
         const runtime::StepStats fb = run.steps.fp_bp.stats();
         EXPECT_EQ(c[2], fmt::format("{:.4f} / {:.4f} / {:.4f}", fb.mean_ms, fb.p50_ms, fb.p99_ms));
-      } else if (rows == 4) {  // the cluster: the ranks' means and medians
+      } else if (rows == 5) {  // the cluster: the ranks' means and medians
         const auto [lo, hi] = std::minmax_element(run.rank_step_p50_ms.begin(), run.rank_step_p50_ms.end());
         EXPECT_EQ(c[2], fmt::format("{:.4f} to {:.4f}", *lo, *hi));
         EXPECT_DOUBLE_EQ(run.rank_step_p50_ms[0], st.p50_ms);  // rank 0's is the run's
       }
     }
-    EXPECT_GE(rows, 4) << name;
+    EXPECT_GE(rows, 5) << name;
   }
   ASSERT_TRUE(above_p99);  // the case the median is there for
   EXPECT_NE(table.find(runtime::kPulledUpNote), std::string::npos);
