@@ -519,6 +519,59 @@ std::string rank_waits(const std::vector<RunResult>& runs) {
 
 /// Data-parallel runs: each AllReduce group (bytes, collective time) and each rank's waits, per
 /// strategy: how long it waited for its data and for the others in the AllReduce.
+/// Per cluster size of a scaling curve, a bar of its run's time: the efficiency kept, then the
+/// causes of what was lost (a cause below zero, where one device spent more, is not drawn, and
+/// the bar is scaled to the causes drawn).
+std::string scaling_loss_chart(const RunResult& r) {
+  static const char* kCauses[] = {"collective", "stragglers", "host", "device", "setup", "evaluation"};
+  static const char* kColors[] = {"#117733", "#aa4499", "#44aa99", "#ddcc77", "#332288", "#dddddd", "#6f6f6f"};
+  std::vector<std::string> rows;
+  for (const auto& p : r.scaling) {
+    const auto n = p["devices"].get<std::int64_t>();
+    rows.push_back(std::to_string(n) + (n == 1 ? " device" : " devices"));
+  }
+  const double left = widest(rows) + 16, width = 760, bar = 18, gap = 8;
+  std::vector<std::pair<std::string, std::string>> items = {{"efficiency", kColors[0]}};
+  for (std::size_t c = 0; c < 6; ++c) items.emplace_back(kCauses[c], kColors[c + 1]);
+  const Legend key = legend(items, left, 8, left + width);
+  const double top = key.bottom + 14;
+  const double height = top + static_cast<double>(rows.size()) * (bar + gap) + 46;
+  const std::string id = "chart-scaling-lost-" + std::string(strategy_name(r.session.strategy));
+  std::string s = fmt::format(
+      "<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
+      "aria-label=\"efficiency kept and lost per cluster size, {}\">",
+      id, left + width + 24, height, strategy_name(r.session.strategy));
+  s += key.svg;
+  for (std::size_t i = 0; i < r.scaling.size(); ++i) {
+    const auto& p = r.scaling[i];
+    std::vector<std::pair<std::string, double>> parts = {{"efficiency", p["efficiency"].get<double>()}};
+    const bool has_lost = p.contains("lost");
+    for (const char* c : kCauses) parts.emplace_back(c, has_lost ? p["lost"][c].get<double>() : 0.0);
+    double drawn = 0;
+    for (const auto& part : parts) drawn += std::max(0.0, part.second);
+    const double y = top + static_cast<double>(i) * (bar + gap);
+    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 8, y + bar * 0.7, rows[i]);
+    double x = left;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const double w = drawn > 0 ? std::max(0.0, parts[k].second) / drawn * width : 0.0;
+      if (w <= 0) continue;
+      s += fmt::format(
+          "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\">"
+          "<title>{}, {}: {:.1f}% of the run's time</title></rect>",
+          x, y, w, bar, kColors[k], rows[i], parts[k].first, 100 * parts[k].second);
+      x += w;
+    }
+  }
+  for (int t = 0; t <= 4; ++t)
+    s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}%</text>",
+                     left + width * t / 4.0, height - 24, t * 25);
+  s += fmt::format(
+      "<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">share of the run's time "
+      "({})</text>",
+      left + width / 2, height - 6, strategy_name(r.session.strategy));
+  return s + "</svg>\n";
+}
+
 std::string cluster_section(const std::vector<RunResult>& runs) {
   std::string s = "<h2>Cluster</h2>\n";
   const auto& groups = runs.front().comm_groups;
@@ -561,6 +614,10 @@ std::string cluster_section(const std::vector<RunResult>& runs) {
       s += "</tr>\n";
     }
     s += "</table>\n";
+    s += "<h3>Where the efficiency goes</h3>\n<p class=\"note\">per cluster size, its run's time: the efficiency "
+         "kept against one device and the causes of the rest — exposed collectives, waiting for stragglers, the "
+         "host, the device's compute, the one-time set-up, evaluation (each its time beyond one device's).</p>\n";
+    for (const auto& r : runs) s += scaling_loss_chart(r);
   }
   return s + rank_waits(runs);
 }

@@ -728,6 +728,9 @@ std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome&
   for (std::int64_t d = m; d < req.devices; d *= 2) counts.push_back(d);
   counts.push_back(req.devices);
   std::vector<ScalingPoint> out;
+  // Per point and strategy: the time by cause (kScalingLosses) and the run's time.
+  std::vector<std::vector<std::array<double, 6>>> causes;
+  std::vector<std::vector<double>> run_s;
   const std::optional<std::int64_t> steps =
       on_n_devices.runs.empty() ? req.steps_per_epoch
                                 : std::optional<std::int64_t>(on_n_devices.runs.front().session.steps_per_epoch);
@@ -754,17 +757,35 @@ std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome&
     }
     ScalingPoint p;
     p.devices = d;
+    causes.emplace_back();
+    run_s.emplace_back();
     for (const auto& x : o->runs) {
       p.samples_per_s.push_back(x.samples_per_s());
       p.step_ms.push_back(x.steps.step.stats().mean_ms);
+      auto phase = [&x](Phase ph) { return x.breakdown_s[static_cast<std::size_t>(ph)]; };
+      const double comm = phase(Phase::Comm);
+      const double least = x.rank_comm_s.empty() ? comm : *std::min_element(x.rank_comm_s.begin(), x.rank_comm_s.end());
+      double host = 0;
+      for (Phase ph :
+           {Phase::HostData, Phase::H2D, Phase::Launch, Phase::D2H, Phase::HostLoop, Phase::WaitData, Phase::Sync})
+        host += phase(ph);
+      causes.back().push_back(
+          {least, comm - least, host, phase(Phase::DeviceCompute), phase(Phase::Setup), phase(Phase::Eval)});
+      run_s.back().push_back(x.sim_time_s);
     }
     out.push_back(std::move(p));
   }
-  for (auto& p : out)
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    ScalingPoint& p = out[k];
     for (std::size_t i = 0; i < p.samples_per_s.size(); ++i) {
       const double base = out.front().samples_per_s.at(i);
       p.efficiency.push_back(base > 0 ? p.samples_per_s[i] / (static_cast<double>(p.devices) * base) : 0.0);
+      std::array<double, 6> lost{};
+      for (std::size_t c = 0; c < lost.size(); ++c)
+        lost[c] = run_s[k][i] > 0 ? (causes[k][i][c] - causes[0][i][c]) / run_s[k][i] : 0.0;
+      p.lost.push_back(lost);
     }
+  }
   return out;
 }
 

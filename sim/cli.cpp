@@ -605,11 +605,15 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     for (std::size_t i = 0; i < out.runs.size(); ++i) {
       out.runs[i].scaling_efficiency = eff[i];
       out.runs[i].scaling = nlohmann::ordered_json::array();
-      for (const auto& p : curve)
+      for (const auto& p : curve) {
+        ordered_json lost;
+        for (std::size_t c = 0; c < kScalingLosses.size(); ++c) lost[kScalingLosses[c]] = p.lost[i][c];
         out.runs[i].scaling.push_back({{"devices", p.devices},
                                        {"samples_per_s", p.samples_per_s[i]},
                                        {"step_ms", p.step_ms[i]},
-                                       {"efficiency", p.efficiency[i]}});
+                                       {"efficiency", p.efficiency[i]},
+                                       {"lost", lost}});
+      }
     }
     scaling =
         "\nscaling (samples/s across ranks and efficiency against one device; same batch per device and "
@@ -624,6 +628,22 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
       t.add(row);
     }
     scaling += t.render();
+    // Where each point's efficiency went: its phases' time beyond one device's, as shares of its run.
+    for (std::size_t i = 0; i < out.runs.size(); ++i) {
+      scaling += fmt::format(
+          "\nefficiency lost against one device, {} (% of the run's time: exposed collectives, waiting for "
+          "stragglers, host, device compute, set-up, evaluation; they add up to 100% less the efficiency)\n",
+          runtime::strategy_name(out.runs[i].session.strategy));
+      std::vector<std::string> cols = {"devices", "efficiency"};
+      for (const char* c : kScalingLosses) cols.emplace_back(c);
+      runtime::TextTable lt(cols);
+      for (const auto& p : curve) {
+        std::vector<std::string> row = {std::to_string(p.devices), fmt::format("{:.1f}%", 100 * p.efficiency[i])};
+        for (double v : p.lost[i]) row.push_back(fmt::format("{:.1f}%", 100 * v));
+        lt.add(row);
+      }
+      scaling += lt.render();
+    }
   }
   std::string losses;
   for (const auto& r : out.runs) {

@@ -569,6 +569,32 @@ TEST(DataParallel, TheFusionAdvisorFindsAStepNoLongerThanTheSplitsItWasGiven) {
   EXPECT_THROW(sim::advise_fusion(resnet(1), 10), sim::InputError);
 }
 
+TEST(DataParallel, ScalingToThousandsOfDevicesAttributesEveryPointOfLostEfficiency) {
+  // 1 to 1024 devices with a straggler (rank 3 on two workers): at every point the causes add up
+  // to the efficiency lost, one device loses nothing, and the straggler's wait shows where rank 3
+  // is in the run and not before.
+  sim::RunRequest r = resnet(1024, {85, 160});
+  r.steps_per_epoch = 10;
+  r.rank_sets = {{3, {"pipeline.num_parallel_workers=1"}}};
+  const std::vector<sim::ScalingPoint> curve = sim::scaling_curve(r, sim::run(r));
+  ASSERT_EQ(curve.size(), 11u);  // 1, 2, 4, 8, ..., 1024
+  for (const auto& p : curve) {
+    SCOPED_TRACE(std::to_string(p.devices) + " devices");
+    ASSERT_EQ(p.lost.size(), 1u);
+    double sum = 0;
+    for (double v : p.lost[0]) sum += v;
+    EXPECT_NEAR(sum, 1 - p.efficiency[0], 1e-9);
+    EXPECT_GE(p.lost[0][1], 0);  // waiting for stragglers is never negative
+    if (p.devices == 1)
+      for (double v : p.lost[0]) EXPECT_EQ(v, 0);
+    if (p.devices <= 2) EXPECT_EQ(p.lost[0][1], 0);  // rank 3 is not in the run yet
+    if (p.devices >= 2) EXPECT_GT(p.lost[0][0], 0);  // the gradients' AllReduce
+  }
+  EXPECT_GT(curve[2].lost[0][1], 0.01);  // 4 devices: rank 3 on one worker holds the others back
+  // More servers, longer rings: the exposed collectives' share grows from one server on.
+  for (std::size_t i = 4; i < curve.size(); ++i) EXPECT_GT(curve[i].lost[0][0], curve[i - 1].lost[0][0]);
+}
+
 TEST(DataParallel, ScalingEfficiencyIsAtMostOne) {
   sim::RunRequest r = resnet(8, {85, 160});
   const sim::RunOutcome eight = sim::run(r);
@@ -595,13 +621,21 @@ TEST(DataParallel, ScalingEfficiencyIsAtMostOne) {
   // The HTML report draws the curve with its linear reference, and each group in a mean step.
   runtime::RunResult run = eight.runs.front();
   run.scaling = nlohmann::ordered_json::array();
-  for (const auto& p : curve)
+  for (const auto& p : curve) {
+    nlohmann::ordered_json lost;
+    for (std::size_t c = 0; c < sim::kScalingLosses.size(); ++c) lost[sim::kScalingLosses[c]] = p.lost[0][c];
     run.scaling.push_back({{"devices", p.devices},
                            {"samples_per_s", p.samples_per_s[0]},
                            {"step_ms", p.step_ms[0]},
-                           {"efficiency", p.efficiency[0]}});
+                           {"efficiency", p.efficiency[0]},
+                           {"lost", lost}});
+  }
   const std::string page = runtime::html_compare({}, {run});
   EXPECT_NE(page.find("id=\"chart-scaling\""), std::string::npos);
+  // A bar per cluster size: the efficiency kept and each cause of the rest.
+  EXPECT_NE(page.find("id=\"chart-scaling-lost-loop-sink\""), std::string::npos);
+  EXPECT_NE(page.find(fmt::format("8 devices, collective: {:.1f}% of the run", 100 * curve.back().lost[0][0])),
+            std::string::npos);
   EXPECT_NE(page.find("class=\"reference\""), std::string::npos);
   EXPECT_NE(page.find("id=\"chart-groups-loop-sink\""), std::string::npos);
   const std::string exposed = fmt::format("group 1: {:.3f} ms exposed", run.comm_groups[1]["exposed_ms"].get<double>());
