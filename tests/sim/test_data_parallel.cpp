@@ -732,6 +732,9 @@ TEST(DataParallel, TimeToTrainAddsUpToItsPartsWithEvaluationOnServersAlike) {
   for (double part : {t.training, t.evaluation, t.initialisation, t.exposed_comm}) EXPECT_GT(part, 0);
   EXPECT_EQ(run.evaluation().passes, 2);
   EXPECT_NE(runtime::format_table(once.header, once.runs).find("time to train"), std::string::npos);
+  const std::string page = runtime::html_compare(once.header, once.runs);
+  EXPECT_NE(page.find(fmt::format("<td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td>", t.total, t.training, t.evaluation)),
+            std::string::npos);
   // The evaluation pipelines share the hosts' cores too: servers alike still report alike.
   r.every_rank = true;
   nlohmann::ordered_json a = once.report(), b = sim::run(r).report();
