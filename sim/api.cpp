@@ -329,11 +329,9 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
 }
 
 ordered_json recipe_json(const workloads::Recipe& r) {
-  return {{"amp_level", r.amp_level},
-          {"keep_batchnorm_fp32", r.keep_batchnorm_fp32},
-          {"loss_scale", r.loss_scale},
-          {"graph_kernel_fusion", r.graph_kernel_fusion},
-          {"ub_fusion", r.ub_fusion}};
+  return {{"amp_level", r.amp_level},   {"keep_batchnorm_fp32", r.keep_batchnorm_fp32},
+          {"loss_scale", r.loss_scale}, {"graph_kernel_fusion", r.graph_kernel_fusion},
+          {"ub_fusion", r.ub_fusion},   {"optimizer", r.optimizer}};
 }
 
 ordered_json resolved_params(const SystemConfig& cfg) {

@@ -191,6 +191,10 @@ po::options_description common_options(Options& o) {
         if (v) o.recipe.graph_kernel_fusion = true;
       }),
       "fuse chains of element-wise ops into one kernel each, as MindSpore's enable_graph_kernel (default off)")(
+      "optimizer", po::value<std::string>()->notifier([&o](const std::string& v) { o.recipe.optimizer = v; }),
+      "momentum | lars: the workload script's Momentum, or LARS over it on the weights (MindSpore's nn.LARS, as "
+      "MLPerf ResNet-50 submissions train at large batch: SquareSumAll and LARSUpdate per weight; ResNet and "
+      "MobileNetV2)")(
       "ub-fusion", po::value<std::string>()->notifier([&o](const std::string& v) {
         if (v != "true" && v != "false") throw InputError("--ub-fusion '" + v + "': use true or false");
         o.recipe.ub_fusion = v == "true";
@@ -198,8 +202,8 @@ po::options_description common_options(Options& o) {
       "true | false: the Ascend backend's UB (buffer) fusion of a kernel with the consumers of its result, e.g. "
       "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default false: its fused kernels come out too fast "
       "against the published figures, docs/validation.md; MindSpore's graph mode applies it; not the AllReduce "
-      "fusion of advise-fusion)")(
-      "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
+      "fusion of advise-fusion)")("json", po::value(&o.json)->implicit_value("-"),
+                                  "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
 

@@ -99,10 +99,12 @@ class NetBuilder {
     w.hyper = {0.1, 0.9, opt.weight_decay};
     opt.decayed = m_decayed;
     opt.lr_schedule_steps = schedule_epochs * w.steps_per_epoch();
+    opt.lars = recipe.optimizer == "lars";
     char scale[32];
     std::snprintf(scale, sizeof scale, "%g", recipe.loss_scale);
-    w.optimizer = std::string("Momentum(momentum=0.9, weight_decay=") + weight_decay_text + "), loss scale " + scale +
-                  ", per-step lr schedule";
+    w.optimizer =
+        std::string(opt.lars ? "LARS(Momentum(momentum=0.9), weight_decay=" : "Momentum(momentum=0.9, weight_decay=") +
+        weight_decay_text + "), loss scale " + scale + ", per-step lr schedule";
     w.sens = sens;
     w.optimizer_spec = opt;
     append_momentum(m_g, append_backward(m_g, w.loss, sens), opt);

@@ -1098,6 +1098,9 @@ Workload Importer::build() {
   if (recipe.amp_level != "O0" && recipe.amp_level != "O2" && recipe.amp_level != "O3")
     fail("amp level '" + recipe.amp_level + "': use O0, O2 or O3");
   recipe.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(true);
+  recipe.optimizer = o.optimizer.value_or("momentum");
+  if (recipe.optimizer != "momentum" && recipe.optimizer != "lars")
+    fail("optimizer '" + recipe.optimizer + "': use momentum or lars");
   recipe.loss_scale = o.loss_scale.value_or(1);
   if (!(recipe.loss_scale >= 1 && recipe.loss_scale <= 16777216)) fail("loss scale must lie in [1, 16777216]");
   recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
@@ -1277,12 +1280,13 @@ Workload Importer::build() {
     OptimizerSpec opt;
     opt.loss_scale = recipe.loss_scale;
     opt.decayed = m_decayed;
+    opt.lars = recipe.optimizer == "lars";
     if (recipe.loss_scale != 1) w.sens = m_g.add_tensor({"loss_scale", {1}, DType::F32, TensorRole::Constant});
     w.optimizer_spec = opt;
     w.hyper = {0.01, 0.9, 0};
     char scale[32];
     std::snprintf(scale, sizeof scale, "%g", recipe.loss_scale);
-    w.optimizer = std::string("Momentum(lr=0.01, momentum=0.9)") +
+    w.optimizer = std::string(opt.lars ? "LARS(Momentum(lr=0.01, momentum=0.9))" : "Momentum(lr=0.01, momentum=0.9)") +
                   (recipe.loss_scale != 1 ? ", loss scale " + std::string(scale) : "");
     append_momentum(m_g, append_backward(m_g, loss, w.sens), opt);
   }

@@ -823,6 +823,42 @@ void register_builtin_ops(OpRegistry& r) {
          {},
          [](const Graph& g, const Op& op) { return vector_op(OpKind::AssignAdd, res(g, op, 0)); }});
 
+  // LARS (MindSpore's nn.LARS over Momentum, as MLPerf ResNet-50 submissions train at large
+  // batch): per parameter it applies to, SquareSumAll gives the sums of squares of the weight and
+  // its gradient in one kernel, and LARSUpdate (Ascend's LarsV2Update kernel) scales the gradient
+  // by the layer's trust ratio, coefficient · ||w|| / (||g|| + wd · ||w||), weight decay included.
+  r.add({"SquareSumAll",
+         false,  // weight, gradient -> sum(w^2), sum(g^2)
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 2 && g.tensor(i[0]).shape == g.tensor(i[1]).shape, "two tensors of one shape expected");
+           return std::vector<OutputSpec>{out({1}, DType::F32, TensorRole::Activation),
+                                          out({1}, DType::F32, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_op(OpKind::FusedElementwise, in(g, op, 0), 2);
+           d.operands = 2;   // both read once
+           d.results = 0;    // two scalars
+           d.fused_ops = 4;  // a square and an add for each
+           return d;
+         }});
+  r.add({"LARSUpdate",
+         false,  // weight, gradient, sum(w^2), sum(g^2), weight decay, learning rate -> the scaled gradient
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 6 && g.tensor(i[0]).shape == g.tensor(i[1]).shape,
+                   "weight, gradient, their sums of squares, weight decay and learning rate expected");
+           for (std::size_t k = 2; k < 6; ++k) require(g.tensor(i[k]).elements() == 1, "scalar operands expected");
+           return std::vector<OutputSpec>{out(g.tensor(i[1]).shape, g.tensor(i[1]).dtype, TensorRole::Gradient)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_op(OpKind::Elementwise, in(g, op, 1), 4);  // the four scalars
+           d.operands = 2;                                              // weight and gradient
+           d.results = 1;                                               // the scaled gradient
+           d.fused_ops = 3;  // g + wd · w, times the trust ratio (the ratio's scalar work aside)
+           return d;
+         }});
+
   // The backend's kernels: the graph compiler's passes put them in the executed graph -------------
   auto per_channel = [](const Graph& g, const Inputs& i, std::size_t from, std::size_t count) {
     const Shape& xs = g.tensor(i.at(0)).shape;

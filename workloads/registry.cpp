@@ -28,11 +28,18 @@ std::string Recipe::describe() const {
   std::snprintf(scale, sizeof scale, "%g", loss_scale);
   return "amp " + amp_level +
          (amp_level == "O2" ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") + ", loss scale " +
-         scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") + (ub_fusion ? ", UB fusion" : "");
+         scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") + (ub_fusion ? ", UB fusion" : "") +
+         (optimizer == "lars" ? ", LARS" : "");
 }
 
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
   if (batch_size <= 0) throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
+  if (o.optimizer && *o.optimizer != "momentum" && *o.optimizer != "lars")
+    throw std::invalid_argument("optimizer '" + *o.optimizer + "': use momentum or lars");
+  if (o.optimizer && *o.optimizer == "lars" && (name == "lenet5" || name == "mlp-slice"))
+    throw std::invalid_argument(name +
+                                " trains with its script's Momentum; LARS applies to the ResNet and "
+                                "MobileNetV2 workloads");
   if (o.amp_level && *o.amp_level != "O0" && *o.amp_level != "O2" && *o.amp_level != "O3")
     throw std::invalid_argument("amp level '" + *o.amp_level + "': use O0, O2 or O3");
   if (o.loss_scale && !(*o.loss_scale >= 1 && *o.loss_scale <= 16777216))
@@ -61,6 +68,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
   r.loss_scale = o.loss_scale.value_or(1024);
   r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
   r.ub_fusion = o.ub_fusion.value_or(false);
+  r.optimizer = o.optimizer.value_or("momentum");
   for (const auto& s : resnet_specs())
     if (s.name == name) return make_resnet(s, batch_size, r);
   if (name == "mobilenetv2") return make_mobilenet_v2(batch_size, r);

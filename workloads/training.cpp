@@ -92,9 +92,16 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
   }
   TensorId mom = g.add_tensor({"momentum", {1}, DType::F32, TensorRole::OptimizerState});
   TensorId wd = spec.weight_decay > 0 ? g.add_tensor({"weight_decay", {1}, DType::F32, TensorRole::Constant}) : -1;
+  // LARSUpdate's weight decay: the optimizer's, or a zero without one.
+  const TensorId lars_wd = !spec.lars ? -1
+                           : wd >= 0  ? wd
+                                      : g.add_tensor({"lars_no_decay", {1}, DType::F32, TensorRole::Constant});
   for (auto& [param, grad] : update) {  // std::map: parameter creation order
     const std::string pname = g.tensor(param).name;
-    if (wd >= 0 && spec.decayed.count(param)) {
+    if (spec.lars && spec.decayed.count(param)) {  // the layer's trust ratio, weight decay inside
+      const auto sums = g.apply("SquareSumAll", "LARS/" + pname + "/SquareSumAll", {param, grad});
+      grad = g.apply("LARSUpdate", "LARS/" + pname + "/LARSUpdate", {param, grad, sums[0], sums[1], lars_wd, lr})[0];
+    } else if (wd >= 0 && spec.decayed.count(param)) {
       TensorId decay = g.mul("WeightDecay/" + pname + "/Mul", param, wd, TensorRole::Gradient);
       grad = g.add("WeightDecay/" + pname + "/Add", decay, grad);
       g.set_role(grad, TensorRole::Gradient);

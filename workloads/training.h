@@ -21,6 +21,10 @@ struct OptimizerSpec {
   std::set<TensorId> decayed;
   std::int64_t lr_schedule_steps = 0;  ///< > 0: a per-step learning-rate array on the device, read
                                        ///< by Gather at the global step, which AssignAdd advances
+  /// LARS over Momentum on the `decayed` parameters (the weights; not BatchNorm or biases, as the
+  /// model zoo's lars_filter): SquareSumAll and LARSUpdate scale each one's gradient, weight
+  /// decay included, before its ApplyMomentum.
+  bool lars = false;
 };
 
 /// Appends the optimizer: unscale, learning-rate lookup, weight decay and one ApplyMomentum per

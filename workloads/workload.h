@@ -26,6 +26,9 @@ struct Recipe {
   /// until HBM contention is modelled, docs/model.md "UB fusion"): a kernel and the consumers of
   /// its result it computes while the result is still in the Unified Buffer, as one kernel.
   bool ub_fusion = false;
+  /// "momentum", or "lars": LARS over Momentum (MindSpore's nn.LARS, the large-batch optimizer of
+  /// MLPerf ResNet-50 submissions) on the weights.
+  std::string optimizer = "momentum";
   std::string describe() const;      ///< "amp O2, BatchNorm fp16, loss scale 1024"
 };
 
@@ -36,6 +39,7 @@ struct RecipeOverrides {
   std::optional<double> loss_scale;
   std::optional<bool> graph_kernel_fusion;
   std::optional<bool> ub_fusion;
+  std::optional<std::string> optimizer;
 };
 
 /// Data-parallel training (MindSpore's `set_auto_parallel_context(device_num=..., parallel_mode=

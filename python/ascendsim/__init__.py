@@ -151,8 +151,11 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
               keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
-              accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None) -> List[str]:
+              accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
+              optimizer: Optional[str] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
+    if optimizer is not None:
+        a += ["--optimizer", optimizer]
     if accuracy_curve is not None:
         a += ["--accuracy-curve", accuracy_curve]
     if target_accuracy is not None:
@@ -210,7 +213,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
           model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
           keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
-          accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None) -> Report:
+          accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
+          optimizer: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -223,7 +227,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``overrides={"memory.hbm_contention": False}`` gives every consumer of the HBM all of it.
     ``accuracy_curve`` (a CSV of epoch,accuracy) with ``target_accuracy`` (a fraction) trains to the
     first evaluation (every ``eval_every`` epochs) at which the curve reaches it, instead of
-    ``epochs``; the report's ``time_to_train_s`` splits the run."""
+    ``epochs``; the report's ``time_to_train_s`` splits the run. ``optimizer="lars"`` trains with LARS
+    over the Momentum (ResNet, MobileNetV2)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -234,7 +239,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
-        target_accuracy=target_accuracy), "--json", "-", "-q"))
+        target_accuracy=target_accuracy, optimizer=optimizer), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,

@@ -73,6 +73,16 @@ def test_a_run_to_a_target_accuracy_trains_the_curves_epochs(tmp_path):
                         target_accuracy=0.9)
 
 
+
+def test_lars_passes_through_and_adds_its_kernels():
+    plain = ascendsim.train("resnet50", strategy="loop-sink", steps_per_epoch=4)
+    lars = ascendsim.train("resnet50", strategy="loop-sink", steps_per_epoch=4, optimizer="lars")
+    assert lars["recipe"]["optimizer"] == "lars" and plain["recipe"]["optimizer"] == "momentum"
+    assert lars.runs[0]["step_trace_ms"]["tail"]["p50"] > plain.runs[0]["step_trace_ms"]["tail"]["p50"]
+    with pytest.raises(ascendsim.InputError, match="LARS applies to the ResNet"):
+        ascendsim.train("lenet5", strategy="loop-sink", steps_per_epoch=4, optimizer="lars")
+
+
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/graph_compiler.h"
 #include "runtime/memory_plan.h"
+#include "sim/config.h"
+#include "sim/system.h"
+#include "tests/test_support.h"
 #include "workloads/resnet.h"
 #include "workloads/workload.h"
 
@@ -197,6 +201,78 @@ TEST(ResNet, EveryParameterGetsOneUpdateWithDecayOnlyOnWeights) {
       EXPECT_EQ(decay[id], is_weight ? 1 : 0) << p.name;
     }
   }
+}
+
+TEST(ResNet, LarsScalesEveryWeightsGradientWithItsTrustRatioBeforeMomentum) {
+  // MindSpore's nn.LARS over Momentum: every weight (the decayed parameters; BatchNorm and biases
+  // keep plain Momentum) gets SquareSumAll of itself and its gradient, then LARSUpdate — weight
+  // decay inside it — whose result is what its ApplyMomentum applies.
+  RecipeOverrides o;
+  o.optimizer = "lars";
+  const Workload lars = make_workload("resnet50", 32, o);
+  const Workload plain = make_workload("resnet50", 32);
+  const Graph& g = lars.graph;
+  std::map<TensorId, TensorId> scaled;  // parameter -> its LARSUpdate's result
+  int sums = 0, decays = 0;
+  for (const auto& op : g.ops()) {
+    sums += op.type == "SquareSumAll";
+    decays += op.name.rfind("WeightDecay/", 0) == 0;
+    if (op.type == "LARSUpdate") {
+      EXPECT_EQ(op.pass, Pass::Optimizer);
+      scaled[op.inputs[0]] = op.outputs[0];
+    }
+  }
+  EXPECT_EQ(decays, 0);  // all of it inside LARSUpdate
+  std::int64_t weights = 0;
+  for (const auto& op : g.ops()) {
+    if (op.type != "ApplyMomentum") continue;
+    const std::string& name = g.tensor(op.inputs[0]).name;
+    const bool weight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    weights += weight;
+    EXPECT_EQ(scaled.count(op.inputs[0]), weight ? 1u : 0u) << name;
+    if (weight) EXPECT_EQ(op.inputs[3], scaled.at(op.inputs[0])) << name;  // Momentum applies the scaled gradient
+  }
+  EXPECT_EQ(weights, 54);  // 53 convolutions and the dense layer
+  EXPECT_EQ(sums, 54);
+  EXPECT_EQ(scaled.size(), 54u);
+  EXPECT_EQ(lars.recipe.describe(), plain.recipe.describe() + ", LARS");
+  // The same forward and backward: only the optimizer differs.
+  std::int64_t lars_ops = 0, plain_ops = 0;
+  for (const auto& op : g.ops()) lars_ops += op.pass != Pass::Optimizer;
+  for (const auto& op : plain.graph.ops()) plain_ops += op.pass != Pass::Optimizer;
+  EXPECT_EQ(lars_ops, plain_ops);
+  // On the device: the forward and backward tasks are the same, one for one; the optimizer's take
+  // the rest of the step's compute. The backend no longer fuses a weight's unscale, decay and
+  // Momentum into FusedWeightScaleApplyMomentum (LARSUpdate stands between them), so a weight's
+  // update is its unscale Mul, SquareSumAll, LARSUpdate and ApplyMomentum.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  const runtime::CompiledGraph cl = sim::compile_for(cfg, lars), cp = sim::compile_for(cfg, plain);
+  auto split = [](const runtime::CompiledGraph& c, std::vector<std::pair<std::string, double>>& steps) {
+    double optimizer = 0;
+    for (const auto& t : c.step_tasks) {
+      if (t.kind != hostif::TaskKind::AiCore) continue;
+      if (t.part == hostif::StepPart::Optimizer)
+        optimizer += t.cost.time_s;
+      else
+        steps.emplace_back(t.name, t.cost.time_s);
+    }
+    return optimizer;
+  };
+  std::vector<std::pair<std::string, double>> fl, fp;
+  const double opt_lars = split(cl, fl), opt_plain = split(cp, fp);
+  EXPECT_EQ(fl, fp);
+  EXPECT_NEAR(cl.device_compute_s - cp.device_compute_s, opt_lars - opt_plain, 1e-12);
+  EXPECT_GT(opt_lars, opt_plain);
+  std::map<std::string, int> kinds;
+  for (const auto& t : cl.step_tasks)
+    if (t.name.rfind("LARS/conv1.weight/", 0) == 0 || t.name.rfind("Momentum/conv1.weight", 0) == 0 ||
+        t.name == "Unscale/conv1.weight")
+      ++kinds[t.name];
+  EXPECT_EQ(kinds.size(), 4u);  // Unscale, SquareSumAll, LARSUpdate, ApplyMomentum
+  // Refused where the script trains with its own Momentum, and unknown names.
+  EXPECT_THROW(make_workload("lenet5", 32, o), std::invalid_argument);
+  o.optimizer = "adam";
+  EXPECT_THROW(make_workload("resnet50", 32, o), std::invalid_argument);
 }
 
 TEST(MemoryPlan, LiveBuffersNeverShareAddresses) {
