@@ -36,6 +36,9 @@ void HcclConfig::declare(sim::ParamSet& ps) {
           "a leaf's downlink bandwidth over its uplink bandwidth to the spines (1: non-blocking)");
   ps.real("network.switch_latency_us", switch_latency_us, "us", 0, 1e3,
           "one switch traversal; a ring step between leaves crosses two more (spine, far leaf)");
+  ps.text("hccl.inter_server_algorithm", inter_server_algorithm, {"ring", "halving-doubling"},
+          "between servers: rings of the servers, or recursive halving-doubling (log2 of the servers' steps, "
+          "partners far apart)");
 }
 
 }  // namespace ascendsim::aicpu

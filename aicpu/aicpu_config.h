@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "sim/core/params.h"
 
@@ -36,6 +37,8 @@ struct HcclConfig {
   std::int64_t servers_per_leaf = 4;
   double oversubscription = 1;
   double switch_latency_us = 0.5;
+  /// HCCL's algorithm between servers (its level 1): "ring" or "halving-doubling".
+  std::string inter_server_algorithm = "ring";
 
   void declare(sim::ParamSet& ps);
 };

@@ -82,6 +82,88 @@ struct Ring {
     return w;
   }
 };
+/// Between k servers, HCCL's level-1 algorithm: rings of the k servers (Ring, with the fabric's
+/// rate for rings on several leaves), or recursive halving-doubling — reduce-scatter in log2(k)
+/// steps exchanging S/2, S/4, … with the server 2^(log2 k − 1), …, 1 apart, all-gather the same
+/// steps backwards — where k is a power of two; otherwise the k − 2^⌊log2 k⌋ extra servers first
+/// fold their S into a partner's and at the end get the result back (Rabenseifner). Servers sit
+/// L to a leaf switch in order: a step whose partners lie on different leaves crosses two more
+/// switches, and a leaf whose c servers all send out shares uplinks of L·B/o among them.
+struct Between {
+  Ring ring;
+  bool hd;
+  int k, per_leaf;
+  double alpha, bw, hbm, spine_alpha, oversubscription;
+  /// One step between servers `d` apart (XOR partners), or folding `k − p2` servers onto the first:
+  /// its latency and its rate as a fraction of a port's.
+  void step(int p2, int d, bool fold, double& latency, double& rate) const {
+    std::vector<int> out((static_cast<std::size_t>(k) + per_leaf - 1) / per_leaf, 0);  // per leaf: servers sending out
+    const int n = fold ? k - p2 : p2;
+    for (int s = 0; s < n; ++s) {
+      const int from = fold ? p2 + s : s, to = fold ? s : s ^ d;
+      if (from / per_leaf != to / per_leaf) ++out[static_cast<std::size_t>(from / per_leaf)];
+    }
+    const int most = *std::max_element(out.begin(), out.end());
+    latency = alpha + (most > 0 ? spine_alpha : 0.0);
+    rate = most > 0 ? std::min(1.0, per_leaf / (oversubscription * most)) : 1.0;
+  }
+  static int pow2_floor(int k) {
+    int p = 1;
+    while (2 * p <= k) p *= 2;
+    return p;
+  }
+  /// A half (reduce-scatter or all-gather) of `bytes` per server: its time, and of it the
+  /// transfers at their rates (`wire`).
+  double half(double bytes, bool reduce, double* wire = nullptr) const {
+    if (!hd) {
+      if (wire) *wire = ring.half_wire(bytes);
+      return ring.half(bytes, reduce);
+    }
+    double t = 0, w = 0;
+    if (wire) *wire = 0;
+    if (k <= 1) return 0;
+    const int p2 = pow2_floor(k);
+    auto add = [&](double latency, double rate, double size, bool with_reduction) {
+      const double x = size / (bw * rate);
+      t += latency + x + (with_reduction ? 3 * size / hbm : 0.0);
+      w += x;
+    };
+    double latency = 0, rate = 1;
+    if (p2 < k) {  // fold the extra servers in (reduce-scatter) or send them the result (all-gather)
+      step(p2, 0, true, latency, rate);
+      add(latency, rate, bytes, reduce);
+    }
+    double size = bytes;
+    for (int d = p2 / 2; d >= 1; d /= 2) {
+      size /= 2;
+      step(p2, d, false, latency, rate);
+      add(latency, rate, size, reduce);
+    }
+    if (wire) *wire = w;
+    return t;
+  }
+  double half_wire(double bytes) const {
+    double w = 0;
+    half(bytes, false, &w);
+    return w;
+  }
+  /// The HBM bytes of one member: as the ring's (each step reads what it sends, writes what it
+  /// receives, a reduction reads two pieces and writes one), over (1 − 1/p2) of the bytes, and
+  /// the fold's whole bytes.
+  double half_hbm(double bytes, bool reduce) const {
+    if (!hd) return ring.half_hbm(bytes, reduce);
+    if (k <= 1) return 0;
+    const int p2 = pow2_floor(k);
+    return ((1 - 1.0 / p2) * bytes + (p2 < k ? bytes : 0.0)) * (reduce ? 5 : 2);
+  }
+  /// Bytes all of one local rank's ports send in a half, summed over the k servers.
+  double port_bytes(double bytes) const {
+    if (k <= 1) return 0;
+    if (!hd) return (k - 1) * bytes;  // k ports, (k-1)/k of the bytes each
+    const int p2 = pow2_floor(k);
+    return p2 * (1 - 1.0 / p2) * bytes + (k - p2) * bytes;
+  }
+};
 }  // namespace
 
 double Hccl::ring_s(const HcclConfig& cfg, Collective kind, int ranks, double bytes, double hbm_gbps) {
@@ -125,6 +207,16 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const bool spine = span.leaves > 1;
   const Ring inter{k, (cfg.roce_step_latency_us + (spine ? 2 * cfg.switch_latency_us : 0.0)) * 1e-6,
                    cfg.roce_bandwidth_gbps * 1e9 * (spine ? spine_rate(cfg) : 1.0), hbm_gbps * 1e9};
+  // The AllReduce, ReduceScatter and AllGather halves between servers, by hccl.inter_server_algorithm.
+  const Between between{inter,
+                        cfg.inter_server_algorithm == "halving-doubling",
+                        static_cast<int>(k),
+                        static_cast<int>(std::max<std::int64_t>(1, cfg.servers_per_leaf)),
+                        cfg.roce_step_latency_us * 1e-6,
+                        cfg.roce_bandwidth_gbps * 1e9,
+                        hbm_gbps * 1e9,
+                        2 * cfg.switch_latency_us * 1e-6,
+                        std::max(1.0, cfg.oversubscription)};
   CollectiveCost c;
   auto part = [&](const char* what, bool roce, double s, double hbm, double wire, bool pcie = false) {
     if (s > 0) c.parts.push_back({what, roce, s, pcie, hbm, std::min(wire, s)});
@@ -138,34 +230,34 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
       part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true), intra.half_wire(bytes));
       part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true),
            cross.half_wire(bytes / g), true);
-      part("all-reduce", true, inter.half(bytes / m, true) + inter.half(bytes / m, false),
-           inter.half_hbm(bytes / m, true) + inter.half_hbm(bytes / m, false), 2 * inter.half_wire(bytes / m));
+      part("all-reduce", true, between.half(bytes / m, true) + between.half(bytes / m, false),
+           between.half_hbm(bytes / m, true) + between.half_hbm(bytes / m, false), 2 * between.half_wire(bytes / m));
       part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
            cross.half_wire(bytes / g), true);
       part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
       c.hccs_bytes = links * 2 * half_bytes(g, bytes);
       c.pcie_bytes = paths * 2 * half_bytes(p, bytes / g);
-      c.roce_bytes = ports * 2 * half_bytes(k, bytes / m);
+      c.roce_bytes = k > 1 ? m * 2 * between.port_bytes(bytes / m) : 0.0;
       break;
     case Collective::ReduceScatter:
       part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true), intra.half_wire(bytes));
       part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true),
            cross.half_wire(bytes / g), true);
-      part("reduce-scatter", true, inter.half(bytes / m, true), inter.half_hbm(bytes / m, true),
-           inter.half_wire(bytes / m));
+      part("reduce-scatter", true, between.half(bytes / m, true), between.half_hbm(bytes / m, true),
+           between.half_wire(bytes / m));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
-      c.roce_bytes = ports * half_bytes(k, bytes / m);
+      c.roce_bytes = k > 1 ? m * between.port_bytes(bytes / m) : 0.0;
       break;
     case Collective::AllGather:
-      part("all-gather", true, inter.half(bytes / m, false), inter.half_hbm(bytes / m, false),
-           inter.half_wire(bytes / m));
+      part("all-gather", true, between.half(bytes / m, false), between.half_hbm(bytes / m, false),
+           between.half_wire(bytes / m));
       part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
            cross.half_wire(bytes / g), true);
       part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
       c.hccs_bytes = links * half_bytes(g, bytes);
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
-      c.roce_bytes = ports * half_bytes(k, bytes / m);
+      c.roce_bytes = k > 1 ? m * between.port_bytes(bytes / m) : 0.0;
       break;
     case Collective::AllToAll:
       // A pairwise exchange: N-1 rounds, each sending one N-th of the buffer to one peer — the

@@ -423,8 +423,8 @@ RunOutcome run(const RunRequest& request) {
                 {},
                 w.parallel.devices / w.parallel.devices_per_server,
                 {},
-                w.training ? "train" : "infer"};
-  out.header.target = target;
+                w.training ? "train" : "infer",
+                target};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
@@ -594,7 +594,8 @@ SweepOutcome sweep(const SweepRequest& req) {
                 {},
                 w0.parallel.devices / w0.parallel.devices_per_server,
                 {},
-                w0.training ? "train" : "infer"};
+                w0.training ? "train" : "infer",
+                {}};
 
   {
     KernelScope kernel;

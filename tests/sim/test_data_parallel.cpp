@@ -263,6 +263,48 @@ TEST(DataParallel, LeafOversubscriptionSlowsRingsBetweenLeavesByItsFactorOverThe
   EXPECT_NEAR(inter(over, 8) - reductions, 2 * (inter(open, 8) - reductions), 1e-12);
 }
 
+TEST(DataParallel, HalvingDoublingBetweenServersTakesLog2StepsAndCrossesLeavesOnlyWhereItsPartnersDo) {
+  // Recursive halving-doubling on k servers of 8 (S' = S/8 per local rank): reduce-scatter
+  // exchanges S'/2, S'/4, ... with partners k/2, k/4, ... apart, all-gather backwards. Four servers
+  // to a leaf: only the step between partners 4 apart leaves its leaf (two more switches, and under
+  // o:1 oversubscription the leaf's four servers share uplinks of 4/o ports).
+  const double s = 256.0 * 1024 * 1024, sp = s / 8, a = 60e-6, b = 12.5e9, h = 1200e9, sw = 2 * 0.5e-6;
+  auto inter = [&](const aicpu::HcclConfig& cfg, int servers) {
+    const auto c = aicpu::Hccl::cost(cfg, hostif::Collective::AllReduce, servers, 8, s, 1200);
+    double t = 0;
+    for (const auto& p : c.parts) t += p.roce ? p.seconds : 0.0;
+    return t;
+  };
+  aicpu::HcclConfig cfg;
+  cfg.inter_server_algorithm = "halving-doubling";
+  cfg.servers_per_leaf = 4;
+  auto step = [&](double size, double latency, double rate, bool reduce) {
+    return latency + size / (b * rate) + (reduce ? 3 * size / h : 0.0);
+  };
+  for (double o : {1.0, 2.0}) {
+    cfg.oversubscription = o;
+    const double far = std::min(1.0, 4 / (o * 4));  // all four of a leaf's servers send out
+    double expect = 0;
+    for (bool reduce : {true, false})
+      expect += step(sp / 2, a + sw, far, reduce) + step(sp / 4, a, 1, reduce) + step(sp / 8, a, 1, reduce);
+    EXPECT_NEAR(inter(cfg, 8), expect, 1e-12) << o;
+  }
+  // Six servers: two fold onto servers 0 and 1 first (S' each, across the leaves, two of leaf 1's
+  // servers sending out: under 1:1 at a port's rate) and get the result back at the end.
+  cfg.oversubscription = 1;
+  double six = 0;
+  for (bool reduce : {true, false})
+    six += step(sp, a + sw, 1, reduce) + step(sp / 2, a, 1, reduce) + step(sp / 4, a, 1, reduce);
+  EXPECT_NEAR(inter(cfg, 6), six, 1e-12);
+  // Against rings on 64 servers: 2·6 steps of latency instead of 2·63, the same bytes on the ports
+  // but for the power of two's share.
+  aicpu::HcclConfig ring;
+  EXPECT_LT(inter(cfg, 64), 0.5 * inter(ring, 64));
+  const auto hd = aicpu::Hccl::cost(cfg, hostif::Collective::AllReduce, 64, 8, s, 1200);
+  const auto rg = aicpu::Hccl::cost(ring, hostif::Collective::AllReduce, 64, 8, s, 1200);
+  EXPECT_NEAR(hd.roce_bytes, rg.roce_bytes, 1e-6 * rg.roce_bytes);  // 2(k-1)/k of S' per port either way
+}
+
 TEST(DataParallel, BroadcastGatherAndScatterFollowTheirFormulas) {
   const aicpu::HcclConfig cfg;
   const double a = 54.6e-6, b = 63e9, h = 1200e9, ar = 60e-6, br = 12.5e9;
@@ -585,10 +627,15 @@ TEST(DataParallel, ScalingToThousandsOfDevicesAttributesEveryPointOfLostEfficien
     for (double v : p.lost[0]) sum += v;
     EXPECT_NEAR(sum, 1 - p.efficiency[0], 1e-9);
     EXPECT_GE(p.lost[0][1], 0);  // waiting for stragglers is never negative
-    if (p.devices == 1)
+    if (p.devices == 1) {
       for (double v : p.lost[0]) EXPECT_EQ(v, 0);
-    if (p.devices <= 2) EXPECT_EQ(p.lost[0][1], 0);  // rank 3 is not in the run yet
-    if (p.devices >= 2) EXPECT_GT(p.lost[0][0], 0);  // the gradients' AllReduce
+    }
+    if (p.devices <= 2) {
+      EXPECT_EQ(p.lost[0][1], 0);  // rank 3 is not in the run yet
+    }
+    if (p.devices >= 2) {
+      EXPECT_GT(p.lost[0][0], 0);  // the gradients' AllReduce
+    }
   }
   EXPECT_GT(curve[2].lost[0][1], 0.01);  // 4 devices: rank 3 on one worker holds the others back
   // More servers, longer rings: the exposed collectives' share grows from one server on.

@@ -230,7 +230,9 @@ TEST(ResNet, LarsScalesEveryWeightsGradientWithItsTrustRatioBeforeMomentum) {
     const bool weight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
     weights += weight;
     EXPECT_EQ(scaled.count(op.inputs[0]), weight ? 1u : 0u) << name;
-    if (weight) EXPECT_EQ(op.inputs[3], scaled.at(op.inputs[0])) << name;  // Momentum applies the scaled gradient
+    if (weight) {
+      EXPECT_EQ(op.inputs[3], scaled.at(op.inputs[0])) << name;  // Momentum applies the scaled gradient
+    }
   }
   EXPECT_EQ(weights, 54);  // 53 convolutions and the dense layer
   EXPECT_EQ(sums, 54);
