@@ -94,13 +94,15 @@ struct Between {
   bool hd;
   int k, per_leaf;
   double alpha, bw, hbm, spine_alpha, oversubscription;
-  /// One step between servers `d` apart (XOR partners), or folding `k − p2` servers onto the first:
-  /// its latency and its rate as a fraction of a port's.
-  void step(int p2, int d, bool fold, double& latency, double& rate) const {
+  /// One step between servers `d` apart (XOR partners), or between the `k − p2` extra servers and
+  /// the first ones (`fold`: the extra send, or with `back` receive the result): its latency and
+  /// its rate as a fraction of a port's.
+  void step(int p2, int d, bool fold, bool back, double& latency, double& rate) const {
     std::vector<int> out((static_cast<std::size_t>(k) + per_leaf - 1) / per_leaf, 0);  // per leaf: servers sending out
     const int n = fold ? k - p2 : p2;
     for (int s = 0; s < n; ++s) {
-      const int from = fold ? p2 + s : s, to = fold ? s : s ^ d;
+      int from = fold ? p2 + s : s, to = fold ? s : s ^ d;
+      if (back) std::swap(from, to);
       if (from / per_leaf != to / per_leaf) ++out[static_cast<std::size_t>(from / per_leaf)];
     }
     const int most = *std::max_element(out.begin(), out.end());
@@ -130,13 +132,13 @@ struct Between {
     };
     double latency = 0, rate = 1;
     if (p2 < k) {  // fold the extra servers in (reduce-scatter) or send them the result (all-gather)
-      step(p2, 0, true, latency, rate);
+      step(p2, 0, true, !reduce, latency, rate);  // the all-gather half sends the result back
       add(latency, rate, bytes, reduce);
     }
     double size = bytes;
     for (int d = p2 / 2; d >= 1; d /= 2) {
       size /= 2;
-      step(p2, d, false, latency, rate);
+      step(p2, d, false, false, latency, rate);
       add(latency, rate, size, reduce);
     }
     if (wire) *wire = w;

@@ -517,13 +517,10 @@ std::string rank_waits(const std::vector<RunResult>& runs) {
   return s + "</div>\n";
 }
 
-/// Data-parallel runs: each AllReduce group (bytes, collective time) and each rank's waits, per
-/// strategy: how long it waited for its data and for the others in the AllReduce.
 /// Per cluster size of a scaling curve, a bar of its run's time: the efficiency kept, then the
 /// causes of what was lost (a cause below zero, where one device spent more, is not drawn, and
 /// the bar is scaled to the causes drawn).
 std::string scaling_loss_chart(const RunResult& r) {
-  static const char* kCauses[] = {"collective", "stragglers", "host", "device", "setup", "evaluation"};
   static const char* kColors[] = {"#117733", "#aa4499", "#44aa99", "#ddcc77", "#332288", "#dddddd", "#6f6f6f"};
   std::vector<std::string> rows;
   for (const auto& p : r.scaling) {
@@ -532,7 +529,7 @@ std::string scaling_loss_chart(const RunResult& r) {
   }
   const double left = widest(rows) + 16, width = 760, bar = 18, gap = 8;
   std::vector<std::pair<std::string, std::string>> items = {{"efficiency", kColors[0]}};
-  for (std::size_t c = 0; c < 6; ++c) items.emplace_back(kCauses[c], kColors[c + 1]);
+  for (std::size_t c = 0; c < kScalingLosses.size(); ++c) items.emplace_back(kScalingLosses[c], kColors[c + 1]);
   const Legend key = legend(items, left, 8, left + width);
   const double top = key.bottom + 14;
   const double height = top + static_cast<double>(rows.size()) * (bar + gap) + 46;
@@ -546,7 +543,7 @@ std::string scaling_loss_chart(const RunResult& r) {
     const auto& p = r.scaling[i];
     std::vector<std::pair<std::string, double>> parts = {{"efficiency", p["efficiency"].get<double>()}};
     const bool has_lost = p.contains("lost");
-    for (const char* c : kCauses) parts.emplace_back(c, has_lost ? p["lost"][c].get<double>() : 0.0);
+    for (const char* c : kScalingLosses) parts.emplace_back(c, has_lost ? p["lost"][c].get<double>() : 0.0);
     double drawn = 0;
     for (const auto& part : parts) drawn += std::max(0.0, part.second);
     const double y = top + static_cast<double>(i) * (bar + gap);
@@ -572,6 +569,8 @@ std::string scaling_loss_chart(const RunResult& r) {
   return s + "</svg>\n";
 }
 
+/// Data-parallel runs: each AllReduce group (bytes, collective time) and each rank's waits, per
+/// strategy: how long it waited for its data and for the others in the AllReduce.
 std::string cluster_section(const std::vector<RunResult>& runs) {
   std::string s = "<h2>Cluster</h2>\n";
   const auto& groups = runs.front().comm_groups;
@@ -639,8 +638,10 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
   if (std::any_of(runs.begin(), runs.end(),
                   [](const RunResult& r) { return r.session.eval_passes() > 0 || r.devices > 1; })) {
     body +=
-        "<h3>Time to train</h3>\n<p class=\"note\">from the run's start to its stop, as MLPerf times it, in s: the "
-        "steps, the evaluation passes, the one-time set-up, the communication no computation hid.</p>\n<table "
+        "<h3>Time to train</h3>\n<p class=\"note\">from the run's start to its stop, in s (MLPerf's timed region "
+        "leaves "
+        "out the initialisation): the steps, the evaluation passes, the one-time set-up, the communication no "
+        "computation hid.</p>\n<table "
         "id=\"time-to-train\"><tr><th>strategy</th><th>time to train</th><th>training</th><th>evaluation</th>"
         "<th>initialisation</th><th>exposed comm</th></tr>\n";
     for (const auto& r : runs) {

@@ -309,8 +309,8 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   if (std::any_of(runs.begin(), runs.end(),
                   [](const RunResult& r) { return r.session.eval_passes() > 0 || r.devices > 1; })) {
     out +=
-        "\ntime to train (s, from the run's start to its stop, as MLPerf times it): the steps, the evaluation "
-        "passes, the one-time set-up, the communication no computation hid\n";
+        "\ntime to train (s, from the run's start to its stop; MLPerf's timed region leaves out the initialisation): "
+        "the steps, the evaluation passes, the one-time set-up, the communication no computation hid\n";
     TextTable t({"strategy", "time to train", "training", "evaluation", "initialisation", "exposed comm"});
     for (const auto& r : runs) {
       const TimeToTrain v = r.time_to_train();

@@ -108,7 +108,16 @@ struct EvalSummary {
   double first_s = 0, later_mean_s = 0, mean_s = 0;
 };
 
-/// A run from its start to its stop, as MLPerf times training: the four parts add up to it.
+/// The causes a scaling curve's lost efficiency is split into, in order: exposed collectives
+/// (rank 0's, less its wait for a straggler), waiting for stragglers (rank 0's exposed
+/// communication beyond the least exposed rank's), the host (its data, launches, copies, loop,
+/// syncs and the device's wait for data), the device's compute (HBM contention, the gradients'
+/// averaging), the one-time set-up (the parameters' broadcast), evaluation.
+inline constexpr std::array<const char*, 6> kScalingLosses = {"collective", "stragglers", "host",
+                                                              "device",     "setup",      "evaluation"};
+
+/// A run from its start to its stop: the four parts add up to it (MLPerf's timed region leaves out
+/// the initialisation).
 struct TimeToTrain {
   double total = 0;
   double training = 0;        ///< the steps: every phase of the breakdown but the three below

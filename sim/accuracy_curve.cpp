@@ -29,8 +29,7 @@ double number(const std::string& text) {
 }  // namespace
 
 double AccuracyCurve::at(double epoch) const {
-  if (points.empty() || epoch > points.back().first) return -1;
-  if (epoch <= points.front().first) return points.front().second;
+  if (points.empty() || epoch < points.front().first || epoch > points.back().first) return -1;
   for (std::size_t i = 1; i < points.size(); ++i)
     if (epoch <= points[i].first) {
       const auto& [e0, a0] = points[i - 1];

@@ -14,8 +14,8 @@ namespace ascendsim::sim {
 struct AccuracyCurve {
   std::string file;
   std::vector<std::pair<double, double>> points;
-  /// The accuracy at `epoch`: linear between the points around it, the first point's before it;
-  /// beyond the last point, negative (the curve does not say).
+  /// The accuracy at `epoch`: linear between the points around it; before the first point or
+  /// beyond the last, negative (the curve does not say).
   double at(double epoch) const;
 };
 

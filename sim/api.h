@@ -189,12 +189,8 @@ struct ScalingPoint {
   /// time, (phase time here − phase time on one device) / run time; they add up to 1 − efficiency.
   std::vector<std::array<double, 6>> lost;
 };
-/// The causes of ScalingPoint::lost, in order: exposed collectives (rank 0's, less its wait for a
-/// straggler), waiting for stragglers (rank 0's exposed communication beyond the least exposed
-/// rank's), the host (its data, launches, copies, loop, syncs and the device's wait for data), the
-/// device's compute (HBM contention), the one-time set-up (the parameters' broadcast), evaluation.
-inline constexpr std::array<const char*, 6> kScalingLosses = {"collective", "stragglers", "host",
-                                                              "device",     "setup",      "evaluation"};
+/// The causes of ScalingPoint::lost (runtime/run_result.h).
+using runtime::kScalingLosses;
 /// The request's job on 1, 2, 4 and 8 devices (one server's worth, up to its size) and whole
 /// servers doubling up to `req.devices`, ending with `on_n_devices` itself: the same batch per
 /// device and steps per rank, the fusion split kept, a rank's own settings kept where the rank

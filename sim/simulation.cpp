@@ -30,17 +30,19 @@ std::int64_t max_map_count() {
 /// Refuses a cluster whose simulated ranks' threads would need more coroutine stacks than the
 /// process may map (each stack is a mapping, two with its guard page), which SystemC would
 /// otherwise report as a failed stack setup minutes into building the model.
-void check_stacks(const System& first, std::int64_t ranks, std::int64_t simulated, bool every_rank) {
+void check_stacks(const System& first, std::int64_t ranks, std::int64_t simulated, std::int64_t before,
+                  bool every_rank) {
   std::vector<sc_core::sc_process_handle> processes;
   collect_processes(const_cast<System*>(&first), processes);
   std::int64_t threads = 0;
   for (const auto& h : processes) threads += h.proc_kind() != sc_core::SC_METHOD_PROC_;
-  const std::int64_t limit = max_map_count(), needed = 2 * threads * simulated;
+  const std::int64_t limit = max_map_count(), needed = 2 * threads * (simulated + before);
   if (limit <= 0 || needed + 4096 < limit) return;
   throw InputError(
       "devices", "devices",
-      std::to_string(simulated) + " of the " + std::to_string(ranks) + " ranks simulated, " + std::to_string(threads) +
-          " threads each, need " + std::to_string(needed / 2) +
+      std::to_string(simulated) + " of the " + std::to_string(ranks) + " ranks simulated" +
+          (before > 0 ? " (and " + std::to_string(before) + " of the process's other runs)" : std::string()) + ", " +
+          std::to_string(threads) + " threads each, need " + std::to_string(needed / 2) +
           " coroutine stacks, two memory mappings each (the stack and its guard page); this machine allows a "
           "process " +
           std::to_string(limit) + " (vm.max_map_count). " +
@@ -150,7 +152,10 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
         run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
         // It arrives at each collective for its local rank on every server of its kind.
         run.hccl->set_stands_for(static_cast<int>(r), static_cast<int>(stands_for[static_cast<std::size_t>(s)]));
-        if (run.simulated++ == 0) check_stacks(*m_systems.back(), devices, to_simulate, m_every_rank);
+        // Every run of the process shares its mappings: the systems built so far and this run's.
+        if (run.simulated++ == 0)
+          check_stacks(*m_systems.back(), devices, to_simulate, static_cast<std::int64_t>(m_systems.size()) - 1,
+                       m_every_rank);
       }
     }
     for (std::int64_t s = 0; s < servers; ++s) {

@@ -296,6 +296,16 @@ TEST(DataParallel, HalvingDoublingBetweenServersTakesLog2StepsAndCrossesLeavesOn
   for (bool reduce : {true, false})
     six += step(sp, a + sw, 1, reduce) + step(sp / 2, a, 1, reduce) + step(sp / 4, a, 1, reduce);
   EXPECT_NEAR(inter(cfg, 6), six, 1e-12);
+  // Seven servers, three to a leaf, 2:1: the fold's senders are servers 4, 5, 6 (two on leaf 1:
+  // 3/(2·2) of a port), the result goes back from servers 0, 1, 2 (all of leaf 0: 3/(2·3)); the
+  // steps among 0..3 cross between leaves 0 and 1 one server each way (a port's rate).
+  cfg.servers_per_leaf = 3;
+  cfg.oversubscription = 2;
+  const double seven = step(sp, a + sw, 0.75, true) + step(sp / 2, a + sw, 1, true) + step(sp / 4, a + sw, 1, true) +
+                       step(sp, a + sw, 0.5, false) + step(sp / 2, a + sw, 1, false) + step(sp / 4, a + sw, 1, false);
+  EXPECT_NEAR(inter(cfg, 7), seven, 1e-12);
+  cfg.servers_per_leaf = 4;
+  cfg.oversubscription = 1;
   // Against rings on 64 servers: 2·6 steps of latency instead of 2·63, the same bytes on the ports
   // but for the power of two's share.
   aicpu::HcclConfig ring;
