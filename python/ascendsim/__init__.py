@@ -154,49 +154,23 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
               optimizer: Optional[str] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
-    if optimizer is not None:
-        a += ["--optimizer", optimizer]
-    if accuracy_curve is not None:
-        a += ["--accuracy-curve", accuracy_curve]
-    if target_accuracy is not None:
-        a += ["--target-accuracy", target_accuracy]
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
-    if keep_batchnorm_fp32 is not None:
-        a += ["--keep-batchnorm-fp32", "true" if keep_batchnorm_fp32 else "false"]
-    if ub_fusion is not None:
-        a += ["--ub-fusion", "true" if ub_fusion else "false"]
-    if batch_size is not None:
-        a += ["--batch-size", batch_size]
-    if steps_per_epoch is not None:
-        a += ["--steps-per-epoch", steps_per_epoch]
-    if dataset is not None:
-        a += ["--dataset", dataset]
-    if config is not None:
-        a += ["--config", config]
+    for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion)):
+        if value is not None:
+            a += [flag, "true" if value else "false"]
+    # Options given only when set (None, or a false switch or a zero eval_every, leaves the default).
+    for flag, value in (("--optimizer", optimizer), ("--accuracy-curve", accuracy_curve),
+                        ("--target-accuracy", target_accuracy), ("--batch-size", batch_size),
+                        ("--steps-per-epoch", steps_per_epoch), ("--dataset", dataset), ("--config", config),
+                        ("--rank-table", rank_table), ("--amp-level", amp_level), ("--loss-scale", loss_scale),
+                        ("--seed", seed), ("--init", init), ("--eval-every", eval_every or None),
+                        ("--parallel-mode", parallel_mode), ("--dataset-strategy", dataset_strategy),
+                        ("--shard-strategy", shard_strategy)):
+        if value is not None:
+            a += [flag, value]
     if all_reduce_fusion:
         a += ["--all-reduce-fusion", ",".join(str(int(i)) for i in all_reduce_fusion)]
-    if rank_table is not None:
-        a += ["--rank-table", rank_table]
-    if amp_level is not None:
-        a += ["--amp-level", amp_level]
-    if loss_scale is not None:
-        a += ["--loss-scale", loss_scale]
-    if functional:
-        a += ["--functional"]
-    if eval:
-        a += ["--eval"]
-    if seed is not None:
-        a += ["--seed", seed]
-    if init is not None:
-        a += ["--init", init]
-    if eval_every:
-        a += ["--eval-every", eval_every]
-    if parallel_mode is not None:
-        a += ["--parallel-mode", parallel_mode]
-    if dataset_strategy is not None:
-        a += ["--dataset-strategy", dataset_strategy]
-    if shard_strategy is not None:
-        a += ["--shard-strategy", shard_strategy]
+    a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval)
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     return [str(x) for x in a]
