@@ -74,20 +74,21 @@ class DaVinciCostModel final : public CostModel {
     const double ob = static_cast<double>(precision_bytes(d.out_precision));
     const double macs_per_cycle = static_cast<double>(d.precision == Precision::INT8 ? m_core.cube_int8_macs_per_cycle
                                                                                      : m_core.cube_fp16_macs_per_cycle);
-    const auto tiles = static_cast<double>(t.tiles_m * t.tiles_n);
+    const auto tiles = static_cast<double>(t.batch * t.tiles_m * t.tiles_n);
     const auto steps = static_cast<double>(t.k_steps);
     share = std::min(1.0, static_cast<double>(t.tiles_per_block * t.k_steps_per_block) / (tiles * steps));
 
     const double a_item = static_cast<double>(t.m_t * t.k_t) * b * t.a_gm_factor;
     const double b_item = static_cast<double>(t.k_t * t.n_t) * b * t.b_gm_factor;
     const double total_read = tiles * steps * (a_item + b_item);
-    const double unique =
-        static_cast<double>(t.M * t.K) * b * t.a_gm_factor + static_cast<double>(t.K * t.N) * b * t.b_gm_factor;
+    const double unique = static_cast<double>(t.batch) * (static_cast<double>(t.M * t.K) * b * t.a_gm_factor +
+                                                          static_cast<double>(t.K * t.N) * b * t.b_gm_factor);
     // Fraction of operand reads that miss L2: all re-reads hit while the operands fit; otherwise
     // only re-reads among the output tiles in flight together, which the blocks cover as a
     // rows x cols patch of the output chosen to share the most.
     double miss = unique / total_read;
     if (unique > m_mem.l2_mib * 1024 * 1024) {
+      // The tiles in flight lie in one product (one of a batch) as far as it has them.
       const std::int64_t active = std::min<std::int64_t>(c.blocks / t.k_split, t.tiles_m * t.tiles_n);
       double fetched = static_cast<double>(active) * (a_item + b_item);
       for (std::int64_t rows = 1; rows <= std::min(t.tiles_m, active); ++rows) {

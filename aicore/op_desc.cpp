@@ -139,7 +139,7 @@ std::size_t OpDesc::hash() const {
 std::int64_t OpDesc::macs() const {
   switch (kind) {
     case OpKind::MatMul:
-      return m * n * k;
+      return std::max<std::int64_t>(1, batch) * m * n * k;
     case OpKind::Conv2D:
     case OpKind::Conv2DBackpropInput:
     case OpKind::Conv2DBackpropFilter:
@@ -200,10 +200,11 @@ void OpDesc::validate() const {
     return p;
   };
   if (kind == OpKind::MatMul) {
-    product({m, k}, kMaxElements, "A's element count");
-    product({k, n}, kMaxElements, "B's element count");
-    product({m, n}, kMaxElements, "the result's element count");
-    product({m, n, k}, kMaxMacs, "the multiply-accumulate count");
+    if (batch < 0) throw std::invalid_argument(name + ": --batch must not be negative");  // 0 or 1: one product
+    product({batch, m, k}, kMaxElements, "A's element count");
+    product({batch, k, n}, kMaxElements, "B's element count");
+    product({batch, m, n}, kMaxElements, "the result's element count");
+    product({batch, m, n, k}, kMaxMacs, "the multiply-accumulate count");
   } else if (takes_nchw(kind)) {
     product({batch, cin, h, w}, kMaxElements, "the input's element count");
     if (is_cube(kind)) {
@@ -242,8 +243,9 @@ std::string OpDesc::to_string() const {
                 " sums=" + std::to_string(epilogue_sums) + ")"
           : std::string();
   if (kind == OpKind::MatMul)
-    return s + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-           (transpose_a ? " ta" : "") + (transpose_b ? " tb" : "") + epilogue;
+    return s + (batch > 1 ? " batch=" + std::to_string(batch) : std::string()) + " m=" + std::to_string(m) +
+           " n=" + std::to_string(n) + " k=" + std::to_string(k) + (transpose_a ? " ta" : "") +
+           (transpose_b ? " tb" : "") + epilogue;
   if (takes_nchw(kind)) {
     s += " n=" + std::to_string(batch) + " c=" + std::to_string(cin) + " h=" + std::to_string(h) +
          " w=" + std::to_string(w);

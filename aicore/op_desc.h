@@ -76,7 +76,7 @@ struct OpDesc {
   OpKind kind = OpKind::Add;
   Precision precision = Precision::FP16;      ///< compute precision and operand storage
   Precision out_precision = Precision::FP16;  ///< result storage (differs for Cast)
-  // MatMul
+  // MatMul: `batch` independent products (BatchMatMul; 0 or 1: one), each m x k by k x n
   std::int64_t m = 0, n = 0, k = 0;
   bool transpose_a = false, transpose_b = false;
   // Conv, pooling and BatchNorm: NCHW input; conv weight Cout x Cin x kh x kw; pool window kh x kw

@@ -32,6 +32,7 @@ CubeTiling gemm_shape(const OpDesc& d) {
       t.M = d.m;
       t.N = d.n;
       t.K = d.k;
+      t.batch = std::max<std::int64_t>(1, d.batch);
       t.a_mte1_factor = d.transpose_a ? 2.0 : 1.0;
       t.b_mte1_factor = d.transpose_b ? 2.0 : 1.0;
       break;
@@ -129,7 +130,7 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
   t.tiles_m = ceil_div(t.M, t.m_t);
   t.tiles_n = ceil_div(t.N, t.n_t);
   t.k_steps = ceil_div(t.K, t.k_t);
-  const std::int64_t tiles = t.tiles_m * t.tiles_n;
+  const std::int64_t tiles = t.batch * t.tiles_m * t.tiles_n;  // a batch's products share the blocks
   if (tiles >= cfg.cores) {
     out.blocks = cfg.cores;
     t.tiles_per_block = ceil_div(tiles, cfg.cores);

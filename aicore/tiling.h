@@ -23,6 +23,7 @@ struct BufferUse {
 
 struct CubeTiling {
   std::int64_t M = 0, N = 0, K = 0;        ///< GEMM dimensions, padded to the fractal
+  std::int64_t batch = 1;                  ///< independent GEMMs of M x N x K (BatchMatMul)
   std::int64_t m_t = 0, n_t = 0, k_t = 0;  ///< L0 tile
   std::int64_t tiles_m = 0, tiles_n = 0, k_steps = 0;
   std::int64_t k_split = 1;          ///< blocks sharing one output tile along K

@@ -251,6 +251,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
         return false;
       }
       set_active(s, true);
+      if (task.queue == 0) m_account.filled();
       if (m_values) m_values->get_next();
       aicpu_kernel(s, m_getnext_t, m_getnext, "GetNext");
       return true;

@@ -328,7 +328,15 @@ CompilePass graph_kernel_fusion_pass() {
                     if (!in_group.count(k) && k > m && k < last) placeable = false;
                 }
               }
-              if (!placeable) continue;
+              // A kernel reads at most 64 tensors (the Vector kernels' operand limit): a wider group
+              // (a global norm's partial sums joined again) stays unfused.
+              std::set<TensorId> reads;
+              for (auto m : members)
+                for (auto t : ops[m].inputs)
+                  if (producer[static_cast<std::size_t>(t)] < 0 ||
+                      !in_group.count(static_cast<std::size_t>(producer[static_cast<std::size_t>(t)])))
+                    reads.insert(t);
+              if (!placeable || reads.size() > 64) continue;
               kernels.emplace(last, fused_kernel("FusedElementwise", ops[last].name + "/Fused_" + types, ops, members,
                                                  producer, outputs));
               for (auto m : members) fused_at[m] = static_cast<int>(last);

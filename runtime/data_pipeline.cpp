@@ -136,7 +136,8 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
 void PipelineCosts::build_stages() {
   const std::string source = m_recipe.dataset.format == workloads::DatasetFormat::MnistIdx        ? "MnistDataset"
                              : m_recipe.dataset.format == workloads::DatasetFormat::Cifar10Binary ? "Cifar10Dataset"
-                                                                                                  : "ImageFolderDataset";
+                             : m_recipe.dataset.format == workloads::DatasetFormat::MindRecord    ? "MindDataset"
+                                                                                               : "ImageFolderDataset";
   m_stages.push_back({Stage::Kind::Source, source, 1, {}});
   const auto calls = m_recipe.calls();
   std::vector<std::int64_t> workers(calls.size(), m_pipe.num_parallel_workers);

@@ -32,6 +32,7 @@ struct DataRates {
 struct DataVerdict {
   bool data_bound = false;
   double waiting_fraction = 0;        ///< of simulated time, the device or host loop waiting for data
+  double first_fill_s = 0;            ///< of it, the wait for the first batch (in the breakdown's set-up)
   double pipeline_batches_per_s = 0;  ///< what the slowest stage sustains (later epochs if any)
   std::string bounding_stage;         ///< that stage
   double first_epoch_batches_per_s = 0;

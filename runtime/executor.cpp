@@ -134,6 +134,7 @@ void Executor::next_batch_from_pipeline() {
   phase(Phase::HostData);
   Span s(*this, m_host_track, "wait for batch");
   m_pipeline.next();
+  m_account.filled();
 }
 
 void Executor::memcpy_inputs_h2d() {
@@ -193,6 +194,20 @@ void Executor::create_channel() {
 }
 
 void Executor::load_graph() { load(m_graph.sink_tasks); }
+
+void Executor::compile_kernels() { compile_kernels(kernels_to_compile(m_graph), m_io); }
+
+void Executor::compile_kernels(std::int64_t kernels, Interactions& counted) {
+  if (m_host.kernel_cache != "cold" || kernels <= 0) return;
+  // Before the graph loads, while the data channel (created first) starts filling, as
+  // MindSpore's sink modes compile the network after launching the dataset's graph.
+  phase(Phase::Setup);
+  Span s(*this, m_host_track, "compile kernels");
+  wait(sim::seconds(m_host.kernel_compile_s * static_cast<double>(kernels)));
+  counted.kernels_compiled += kernels;
+  // No step's time: like an evaluation pass, the next step starts after it.
+  if (!m_in_eval) m_prev_end = sc_core::sc_time_stamp();
+}
 
 void Executor::load(const hostif::TaskList& graph) {
   phase(Phase::Setup);
@@ -257,6 +272,10 @@ void Executor::evaluate(std::int64_t epoch) {
   if (m_steps_done > 0 && !m_pending_recorded) {
     record_step(m_pending.end);
     m_pending_recorded = true;
+  }
+  if (!m_eval_compiled) {  // its kernels the training graph has not: once, as set-up
+    m_eval_compiled = true;
+    compile_kernels(kernels_to_compile(*m_eval_graph, &m_graph), m_eval_io);
   }
   EvalPass pass;
   pass.after_epoch = epoch;
@@ -348,6 +367,7 @@ RunResult Executor::result() {
   m_last_recorded = true;
   r.steps = m_record;
   r.breakdown_s = m_account.close(end);
+  r.first_fill_s = m_account.first_fill_s();
   r.interactions = m_io;
   r.losses_returned = m_losses;
   r.loss_values = m_loss_values;
@@ -366,6 +386,7 @@ class NonSinkExecutor final : public Executor {
 
  protected:
   void train() override {
+    compile_kernels();
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       next_batch_from_pipeline();
       memcpy_inputs_h2d();
@@ -383,6 +404,7 @@ class DataSinkExecutor final : public Executor {
  protected:
   void train() override {
     create_channel();
+    compile_kernels();
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_ops(m_graph.sink_tasks);
       return_to_host();
@@ -398,6 +420,7 @@ class GraphSinkExecutor final : public Executor {
  protected:
   void train() override {
     create_channel();
+    compile_kernels();
     load_graph();
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_graph(1, false);
@@ -414,6 +437,7 @@ class LoopSinkExecutor final : public Executor {
  protected:
   void train() override {
     create_channel();
+    compile_kernels();
     load_graph();
     for (std::int64_t e = 0; e < m_session.epochs; ++e) {
       launch_graph(m_session.effective_sink_size(), true);

@@ -73,6 +73,8 @@ class Executor : public sc_core::sc_module {
   void launch_graph(std::int64_t iterations, bool loop_control);
   void create_channel();
   void load_graph();
+  /// With a cold kernel cache: compiles the training graph's distinct kernels (set-up).
+  void compile_kernels();
   /// The end of training epoch `epoch` (1-based; a sink under loop sink): evaluates if due.
   void epoch_end(std::int64_t epoch);
   /// The cluster's one-time collectives before training (the parameters' broadcast), if any.
@@ -103,6 +105,9 @@ class Executor : public sc_core::sc_module {
   void copy_h2d(const std::vector<std::int64_t>& input_bytes);
   void submit_graph(const hostif::TaskList& graph, std::int64_t iterations, bool loop_control);
   void load(const hostif::TaskList& graph);
+  /// With a cold kernel cache: compiles `kernels` distinct kernels on the host (set-up), counted
+  /// in `counted`.
+  void compile_kernels(std::int64_t kernels, Interactions& counted);
 
   std::int64_t m_batch_size;
   DataPipeline& m_pipeline;
@@ -131,6 +136,7 @@ class Executor : public sc_core::sc_module {
   std::int64_t m_eval_outputs_bytes = 0;
   bool m_in_eval = false;
   bool m_eval_loaded = false;  ///< the evaluation channel exists and its graph is loaded
+  bool m_eval_compiled = false;
   sc_core::sc_event m_eval_channel_start;
   Interactions m_eval_io;
   std::vector<EvalPass> m_eval_passes;

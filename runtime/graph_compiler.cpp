@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "runtime/backend_passes.h"
 #include "sim/core/time.h"
@@ -397,6 +398,26 @@ CompilePass all_reduce_pass() {
           c.setup_tasks.push_back(b);
         }
       }};
+}
+
+std::int64_t kernels_to_compile(const CompiledGraph& g, const CompiledGraph* known) {
+  // A kernel: the op's type with the geometry its cost model sees (Sub and RealDiv of one shape
+  // are two kernels though their descriptions agree).
+  using Kernel = std::pair<std::string, aicore::OpDesc>;
+  struct Hash {
+    std::size_t operator()(const Kernel& k) const { return std::hash<std::string>()(k.first) ^ (k.second.hash() << 1); }
+  };
+  auto kernels = [](const CompiledGraph& c) {
+    std::unordered_set<Kernel, Hash> out;
+    for (std::size_t i = 0; i < c.step_tasks.size() && i < c.descs.size(); ++i)
+      if (c.step_tasks[i].kind == hostif::TaskKind::AiCore)
+        out.emplace(i < c.op_types.size() ? c.op_types[i] : std::string(), c.descs[i]);
+    return out;
+  };
+  const auto mine = kernels(g);
+  if (known == nullptr) return static_cast<std::int64_t>(mine.size());
+  const auto before = kernels(*known);
+  return std::count_if(mine.begin(), mine.end(), [&](const Kernel& k) { return before.count(k) == 0; });
 }
 
 }  // namespace ascendsim::runtime

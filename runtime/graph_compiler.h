@@ -94,6 +94,10 @@ aicore::OpDesc lower_op(const workloads::Graph& g, const workloads::Op& op);
 
 /// Compiles a workload with the default passes (and graph-kernel fusion after atomic_clean when
 /// its recipe asks for it). `queue_capacity` sizes the data queue buffers in the memory plan.
+/// The distinct AI-core kernels of `g` (an op at its shapes and types: the kernel compiler builds
+/// each once) that `known`, a graph compiled before it, does not already have.
+std::int64_t kernels_to_compile(const CompiledGraph& g, const CompiledGraph* known = nullptr);
+
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity);
 /// Compiles with the given passes, in order.
 CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& model, std::int64_t queue_capacity,

@@ -12,6 +12,11 @@ void HostConfig::declare(sim::ParamSet& ps) {
   ps.real("host.memcpy_setup_us", memcpy_setup_us, "us", 0, 1e6, "host overhead of one synchronous memcpy call");
   ps.real("host.queue_create_us", queue_create_us, "us", 0, 1e8, "one-time creation of the dataset channel");
   ps.real("host.graph_load_us", graph_load_us, "us", 0, 1e9, "one-time host work to load a graph onto the device");
+  ps.real("host.kernel_compile_s", kernel_compile_s, "s", 0, 3600,
+          "one-time, with a cold kernel cache: compiling one distinct AI-core kernel (an op at its shapes)");
+  ps.text("host.kernel_cache", kernel_cache, {"warm", "cold"},
+          "warm: the kernels come compiled from an earlier run (kernel_meta); cold: the run compiles each distinct "
+          "kernel first (--kernel-cache)");
   ps.integer("host.cpu_cores", cpu_cores, "cores", 1, 4096, "host CPU cores the data pipeline threads share");
   ps.real("host.read_ns_per_byte", read_ns_per_byte, "ns/B", 0, 1e6, "source reader: file bytes read per sample");
   ps.real("host.decode_ns_per_pixel", decode_ns_per_pixel, "ns/pixel", 0, 1e6, "JPEG decode");

@@ -17,6 +17,12 @@ struct HostConfig {
   double memcpy_setup_us = 8;     ///< synchronous memcpy call overhead (pin, descriptor, call)
   double queue_create_us = 2000;  ///< one-time: create the dataset channel and device queue
   double graph_load_us = 5000;    ///< one-time: host work to load a graph onto the device
+  /// One-time, with a cold kernel cache: the kernel compiler's time per distinct AI-core kernel
+  /// (an op at its shapes and types), one after another on the rank's process.
+  double kernel_compile_s = 1.2;
+  /// warm: the kernels were compiled by an earlier run (MindSpore's kernel_meta directory) and
+  /// are loaded from it; cold: this run compiles each distinct kernel before its graph runs.
+  std::string kernel_cache = "warm";
   std::int64_t cpu_cores = 32;    ///< host cores: caps the pipeline threads that really run at once
   // Data pipeline costs, per sample on one thread.
   double read_ns_per_byte = 0.5;         ///< source reader: file bytes from the page cache

@@ -306,8 +306,9 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   }
   // Time to train, in parts, where it has parts beyond the steps: evaluation during training, or
   // a cluster's communication.
-  if (std::any_of(runs.begin(), runs.end(),
-                  [](const RunResult& r) { return r.session.eval_passes() > 0 || r.devices > 1; })) {
+  if (std::any_of(runs.begin(), runs.end(), [](const RunResult& r) {
+        return r.session.eval_passes() > 0 || r.devices > 1 || r.interactions.kernels_compiled > 0;
+      })) {
     out +=
         "\ntime to train (s, from the run's start to its stop; MLPerf's timed region leaves out the initialisation): "
         "the steps, the evaluation passes, the one-time set-up, the communication no computation hid\n";

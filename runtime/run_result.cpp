@@ -128,7 +128,8 @@ nlohmann::ordered_json RunResult::evaluation_json() const {
             {"d2h_copies", io.d2h_copies},
             {"host_syncs", io.host_syncs},
             {"h2d_bytes", io.h2d_bytes},
-            {"d2h_bytes", io.d2h_bytes}}}};
+            {"d2h_bytes", io.d2h_bytes},
+            {"kernels_compiled", io.kernels_compiled}}}};
 }
 
 nlohmann::ordered_json RunResult::to_json() const {
@@ -153,10 +154,15 @@ nlohmann::ordered_json RunResult::to_json() const {
                        {"samples_per_s", steady_samples_per_s()}};
   j["warmup_s"] = steps.warmup_s();
   j["device_busy_fraction"] = device_busy_fraction();
-  j["interactions"] = {{"op_launches", interactions.op_launches}, {"graph_launches", interactions.graph_launches},
-                       {"h2d_copies", interactions.h2d_copies},   {"d2h_copies", interactions.d2h_copies},
-                       {"host_syncs", interactions.host_syncs},   {"h2d_bytes", interactions.h2d_bytes},
-                       {"d2h_bytes", interactions.d2h_bytes},     {"device_loop_iterations", device_loop_iterations}};
+  j["interactions"] = {{"op_launches", interactions.op_launches},
+                       {"graph_launches", interactions.graph_launches},
+                       {"h2d_copies", interactions.h2d_copies},
+                       {"d2h_copies", interactions.d2h_copies},
+                       {"host_syncs", interactions.host_syncs},
+                       {"h2d_bytes", interactions.h2d_bytes},
+                       {"d2h_bytes", interactions.d2h_bytes},
+                       {"kernels_compiled", interactions.kernels_compiled},
+                       {"device_loop_iterations", device_loop_iterations}};
   nlohmann::ordered_json b = nlohmann::ordered_json::object();
   for (std::size_t i = 0; i < sim::kPhaseCount; ++i) b[sim::phase_name(static_cast<sim::Phase>(i))] = breakdown_s[i];
   j["breakdown_s"] = b;

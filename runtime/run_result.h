@@ -23,6 +23,7 @@ struct Interactions {
   std::int64_t host_syncs = 0;
   std::int64_t h2d_bytes = 0;
   std::int64_t d2h_bytes = 0;
+  std::int64_t kernels_compiled = 0;  ///< distinct AI-core kernels compiled first (a cold kernel cache)
 };
 
 /// Per-step iteration trajectory (seconds): interval + fp_bp + tail = the step's time.
@@ -135,6 +136,7 @@ struct RunResult {
   /// the iteration trajectory.
   StepRecord steps;
   std::array<double, sim::kPhaseCount> breakdown_s{};
+  double first_fill_s = 0;  ///< of breakdown_s's setup, the wait for the first training batch
   Interactions interactions;
   std::int64_t losses_returned = 0;
   /// Functional mode: the losses the host read, as LossMonitor prints them; the test-set accuracy

@@ -19,6 +19,7 @@
 #include "sim/simulation.h"
 #include "workloads/onnx_import.h"
 #include "workloads/parallel.h"
+#include "workloads/transformer.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -167,6 +168,11 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     }
   }
   if (!r.shard_strategy.empty()) c.layers = load_shard_strategies(r.shard_strategy);
+  if (workloads::transformer_shape(w.name))
+    throw InputError("parallel_mode", "parallel_mode",
+                     w.name +
+                         ": semi-automatic parallelism has no layouts for the transformers' ops yet (every rank "
+                         "would compute the whole batch); train it data parallel (parallel_mode data)");
   auto plan = std::make_shared<workloads::ShardPlan>();
   const workloads::Workload whole = w;
   try {
@@ -329,9 +335,12 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
 }
 
 ordered_json recipe_json(const workloads::Recipe& r) {
-  return {{"amp_level", r.amp_level},   {"keep_batchnorm_fp32", r.keep_batchnorm_fp32},
-          {"loss_scale", r.loss_scale}, {"graph_kernel_fusion", r.graph_kernel_fusion},
-          {"ub_fusion", r.ub_fusion},   {"optimizer", r.optimizer}};
+  return {{"amp_level", r.amp_level},
+          {"keep_batchnorm_fp32", r.has_batchnorm ? ordered_json(r.keep_batchnorm_fp32) : ordered_json(nullptr)},
+          {"loss_scale", r.loss_scale},
+          {"graph_kernel_fusion", r.graph_kernel_fusion},
+          {"ub_fusion", r.ub_fusion},
+          {"optimizer", r.optimizer}};
 }
 
 ordered_json resolved_params(const SystemConfig& cfg) {
@@ -539,8 +548,8 @@ SweepOutcome sweep(const SweepRequest& req) {
   const RunRequest& o = req.base;
   const std::string& param = req.param;
   const SystemConfig base = load_config(o.config);
-  const bool session_param =
-      param == "sink_size" || param == "epochs" || param == "steps_per_epoch" || param == "batch_size";
+  const bool session_param = param == "sink_size" || param == "epochs" || param == "steps_per_epoch" ||
+                             param == "batch_size" || param == "devices";
   SweepOutcome out;
   out.param = param;
   out.values = req.values;
@@ -567,6 +576,15 @@ SweepOutcome sweep(const SweepRequest& req) {
       ov.steps_per_epoch = parse_whole(v, "steps_per_epoch");
     else if (param == "batch_size")
       ov.batch_size = parse_whole(v, "batch_size");
+    else if (param == "devices") {  // the same job on a cluster of this size: its epochs of the same dataset
+      ov.devices = parse_whole(v, "devices");
+      if (ov.devices < 1) throw InputError("values", "devices", "'" + v + "' is not a device count (1 or more)");
+      if (o.devices_per_server > 0) ov.devices_per_server = std::min(o.devices_per_server, ov.devices);
+      if (ov.devices == 1) ov.all_reduce_fusion.clear();
+      ov.rank_sets.clear();
+      for (const auto& [rank, sets] : o.rank_sets)
+        if (rank < ov.devices) ov.rank_sets[rank] = sets;
+    }
     if (!session_param) {
       ConfigRequest c = o.config;
       c.sets.push_back(param + "=" + v);
@@ -683,6 +701,20 @@ std::string SweepOutcome::table() const {
                        r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
   }
   if (pulled_up) out += std::string("\n") + runtime::kPulledUpNote;
+  if (std::any_of(points.begin(), points.end(), [&](const runtime::SweepPoint& p) {
+        return param == "devices" || p.run.session.eval_passes() > 0 || p.run.devices > 1 ||
+               p.run.interactions.kernels_compiled > 0;
+      })) {
+    runtime::TextTable t(
+        {param, "strategy", "time to train s", "training", "evaluation", "initialisation", "exposed comm"});
+    for (const auto& p : points) {
+      const runtime::TimeToTrain v = p.run.time_to_train();
+      t.add({p.value, runtime::strategy_name(p.run.session.strategy), fmt::format("{:.3f}", v.total),
+             fmt::format("{:.3f}", v.training), fmt::format("{:.3f}", v.evaluation),
+             fmt::format("{:.3f}", v.initialisation), fmt::format("{:.3f}", v.exposed_comm)});
+    }
+    out += "\ntime to train, from the run's start to its stop (s):\n" + t.render();
+  }
   if (!conclusion.empty()) out += "\n" + conclusion + "\n";
   return out;
 }

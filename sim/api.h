@@ -151,7 +151,8 @@ workloads::Workload request_workload(const RunRequest& req, const SystemConfig& 
 std::vector<StatInfo> describe_statistics(const RunRequest& req);
 
 /// A sweep: the request's strategies at each value of one parameter — sink_size, epochs,
-/// steps_per_epoch, batch_size or any configuration key.
+/// steps_per_epoch, batch_size, devices (the same job on clusters of these sizes: the dataset's
+/// epochs split across the ranks unless steps_per_epoch is given) or any configuration key.
 struct SweepRequest {
   RunRequest base;
   std::string param;                ///< [param]

@@ -306,6 +306,11 @@ po::options_description run_options(Options& o) {
       }),
       "none | map | source: cache the evaluation pipeline after its last map (the seed's eval cache) or its "
       "source; the first pass writes it, later passes read it")(
+      "kernel-cache", po::value<std::string>()->notifier([&o](const std::string& v) {
+        shortcut(o, "host.kernel_cache", "--kernel-cache", v);
+      }),
+      "warm | cold: the AI-core kernels come compiled from an earlier run (kernel_meta; the default), or the run "
+      "compiles each distinct kernel first (host.kernel_compile_s each, charged to the initialisation)")(
       "trace", po::value(&o.trace),
       "write a timeline of every run to FILE: Perfetto's protobuf format if FILE ends in .pftrace "
       "(smaller, faster), else Chrome JSON (Perfetto UI, chrome://tracing)")(
@@ -773,7 +778,8 @@ int cmd_sweep(int argc, char* argv[]) {
   desc.add(run_options(o));
   desc.add(parallel_options(o));
   desc.add_options()("param", po::value(&req.param)->required(),
-                     "what to sweep: sink_size, epochs, steps_per_epoch, batch_size, or any parameter key "
+                     "what to sweep: sink_size, epochs, steps_per_epoch, batch_size, devices (the same job on clusters "
+                     "of these sizes; with evaluation, a time to train per size), or any parameter key "
                      "(e.g. link.h2d_bandwidth_gbps, host.op_launch_us)")("values", po::value(&values_arg)->required(),
                                                                           "comma-separated values, e.g. 1,10,100,1000")(
       "strategies", po::value(&strategies_arg), "comma-separated strategies (default: all four)")(
@@ -971,13 +977,14 @@ int cmd_op(int argc, char* argv[]) {
       "m", po::value(&d.m), "matmul: rows of the result")("n", po::value<std::int64_t>(),
                                                           "matmul: columns of the result; conv/pool/batchnorm: batch")(
       "k", po::value<std::int64_t>(), "matmul: inner dimension; conv: output channels")(
+      "batch", po::value<std::int64_t>(), "matmul: independent products of m x k by k x n (BatchMatMul)")(
       "transpose-a", po::bool_switch(&d.transpose_a), "matmul: A stored transposed")(
       "transpose-b", po::bool_switch(&d.transpose_b), "matmul: B stored transposed")(
       "c", po::value(&d.cin), "input channels")("h", po::value(&d.h), "input height")(
       "w", po::value(&d.w), "input width")("r", po::value(&d.kh), "kernel/window height")(
       "s", po::value(&d.kw), "kernel/window width")("stride", po::value(&d.stride)->default_value(1), "stride")(
-      "pad", po::value(&pad)->default_value(pad), "padding: P on every side, or H,W (height, width)")("elements", po::value(&d.elements),
-                                                             "vector ops: elements of the main operand")(
+      "pad", po::value(&pad)->default_value(pad), "padding: P on every side, or H,W (height, width)")(
+      "elements", po::value(&d.elements), "vector ops: elements of the main operand")(
       "out-elements", po::value(&d.out_elements),
       "reductions, bias, softmax, one-hot: elements of the reduced side (default 1 for a full reduction)")(
       "operands", po::value(&d.operands)->default_value(2), "addn: number of operands")(
@@ -1007,6 +1014,11 @@ int cmd_op(int argc, char* argv[]) {
   d.out_precision = *out_prec;
   if (vm.count("n")) (d.kind == aicore::OpKind::MatMul ? d.n : d.batch) = vm["n"].as<std::int64_t>();
   if (vm.count("k")) (d.kind == aicore::OpKind::MatMul ? d.k : d.cout) = vm["k"].as<std::int64_t>();
+  if (vm.count("batch")) {
+    if (d.kind != aicore::OpKind::MatMul) throw InputError("--batch: a matmul's; conv/pool/batchnorm take --n");
+    d.batch = vm["batch"].as<std::int64_t>();
+    if (d.batch < 1) throw InputError("--batch " + std::to_string(d.batch) + ": give 1 or more products");
+  }
   if (d.kind == aicore::OpKind::BatchNorm || d.kind == aicore::OpKind::BatchNormGrad) d.kh = d.kw = 1;
   if (!vm.count("out-elements") && !aicore::is_cube(d.kind) && !aicore::takes_nchw(d.kind)) {
     switch (d.kind) {  // a full reduction / one-row softmax unless told otherwise

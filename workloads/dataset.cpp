@@ -19,6 +19,8 @@ const char* dataset_format_name(DatasetFormat f) {
       return "synthetic-jpeg";
     case DatasetFormat::ImageFolder:
       return "image-folder";
+    case DatasetFormat::MindRecord:
+      return "mindrecord";
   }
   return "?";
 }

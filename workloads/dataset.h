@@ -13,7 +13,7 @@ namespace ascendsim::workloads {
 
 /// ImageFolder: a directory of class folders of JPEG files (MindSpore's ImageFolderDataset);
 /// the ImageNet workloads read it, or synthesise such JPEGs (SyntheticJpeg) when given none.
-enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg, ImageFolder };
+enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg, ImageFolder, MindRecord };
 const char* dataset_format_name(DatasetFormat f);
 
 struct DatasetSpec {

@@ -109,6 +109,9 @@ class OpRegistry {
 /// shuffling ops imported networks use (ops_nn.cpp, register_nn_ops).
 void register_builtin_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
+/// Transformers' ops: BatchMatMul, LayerNorm, RMSNorm, GeLU, SiLU, rotary embeddings, embedding
+/// lookups and the Adam and LAMB kernels (ops_transformer.cpp).
+void register_transformer_ops(OpRegistry& r);
 
 /// Elements a tensor of `shape` occupies in layout `f`: NC1HWC0 pads channels, FracZ both weight
 /// channel dimensions and FRACTAL_NZ both matrix dimensions to multiples of 16.

@@ -139,6 +139,7 @@ std::int64_t conv_macs(const Shape& y, const Shape& w) { return y[0] * y[2] * y[
 
 void register_builtin_ops(OpRegistry& r) {
   register_nn_ops(r);
+  register_transformer_ops(r);
   // Cube ops ------------------------------------------------------------------------------------
   r.add(layout(
       OpDef{"Conv2D",

@@ -562,7 +562,7 @@ class Sharder {
     spec.decayed.clear();
     for (auto old : m_train.optimizer_spec.decayed)
       if (auto it = m_params.find(old); it != m_params.end()) spec.decayed.insert(it->second.id);
-    append_momentum(m_g, grads, spec);
+    append_optimizer(m_g, grads, spec);
     w.sens = sens;
     w.optimizer_spec = spec;
     w.graph = std::move(m_g);

@@ -5,6 +5,7 @@
 #include "workloads/mlp.h"
 #include "workloads/mobilenet.h"
 #include "workloads/resnet.h"
+#include "workloads/transformer.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::workloads {
@@ -20,6 +21,7 @@ std::vector<std::string> workload_names() {
   for (const auto& s : resnet_specs()) names.push_back(s.name);
   names.push_back("mobilenetv2");
   names.push_back("mlp-slice");
+  for (const auto& s : transformer_shapes()) names.push_back(s.name);
   return names;
 }
 
@@ -27,9 +29,13 @@ std::string Recipe::describe() const {
   char scale[32];
   std::snprintf(scale, sizeof scale, "%g", loss_scale);
   return "amp " + amp_level +
-         (amp_level == "O2" ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") + ", loss scale " +
-         scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") + (ub_fusion ? ", UB fusion" : "") +
-         (optimizer == "lars" ? ", LARS" : "");
+         (amp_level == "O2" && has_batchnorm ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") +
+         ", loss scale " + scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") +
+         (ub_fusion ? ", UB fusion" : "") +
+         (optimizer == "lars"    ? ", LARS"
+          : optimizer == "lamb"  ? ", LAMB"
+          : optimizer == "adamw" ? ", AdamW"
+                                 : "");
 }
 
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
@@ -61,6 +67,23 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
     w.recipe.ub_fusion = o.ub_fusion.value_or(false);
     return w;
+  }
+  if (const auto shape = transformer_shape(name)) {
+    // The model zoo's BERT and MindFormers' GPT scripts: amp O2; a dynamic loss scale, held here at
+    // 65536 (its updates are not modelled); their own optimizers (LAMB, AdamW).
+    if (o.optimizer)
+      throw std::invalid_argument(name + " trains with its script's " +
+                                  (shape->kind == TransformerShape::Kind::Bert ? "LAMB" : "AdamW") +
+                                  "; --optimizer applies to the ResNet and MobileNetV2 workloads");
+    if (o.keep_batchnorm_fp32) throw std::invalid_argument(name + " has no BatchNorm (keep_batchnorm_fp32)");
+    Recipe r;
+    r.has_batchnorm = false;
+    r.amp_level = o.amp_level.value_or("O2");
+    r.loss_scale = o.loss_scale.value_or(65536);
+    r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
+    r.ub_fusion = o.ub_fusion.value_or(false);
+    r.optimizer = shape->kind == TransformerShape::Kind::Bert ? "lamb" : "adamw";
+    return make_transformer(*shape, batch_size, r);
   }
   Recipe r;  // MindSpore's model-zoo ResNet and MobileNetV2 scripts: amp O2, BatchNorm in fp16, loss scale 1024
   r.amp_level = o.amp_level.value_or("O2");

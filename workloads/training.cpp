@@ -73,13 +73,16 @@ std::map<TensorId, TensorId> append_backward(Graph& g, TensorId loss, TensorId s
   return grads;
 }
 
+void unscale_gradients(Graph& g, std::map<TensorId, TensorId>& grads, double loss_scale) {
+  if (loss_scale <= 1) return;
+  const TensorId inv = g.add_tensor({"loss_scale_reciprocal", {1}, DType::F32, TensorRole::Constant});
+  for (auto& [param, grad] : grads) grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
+}
+
 void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
   g.set_pass(Pass::Optimizer);
   std::map<TensorId, TensorId> update = grads;
-  if (spec.loss_scale > 1) {
-    TensorId inv = g.add_tensor({"loss_scale_reciprocal", {1}, DType::F32, TensorRole::Constant});
-    for (auto& [param, grad] : update) grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
-  }
+  unscale_gradients(g, update, spec.loss_scale);
   TensorId lr;
   if (spec.lr_schedule_steps > 0) {
     TensorId table = g.add_tensor({"learning_rate", {spec.lr_schedule_steps}, DType::F32, TensorRole::OptimizerState});
@@ -110,6 +113,13 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
         g.add_tensor({"moments." + pname, g.tensor(param).shape, g.tensor(param).dtype, TensorRole::OptimizerState});
     g.apply_momentum("Momentum/" + pname, param, accum, lr, grad, mom);
   }
+}
+
+void append_optimizer(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
+  if (spec.kind == "momentum")
+    append_momentum(g, grads, spec);
+  else
+    append_adam_family(g, grads, spec);
 }
 
 Workload inference_workload(const Workload& train) {

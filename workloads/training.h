@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 
 #include "workloads/graph.h"
 
@@ -25,10 +26,24 @@ struct OptimizerSpec {
   /// model zoo's lars_filter): SquareSumAll and LARSUpdate scale each one's gradient, weight
   /// decay included, before its ApplyMomentum.
   bool lars = false;
+  /// "momentum" (append_momentum, LARS included), "adamw" (AdamWeightDecay) or "lamb".
+  std::string kind = "momentum";
+  /// Adam and LAMB: clip the gradients by their global norm first (clip norm 1.0).
+  bool clip_global_norm = false;
 };
 
 /// Appends the optimizer: unscale, learning-rate lookup, weight decay and one ApplyMomentum per
 /// parameter (in parameter creation order) with its accumulator. Values do not affect timing.
 void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec = {});
+
+/// Each gradient multiplied by 1 / loss_scale (nothing for a scale of 1), in the optimizer pass.
+void unscale_gradients(Graph& g, std::map<TensorId, TensorId>& grads, double loss_scale);
+
+/// Appends AdamWeightDecay (spec.kind "adamw") or LAMB ("lamb") per parameter, each with its two
+/// fp32 moments, after the unscale and the global-norm clipping (transformer.cpp).
+void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec);
+
+/// The optimizer `spec.kind` names.
+void append_optimizer(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec);
 
 }  // namespace ascendsim::workloads

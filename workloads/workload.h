@@ -20,6 +20,7 @@ namespace ascendsim::workloads {
 struct Recipe {
   std::string amp_level = "O0";      ///< O0 fp32; O2 fp16 network, fp32 master weights; O3 all fp16
   bool keep_batchnorm_fp32 = true;   ///< O2: BatchNorm in fp32 between casts (false: in fp16)
+  bool has_batchnorm = true;         ///< false: the network has none (transformers); describe() omits it
   double loss_scale = 1;             ///< fixed loss scale (1: none)
   bool graph_kernel_fusion = false;  ///< `enable_graph_kernel`: fuse element-wise chains into one kernel
   /// The Ascend backend's UB (buffer) fusion (on by default in MindSpore's graph mode; off here

@@ -39,8 +39,15 @@ Phase BreakdownAccountant::current() const {
   if (m_host == Phase::Eval) return Phase::Eval;
   if (m_device[static_cast<std::size_t>(Device::Busy)] > 0) return Phase::DeviceCompute;
   if (m_device[static_cast<std::size_t>(Device::Comm)] > 0) return Phase::Comm;
-  if (m_device[static_cast<std::size_t>(Device::Waiting)] > 0) return Phase::WaitData;
-  return m_host;
+  if (m_device[static_cast<std::size_t>(Device::Waiting)] > 0) return m_filling ? Phase::Setup : Phase::WaitData;
+  return m_filling && m_host == Phase::HostData ? Phase::Setup : m_host;
+}
+
+bool BreakdownAccountant::waiting_first_fill() const {
+  if (!m_filling || m_host == Phase::Eval || m_device[static_cast<std::size_t>(Device::Busy)] > 0 ||
+      m_device[static_cast<std::size_t>(Device::Comm)] > 0)
+    return false;
+  return m_device[static_cast<std::size_t>(Device::Waiting)] > 0 || m_host == Phase::HostData;
 }
 
 void BreakdownAccountant::schedule(const sc_core::sc_time& at, Device d, int delta) {
@@ -74,6 +81,7 @@ void BreakdownAccountant::charge(const sc_core::sc_time& now) {
 void BreakdownAccountant::charge_until(const sc_core::sc_time& now) {
   if (now <= m_last) return;
   m_time[static_cast<std::size_t>(current())] += now - m_last;
+  if (waiting_first_fill()) m_fill += now - m_last;
   m_last = now;
 }
 

@@ -27,7 +27,8 @@ enum class Phase : std::size_t {
   WaitData,       ///< device waits in GetNext for the data queue
   Sync,           ///< completion notification and host wake-up after the device finished
   Comm,           ///< device communication (collectives) that no computation hides
-  Setup,          ///< one-time set-up: creating the dataset channel, loading the graph (host work and its DMA)
+  Setup,          ///< one-time set-up: the dataset channel, a cold cache's kernel compilation, the graph's load (host
+                  ///< work and its DMA), the parameters' broadcast, the pipeline's first fill
   Eval,           ///< evaluation passes during training: all their time, the device's included
   Count
 };
@@ -55,6 +56,16 @@ class BreakdownAccountant {
   /// Withdraws the transitions of `d` announced for after now (a device model that re-plans the
   /// tasks it announced).
   void retract(Device d);
+  /// The first training batch has reached its consumer (GetNext on the device, or the host's
+  /// training thread without sink). Until then, waiting for data is the pipeline's first fill and
+  /// is charged to set-up, once; from then on to wait_data or host_data.
+  void filled() {
+    if (m_filling) change([&] { m_filling = false; });
+  }
+
+  /// Of the set-up time, the pipeline's first fill (waiting for the first batch), in seconds; valid
+  /// once closed.
+  double first_fill_s() const { return m_fill.to_seconds(); }
 
   /// The time charged to `p` so far, up to now.
   sc_core::sc_time charged(Phase p) {
@@ -78,6 +89,8 @@ class BreakdownAccountant {
   void charge_until(const sc_core::sc_time& now);
   void schedule(const sc_core::sc_time& at, Device d, int delta);
   Phase current() const;
+  /// Waiting for the first batch now: device idle in GetNext, or the host on the pipeline.
+  bool waiting_first_fill() const;
 
   struct Transition {
     sc_core::sc_time at;
@@ -87,6 +100,8 @@ class BreakdownAccountant {
   std::deque<Transition> m_pending;  ///< announced transitions, in time order
 
   Phase m_host = Phase::HostLoop;
+  bool m_filling = true;
+  sc_core::sc_time m_fill = sc_core::SC_ZERO_TIME;  ///< of set-up, the first fill's waiting
   std::array<int, static_cast<std::size_t>(Device::Count)> m_device{};
   bool m_closed = false;
   sc_core::sc_time m_last = sc_core::SC_ZERO_TIME;

@@ -1,6 +1,8 @@
 // The host runtime against a fake device through the host interface only: the executor never
 // sees the device's implementation, so any DeviceIf drives it. The fake runs every task in a
 // fixed time, so each strategy's step time is a closed formula of the host and link costs.
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "hostif/host_interface.h"
@@ -89,7 +91,8 @@ struct Rig {
   std::int64_t second_subscriber_steps = 0;
   std::string second_subscriber_failure;
 
-  Rig(runtime::Strategy s, std::int64_t steps) {
+  /// `configure` sets the host, pipeline and graph before anything is built from them.
+  Rig(runtime::Strategy s, std::int64_t steps, const std::function<void(Rig&)>& configure = {}) {
     Task t;
     t.name = "op";
     for (int i = 0; i < 5; ++i) graph.step_tasks.push_back(t);
@@ -99,6 +102,7 @@ struct Rig {
     session.strategy = s;
     session.epochs = 1;
     session.steps_per_epoch = steps;
+    if (configure) configure(*this);
     hif = std::make_unique<hostif::HostInterface>("hostif", link, queue);
     device = std::make_unique<FakeDevice>("fake", sim::us(2));
     pipeline = std::make_unique<runtime::DataPipeline>("pipeline", host, pipe, w.data, steps, 32, steps);
@@ -142,6 +146,60 @@ TEST(ExecutorOnFakeDevice, NonSinkLaunchesEachOpAndWaitsOnce) {
   EXPECT_EQ(r.interactions.op_launches, 4 * 5);
   EXPECT_EQ(rig.hif->stats().to_json()["doorbells"].get<double>(), 4 * 5);
   EXPECT_EQ(rig.hif->stats().to_json()["completions"].get<double>(), 4);  // one notice per sync
+}
+
+TEST(ExecutorOnFakeDevice, ThePipelinesFirstFillIsSetUpItsLaterWaitsHostData) {
+  // One map worker per call, each op 100 us a sample, makes the pipeline slower than the fake
+  // device: the host waits for every batch. The wait for the first is the pipeline's fill, set-up; the later ones
+  // host_data.
+  const auto setup = static_cast<std::size_t>(sim::Phase::Setup);
+  const auto host_data = static_cast<std::size_t>(sim::Phase::HostData);
+  runtime::RunResult warm;
+  {
+    Rig rig(runtime::Strategy::NonSink, 6, [](Rig& g) {
+      g.pipe.num_parallel_workers = 1;
+      g.host.map_op_overhead_us = 100;
+    });
+    sc_core::sc_start();
+    warm = rig.executor->result();
+  }
+  ASSERT_EQ(warm.steps_completed, 6);
+  EXPECT_GE(warm.breakdown_s[setup], 32 * 100e-6);  // at least one map op's work on the first batch
+  EXPECT_GT(warm.breakdown_s[host_data], 0);
+  EXPECT_EQ(warm.interactions.kernels_compiled, 0);
+  EXPECT_DOUBLE_EQ(warm.time_to_train().initialisation, warm.breakdown_s[setup]);
+  // Without sink there is no channel or graph to set up: the set-up is the first fill alone.
+  EXPECT_DOUBLE_EQ(warm.first_fill_s, warm.breakdown_s[setup]);
+}
+
+TEST(ExecutorOnFakeDevice, AColdKernelCacheCompilesEachDistinctKernelOnce) {
+  Rig rig(runtime::Strategy::NonSink, 6, [](Rig& g) {
+    g.pipe.num_parallel_workers = 1;
+    g.host.kernel_cache = "cold";
+    g.host.kernel_compile_s = 0.25;
+    // Five ops, two kernels: three Adds of one size and two of another.
+    for (std::int64_t elements : {100, 100, 200, 100, 200}) {
+      aicore::OpDesc d;
+      d.kind = aicore::OpKind::Add;
+      d.elements = elements;
+      g.graph.descs.push_back(d);
+    }
+  });
+  EXPECT_EQ(runtime::kernels_to_compile(rig.graph), 2);
+  EXPECT_EQ(runtime::kernels_to_compile(rig.graph, &rig.graph), 0);  // a graph of the same kernels adds none
+  rig.executor->keep_each_step(true);
+  sc_core::sc_start();
+  const runtime::RunResult r = rig.executor->result();
+  ASSERT_EQ(r.steps_completed, 6);
+  EXPECT_EQ(r.interactions.kernels_compiled, 2);
+  // The pipeline filled while the kernels compiled: the first batch was waiting, so the set-up is
+  // the compilation alone, to the picosecond.
+  EXPECT_EQ(sim::seconds(r.breakdown_s[static_cast<std::size_t>(sim::Phase::Setup)]), sim::seconds(2 * 0.25));
+  EXPECT_EQ(r.first_fill_s, 0);
+  // The compilation is no step's: the steps add up to the run without it.
+  double steps = 0;
+  for (double s : r.steps.step_s) steps += s;
+  EXPECT_NEAR(steps, r.sim_time_s - 0.5, 1e-9);
 }
 
 TEST(ExecutorOnFakeDevice, AFailureReachesEverySubscriberAndEndsTheRun) {

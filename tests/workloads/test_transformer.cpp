@@ -1,0 +1,172 @@
+// The transformer workloads' graphs (workloads/transformer.h) and their operators: shapes,
+// gradients, multiply-accumulates, the ops per layer, the optimizers; their parameter and MAC
+// counts against PyTorch are tests/python/test_transformers.py's.
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "aicore/aicore_config.h"
+#include "aicore/cost_model.h"
+#include "runtime/graph_compiler.h"
+#include "sim/api.h"
+#include "sim/config.h"
+#include "sim/core/error.h"
+#include "tests/test_support.h"
+#include "workloads/training.h"
+#include "workloads/transformer.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::workloads {
+namespace {
+
+std::map<std::string, std::int64_t> op_counts(const Graph& g, Pass pass) {
+  std::map<std::string, std::int64_t> n;
+  for (const auto& op : g.ops())
+    if (op.pass == pass) ++n[op.type];
+  return n;
+}
+
+TEST(Transformer, BatchMatMulGradientsHaveTheirOperandsShapesUnderEveryTranspose) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Graph g;
+      const Shape a = ta ? Shape{2, 3, 5, 4} : Shape{2, 3, 4, 5};  // op(a): [2, 3, 4, 5]
+      const Shape b = tb ? Shape{2, 3, 6, 5} : Shape{2, 3, 5, 6};  // op(b): [2, 3, 5, 6]
+      const TensorId x = g.add_tensor({"x", a, DType::F16, TensorRole::Parameter});
+      const TensorId y = g.add_tensor({"y", b, DType::F16, TensorRole::Parameter});
+      OpAttrs at;
+      at.matmul = {ta, tb};
+      const TensorId z = g.apply("BatchMatMul", "bmm", {x, y}, at)[0];
+      EXPECT_EQ(g.tensor(z).shape, (Shape{2, 3, 4, 6}));
+      EXPECT_EQ(forward_macs(g), 2 * 3 * 4 * 6 * 5);
+      const TensorId logits = g.reshape("flat", g.cast("cast", z, DType::F32), {2 * 3 * 4, 6});
+      const TensorId labels = g.add_tensor({"labels", {2 * 3 * 4}, DType::I32, TensorRole::Label});
+      const TensorId loss = g.sparse_softmax_cross_entropy("loss", logits, labels);
+      const auto grads = append_backward(g, loss);
+      EXPECT_EQ(g.tensor(grads.at(x)).shape, a) << ta << tb;
+      EXPECT_EQ(g.tensor(grads.at(y)).shape, b) << ta << tb;
+    }
+  Graph g;
+  const TensorId x = g.add_tensor({"x", {2, 4, 5}, DType::F16, TensorRole::Input});
+  const TensorId y = g.add_tensor({"y", {3, 5, 6}, DType::F16, TensorRole::Input});
+  EXPECT_THROW(g.apply("BatchMatMul", "bad", {x, y}), std::invalid_argument);  // batch axes differ
+}
+
+TEST(Transformer, ABatchOfProductsCostsItsMembers) {
+  // 1024 x 1024 x 512 fp16 products: from two on, the batch's output tiles fill every core, so
+  // each further product adds the same time (the op's fixed costs paid once); operands in L2.
+  const aicore::CostModel& model = test::cost_model();
+  aicore::OpDesc one;
+  one.kind = aicore::OpKind::MatMul;
+  one.m = one.n = 1024;
+  one.k = 512;
+  auto time = [&](std::int64_t b) {
+    aicore::OpDesc d = one;
+    d.batch = b;
+    return model.estimate(d).time_s;
+  };
+  EXPECT_NEAR(time(8) - time(4), 2 * (time(4) - time(2)), 0.02 * (time(8) - time(4)));
+  aicore::OpDesc eight = one;
+  eight.batch = 8;
+  EXPECT_EQ(eight.macs(), 8 * one.macs());
+  EXPECT_NE(eight.to_string().find("batch=8"), std::string::npos);
+  EXPECT_FALSE(one == eight);
+  // Products too small to occupy every core alone: a batch of them does, so it beats running them
+  // one after another, and never beats the Cube's peak.
+  one.m = one.n = 256;
+  one.k = 256;
+  eight = one;
+  eight.batch = 8;
+  const double t1 = model.estimate(one).time_s, t8 = model.estimate(eight).time_s;
+  EXPECT_LT(t8, 8 * t1);
+  const aicore::AicoreConfig core;  // the default chip's, as test::cost_model()
+  EXPECT_GE(t8, static_cast<double>(eight.macs()) /
+                    (static_cast<double>(core.cores * core.cube_fp16_macs_per_cycle) * core.freq_ghz * 1e9));
+}
+
+TEST(Transformer, TheLayersOpsAreTheirArchitecturesOwn) {
+  const Workload gpt = make_workload("gpt2-small", 2);
+  auto f = op_counts(gpt.graph, Pass::Forward);
+  EXPECT_EQ(f["BatchMatMul"], 2 * 12);
+  EXPECT_EQ(f["Softmax"], 12);
+  EXPECT_EQ(f["LayerNorm"], 2 * 12 + 1);
+  EXPECT_EQ(f["GeLU"], 12);
+  EXPECT_EQ(f["EmbeddingLookup"], 2);  // tokens, positions
+  EXPECT_EQ(f["RmsNorm"], 0);
+  auto b = op_counts(gpt.graph, Pass::Backward);
+  EXPECT_EQ(b["BatchMatMul"], 2 * 2 * 12);  // each product's two operands
+  EXPECT_EQ(b["LayerNormXBackprop"], 25);
+  EXPECT_EQ(b["UnsortedSegmentSum"], 2);
+  auto o = op_counts(gpt.graph, Pass::Optimizer);
+  std::int64_t params = 0;
+  for (const auto& t : gpt.graph.tensors()) params += t.role == TensorRole::Parameter;
+  EXPECT_EQ(o["AdamWeightDecay"], params);
+  EXPECT_EQ(o["SquareSumV1"], params);  // global-norm clipping
+  EXPECT_EQ(gpt.recipe.optimizer, "adamw");
+
+  const Workload llama = make_workload("llama-7b", 1);
+  f = op_counts(llama.graph, Pass::Forward);
+  EXPECT_EQ(f["RmsNorm"], 2 * 32 + 1);
+  EXPECT_EQ(f["RotaryEmbedding"], 2 * 32);  // Q and K
+  EXPECT_EQ(f["SiLU"], 32);
+  EXPECT_EQ(f["LayerNorm"], 0);
+  EXPECT_EQ(f["Dropout"], 0);
+  EXPECT_EQ(f["BiasAdd"], 0);
+
+  const Workload bert = make_workload("bert-base", 2);
+  f = op_counts(bert.graph, Pass::Forward);
+  EXPECT_EQ(f["LayerNorm"], 2 * 12 + 2);                   // the embeddings' and the masked-LM head's
+  EXPECT_EQ(f["EmbeddingLookup"], 3 + 2);                  // tokens, positions, segments; masked positions, [CLS]
+  EXPECT_EQ(f["SparseSoftmaxCrossEntropyWithLogits"], 2);  // masked LM and next sentence
+  o = op_counts(bert.graph, Pass::Optimizer);
+  EXPECT_EQ(o["LambNextMV"], o["LambUpdateWithLR"]);
+  EXPECT_GT(o["LambNextMV"], 0);
+  EXPECT_EQ(o["AdamWeightDecay"], 0);
+  // The record's seven columns, fed whole: three of a sequence, three of the predictions, the
+  // next-sentence label; a decoder's record is its sequence and the next token.
+  EXPECT_EQ(bert.batch_bytes(), 2 * (3 * 128 + 3 * 20 + 1) * 4);
+  EXPECT_EQ(bert.batch_bytes(), 2 * bert.data.dataset.record_bytes);
+  EXPECT_EQ(gpt.batch_bytes(), 2 * (1024 + 1) * 4);
+  EXPECT_EQ(gpt.batch_bytes(), 2 * gpt.data.dataset.record_bytes);
+}
+
+TEST(Transformer, GraphKernelFusionKeepsEachKernelWithinItsOperandLimit) {
+  // The global norm's square sums, summed by AddNs of 64 and a last one: fusion must not join
+  // them into one kernel of every gradient's sum (a Vector kernel reads at most 64 tensors).
+  RecipeOverrides o;
+  o.graph_kernel_fusion = true;
+  const Workload w = make_workload("gpt2-small", 1, o);
+  const runtime::CompiledGraph g = runtime::compile(w, test::cost_model(), 2);
+  std::int64_t fused = 0;
+  for (const auto& d : g.descs) {
+    EXPECT_LE(d.operands, 64) << d.to_string();
+    fused += d.kind == aicore::OpKind::FusedElementwise && d.fused_ops > 1;
+  }
+  EXPECT_GT(fused, 0);
+}
+
+TEST(Transformer, SemiAutoIsRefusedNamingTheMode) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "bert-base";
+  r.devices = 2;
+  r.parallel_mode = "semi-auto";
+  try {
+    sim::request_workload(r, sim::load_config(r.config));
+    FAIL() << "semi-auto ran a transformer";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parallel_mode"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Transformer, UnknownOrUnsupportedRecipesAreRefused) {
+  RecipeOverrides lars;
+  lars.optimizer = "lars";
+  EXPECT_THROW(make_workload("bert-base", 2, lars), std::invalid_argument);
+  RecipeOverrides bn;
+  bn.keep_batchnorm_fp32 = true;
+  EXPECT_THROW(make_workload("gpt2-small", 2, bn), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ascendsim::workloads
