@@ -142,6 +142,23 @@ void BM_ResNet50DevicesEveryRank(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50DevicesEveryRank)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// One training step of a transformer on 8 devices of its server (the workload built, compiled and
+/// simulated): bert-large on the Atlas 800 9000, gpt2-medium on the Atlas 800T A2.
+void BM_TransformerStepEightDevices(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  const bool bert = state.range(0) == 0;
+  req.workload = bert ? "bert-large" : "gpt2-medium";
+  req.config.server = bert ? "atlas800-9000" : "atlas800t-a2";
+  req.batch_size = bert ? 32 : 4;
+  req.devices = 8;
+  req.steps_per_epoch = 1;
+  req.strategies = {runtime::Strategy::LoopSink};
+  state.SetLabel(req.workload);
+  run_and_count(state, req);
+}
+BENCHMARK(BM_TransformerStepEightDevices)->Arg(0)->Arg(1)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
 void BM_ResNet50Devices4096LongRun(benchmark::State& state) { run_and_count(state, resnet50_on(4096, 1000)); }

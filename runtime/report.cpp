@@ -284,6 +284,13 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
           runs.front().session.steps() > runs.front().session.steps_per_epoch ? "the second epoch"
                                                                               : "the run's second half");
     if (pulled_up) out += kPulledUpNote;
+    // Sequence models in the field's units: tokens/s and the model FLOPs utilisation (steady).
+    for (const auto& r : runs)
+      if (r.tokens_per_sample > 0)
+        out += fmt::format(
+            "{}: {:.0f} tokens/s, model FLOPs utilisation {:.1f}% of {} x {:.0f} TFLOPS (steady state)\n",
+            strategy_name(r.session.strategy), r.steady_samples_per_s() * static_cast<double>(r.tokens_per_sample),
+            100 * r.mfu(), r.devices, r.peak_flops_per_device / 1e12);
   }
   out += "\nwhere the time goes (% of simulated time; device work first, host work only where the device idles)\n";
   {

@@ -66,6 +66,11 @@ double RunResult::steady_samples_per_s() const {
   return step_ms > 0 ? static_cast<double>(batch_size * readers) / (step_ms * 1e-3) : 0.0;
 }
 
+double RunResult::mfu() const {
+  const double peak = peak_flops_per_device * static_cast<double>(devices);
+  return peak > 0 ? steady_samples_per_s() * model_flops_per_sample / peak : 0.0;
+}
+
 TimeToTrain RunResult::time_to_train() const {
   TimeToTrain t;
   t.total = sim_time_s;
@@ -153,6 +158,11 @@ nlohmann::ordered_json RunResult::to_json() const {
                        {"step_ms_p50", steady.p50_ms},
                        {"samples_per_s", steady_samples_per_s()}};
   j["warmup_s"] = steps.warmup_s();
+  j["model_flops"] = {{"per_sample", model_flops_per_sample},
+                      {"tokens_per_sample", tokens_per_sample},
+                      {"tokens_per_s", steady_samples_per_s() * static_cast<double>(tokens_per_sample)},
+                      {"peak_per_device", peak_flops_per_device},
+                      {"mfu", mfu()}};
   j["device_busy_fraction"] = device_busy_fraction();
   j["interactions"] = {{"op_launches", interactions.op_launches},
                        {"graph_launches", interactions.graph_launches},

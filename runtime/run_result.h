@@ -164,6 +164,14 @@ struct RunResult {
   /// duration_ms, exposed_ms, exposed_max_ms}), the parameters' broadcast and the links
   /// (`cluster_links`, see docs/reports.md).
   std::int64_t devices = 1;
+  /// The model's arithmetic per sample (2 x forward MACs, x 3 when training: the forward product
+  /// and the backward pass's two), tokens per sample (0: not a sequence model) and one device's
+  /// fp16 Cube peak: the model FLOPs utilisation and tokens/s.
+  double model_flops_per_sample = 0;
+  std::int64_t tokens_per_sample = 0;
+  double peak_flops_per_device = 0;
+  /// Of the chips' peak, the arithmetic the model needs at the steady state's samples/s.
+  double mfu() const;
   std::vector<double> rank_step_mean_ms, rank_step_p50_ms;  ///< per rank: mean and median step
   std::vector<double> rank_wait_data_s, rank_comm_s;  ///< per rank: waiting for data, exposed communication
   nlohmann::ordered_json comm_groups;

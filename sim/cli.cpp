@@ -194,7 +194,18 @@ po::options_description common_options(Options& o) {
       "optimizer", po::value<std::string>()->notifier([&o](const std::string& v) { o.recipe.optimizer = v; }),
       "momentum | lars: the workload script's Momentum, or LARS over it on the weights (MindSpore's nn.LARS, as "
       "MLPerf ResNet-50 submissions train at large batch: SquareSumAll and LARSUpdate per weight; ResNet and "
-      "MobileNetV2)")(
+      "MobileNetV2)")("layers", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.layers = v; }),
+                      "transformers: layers (default: the preset's)")(
+      "hidden", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.hidden = v; }),
+      "transformers: hidden width")("heads",
+                                    po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.heads = v; }),
+                                    "transformers: attention heads")(
+      "ffn", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.ffn = v; }),
+      "transformers: the MLP's inner width")(
+      "seq-length", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.seq_length = v; }),
+      "transformers: tokens per sequence (BERT's masked predictions follow: 20 per 128)")(
+      "vocab", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.vocab = v; }),
+      "transformers: vocabulary size")(
       "ub-fusion", po::value<std::string>()->notifier([&o](const std::string& v) {
         if (v != "true" && v != "false") throw InputError("--ub-fusion '" + v + "': use true or false");
         o.recipe.ub_fusion = v == "true";

@@ -43,9 +43,21 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     advice =
         "the step's activations and workspaces (" + format_bytes(step) + ") are the largest part — reduce batch_size";
   } else {
+    // Which persistent part to shard: the weights (tensor or pipeline parallelism) or the
+    // optimizer's state (MindSpore's optimizer_shard, ZeRO-1) — neither simulated yet.
+    double weights = 0, optimizer = 0;
+    for (const auto& t : w.graph.tensors()) {
+      const auto bytes = static_cast<double>(t.bytes());
+      if (t.role == workloads::TensorRole::Parameter) weights += bytes;
+      if (t.role == workloads::TensorRole::OptimizerState) optimizer += bytes;
+    }
     key = "chip";
-    advice = "the weights and optimizer state alone take " + format_bytes(persistent) +
-             " — choose a chip with more device memory";
+    advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
+             format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); " +
+             (optimizer >= weights ? "the optimizer state is the larger: sharding it across the data-parallel ranks "
+                                     "(optimizer_shard) would divide it by their number"
+                                   : "the weights are the larger: tensor or pipeline parallelism would divide them") +
+             " (neither is simulated yet) — choose a chip with more device memory";
   }
   return {key, w.name + " at batch " + std::to_string(w.batch_size) + " needs " + format_bytes(need) +
                    " of device memory (weights and optimizer " + format_bytes(persistent) + ", step " +
@@ -113,6 +125,13 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
                  m_session.steps_per_epoch, place.host_cores ? place.host_cores : &m_cores) {
   m_chip.scheduler.set_rank(place.rank);
   m_pipeline.set_host_slot(2 * place.host_slot);
+  {  // the model's arithmetic per sample, of the network as written (semi-auto: before slicing)
+    const workloads::Workload& full = workload.whole ? *workload.whole : workload;
+    m_model_flops_per_sample = 2.0 * static_cast<double>(workloads::forward_macs(full.graph)) /
+                               static_cast<double>(std::max<std::int64_t>(1, full.batch_size)) *
+                               (full.training ? 3.0 : 1.0);
+    m_tokens_per_sample = full.tokens_per_sample;
+  }
   if (place.collectives) m_chip.scheduler.collectives.bind(*place.collectives);
   m_chip.hostif.h2d.set_uplink(place.h2d_uplink);
   m_chip.hostif.d2h.set_uplink(place.d2h_uplink);
@@ -171,6 +190,10 @@ void System::enable_trace(TraceSink& sink, int pid, std::int64_t first_step, std
 
 runtime::RunResult System::result() {
   runtime::RunResult r = m_executor->result();
+  r.model_flops_per_sample = m_model_flops_per_sample;
+  r.tokens_per_sample = m_tokens_per_sample;
+  const auto& core = m_cfg.chip.aicore;
+  r.peak_flops_per_device = 2.0 * static_cast<double>(core.cores * core.cube_fp16_macs_per_cycle) * core.freq_ghz * 1e9;
   if (!m_executor->finished() && r.failure.empty()) {
     if (sc_core::sc_pending_activity())  // the next event lies beyond the limit
       r.failure =

@@ -78,6 +78,8 @@ class System : public sc_core::sc_module {
   runtime::DataPipeline m_pipeline;
   std::unique_ptr<runtime::Executor> m_executor;
   std::unique_ptr<TraceRecorder> m_trace;
+  double m_model_flops_per_sample = 0;
+  std::int64_t m_tokens_per_sample = 0;
   std::shared_ptr<runtime::FunctionalModel> m_values;
   bool m_eval = false;
   bool m_cluster_values = false;  ///< the cluster's values (semi-auto functional mode) are driven from here

@@ -22,6 +22,7 @@ std::vector<std::string> workload_names() {
   names.push_back("mobilenetv2");
   names.push_back("mlp-slice");
   for (const auto& s : transformer_shapes()) names.push_back(s.name);
+  names.push_back("gpt");  // gpt2-small's shape unless --layers, --hidden, ... say otherwise
   return names;
 }
 
@@ -68,7 +69,23 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     w.recipe.ub_fusion = o.ub_fusion.value_or(false);
     return w;
   }
-  if (const auto shape = transformer_shape(name)) {
+  if (o.shapes_transformer() && !transformer_shape(name))
+    throw std::invalid_argument(name +
+                                " has a fixed shape: --layers, --hidden, --heads, --ffn, --seq-length and --vocab "
+                                "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
+                                "llama-7b)");
+  if (auto shape = transformer_shape(name)) {
+    auto set = [&](const std::optional<std::int64_t>& v, std::int64_t& field, const char* flag) {
+      if (!v) return;
+      if (*v <= 0) throw std::invalid_argument(std::string(flag) + " " + std::to_string(*v) + ": must be positive");
+      field = *v;
+    };
+    set(o.layers, shape->layers, "--layers");
+    set(o.hidden, shape->hidden, "--hidden");
+    set(o.heads, shape->heads, "--heads");
+    set(o.ffn, shape->ffn, "--ffn");
+    set(o.seq_length, shape->seq, "--seq-length");
+    set(o.vocab, shape->vocab, "--vocab");
     // The model zoo's BERT and MindFormers' GPT scripts: amp O2; a dynamic loss scale, held here at
     // 65536 (its updates are not modelled); their own optimizers (LAMB, AdamW).
     if (o.optimizer)

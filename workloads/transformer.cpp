@@ -32,8 +32,13 @@ const std::vector<TransformerShape>& transformer_shapes() {
 }
 
 std::optional<TransformerShape> transformer_shape(const std::string& name) {
-  for (const auto& s : transformer_shapes())
-    if (s.name == name) return s;
+  // "gpt": a GPT-2 decoder of the size given (gpt2-small's unless overridden).
+  const std::string preset = name == "gpt" ? "gpt2-small" : name;
+  for (auto s : transformer_shapes())
+    if (s.name == preset) {
+      s.name = name;
+      return s;
+    }
   return std::nullopt;
 }
 
@@ -205,17 +210,32 @@ void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, con
   }
 }
 
-Workload make_transformer(const TransformerShape& s, std::int64_t batch_size, const Recipe& recipe) {
-  if (s.hidden % s.heads != 0)
-    throw std::invalid_argument(s.name + ": hidden " + std::to_string(s.hidden) + " is not a multiple of the " +
-                                std::to_string(s.heads) + " heads");
+Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size, const Recipe& recipe) {
   using K = TransformerShape::Kind;
+  TransformerShape s = shape;
+  if (s.hidden % s.heads != 0)
+    throw std::invalid_argument(s.name + ": --hidden " + std::to_string(s.hidden) + " is not a multiple of the " +
+                                std::to_string(s.heads) + " heads (--heads)");
+  if (s.kind == K::Llama && (s.hidden / s.heads) % 2 != 0)
+    throw std::invalid_argument(s.name + ": rotary embeddings rotate pairs: the head width " +
+                                std::to_string(s.hidden / s.heads) + " (--hidden / --heads) must be even");
+  // A longer sequence than the preset's gets a position table as long; BERT's predictions per
+  // sequence follow its length as the model zoo's (20 at 128, 80 at 512).
+  if (s.max_positions > 0) s.max_positions = std::max(s.max_positions, s.seq);
+  if (s.kind == K::Bert) s.masked_per_seq = std::max<std::int64_t>(1, (20 * s.seq + 64) / 128);
+  const auto preset = transformer_shape(s.name);
+  if (!preset || preset->layers != s.layers || preset->hidden != s.hidden || preset->heads != s.heads ||
+      preset->ffn != s.ffn || preset->seq != s.seq || preset->vocab != s.vocab)
+    s.description = std::to_string(s.layers) + " layers, hidden " + std::to_string(s.hidden) + ", " +
+                    std::to_string(s.heads) + " heads, MLP " + std::to_string(s.ffn) + ", sequence " +
+                    std::to_string(s.seq) + ", vocabulary " + std::to_string(s.vocab) + "; as " + shape.description;
   const bool bert = s.kind == K::Bert;
   Workload w;
   w.recipe = recipe;
   w.name = s.name;
   w.description = s.description;
   w.batch_size = batch_size;
+  w.tokens_per_sample = s.seq;
   // Token records (MindRecord/TFRecord) of int32 columns, each cast by a TypeCast map of its own.
   // BERT's seven: input_ids, input_mask, segment_ids (a sequence each), masked_lm_positions,
   // masked_lm_ids, masked_lm_weights (a prediction each) and next_sentence_labels; a decoder's

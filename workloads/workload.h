@@ -41,6 +41,10 @@ struct RecipeOverrides {
   std::optional<bool> graph_kernel_fusion;
   std::optional<bool> ub_fusion;
   std::optional<std::string> optimizer;
+  /// A transformer's shape over its preset's: layers, hidden width, heads, the MLP's inner width,
+  /// the sequence and the vocabulary (other workloads refuse them).
+  std::optional<std::int64_t> layers, hidden, heads, ffn, seq_length, vocab;
+  bool shapes_transformer() const { return layers || hidden || heads || ffn || seq_length || vocab; }
 };
 
 /// Data-parallel training (MindSpore's `set_auto_parallel_context(device_num=..., parallel_mode=
@@ -98,6 +102,9 @@ struct Workload {
   /// Functional mode's initial values of tensors, by name, where the workload brings its own (an
   /// imported model's initializers and constants); the others take the initialisers.
   std::shared_ptr<const std::map<std::string, std::vector<float>>> initial_values;
+
+  /// Tokens per sample of a sequence model (transformers: the sequence); 0 for the others.
+  std::int64_t tokens_per_sample = 0;
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder

@@ -140,6 +140,9 @@ def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss
     return a
 
 
+_SHAPE_KEYS = ("layers", "hidden", "heads", "ffn", "seq_length", "vocab")
+
+
 def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
               steps_per_epoch: Optional[int] = None, devices: int = 1, server: Optional[str] = None,
               chip: Optional[str] = None,
@@ -152,8 +155,12 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
               keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
               accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
-              optimizer: Optional[str] = None) -> List[str]:
+              optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
+    for key, value in (shape or {}).items():  # a transformer's layers, hidden, heads, ffn, seq_length, vocab
+        if key not in _SHAPE_KEYS:
+            raise InputError(f"shape: unknown key '{key}' (known: {', '.join(_SHAPE_KEYS)})")
+        a += ["--" + key.replace("_", "-"), int(value)]
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
     for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion)):
         if value is not None:
@@ -188,7 +195,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
           keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
           accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
-          optimizer: Optional[str] = None) -> Report:
+          optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -202,7 +209,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``accuracy_curve`` (a CSV of epoch,accuracy) with ``target_accuracy`` (a fraction) trains to the
     first evaluation (every ``eval_every`` epochs) at which the curve reaches it, instead of
     ``epochs``; the report's ``time_to_train_s`` splits the run. ``optimizer="lars"`` trains with LARS
-    over the Momentum (ResNet, MobileNetV2)."""
+    over the Momentum (ResNet, MobileNetV2). ``shape`` sets a transformer's size over its preset's
+    (``{"layers": 4, "hidden": 512, "heads": 8, "seq_length": 256}``; keys ``layers``, ``hidden``,
+    ``heads``, ``ffn``, ``seq_length``, ``vocab``)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -213,7 +222,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
-        target_accuracy=target_accuracy, optimizer=optimizer), "--json", "-", "-q"))
+        target_accuracy=target_accuracy, optimizer=optimizer, shape=shape), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -226,7 +235,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             seed: Optional[int] = None, init: Optional[str] = None, eval_every: int = 0, parallel_mode: Optional[str] = None,
             dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-            keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None) -> Report:
+            keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
+            shape: Optional[Mapping[str, int]] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
@@ -234,7 +244,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
-        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion), "--json", "-", "-q"))
+        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,

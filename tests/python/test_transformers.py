@@ -143,3 +143,17 @@ def test_the_published_sizes():
                 "llama-7b": 6738415616}
     for name, n in expected.items():
         assert info(name)["parameters"] == n, name
+
+
+def test_a_shape_given_in_python_reaches_the_run():
+    import ascendsim
+    report = ascendsim.train("gpt", "loop-sink", batch_size=2, steps_per_epoch=4,
+                             shape={"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128})
+    run = report.runs[0]
+    assert run["model_flops"]["tokens_per_sample"] == 128
+    assert run["model_flops"]["tokens_per_s"] == pytest.approx(128 * run["steady_state"]["samples_per_s"])
+    assert 0 < run["model_flops"]["mfu"] < run["device_busy_fraction"]
+    with pytest.raises(ascendsim.InputError, match="shape: unknown key 'depth'"):
+        ascendsim.train("gpt", "loop-sink", shape={"depth": 2})
+    with pytest.raises(ascendsim.InputError, match="--heads"):
+        ascendsim.train("gpt", "loop-sink", shape={"heads": 5})

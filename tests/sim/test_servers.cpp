@@ -70,6 +70,23 @@ TEST(Servers, Atlas800CarriesItsSourcesValues) {
               ::testing::IsSupersetOf({std::string("atlas800-9000"), std::string("generic-x86")}));
 }
 
+TEST(Servers, Atlas800A2CarriesItsSourcesValues) {
+  // S6 (Huawei's modelling tool): 313 TFLOPS fp16, 1.6 TiB/s of HBM, a full mesh of 196 GB/s at
+  // 0.5 us within the server, 25 GB/s at 1.5 us between servers.
+  const sim::SystemConfig c = on_server("atlas800t-a2");
+  EXPECT_EQ(c.chip.name, "ascend910b");
+  const auto& core = c.chip.aicore;
+  EXPECT_NEAR(2.0 * static_cast<double>(core.cores * core.cube_fp16_macs_per_cycle) * core.freq_ghz * 1e9, 313e12,
+              0.001 * 313e12);
+  EXPECT_NEAR(c.chip.memory.hbm_bandwidth_gbps, 1.6 * 1099511627776.0 / 1e9, 0.1);
+  EXPECT_EQ(c.chip.memory.hbm_gib, 64);
+  EXPECT_EQ(c.chip.hccl.hccs_group_size, 8);
+  EXPECT_EQ(c.chip.hccl.link_bandwidth_gbps, 196);
+  EXPECT_EQ(c.chip.hccl.step_latency_us, 0.5);
+  EXPECT_EQ(c.chip.hccl.roce_bandwidth_gbps, 25);
+  EXPECT_EQ(c.chip.hccl.roce_step_latency_us, 1.5);
+}
+
 TEST(Servers, GenericIsTheDefaultAndKeepsTheBuiltInValues) {
   const sim::SystemConfig unnamed = sim::load_config(test::config_request());
   const sim::SystemConfig generic = on_server("generic-x86");

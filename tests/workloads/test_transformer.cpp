@@ -8,6 +8,7 @@
 #include "aicore/aicore_config.h"
 #include "aicore/cost_model.h"
 #include "runtime/graph_compiler.h"
+#include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
@@ -157,6 +158,97 @@ TEST(Transformer, SemiAutoIsRefusedNamingTheMode) {
   } catch (const sim::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("parallel_mode"), std::string::npos) << e.what();
   }
+}
+
+TEST(Transformer, TokensPerSecondAndUtilisationFollowTheSteadyState) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "bert-base";
+  r.batch_size = 8;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.steps_per_epoch = 6;
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  const runtime::RunResult& x = out.runs.front();
+  const Workload w = make_workload("bert-base", 8);
+  EXPECT_DOUBLE_EQ(x.model_flops_per_sample, 6.0 * static_cast<double>(forward_macs(w.graph)) / 8);
+  EXPECT_EQ(x.tokens_per_sample, 128);
+  const auto j = x.to_json()["model_flops"];
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), 128 * x.steady_samples_per_s());
+  // The ascend910 preset's peak: 32 cores x 4096 MACs x 2 at its clock; the device cannot do
+  // more than that while busy, so the utilisation stays under the busy fraction.
+  const aicore::AicoreConfig core = sim::load_config(r.config).chip.aicore;
+  EXPECT_DOUBLE_EQ(x.peak_flops_per_device, 2.0 * 32 * 4096 * core.freq_ghz * 1e9);
+  EXPECT_GT(x.mfu(), 0.05);
+  EXPECT_LT(x.mfu(), x.device_busy_fraction());
+  EXPECT_NE(runtime::format_table(out.header, out.runs).find("tokens/s, model FLOPs utilisation"), std::string::npos);
+}
+
+TEST(Transformer, OutOfMemoryNamesThePartToShard) {
+  // LLaMA-7B with AdamW: 6.74 G fp32 weights (25.1 GiB) and twice that in moments (50.2 GiB).
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.config.chip = "ascend910b";
+  r.workload = "llama-7b";
+  r.batch_size = 1;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.steps_per_epoch = 1;
+  try {
+    sim::run(r);
+    FAIL() << "LLaMA-7B fit 64 GiB";
+  } catch (const sim::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("weights 25.10 GiB, optimizer state 50.21 GiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("optimizer_shard"), std::string::npos) << what;
+  }
+}
+
+TEST(Transformer, AShapeOverThePresetCountsItsOwnParameters) {
+  RecipeOverrides o;
+  o.layers = 2;
+  o.hidden = 256;
+  o.heads = 4;
+  o.ffn = 1024;
+  o.seq_length = 128;
+  o.vocab = 1000;
+  const Workload gpt = make_workload("gpt", 2, o);
+  const std::int64_t H = 256, F = 1024, V = 1000, P = 1024;  // GPT-2's 1,024 positions kept
+  const std::int64_t layer = 4 * (H * H + H) + 2 * 2 * H + (H * F + F) + (F * H + H);
+  EXPECT_EQ(parameter_count(gpt.graph), V * H + P * H + 2 * layer + 2 * H);
+  EXPECT_EQ(gpt.tokens_per_sample, 128);
+  EXPECT_EQ(gpt.name, "gpt");
+  // A longer sequence than the table: the table grows with it; BERT's predictions follow the
+  // sequence (80 at 512, as the model zoo's phase 2).
+  RecipeOverrides longer;
+  longer.seq_length = 2048;
+  const Workload g2 = make_workload("gpt2-small", 1, longer);
+  EXPECT_EQ(parameter_count(g2.graph), 124439808 + (2048 - 1024) * 768);
+  RecipeOverrides bert512;
+  bert512.seq_length = 512;
+  const Workload b = make_workload("bert-base", 1, bert512);
+  EXPECT_EQ(parameter_count(b.graph), 110106428);
+  EXPECT_EQ(b.batch_bytes(), (3 * 512 + 3 * 80 + 1) * 4);
+  // Shapes that cannot be built are refused, naming the flag.
+  auto refused = [](const std::string& name, RecipeOverrides r, const std::string& says) {
+    try {
+      make_workload(name, 1, r);
+      ADD_FAILURE() << name << " built";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  RecipeOverrides bad;
+  bad.heads = 5;
+  refused("gpt", bad, "--heads");
+  bad = {};
+  bad.hidden = 4096 + 32 * 3;  // head width 131: odd
+  refused("llama-7b", bad, "must be even");
+  bad = {};
+  bad.layers = 0;
+  refused("bert-base", bad, "--layers 0");
+  bad = {};
+  bad.layers = 3;
+  refused("resnet50", bad, "fixed shape");
 }
 
 TEST(Transformer, UnknownOrUnsupportedRecipesAreRefused) {
