@@ -106,6 +106,10 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   workloads::Workload w;
   if (!r.model.empty() && r.workload != RunRequest{}.workload)
     throw InputError("model", "model", "the network is a workload or a model file; give one of the two");
+  if (!r.model.empty() && r.recipe.shapes_transformer())
+    throw InputError("model", "model",
+                     "a model file has its own shape: --layers, --hidden, --heads, --ffn, --seq-length and --vocab "
+                     "apply to the built-in transformers");
   if (!r.model.empty()) {
     workloads::OnnxOptions opt;
     opt.batch_size = r.batch_size;

@@ -41,6 +41,11 @@ std::string Recipe::describe() const {
 
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
   if (batch_size <= 0) throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
+  if (o.shapes_transformer() && !transformer_shape(name))
+    throw std::invalid_argument(name +
+                                " has a fixed shape: --layers, --hidden, --heads, --ffn, --seq-length and --vocab "
+                                "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
+                                "llama-7b)");
   if (o.optimizer && *o.optimizer != "momentum" && *o.optimizer != "lars")
     throw std::invalid_argument("optimizer '" + *o.optimizer + "': use momentum or lars");
   if (o.optimizer && *o.optimizer == "lars" && (name == "lenet5" || name == "mlp-slice"))
@@ -69,11 +74,6 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     w.recipe.ub_fusion = o.ub_fusion.value_or(false);
     return w;
   }
-  if (o.shapes_transformer() && !transformer_shape(name))
-    throw std::invalid_argument(name +
-                                " has a fixed shape: --layers, --hidden, --heads, --ffn, --seq-length and --vocab "
-                                "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
-                                "llama-7b)");
   if (auto shape = transformer_shape(name)) {
     auto set = [&](const std::optional<std::int64_t>& v, std::int64_t& field, const char* flag) {
       if (!v) return;

@@ -249,6 +249,8 @@ TEST(Transformer, AShapeOverThePresetCountsItsOwnParameters) {
   bad = {};
   bad.layers = 3;
   refused("resnet50", bad, "fixed shape");
+  refused("lenet5", bad, "fixed shape");
+  refused("mlp-slice", bad, "fixed shape");
 }
 
 TEST(Transformer, UnknownOrUnsupportedRecipesAreRefused) {
