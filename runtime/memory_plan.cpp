@@ -54,7 +54,11 @@ MemoryPlan plan_memory(const workloads::Workload& w, const workloads::Graph& exe
   for (std::size_t t = 0; t < nt; ++t) {
     const auto& tensor = g.tensors()[t];
     if (is_persistent(tensor.role)) {
-      plan.persistent_bytes += align(tensor.bytes());
+      const std::int64_t bytes = align(tensor.bytes());
+      plan.persistent_bytes += bytes;
+      (tensor.role == workloads::TensorRole::Parameter        ? plan.weight_bytes
+       : tensor.role == workloads::TensorRole::OptimizerState ? plan.optimizer_state_bytes
+                                                              : plan.other_persistent_bytes) += bytes;
       continue;
     }
     if (root[t] != static_cast<TensorId>(t) || first[t] < 0) continue;
@@ -75,8 +79,17 @@ MemoryPlan plan_memory(const workloads::Workload& w, const workloads::Graph& exe
     delta[static_cast<std::size_t>(a.first)] += a.bytes;
     delta[static_cast<std::size_t>(a.last) + 1] -= a.bytes;
   }
-  std::int64_t live = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) plan.live_peak_bytes = std::max(plan.live_peak_bytes, live += delta[i]);
+  std::int64_t live = 0, peak_at = -1;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if ((live += delta[i]) > plan.live_peak_bytes) {
+      plan.live_peak_bytes = live;
+      peak_at = static_cast<std::int64_t>(i);
+    }
+  for (const auto& a : plan.allocations)  // what is live at the peak, by kind
+    if (a.first <= peak_at && peak_at <= a.last)
+      (a.tensor < 0                                                 ? plan.peak_workspace_bytes
+       : g.tensor(a.tensor).role == workloads::TensorRole::Gradient ? plan.peak_gradient_bytes
+                                                                    : plan.peak_activation_bytes) += a.bytes;
 
   // Greedy by size: largest first, each at the lowest offset free over its live range.
   std::vector<std::size_t> order(plan.allocations.size());

@@ -28,6 +28,13 @@ struct MemoryPlan {
   std::int64_t live_peak_bytes = 0;  ///< largest sum of simultaneously live step buffers (a lower bound)
   std::int64_t workspace_bytes = 0;  ///< largest single op workspace
   std::int64_t queue_buffer_bytes = 0;
+  /// What the memory holds (aligned bytes). The persistent region: the weights (parameters), the
+  /// optimizer's state, the rest (BatchNorm statistics, constants); they add up to
+  /// persistent_bytes. At the live peak (the op at which the most step buffers are live): the
+  /// gradients, the activations (batch inputs, outputs kept for the backward pass, the fp16 copies
+  /// of weights) and the op workspaces; they add up to live_peak_bytes.
+  std::int64_t weight_bytes = 0, optimizer_state_bytes = 0, other_persistent_bytes = 0;
+  std::int64_t peak_gradient_bytes = 0, peak_activation_bytes = 0, peak_workspace_bytes = 0;
   std::vector<Allocation> allocations;
 
   std::int64_t peak_bytes() const { return persistent_bytes + arena_bytes + queue_buffer_bytes; }

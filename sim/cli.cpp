@@ -860,6 +860,12 @@ int cmd_info(int argc, char* argv[]) {
                  {"live_peak_bytes", g.memory.live_peak_bytes},
                  {"workspace_bytes", g.memory.workspace_bytes},
                  {"queue_buffer_bytes", g.memory.queue_buffer_bytes},
+                 {"weights_bytes", g.memory.weight_bytes},
+                 {"optimizer_state_bytes", g.memory.optimizer_state_bytes},
+                 {"other_persistent_bytes", g.memory.other_persistent_bytes},
+                 {"peak_gradient_bytes", g.memory.peak_gradient_bytes},
+                 {"peak_activation_bytes", g.memory.peak_activation_bytes},
+                 {"peak_workspace_bytes", g.memory.peak_workspace_bytes},
                  {"device_capacity_bytes", static_cast<std::int64_t>(cfg.chip.memory.hbm_gib * 1073741824.0)}};
   j["dataset"] = {{"format", workloads::dataset_format_name(w.data.dataset.format)},
                   {"source", w.data.dataset.source},
@@ -925,6 +931,12 @@ int cmd_info(int argc, char* argv[]) {
                            format_bytes(static_cast<double>(g.memory.persistent_bytes)),
                            format_bytes(static_cast<double>(g.memory.arena_bytes)),
                            format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
+  auto bytes = [](std::int64_t b) { return format_bytes(static_cast<double>(b)); };
+  std::cout << fmt::format(
+      "  memory by part            weights {}, optimizer state {}, other {}; at the step's peak gradients {}, "
+      "activations {}, workspaces {}\n",
+      bytes(g.memory.weight_bytes), bytes(g.memory.optimizer_state_bytes), bytes(g.memory.other_persistent_bytes),
+      bytes(g.memory.peak_gradient_bytes), bytes(g.memory.peak_activation_bytes), bytes(g.memory.peak_workspace_bytes));
   std::cout << fmt::format("  fits device memory        non-sink {}, sink modes {}\n",
                            short_op_by_op.empty() ? "yes" : "no", short_sink.empty() ? "yes" : "no");
   std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n", w.data.dataset.samples,

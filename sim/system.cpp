@@ -45,12 +45,8 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
   } else {
     // Which persistent part to shard: the weights (tensor or pipeline parallelism) or the
     // optimizer's state (MindSpore's optimizer_shard, ZeRO-1) — neither simulated yet.
-    double weights = 0, optimizer = 0;
-    for (const auto& t : w.graph.tensors()) {
-      const auto bytes = static_cast<double>(t.bytes());
-      if (t.role == workloads::TensorRole::Parameter) weights += bytes;
-      if (t.role == workloads::TensorRole::OptimizerState) optimizer += bytes;
-    }
+    const auto weights = static_cast<double>(plan.weight_bytes),
+               optimizer = static_cast<double>(plan.optimizer_state_bytes);
     key = "chip";
     advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
              format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); " +

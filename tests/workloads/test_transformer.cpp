@@ -253,6 +253,22 @@ TEST(Transformer, AShapeOverThePresetCountsItsOwnParameters) {
   refused("mlp-slice", bad, "fixed shape");
 }
 
+TEST(Transformer, TheMemoryPlanSaysWhatItHolds) {
+  // AdamW keeps two fp32 moments per weight: twice the weights, within the 512-byte alignment of
+  // each tensor (and the learning rate's scalar). The parts add up to the region and the peak.
+  const Workload w = make_workload("gpt2-small", 2);
+  const runtime::CompiledGraph g = runtime::compile(w, test::cost_model(), 2);
+  const runtime::MemoryPlan& m = g.memory;
+  std::int64_t tensors = 0;
+  for (const auto& t : w.graph.tensors()) tensors += t.role == TensorRole::Parameter;
+  EXPECT_GE(m.weight_bytes, 124439808 * 4);
+  EXPECT_LE(m.weight_bytes, 124439808 * 4 + 512 * tensors);
+  EXPECT_NEAR(static_cast<double>(m.optimizer_state_bytes), 2.0 * static_cast<double>(m.weight_bytes), 512.0);
+  EXPECT_EQ(m.weight_bytes + m.optimizer_state_bytes + m.other_persistent_bytes, m.persistent_bytes);
+  EXPECT_EQ(m.peak_gradient_bytes + m.peak_activation_bytes + m.peak_workspace_bytes, m.live_peak_bytes);
+  EXPECT_GT(m.peak_activation_bytes, 0);
+}
+
 TEST(Transformer, UnknownOrUnsupportedRecipesAreRefused) {
   RecipeOverrides lars;
   lars.optimizer = "lars";
