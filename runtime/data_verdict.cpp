@@ -105,7 +105,7 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   v.device_batches_per_s = rates.device_s_per_batch > 0 ? 1.0 / rates.device_s_per_batch : 0;
   // The strategy's own demand: its steps over the time it did not spend waiting for data (launches,
   // syncs and the host loop included, so non-sink asks far less than the device could take).
-  const double busy_s = r.sim_time_s - wait;
+  const double busy_s = r.sim_time_s - wait - r.compile_s;  // a cold cache's compilation is no step's
   v.strategy_batches_per_s = busy_s > 0 ? static_cast<double>(r.steps_completed) / busy_s : v.device_batches_per_s;
   const Dominant top = dominant_share(r);
   v.dominant = top.name;

@@ -203,7 +203,9 @@ void Executor::compile_kernels(std::int64_t kernels, Interactions& counted) {
   // MindSpore's sink modes compile the network after launching the dataset's graph.
   phase(Phase::Setup);
   Span s(*this, m_host_track, "compile kernels");
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
   wait(sim::seconds(m_host.kernel_compile_s * static_cast<double>(kernels)));
+  m_compile_s += (sc_core::sc_time_stamp() - start).to_seconds();
   counted.kernels_compiled += kernels;
   // No step's time: like an evaluation pass, the next step starts after it.
   if (!m_in_eval) m_prev_end = sc_core::sc_time_stamp();
@@ -368,6 +370,7 @@ RunResult Executor::result() {
   r.steps = m_record;
   r.breakdown_s = m_account.close(end);
   r.first_fill_s = m_account.first_fill_s();
+  r.compile_s = m_compile_s;
   r.interactions = m_io;
   r.losses_returned = m_losses;
   r.loss_values = m_loss_values;

@@ -137,6 +137,7 @@ class Executor : public sc_core::sc_module {
   bool m_in_eval = false;
   bool m_eval_loaded = false;  ///< the evaluation channel exists and its graph is loaded
   bool m_eval_compiled = false;
+  double m_compile_s = 0;
   sc_core::sc_event m_eval_channel_start;
   Interactions m_eval_io;
   std::vector<EvalPass> m_eval_passes;

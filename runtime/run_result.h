@@ -137,6 +137,7 @@ struct RunResult {
   StepRecord steps;
   std::array<double, sim::kPhaseCount> breakdown_s{};
   double first_fill_s = 0;  ///< of breakdown_s's setup, the wait for the first training batch
+  double compile_s = 0;     ///< of breakdown_s's setup, a cold kernel cache's compilation
   Interactions interactions;
   std::int64_t losses_returned = 0;
   /// Functional mode: the losses the host read, as LossMonitor prints them; the test-set accuracy

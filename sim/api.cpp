@@ -126,7 +126,10 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     try {
       w = workloads::make_workload(r.workload, r.batch_size, r.recipe);
     } catch (const std::invalid_argument& e) {
-      throw InputError("workload", "workload", e.what());
+      // A shape flag's error begins with the flag (--heads 0: ...) and says so itself.
+      const std::string what = e.what();
+      if (what.rfind("--", 0) == 0) throw InputError(what);
+      throw InputError("workload", "workload", what);
     }
     if (r.mode == "infer") {  // the forward pass over the evaluation dataset, as MindSpore's Model.eval
       w = workloads::inference_workload(w);

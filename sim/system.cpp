@@ -51,9 +51,10 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
              format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); " +
              (optimizer >= weights ? "the optimizer state is the larger: sharding it across the data-parallel ranks "
-                                     "(optimizer_shard) would divide it by their number"
+                                     "(MindSpore's optimizer_shard) would divide it by their number"
                                    : "the weights are the larger: tensor or pipeline parallelism would divide them") +
-             " (neither is simulated yet) — choose a chip with more device memory";
+             ", which ascendsim does not simulate yet — choose a chip with more device memory" +
+             (w.tokens_per_sample > 0 ? ", or a smaller model (--layers, --hidden)" : "");
   }
   return {key, w.name + " at batch " + std::to_string(w.batch_size) + " needs " + format_bytes(need) +
                    " of device memory (weights and optimizer " + format_bytes(persistent) + ", step " +

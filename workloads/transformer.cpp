@@ -228,7 +228,8 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
       preset->ffn != s.ffn || preset->seq != s.seq || preset->vocab != s.vocab)
     s.description = std::to_string(s.layers) + " layers, hidden " + std::to_string(s.hidden) + ", " +
                     std::to_string(s.heads) + " heads, MLP " + std::to_string(s.ffn) + ", sequence " +
-                    std::to_string(s.seq) + ", vocabulary " + std::to_string(s.vocab) + "; as " + shape.description;
+                    std::to_string(s.seq) + ", vocabulary " + std::to_string(s.vocab) + "; otherwise as " +
+                    (shape.name == "gpt" ? std::string("gpt2-small") : shape.name);
   const bool bert = s.kind == K::Bert;
   Workload w;
   w.recipe = recipe;

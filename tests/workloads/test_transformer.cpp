@@ -269,6 +269,28 @@ TEST(Transformer, TheMemoryPlanSaysWhatItHolds) {
   EXPECT_GT(m.peak_activation_bytes, 0);
 }
 
+TEST(Transformer, AColdCacheCompilesEveryKernelOnceAndTheVerdictLeavesItOut) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.config.sets = {"host.kernel_cache=cold", "host.kernel_compile_s=2"};
+  r.workload = "bert-base";
+  r.batch_size = 4;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.steps_per_epoch = 4;
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  const runtime::RunResult& x = out.runs.front();
+  const Workload w = make_workload("bert-base", 4);
+  const std::int64_t kernels = runtime::kernels_to_compile(runtime::compile(w, test::cost_model(), 16));
+  EXPECT_EQ(x.interactions.kernels_compiled, kernels);
+  EXPECT_NEAR(x.compile_s, 2.0 * static_cast<double>(kernels), 1e-9);
+  EXPECT_GE(x.time_to_train().initialisation, x.compile_s);
+  // The strategy's demand: its steps over the time it neither waited for data nor compiled.
+  const double waited = x.breakdown_s[static_cast<std::size_t>(sim::Phase::WaitData)] +
+                        x.breakdown_s[static_cast<std::size_t>(sim::Phase::HostData)] + x.first_fill_s;
+  EXPECT_NEAR(x.data["strategy_batches_per_s"].get<double>(), 4 / (x.sim_time_s - waited - x.compile_s), 1e-6);
+}
+
 TEST(Transformer, UnknownOrUnsupportedRecipesAreRefused) {
   RecipeOverrides lars;
   lars.optimizer = "lars";
