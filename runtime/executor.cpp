@@ -195,7 +195,9 @@ void Executor::create_channel() {
 
 void Executor::load_graph() { load(m_graph.sink_tasks); }
 
-void Executor::compile_kernels() { compile_kernels(kernels_to_compile(m_graph), m_io); }
+void Executor::compile_kernels() {
+  if (m_host.kernel_cache == "cold") compile_kernels(kernels_to_compile(m_graph), m_io);
+}
 
 void Executor::compile_kernels(std::int64_t kernels, Interactions& counted) {
   if (m_host.kernel_cache != "cold" || kernels <= 0) return;
@@ -277,7 +279,7 @@ void Executor::evaluate(std::int64_t epoch) {
   }
   if (!m_eval_compiled) {  // its kernels the training graph has not: once, as set-up
     m_eval_compiled = true;
-    compile_kernels(kernels_to_compile(*m_eval_graph, &m_graph), m_eval_io);
+    if (m_host.kernel_cache == "cold") compile_kernels(kernels_to_compile(*m_eval_graph, &m_graph), m_eval_io);
   }
   EvalPass pass;
   pass.after_epoch = epoch;
