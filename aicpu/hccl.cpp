@@ -626,7 +626,8 @@ CollectiveCost Hccl::group_cost(Collective kind, const std::vector<int>& members
 }
 
 void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hostif::CommGroup& group) {
-  if (group.whole()) return collective(rank, kind, bytes);
+  // A group of every rank in order is the cluster (servers alike may stand for each other).
+  if (group.whole() || (group.size == m_ranks && group.stride == 1)) return collective(rank, kind, bytes);
   if (rank < 0 || rank >= m_ranks) throw std::logic_error("Hccl: no rank " + std::to_string(rank));
   const std::vector<int> m = members(rank, group);
   if (m.size() == 1) return;  // a group of one: nothing to exchange

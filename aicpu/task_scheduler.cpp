@@ -295,7 +295,7 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       // One-time set-up (the parameters' broadcast) is charged to the host's `setup` phase.
       const bool setup = task.part == StepPart::Setup;
       if (!setup) m_account.begin(Device::Comm);
-      const sc_time exposed_before = task.comm_group >= 0 ? m_account.charged(sim::Phase::Comm) : sc_time();
+      const sc_time exposed_before = m_account.charged(sim::Phase::Comm);
       if (task.comm_bytes > 0 && collectives.size() > 0) {
         wait(m_dispatch);
         collectives->collective(m_rank, task.collective, task.comm_bytes, task.group);  // until the group is done
@@ -311,7 +311,14 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
         c.duration_s += (sc_core::sc_time_stamp() - start).to_seconds();
         c.exposed_s += (m_account.charged(sim::Phase::Comm) - exposed_before).to_seconds();
       }
-      if (!setup) m_account.end(Device::Comm);
+      if (!setup) {
+        // One communication stream: the comm phase grows only under this task, so its growth is
+        // this task's exposed part.
+        const bool gradients = task.comm_group >= 0 || task.part == StepPart::Optimizer;
+        (gradients ? m_exposed_gradients_s : m_exposed_operators_s) +=
+            (m_account.charged(sim::Phase::Comm) - exposed_before).to_seconds();
+        m_account.end(Device::Comm);
+      }
       set_active(s, true);
       if (tracing) m_trace->span(s.track, task.name, start, sc_core::sc_time_stamp());
       return true;

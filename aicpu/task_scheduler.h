@@ -80,6 +80,12 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     double exposed_s = 0;   ///< summed: the part no computation hid (charged to `comm`)
   };
   const std::vector<CommTiming>& comm_timing() const { return m_comm_timing; }
+  /// The communication no computation hid, by what it was for: the gradients' collectives (data
+  /// parallelism: Task::comm_group >= 0, and the optimizer's own, a sharded optimizer's
+  /// ReduceScatter and AllGather) and the collectives inside the forward and backward passes (an
+  /// operator's layout: tensor parallelism, semi-auto redistribution), in seconds.
+  double exposed_gradients_s() const { return m_exposed_gradients_s; }
+  double exposed_operators_s() const { return m_exposed_operators_s; }
   /// What other consumers of the HBM (collectives, DMA, other streams' kernels) added to the AI
   /// core tasks' time: on stream 0 (the compute stream of a graph) and on the others, in seconds.
   double hbm_lost_s(bool stream0) const;
@@ -202,6 +208,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   int m_rank = 0;
   hostif::ValuesIf* m_values = nullptr;
   std::vector<CommTiming> m_comm_timing;
+  double m_exposed_gradients_s = 0, m_exposed_operators_s = 0;
   std::unordered_map<const Task*, int> m_trace_labels;  ///< per task: its AI core span's trace label
 
   std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -109,43 +110,155 @@ std::vector<CompilePass> default_passes() {
   };
 }
 
+/// HCCL's fusion of a sharded optimizer's collectives: MindSpore's comm_fusion in its "auto" mode
+/// fuses consecutive collectives of one kind into buckets of up to 64 MB.
+constexpr std::int64_t kFusionBytes = 64ll << 20;
+
 CompilePass comm_stream_pass() {
   return {"comm_stream", [](CompileState& s) {
             auto& c = s.out;
+            const std::size_t n = s.ops.size();
+            // Each device op's task (tasks other passes added lie between them).
+            std::vector<std::size_t> task_of(n);
+            for (std::size_t k = 0, i = 0; k < n; ++k) {
+              while (i < c.step_tasks.size() && c.step_tasks[i].name != s.ops[k]->name) ++i;
+              if (i == c.step_tasks.size()) throw std::logic_error("comm_stream: no task for " + s.ops[k]->name);
+              task_of[k] = i++;
+            }
+            std::map<const workloads::Op*, std::size_t> index;
+            for (std::size_t k = 0; k < n; ++k) index[s.ops[k]] = k;
+            // Per collective op: the op that last wrote one of its inputs (through views) and the
+            // first that reads one of its results (through views).
+            constexpr std::size_t none = SIZE_MAX;
+            std::vector<std::size_t> writer(s.graph.tensors().size(), none), from(s.graph.tensors().size(), none);
+            std::vector<std::size_t> producer(n, none), consumer(n, none);
+            std::vector<bool> moved(n, false);
+            for (const auto& op : s.graph.ops()) {
+              const auto it = index.find(&op);
+              if (it == index.end()) {  // a view: its result is its input's buffer
+                for (auto o : op.outputs) {
+                  writer[static_cast<std::size_t>(o)] = writer[static_cast<std::size_t>(op.inputs.at(0))];
+                  from[static_cast<std::size_t>(o)] = from[static_cast<std::size_t>(op.inputs.at(0))];
+                }
+                continue;
+              }
+              const std::size_t k = it->second;
+              const hostif::Task& t = c.step_tasks[task_of[k]];
+              const bool comm = t.kind == hostif::TaskKind::Comm && t.stream == 0 && t.comm_group < 0;
+              for (auto in : op.inputs) {
+                const std::size_t f = from[static_cast<std::size_t>(in)];
+                if (f != none && consumer[f] == none) consumer[f] = k;
+                if (comm) {
+                  const std::size_t w = writer[static_cast<std::size_t>(in)];
+                  if (w != none && (producer[k] == none || w > producer[k])) producer[k] = w;
+                }
+              }
+              moved[k] = comm;
+              for (auto o : op.outputs) {
+                writer[static_cast<std::size_t>(o)] = k;
+                from[static_cast<std::size_t>(o)] = comm ? k : none;
+              }
+            }
+            // The optimizer's collectives (a sharded optimizer's ReduceScatter and AllGather, the
+            // norms' AllReduce) are fused as HCCL fuses them: consecutive ones of one kind and
+            // group in buckets of up to kFusionBytes.
+            std::vector<std::vector<std::size_t>> units;
+            std::vector<std::size_t> unit_of(n, none), anchor, first_use;
+            std::vector<bool> chained;  // every member's producer is a collective (the stream orders them)
+            const std::size_t end_of_step = c.step_tasks.size();
+            for (std::size_t k = 0; k < n; ++k) {
+              if (!moved[k]) continue;
+              const hostif::Task& t = c.step_tasks[task_of[k]];
+              const std::size_t p = producer[k];
+              // A unit runs once its members' producers are done: the task to start after.
+              const std::size_t at = p == none ? task_of[k] : moved[p] ? anchor[unit_of[p]] : task_of[p];
+              const bool on_collective = p != none && moved[p];
+              const std::size_t use = consumer[k] == none ? end_of_step : task_of[consumer[k]];
+              bool joins = false;
+              if (!units.empty() && s.ops[k]->pass == workloads::Pass::Optimizer) {
+                const std::size_t u = units.size() - 1;
+                const hostif::Task& f = c.step_tasks[task_of[units[u].front()]];
+                std::int64_t bytes = t.comm_bytes;
+                for (auto m : units[u]) bytes += c.step_tasks[task_of[m]].comm_bytes;
+                // A fused collective waits for its last producer and is waited for by its first
+                // consumer: the one must come before the other.
+                joins = s.ops[units[u].back()]->pass == workloads::Pass::Optimizer && f.collective == t.collective &&
+                        f.group.size == t.group.size && f.group.stride == t.group.stride && bytes <= kFusionBytes &&
+                        (p == none || unit_of[p] != u) && std::max(anchor[u], at) < std::min(first_use[u], use);
+              }
+              if (!joins) {
+                units.emplace_back();
+                anchor.push_back(at);
+                first_use.push_back(use);
+                chained.push_back(on_collective);
+              } else {
+                anchor.back() = std::max(anchor.back(), at);
+                first_use.back() = std::min(first_use.back(), use);
+                chained.back() = chained.back() && on_collective;
+              }
+              units.back().push_back(k);
+              unit_of[k] = units.size() - 1;
+            }
+            // A unit runs on the communication stream (stream 1) once its producers are done —
+            // right after its producer when that is another collective — and the compute stream
+            // waits for it before its first consumer, or at the step's end when nothing in the
+            // step reads it (an updated weight's gather).
+            std::vector<std::vector<std::size_t>> after(c.step_tasks.size()), before(c.step_tasks.size() + 1);
+            for (std::size_t u = 0; u < units.size(); ++u) {
+              after[anchor[u]].push_back(u);
+              before[first_use[u]].push_back(u);
+            }
             hostif::TaskList tasks;
             std::vector<aicore::OpDesc> descs;
             std::vector<std::string> types;
-            std::int32_t event = 1000;  // clear of the gradient groups' events
+            std::vector<std::int32_t> event(units.size(), 0);
+            std::int32_t next_event = 1000;  // clear of the gradient groups' events
+            auto ev = [&](hostif::TaskKind kind, const hostif::Task& of, const std::string& suffix, std::int32_t stream,
+                          std::int32_t id) {
+              hostif::Task e;
+              e.kind = kind;
+              e.name = of.name + suffix;
+              e.part = of.part;
+              e.stream = stream;
+              e.event = id;
+              tasks.push_back(e);
+              descs.emplace_back();
+              types.emplace_back(kind == hostif::TaskKind::EventRecord ? "EventRecord" : "EventWait");
+            };
+            auto waits = [&](std::size_t at) {
+              for (auto u : before[at])
+                ev(hostif::TaskKind::EventWait, c.step_tasks[task_of[units[u].front()]], "/wait", 0, event[u] + 1);
+            };
+            auto launch = [&](std::size_t u) {
+              hostif::Task on1 = c.step_tasks[task_of[units[u].front()]];
+              for (std::size_t m = 1; m < units[u].size(); ++m)
+                on1.comm_bytes += c.step_tasks[task_of[units[u][m]]].comm_bytes;
+              if (units[u].size() > 1) on1.name += " (+" + std::to_string(units[u].size() - 1) + " fused)";
+              on1.stream = 1;
+              event[u] = next_event;
+              next_event += 2;
+              if (!chained[u]) {
+                ev(hostif::TaskKind::EventRecord, on1, "/ready", 0, event[u]);
+                ev(hostif::TaskKind::EventWait, on1, "/start", 1, event[u]);
+              }
+              tasks.push_back(on1);
+              descs.push_back(c.descs[task_of[units[u].front()]]);
+              types.push_back(c.op_types[task_of[units[u].front()]]);
+              ev(hostif::TaskKind::EventRecord, on1, "/done", 1, event[u] + 1);
+            };
+            std::vector<bool> is_moved_task(c.step_tasks.size(), false);
+            for (std::size_t k = 0; k < n; ++k)
+              if (moved[k]) is_moved_task[task_of[k]] = true;
             for (std::size_t i = 0; i < c.step_tasks.size(); ++i) {
-              const hostif::Task& t = c.step_tasks[i];
-              if (t.kind != hostif::TaskKind::Comm || t.stream != 0 || t.comm_group >= 0) {
-                tasks.push_back(t);
+              waits(i);
+              if (!is_moved_task[i]) {
+                tasks.push_back(c.step_tasks[i]);
                 descs.push_back(c.descs[i]);
                 types.push_back(c.op_types[i]);
-                continue;
               }
-              auto ev = [&](hostif::TaskKind kind, const std::string& suffix, std::int32_t stream, std::int32_t id) {
-                hostif::Task e;
-                e.kind = kind;
-                e.name = t.name + suffix;
-                e.part = t.part;
-                e.stream = stream;
-                e.event = id;
-                tasks.push_back(e);
-                descs.emplace_back();
-                types.emplace_back(kind == hostif::TaskKind::EventRecord ? "EventRecord" : "EventWait");
-              };
-              ev(hostif::TaskKind::EventRecord, "/ready", 0, event);
-              ev(hostif::TaskKind::EventWait, "/start", 1, event);
-              hostif::Task moved = t;
-              moved.stream = 1;
-              tasks.push_back(moved);
-              descs.push_back(c.descs[i]);
-              types.push_back(c.op_types[i]);
-              ev(hostif::TaskKind::EventRecord, "/done", 1, event + 1);
-              ev(hostif::TaskKind::EventWait, "/wait", 0, event + 1);
-              event += 2;
+              for (auto u : after[i]) launch(u);
             }
+            waits(c.step_tasks.size());
             set_step(c, std::move(tasks), std::move(descs), std::move(types));
           }};
 }
@@ -182,13 +295,17 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
   if (w.recipe.ub_fusion)
     insert_pass(passes, w.recipe.graph_kernel_fusion ? "graph_kernel_fusion" : "momentum_fusion", ub_fusion_pass());
   bool reduces = w.parallel.devices > 1 && w.training;
-  if (reduces && w.parallel.semi_auto) {  // any gradient the ranks share?
+  if (reduces) {  // any gradient the ranks share and no collective of the graph reduces?
     std::int64_t params = 0;
     for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
-    reduces = w.parallel.gradient_group_size != 1 && static_cast<std::int64_t>(w.parallel.unreduced.size()) < params;
+    reduces = (!w.parallel.semi_auto || w.parallel.gradient_group_size != 1) &&
+              static_cast<std::int64_t>(w.parallel.unreduced.size()) < params;
   }
   if (reduces) insert_pass(passes, "cost", all_reduce_pass());
-  if (w.parallel.semi_auto) passes.push_back(comm_stream_pass());
+  const bool collectives = std::any_of(w.graph.ops().begin(), w.graph.ops().end(), [](const workloads::Op& op) {
+    return op.def && op.def->collective != workloads::OpDef::Collective::None;
+  });
+  if (w.parallel.semi_auto || collectives) passes.push_back(comm_stream_pass());
   return compile(w, model, queue_capacity, passes);
 }
 
@@ -277,12 +394,14 @@ CompilePass all_reduce_pass() {
         const auto& par = s.workload.parallel;
         const workloads::Graph& g = s.graph;
         GradientFlow flow = gradient_flow(g, s.ops);
-        if (par.semi_auto)  // only the gradients that ranks share are averaged, within their group
-          flow.params.erase(std::remove_if(flow.params.begin(), flow.params.end(),
-                                           [&](const ParamFlow& f) {
-                                             return par.gradient_group_size == 1 || par.unreduced.count(f.param);
-                                           }),
-                            flow.params.end());
+        // Only the gradients that ranks share are averaged (semi-auto: within their group); a
+        // sharded optimizer's are reduce-scattered by the graph's own collectives.
+        flow.params.erase(std::remove_if(flow.params.begin(), flow.params.end(),
+                                         [&](const ParamFlow& f) {
+                                           return (par.semi_auto && par.gradient_group_size == 1) ||
+                                                  par.unreduced.count(f.param);
+                                         }),
+                          flow.params.end());
         const auto& flows = flow.params;
         const auto n = static_cast<std::int64_t>(flows.size());
         // Group boundaries: the index of each group's last gradient, in gradient order.

@@ -1,6 +1,8 @@
 #include "runtime/report.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -154,11 +156,23 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
             r.simulated_ranks, r.devices);
         break;
       }
+    // The exposed communication by what it was for, where the layouts communicate too.
+    for (const auto& r : runs) {
+      const auto& e = r.exposed_comm;
+      if (!e.is_object() || e.value("operators_ms_per_step", 0.0) <= 0) continue;
+      out += fmt::format(
+          "{:<11} exposed communication per step: {:.3f} ms in the operators' collectives ({}), {:.3f} ms in the "
+          "gradients' (data parallel)\n",
+          strategy_name(r.session.strategy), e.value("operators_ms_per_step", 0.0),
+          r.tensor_parallel > 1 ? "tensor parallel" : "the layouts' redistribution",
+          e.value("gradients_ms_per_step", 0.0));
+    }
   }
-  out +=
-      "\nAllReduce groups (ms per step, ranks' mean: start after the step's first forward op, duration with the wait "
-      "for the last rank, exposed = not hidden by computation)\n";
-  {
+  const bool groups = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return !r.comm_groups.empty(); });
+  if (groups) {
+    out +=
+        "\nAllReduce groups (ms per step, ranks' mean: start after the step's first forward op, duration with the wait "
+        "for the last rank, exposed = not hidden by computation)\n";
     TextTable t(
         {"strategy", "group", "gradients", "MB", "AllReduce ms", "start", "duration", "exposed", "exposed max"});
     for (const auto& r : runs)
@@ -175,8 +189,11 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
   }
   const auto& l = runs.front().cluster_links;
   if (l.is_object()) {
-    out += fmt::format("parameters broadcast from rank 0 before training: {:.1f} MB in {:.3f} ms\n",
-                       l["broadcast_bytes"].get<double>() / 1e6, l["broadcast_ms"].get<double>());
+    if (l["broadcast_bytes"].get<double>() > 0)
+      out += fmt::format("parameters broadcast from rank 0 before training: {:.1f} MB in {:.3f} ms\n",
+                         l["broadcast_bytes"].get<double>() / 1e6, l["broadcast_ms"].get<double>());
+    else
+      out += "\n";
     for (const auto& r : runs) {
       const auto& k = r.cluster_links;
       std::string line = fmt::format("{:<11} links: HCCS {} x {:g} GB/s, {:.1f}% used",
@@ -217,13 +234,51 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
              ? std::string("gradients: no AllReduce (the ranks that hold a weight's copies saw the same samples)\n")
              : fmt::format("gradients: AllReduce over {} ranks {} apart\n", g["size"].get<std::int64_t>(),
                            g["stride"].get<std::int64_t>());
-  TextTable t({"collective (a forward one's backward is its dual)", "pass", "kind", "group", "bytes", "ms"});
-  for (const auto& c : p["collectives"])
-    t.add({c["name"].get<std::string>(), c["pass"].get<std::string>(), c["kind"].get<std::string>(),
-           fmt::format("{} ranks, {} apart", c["group"]["size"].get<std::int64_t>(),
-                       c["group"]["stride"].get<std::int64_t>()),
-           std::to_string(c["bytes"].get<std::int64_t>()), fmt::format("{:.4f}", c["ms"].get<double>())});
-  if (!p["collectives"].empty()) out += t.render();
+  // One row per collective, or per family of them: names that differ only in their numbers (the
+  // layers of a transformer) with the same pass, kind, group and size share a row and a count.
+  struct Row {
+    std::string name, pass, kind, group;
+    std::int64_t bytes = 0, count = 0;
+    double ms = 0;
+  };
+  std::vector<Row> rows;
+  std::map<std::string, std::size_t> row_of;
+  for (const auto& c : p["collectives"]) {
+    const std::string name = c["name"].get<std::string>();
+    std::string family;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+        family += '*';
+        while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+      } else {
+        family += name[i];
+      }
+    }
+    Row r{name,
+          c["pass"].get<std::string>(),
+          c["kind"].get<std::string>(),
+          fmt::format("{} ranks, {} apart", c["group"]["size"].get<std::int64_t>(),
+                      c["group"]["stride"].get<std::int64_t>()),
+          c["bytes"].get<std::int64_t>(),
+          1,
+          c["ms"].get<double>()};
+    const std::string key = family + "|" + r.pass + "|" + r.kind + "|" + r.group + "|" + std::to_string(r.bytes);
+    if (auto it = row_of.find(key); it != row_of.end()) {
+      Row& f = rows[it->second];
+      f.name = family;
+      ++f.count;
+      f.ms += r.ms;
+    } else {
+      row_of[key] = rows.size();
+      rows.push_back(r);
+    }
+  }
+  TextTable t(
+      {"collective (a forward one's backward is its dual)", "pass", "kind", "group", "bytes", "count", "ms each"});
+  for (const auto& r : rows)
+    t.add({r.name, r.pass, r.kind, r.group, std::to_string(r.bytes), std::to_string(r.count),
+           fmt::format("{:.4f}", r.ms / static_cast<double>(r.count))});
+  if (!rows.empty()) out += t.render();
   return out;
 }
 
@@ -231,13 +286,23 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   std::string out;
   if (!runs.empty()) {
     const Session& s = runs.front().session;
-    if (h.devices > 1)
-      out += fmt::format("{} on {} x {} ({}, {}), batch {} {}, {} epoch(s) x {} steps per rank", h.workload, h.devices,
-                         h.chip, h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"),
-                         h.parallel.is_object() ? "semi-auto parallel" : "data parallel", h.batch_size,
-                         h.parallel.is_object() ? "in all (the dataset strategy cuts it)" : "per device", s.epochs,
-                         s.steps_per_epoch);
-    else
+    if (h.devices > 1) {
+      // A semi-auto rank's batch is its piece: the batch in all is that times the pieces.
+      std::string batch = fmt::format("batch {} per device", h.batch_size), mode = "data parallel";
+      if (h.parallel.is_object()) {
+        const std::int64_t shards = std::max<std::int64_t>(1, h.parallel.value("data_shards", std::int64_t{1}));
+        const std::int64_t tp = h.parallel.value("tensor_parallel", std::int64_t{1});
+        mode = tp > 1 ? fmt::format("tensor parallel {} x data parallel {}", tp, shards) : "semi-auto parallel";
+        batch = tp > 1
+                    ? fmt::format("batch {} per tensor-parallel group, {} in all", h.batch_size, h.batch_size * shards)
+                : shards > 1 ? fmt::format("batch {} in all, {} per data-parallel piece (the dataset strategy cuts it)",
+                                           h.batch_size * shards, h.batch_size)
+                             : fmt::format("batch {} in all (every rank reads it)", h.batch_size);
+      }
+      out += fmt::format("{} on {} x {} ({}, {}), {}, {} epoch(s) x {} steps per rank", h.workload, h.devices, h.chip,
+                         h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"), mode,
+                         batch, s.epochs, s.steps_per_epoch);
+    } else
       out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
                          s.steps_per_epoch);
     // Say what runs where a strategy runs something else: loop sink's sinks of S steps.

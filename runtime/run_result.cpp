@@ -220,6 +220,7 @@ nlohmann::ordered_json RunResult::to_json() const {
   if (session.eval_every > 0) j["evaluation"] = evaluation_json();
   if (!data.is_null()) j["data"] = data;
   if (!contention.is_null()) j["contention"] = contention;
+  if (!exposed_comm.is_null()) j["exposed_comm"] = exposed_comm;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;
   return j;

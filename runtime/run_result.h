@@ -159,6 +159,11 @@ struct RunResult {
   /// What sharing the chip cost the AI core tasks per step: HBM (by stream and by the consumer
   /// charged) and waits for free cores (docs/reports.md, "contention").
   nlohmann::ordered_json contention;
+  /// The exposed communication (breakdown_s's comm, training steps) by what it was for, ms per
+  /// step: gradients_ms_per_step (data parallelism's AllReduce, the optimizer's collectives) and
+  /// operators_ms_per_step (the
+  /// collectives an operator's layout needs: tensor parallelism, semi-auto redistribution).
+  nlohmann::ordered_json exposed_comm;
   /// Data-parallel runs: the ranks (each ran steps_completed steps of batch_size samples; this
   /// result is rank 0's, its sim_time_s the last rank's end), each rank's mean step time, and
   /// the AllReduce groups in gradient order ({first, last, bytes, all_reduce_ms, start_ms,
@@ -186,6 +191,7 @@ struct RunResult {
 
   /// Ranks that read different samples (semi-auto parallelism: the batch's cuts; 0: every rank).
   std::int64_t data_shards = 0;
+  std::int64_t tensor_parallel = 1;  ///< ranks of a tensor-parallel group (1: none)
   /// Ranks simulated: fewer than `devices` when servers alike were simulated once.
   std::int64_t simulated_ranks = 0;
   /// Samples trained per second: each step's batch on every rank that reads its own samples.

@@ -28,6 +28,55 @@ using nlohmann::ordered_json;
 
 namespace {
 
+/// Optimizer-state sharding and the group of the gradients' global norm, once the layout is
+/// settled: the shard group is the ranks that all-reduce a weight's gradient (every device in data
+/// parallel; the gradient group in semi-auto); the norm's group, the ranks whose gradients make
+/// the whole ones (the tensor-parallel group, times the shard group).
+void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t tp) {
+  if (!w.training) {
+    if (r.optimizer_shard) throw InputError("optimizer_shard", "optimizer_shard", "infer has no optimizer to shard");
+    return;
+  }
+  workloads::OptimizerSpec spec = w.optimizer_spec;
+  if (r.optimizer_shard) {
+    if (r.functional.enabled)
+      throw InputError("optimizer_shard", "optimizer_shard",
+                       "functional mode computes whole optimizer states; run it without optimizer_shard");
+    spec.shard_size = w.parallel.semi_auto ? w.parallel.gradient_group_size : r.devices;
+    spec.shard_stride = w.parallel.semi_auto ? w.parallel.gradient_group_stride : 1;
+    spec.unsharded = w.parallel.unreduced;
+    if (spec.shard_size <= 1)
+      throw InputError("optimizer_shard", "optimizer_shard",
+                       "the optimizer state divides among the ranks that hold the same weights and read different "
+                       "samples, and " +
+                           std::string(tp > 1 ? "with tensor_parallel " + std::to_string(tp) + " on " +
+                                                    std::to_string(r.devices) + " devices"
+                                              : "on " + std::to_string(r.devices) + " device(s)") +
+                           " there is one; give more devices");
+  }
+  if (spec.clip_global_norm || spec.kind == "lamb") {
+    if (spec.shard_size > 1 && tp > 1) {
+      spec.norm_group_size = spec.shard_size * tp;
+      spec.norm_group_stride = 1;
+    } else if (spec.shard_size > 1) {
+      spec.norm_group_size = spec.shard_size;
+      spec.norm_group_stride = spec.shard_stride;
+    } else if (tp > 1) {
+      spec.norm_group_size = tp;
+      spec.norm_group_stride = 1;
+    }
+  }
+  if (spec.shard_size == w.optimizer_spec.shard_size && spec.norm_group_size == w.optimizer_spec.norm_group_size)
+    return;
+  try {
+    workloads::replace_optimizer(w, spec);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("optimizer_shard", "optimizer_shard", e.what());
+  }
+  for (const auto& op : w.graph.ops())  // a sharded weight's gradient is reduce-scattered, not all-reduced
+    if (op.type == "AllGatherInto") w.parallel.unreduced.insert(op.inputs.at(1));
+}
+
 workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg);
 }  // namespace
 
@@ -156,17 +205,61 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   if (r.parallel_mode != "data" && r.parallel_mode != "semi-auto")
     throw InputError("parallel_mode", "parallel_mode",
                      "'" + r.parallel_mode + "': data (every rank the whole model) or semi-auto (sharded operators)");
-  if (r.parallel_mode == "data") {
+  const std::int64_t tp = r.tensor_parallel;
+  const auto shape = workloads::transformer_shape(w.name);
+  if (tp != 1) {
+    if (tp < 1) throw InputError("tensor_parallel", "tensor_parallel", "must be at least 1, got " + std::to_string(tp));
+    if (!shape || !r.model.empty())
+      throw InputError("tensor_parallel", "tensor_parallel",
+                       "tensor parallelism splits the built-in transformers' attention and MLP (bert-base, "
+                       "bert-large, gpt, gpt2-small, gpt2-medium, llama-7b), not " +
+                           (r.model.empty() ? w.name : r.model));
+    if (!w.training) throw InputError("mode", "mode", "tensor parallelism shards a training network");
+    if (r.devices % tp != 0)
+      throw InputError("tensor_parallel", "tensor_parallel",
+                       std::to_string(tp) + " ranks per group do not divide the " + std::to_string(r.devices) +
+                           " devices; give devices a multiple of it");
+    if (!r.dataset_strategy.empty() || !r.shard_strategy.empty())
+      throw InputError(r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
+                       r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
+                       "tensor parallelism gives the strategies itself; give either strategies or tensor_parallel");
+  }
+  if (r.parallel_mode == "data" && tp == 1) {
     if (!r.dataset_strategy.empty() || !r.shard_strategy.empty())
       throw InputError(r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
                        r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
                        "strategies shard operators in semi-auto parallel mode; add parallel_mode semi-auto");
+    if (r.optimizer_shard && r.devices < 2)
+      throw InputError("optimizer_shard", "optimizer_shard",
+                       "shards the optimizer state across data-parallel ranks; give devices > 1");
+    lay_out_optimizer(w, r, 1);
     return w;
   }
   if (r.devices < 2)
     throw InputError("devices", "devices", "semi-auto parallelism shards the network across devices; give 2 or more");
   workloads::SemiAutoConfig c;
   c.devices = r.devices;
+  if (tp > 1) {
+    // The batch given is each tensor-parallel group's: the network is built at the global batch
+    // and cut over the data-parallel groups, each batch piece repeated on a group's adjacent ranks.
+    const std::int64_t dp = r.devices / tp;
+    try {
+      w = workloads::make_workload(r.workload, w.batch_size * dp, r.recipe);
+      c.layers = workloads::tensor_parallel_strategies(w, r.recipe.heads.value_or(shape->heads),
+                                                       r.recipe.ffn.value_or(shape->ffn), dp, tp);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("tensor_parallel", "tensor_parallel", e.what());
+    }
+    w.parallel.devices = r.devices;
+    w.parallel.devices_per_server = std::min(m, r.devices);
+    w.parallel.all_reduce_fusion = r.all_reduce_fusion;
+    for (auto t : w.batch_inputs) {
+      std::vector<std::int64_t> cuts(w.graph.tensor(t).shape.size(), 1);
+      cuts[0] = dp;
+      c.dataset.push_back(cuts);
+    }
+    c.repeat_right = true;
+  }
   if (!r.dataset_strategy.empty()) {
     try {
       c.dataset = workloads::parse_shard_strategy(r.dataset_strategy);
@@ -175,11 +268,6 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     }
   }
   if (!r.shard_strategy.empty()) c.layers = load_shard_strategies(r.shard_strategy);
-  if (workloads::transformer_shape(w.name))
-    throw InputError("parallel_mode", "parallel_mode",
-                     w.name +
-                         ": semi-automatic parallelism has no layouts for the transformers' ops yet (every rank "
-                         "would compute the whole batch); train it data parallel (parallel_mode data)");
   auto plan = std::make_shared<workloads::ShardPlan>();
   const workloads::Workload whole = w;
   try {
@@ -190,7 +278,9 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     throw InputError(key, key, what);
   }
   w.shard_plan = plan;
+  w.parallel.tensor_parallel = tp;
   w.whole = std::make_shared<const workloads::Workload>(whole);
+  lay_out_optimizer(w, r, tp);
   return w;
 }
 
@@ -328,6 +418,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
   return {{"mode", "semi-auto"},
           {"devices", w.parallel.devices},
           {"data_shards", w.parallel.data_shards},
+          {"tensor_parallel", w.parallel.tensor_parallel},
           {"strategies", strategies},
           {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
           {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},

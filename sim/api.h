@@ -62,6 +62,14 @@ struct RunRequest {
   std::string parallel_mode = "data";
   std::string dataset_strategy;  ///< [dataset_strategy] semi-auto: e.g. "((1,1,1,4),(1,))"; "" the batch cut
   std::string shard_strategy;    ///< [shard_strategy] semi-auto: a YAML file of layer: "((a,b),(c,d))"
+  /// [tensor_parallel] transformers: Megatron's tensor parallelism over groups of this many
+  /// adjacent ranks (semi-auto with the strategies of workloads::tensor_parallel_strategies), the
+  /// devices / tensor_parallel groups data parallel; batch_size is then each group's
+  std::int64_t tensor_parallel = 1;
+  /// [optimizer_shard] shard the optimizer state across the ranks that hold the same weights and
+  /// read different samples (MindSpore's optimizer_shard, ZeRO-1): gradients reduce-scattered,
+  /// each rank updating its piece, the pieces all-gathered into the weights
+  bool optimizer_shard = false;
   std::int64_t devices = 1;      ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass

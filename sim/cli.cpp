@@ -103,6 +103,8 @@ struct Options {
   std::string eval_dataset;
   std::string dataset_index;
   std::string parallel_mode = "data", dataset_strategy, shard_strategy;
+  std::int64_t tensor_parallel = 1;
+  bool optimizer_shard = false;
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
@@ -246,7 +248,13 @@ po::options_description parallel_options(Options& o) {
       "semi-auto: how each batch tensor is cut, MindSpore's dataset_strategy, e.g. \"((1,1,1,4),(1,))\" (default: "
       "the batch across every device)")(
       "shard-strategy", po::value(&o.shard_strategy),
-      "semi-auto: a YAML file of layer (op name or cell) to its shard strategy, e.g. layer1: \"((1,4),(1,4))\"");
+      "semi-auto: a YAML file of layer (op name or cell) to its shard strategy, e.g. layer1: \"((1,4),(1,4))\"")(
+      "tensor-parallel", po::value(&o.tensor_parallel)->default_value(o.tensor_parallel),
+      "transformers: Megatron tensor parallelism over groups of this many adjacent ranks (attention heads and MLP "
+      "split; the groups data parallel); --batch-size is then each group's")(
+      "optimizer-shard", po::bool_switch(&o.optimizer_shard),
+      "shard the optimizer state across the ranks that hold the same weights (MindSpore's optimizer_shard, ZeRO-1): "
+      "gradients reduce-scattered, each rank updating its piece, the pieces all-gathered");
   return d;
 }
 
@@ -443,6 +451,8 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"parallel_mode", "--parallel-mode"},
                                                        {"dataset_strategy", "--dataset-strategy"},
                                                        {"shard_strategy", "--shard-strategy"},
+                                                       {"tensor_parallel", "--tensor-parallel"},
+                                                       {"optimizer_shard", "--optimizer-shard"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},
@@ -531,6 +541,8 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.parallel_mode = o.parallel_mode;
   r.dataset_strategy = o.dataset_strategy;
   r.shard_strategy = o.shard_strategy;
+  r.tensor_parallel = o.tensor_parallel;
+  r.optimizer_shard = o.optimizer_shard;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;

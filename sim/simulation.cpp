@@ -61,6 +61,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
   Run run;
   run.first = m_systems.size();
   run.data_shards = workload.parallel.data_shards;
+  run.tensor_parallel = workload.parallel.tensor_parallel;
   const std::int64_t devices = workload.parallel.devices;
   if (devices <= 1) {
     m_systems.push_back(
@@ -236,6 +237,7 @@ runtime::RunResult Simulation::result(std::size_t index) {
   r.devices = static_cast<std::int64_t>(run.ranks);
   r.simulated_ranks = static_cast<std::int64_t>(run.simulated);
   r.data_shards = run.data_shards;
+  r.tensor_parallel = run.tensor_parallel;
   std::map<std::size_t, runtime::RunResult> others;  // the other simulated ranks' results
   for (std::size_t k = 0; k < run.ranks; ++k) {
     const std::size_t sys = run.system_of[k];

@@ -72,6 +72,7 @@ class Simulation {
     std::vector<std::size_t> system_of;  ///< per rank: its system's index in m_systems
     std::int64_t switches = 0;           ///< PCIe switches of the whole cluster
     std::int64_t data_shards = 0;              ///< ranks reading different samples (0: every rank)
+    std::int64_t tensor_parallel = 1;          ///< ranks of a tensor-parallel group
     std::unique_ptr<hostif::ValuesIf> values;  ///< functional mode on several devices: every rank's values
     bool eval = false;                         ///< data-parallel functional mode: evaluate rank 0's network
     std::unique_ptr<aicpu::Hccl> hccl;

@@ -43,18 +43,29 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     advice =
         "the step's activations and workspaces (" + format_bytes(step) + ") are the largest part — reduce batch_size";
   } else {
-    // Which persistent part to shard: the weights (tensor or pipeline parallelism) or the
-    // optimizer's state (MindSpore's optimizer_shard, ZeRO-1) — neither simulated yet.
+    // Which persistent part to shard: the weights (tensor parallelism) or the optimizer's state
+    // (MindSpore's optimizer_shard, ZeRO-1).
     const auto weights = static_cast<double>(plan.weight_bytes),
                optimizer = static_cast<double>(plan.optimizer_state_bytes);
-    key = "chip";
+    const bool transformer = w.tokens_per_sample > 0;
+    const bool shardable = w.parallel.devices > 1 && w.optimizer_spec.shard_size <= 1;
+    key = optimizer >= weights ? "optimizer_shard" : transformer ? "tensor_parallel" : "chip";
     advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
-             format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); " +
-             (optimizer >= weights ? "the optimizer state is the larger: sharding it across the data-parallel ranks "
-                                     "(MindSpore's optimizer_shard) would divide it by their number"
-                                   : "the weights are the larger: tensor or pipeline parallelism would divide them") +
-             ", which ascendsim does not simulate yet — choose a chip with more device memory" +
-             (w.tokens_per_sample > 0 ? ", or a smaller model (--layers, --hidden)" : "");
+             format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); ";
+    if (optimizer >= weights)
+      advice += std::string(
+                    "the optimizer state is the larger: shard it across the data-parallel ranks with "
+                    "optimizer_shard (MindSpore's parallel optimizer, ZeRO-1), which divides it by their "
+                    "number") +
+                (shardable ? "" : " (it needs more than one rank holding each weight)");
+    else
+      advice += "the weights are the larger";
+    if (transformer)
+      advice += std::string(optimizer >= weights ? ", or split" : ": split") +
+                " the attention and MLP weights over devices with tensor_parallel, which divides them by its "
+                "group's size, or train a smaller model (--layers, --hidden)";
+    else
+      advice += ", or choose a chip with more device memory";
   }
   return {key, w.name + " at batch " + std::to_string(w.batch_size) + " needs " + format_bytes(need) +
                    " of device memory (weights and optimizer " + format_bytes(persistent) + ", step " +
@@ -219,6 +230,11 @@ runtime::RunResult System::result() {
         {"hbm_lost_to_ms_per_step", lost_to},
         {"kernels_slowed_per_step", m_chip.hbm.stats().to_json()["contended_kernels"].get<double>() / steps},
         {"core_wait_ms_per_step", 1e3 * m_chip.cores.stats().to_json()["core_wait_s"].get<double>() / steps}};
+    const bool communicates = std::any_of(m_graph.step_tasks.begin(), m_graph.step_tasks.end(),
+                                          [](const hostif::Task& t) { return t.kind == hostif::TaskKind::Comm; });
+    if (communicates)
+      r.exposed_comm = {{"gradients_ms_per_step", 1e3 * m_chip.scheduler.exposed_gradients_s() / steps},
+                        {"operators_ms_per_step", 1e3 * m_chip.scheduler.exposed_operators_s() / steps}};
   }
   if (m_cluster_values) r.functional = true;
   if (m_values) {

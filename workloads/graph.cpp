@@ -59,6 +59,19 @@ void require(bool ok, const std::string& what, const std::string& detail) {
 
 }  // namespace
 
+void Graph::begin_optimizer(const std::map<TensorId, TensorId>& gradients) {
+  m_optimizer_ops = static_cast<std::int64_t>(m_ops.size());
+  m_optimizer_tensors = static_cast<std::int64_t>(m_tensors.size());
+  m_gradients = gradients;
+}
+
+void Graph::drop_optimizer() {
+  if (!has_optimizer()) throw std::logic_error("the graph has no optimizer to drop");
+  m_ops.resize(static_cast<std::size_t>(m_optimizer_ops));
+  m_tensors.resize(static_cast<std::size_t>(m_optimizer_tensors));
+  m_pass = Pass::Backward;
+}
+
 TensorId Graph::add_tensor(Tensor t) {
   std::int64_t n = 1;
   for (auto d : t.shape) {

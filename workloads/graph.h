@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -160,10 +161,21 @@ class Graph {
 
   void set_pass(Pass p) { m_pass = p; }
 
+  /// Marks where the optimizer begins — the ops and tensors so far — and the gradients it reads
+  /// (per parameter), so that another optimizer can replace it (drop_optimizer, then append
+  /// again: optimizer-state sharding does).
+  void begin_optimizer(const std::map<TensorId, TensorId>& gradients);
+  bool has_optimizer() const { return m_optimizer_ops >= 0; }
+  const std::map<TensorId, TensorId>& optimizer_gradients() const { return m_gradients; }
+  /// Removes every op and tensor added since begin_optimizer; throws std::logic_error without one.
+  void drop_optimizer();
+
  private:
   std::vector<Tensor> m_tensors;
   std::vector<Op> m_ops;
   Pass m_pass = Pass::Forward;
+  std::int64_t m_optimizer_ops = -1, m_optimizer_tensors = -1;
+  std::map<TensorId, TensorId> m_gradients;
 };
 
 /// True if `op` writes `t` in place: an output that is also one of its inputs.

@@ -370,6 +370,19 @@ void register_builtin_ops(OpRegistry& r) {
                 b.give(op.inputs[0], b.graph().apply("AllGather", gname + "/AllGather", {dy}, op)[0]);
               }},
              OpDef::Collective::ReduceScatter));
+  // Optimizer-state sharding: the updated pieces of a weight gathered into it in place (the
+  // weight's bytes gathered, as AllGather's).
+  r.add(comm({"AllGatherInto", false,
+              [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                require(i.size() == 2, "a piece and the whole it is gathered into");
+                const Tensor& piece = g.tensor(i[0]);
+                const Tensor& whole = g.tensor(i[1]);
+                require(a.axis == 0 && a.group_size >= 1 && !whole.shape.empty() &&
+                            whole.shape[0] == piece.shape.at(0) * a.group_size,
+                        "the whole's first axis is the piece's times the group");
+                return std::vector<OutputSpec>{OutputSpec::alias(1)};
+              }},
+             OpDef::Collective::AllGather));
   // Mirror (MindSpore's MirrorOperator): a tensor every rank of a group holds whole, consumed by
   // an op split across that group — each rank's gradient is a partial sum, AllReduced in backward.
   r.add({"Mirror", true, same_shape, [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "workloads/op_registry.h"
 
@@ -153,6 +154,8 @@ class Sharder {
     if (p > m_cfg.devices || m_cfg.devices % p != 0)
       throw std::invalid_argument(who + ": the strategy's cuts multiply to " + std::to_string(p) +
                                   ", which does not divide the " + std::to_string(m_cfg.devices) + " devices");
+    if (m_cfg.repeat_right)  // the ranks that repeat each piece are the fastest-varying
+      for (auto& v : s) v *= m_cfg.devices / p;
     return s;
   }
 
@@ -355,6 +358,10 @@ class Sharder {
     if (size <= 1) return x;
     for (const auto& [s, st] : m_gathered)
       if (s == size && st == stride) return x;
+    // Several consumers split over one group (attention's Q, K and V projections): one Mirror,
+    // their gradients summed before its AllReduce.
+    const auto key = std::make_tuple(x, size, stride);
+    if (auto it = m_mirrored.find(key); it != m_mirrored.end()) return it->second;
     OpAttrs a;
     a.group_size = size;
     a.group_stride = stride;
@@ -362,6 +369,7 @@ class Sharder {
     if (m_plan)
       m_plan->collectives.push_back(
           {at + "/Mirror/AllReduce (backward)", "AllReduce", size, stride, m_g.tensor(x).bytes(), false});
+    m_mirrored[key] = y;
     return y;
   }
 
@@ -371,6 +379,99 @@ class Sharder {
   TensorId root_weight(TensorId t) const {
     while (!persistent(t)) t = m_lazy_op.at(t)->inputs.at(0);
     return t;
+  }
+
+  /// Element-wise ops with numpy broadcasting, and the row-wise ones (Softmax, LayerNorm, RMSNorm
+  /// over the last axis, rotary embeddings over the last two, a slice along its axis): every
+  /// input and output follows the computed input of the highest rank, a broadcast input aligned
+  /// to its trailing axes (an axis of size 1 whole), the axes the op works along whole.
+  void elementwise(const Op& op) {
+    const auto& type = op.type;
+    std::size_t ref = 0, best = 0;
+    bool found = false;
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const TensorId t = op.inputs[k];
+      const bool computed = !persistent(t) && !m_lazy_op.count(t);
+      const std::size_t rk = m_from.tensor(t).shape.size();
+      if (computed && (!found || rk > best)) {
+        ref = k;
+        best = rk;
+        found = true;
+      }
+    }
+    const Shape& rs = m_from.tensor(op.inputs[ref]).shape;
+    Layout lx = valued(op.inputs[ref]);
+    const std::size_t r = lx.d.size();
+    std::size_t whole_tail = 0;
+    if (type == "Softmax" || type == "LayerNorm" || type == "RmsNorm") whole_tail = 1;
+    if (type == "RotaryEmbedding") whole_tail = 2;
+    for (std::size_t k = r - std::min(r, whole_tail); k < r; ++k) lx.d[k] = {};
+    if (type == "StridedSlice") lx.d.at(static_cast<std::size_t>(op.axis)) = {};
+    auto aligned = [&](const Shape& s) {
+      Layout l = Layout::whole(s.size());
+      if (s.size() > r) return l;
+      for (std::size_t k = 0; k < s.size(); ++k) {
+        const std::size_t j = k + r - s.size();
+        if (s[k] == rs[j] && s[k] > 1) l.d[k] = lx.d[j];
+      }
+      return l;
+    };
+    std::vector<TensorId> in(op.inputs.size());
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const TensorId t = op.inputs[k];
+      if (k != ref) note_weight_consumer(t, lx);
+      in[k] = at(t, k == ref ? lx : aligned(m_from.tensor(t).shape), op.name);
+    }
+    std::vector<Layout> outs;
+    for (auto t : op.outputs) outs.push_back(aligned(m_from.tensor(t).shape));
+    OpAttrs attrs = op;
+    if (type == "StridedSlice") attrs.shape = local(op.shape, outs.at(0), op.name);
+    emit(op, in, outs, attrs);
+  }
+
+  /// A Reshape that splits or merges axes: each group of input axes that becomes a group of
+  /// output axes passes the cut of its outermost axis (of size > 1) to the outermost output axis
+  /// of size > 1 when it divides it (a piece of rows stays a piece of rows); any other cut is
+  /// gathered first. False: the shapes do not group (left to the default rule).
+  bool reshape(const Op& op) {
+    const Shape& xs = m_from.tensor(op.inputs[0]).shape;
+    const Shape& ys = op.shape;
+    Layout lx = valued(op.inputs[0]);
+    Layout lo = Layout::whole(ys.size());
+    std::size_t i = 0, o = 0;
+    while (i < xs.size() || o < ys.size()) {
+      const std::size_t i0 = i, o0 = o;
+      std::int64_t pi = 1, po = 1;
+      if (i < xs.size()) pi *= xs[i++];
+      if (o < ys.size()) po *= ys[o++];
+      while (pi != po) {
+        if (pi < po && i < xs.size())
+          pi *= xs[i++];
+        else if (po < pi && o < ys.size())
+          po *= ys[o++];
+        else
+          return false;
+      }
+      // Trailing axes of size 1 join this group.
+      while (i < xs.size() && xs[i] == 1 && (o >= ys.size() || ys[o] != 1)) ++i;
+      while (o < ys.size() && ys[o] == 1 && (i >= xs.size() || xs[i] != 1)) ++o;
+      std::size_t outer_in = i0, outer_out = o0;
+      while (outer_in < i && xs[outer_in] == 1) ++outer_in;
+      while (outer_out < o && ys[outer_out] == 1) ++outer_out;
+      for (std::size_t k = i0; k < i; ++k) {
+        const Dim& d = lx.d[k];
+        if (d.cuts == 1) continue;
+        if (k == outer_in && d.merged.empty() && outer_out < o && ys[outer_out] % d.cuts == 0)
+          lo.d[outer_out] = d;
+        else
+          lx.d[k] = {};
+      }
+    }
+    const TensorId nx = at(op.inputs[0], lx, op.name);
+    OpAttrs attrs = op;
+    attrs.shape = local(op.shape, lo, op.name);
+    emit(op, {nx}, {lo}, attrs);
+    return true;
   }
 
   void forward(const Op& op) {
@@ -483,7 +584,7 @@ class Sharder {
       return;
     }
     if (type == "BatchNorm" || type == "MaxPool" || type == "ReLU" || type == "ReLU6" || type == "Cast" ||
-        type == "BiasAdd" || type == "Add" || (type == "ReduceMean" && rank_of(op.inputs[0]) == 4) ||
+        type == "BiasAdd" || (type == "ReduceMean" && rank_of(op.inputs[0]) == 4) ||
         type == "SoftmaxCrossEntropyWithLogits" || type == "SparseSoftmaxCrossEntropyWithLogits" || type == "OneHot" ||
         (type == "ReduceMean" && rank_of(op.inputs[0]) == 1)) {
       Layout lx = valued(op.inputs[0]);
@@ -523,6 +624,53 @@ class Sharder {
         outs.push_back(l);
       }
       emit(op, in, outs, op);
+      return;
+    }
+    if (type == "Reshape" && reshape(op)) return;
+    if (type == "Transpose") {
+      const Layout lx = valued(op.inputs[0]);
+      Layout lo = Layout::whole(op.shape.size());
+      for (std::size_t k = 0; k < op.shape.size(); ++k) lo.d[k] = lx.d.at(static_cast<std::size_t>(op.shape[k]));
+      emit(op, {at(op.inputs[0], lx, op.name)}, {lo}, op);
+      return;
+    }
+    if (type == "BatchMatMul") {
+      // Batch axes and the rows follow x (attention: the batch and the heads); the contraction
+      // and y's columns whole.
+      Layout lx = valued(op.inputs[0]);
+      const std::size_t r = lx.d.size();
+      lx.d[op.matmul.transpose_a ? r - 2 : r - 1] = {};
+      Layout ly = lx;
+      ly.d[r - 2] = ly.d[r - 1] = {};
+      Layout lo = lx;
+      lo.d[r - 2] = lx.d[op.matmul.transpose_a ? r - 1 : r - 2];
+      lo.d[r - 1] = {};
+      emit(op, {at(op.inputs[0], lx, op.name), at(op.inputs[1], ly, op.name)}, {lo}, op);
+      return;
+    }
+    if (type == "EmbeddingLookup") {
+      // The rows of the ids this rank holds; the table whole along its width (a computed table,
+      // BERT's gather of its masked positions, keeps its rows' cut, ids constant per sample
+      // take it too).
+      const TensorId table = op.inputs[0], ids = op.inputs[1];
+      Layout lt = Layout::whole(2);
+      if (!persistent(table) && !m_lazy_op.count(table)) lt.d[0] = valued(table).d[0];
+      Layout li = Layout::whole(rank_of(ids));
+      if (!persistent(ids))
+        li = valued(ids);
+      else if (lt.d[0].cuts > 1)
+        li.d[0] = lt.d[0];
+      note_weight_consumer(table, li.d.empty() ? Layout::whole(1) : li);
+      const TensorId nt = at(table, lt, op.name), ni = at(ids, li, op.name);
+      Layout lo = li;
+      lo.d.push_back({});
+      emit(op, {nt, ni}, {lo}, op);
+      return;
+    }
+    if (type == "Add" || type == "Sub" || type == "Mul" || type == "RealDiv" || type == "Dropout" || type == "GeLU" ||
+        type == "SiLU" || type == "Tanh" || type == "Sigmoid" || type == "Neg" || type == "Softmax" ||
+        type == "LayerNorm" || type == "RmsNorm" || type == "RotaryEmbedding" || type == "StridedSlice") {
+      elementwise(op);
       return;
     }
     // No rule: whole inputs, whole outputs (every rank computes the op on the whole tensors).
@@ -625,6 +773,7 @@ class Sharder {
   std::map<TensorId, bool> m_weight_data;  ///< per weight: whether its op read batch-cut data
   std::set<std::string> m_used;
   std::vector<std::pair<std::int64_t, std::int64_t>> m_gathered;  ///< AllGather groups of an op's input
+  std::map<std::tuple<TensorId, std::int64_t, std::int64_t>, TensorId> m_mirrored;  ///< per input and group
   Dim m_batch;                                                    ///< the batch's cut: the data-parallel ranks
 };
 

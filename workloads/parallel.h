@@ -24,10 +24,22 @@
 //   Reshape    a flatten keeps the batch cut and passes a cut of one merged dimension to the
 //              merged dimension (a width strip becomes a set of columns: a MatMul's contraction
 //              does not care which columns it holds).
-//   others     element-wise ops, BatchNorm, pooling and ReduceMean follow input 0 (partial sums
+//   Reshape    (any other) splits or merges axes: a group of input axes that becomes a group of
+//              output axes passes the cut of its outermost axis to the outermost output axis
+//              ([tokens, H/T] -> [B, S, heads/T, d]); other cuts are gathered first.
+//   Transpose  permutes the cuts.
+//   BatchMatMul  batch axes and rows follow x; y brought to them; contraction and columns whole.
+//   EmbeddingLookup  follows its ids; the table whole along its width.
+//   element-wise (Add, Sub, Mul, RealDiv, Dropout, GeLU, SiLU, Tanh, ...) follow the computed
+//              input of the highest rank, the others aligned to its trailing axes (broadcast
+//              axes whole); Softmax, LayerNorm and RMSNorm want their last axis whole, rotary
+//              embeddings their last two, a StridedSlice its axis.
+//   others     BatchNorm, pooling, ReLU, Cast, BiasAdd and ReduceMean follow input 0 (partial sums
 //              reduced first, pooled or reduced dimensions uncut), other inputs are brought to its
 //              layout; the loss keeps the batch cut and needs the classes whole; an op without a
 //              rule gets whole inputs and gives a whole output.
+// A computed input held whole by a group that an op splits passes one Mirror per group (its
+// consumers' gradients summed before the Mirror's backward AllReduce).
 // A strategy whose cuts do not divide a dimension, whose cuts do not fit the devices, or that
 // disagrees with itself (a MatMul's two k cuts) is an error naming the layer.
 #pragma once
@@ -56,6 +68,12 @@ struct SemiAutoConfig {
   /// Per layer — an op's name or the part of it before the first '/' (its cell, e.g. "layer1") —
   /// the op's strategy.
   std::map<std::string, ShardStrategy> layers;
+  /// Where the ranks that repeat a piece sit when a strategy's cuts use fewer than all devices:
+  /// false, the slowest-varying (seed 002's strips: rank r holds strip r mod 4 on 8 devices);
+  /// true, the fastest-varying (MindSpore's device matrix with the repeated number on its right,
+  /// which tensor parallelism uses: a data-parallel batch piece repeated on a tensor-parallel
+  /// group of adjacent ranks).
+  bool repeat_right = false;
 };
 
 /// What the sharding did, for reports.

@@ -79,9 +79,60 @@ void unscale_gradients(Graph& g, std::map<TensorId, TensorId>& grads, double los
   for (auto& [param, grad] : grads) grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
 }
 
+std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update,
+                                             const OptimizerSpec& spec) {
+  std::map<TensorId, TensorId> pieces;
+  if (spec.shard_size <= 1) return pieces;
+  OpAttrs a;
+  a.group_size = spec.shard_size;
+  a.group_stride = spec.shard_stride;
+  a.axis = 0;
+  for (auto& [param, grad] : update) {
+    const Shape shape = g.tensor(param).shape;  // copies: adding tensors moves them
+    const std::string pname = g.tensor(param).name;
+    if (shape.empty() || shape[0] % spec.shard_size != 0 || spec.unsharded.count(param))
+      continue;  // kept whole (all-reduced, or the rank's own)
+    grad = g.apply("ReduceScatter", "OptimizerShard/" + pname + "/ReduceScatter", {grad}, a)[0];
+    g.set_role(grad, TensorRole::Gradient);
+    pieces[param] = g.apply("Slice", "OptimizerShard/" + pname + "/Slice", {param}, a)[0];
+  }
+  return pieces;
+}
+
+void gather_pieces(Graph& g, const std::map<TensorId, TensorId>& pieces, const OptimizerSpec& spec) {
+  OpAttrs a;
+  a.group_size = spec.shard_size;
+  a.group_stride = spec.shard_stride;
+  a.axis = 0;
+  for (const auto& [param, piece] : pieces)
+    g.apply("AllGatherInto", "OptimizerShard/" + g.tensor(param).name + "/AllGather", {piece, param}, a);
+}
+
+TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, const OptimizerSpec& spec) {
+  if (spec.norm_group_size <= 1) return sums;
+  OpAttrs a;
+  a.group_size = spec.norm_group_size;
+  a.group_stride = spec.norm_group_stride;
+  return g.apply("AllReduce", name + "/AllReduce", {sums}, a)[0];
+}
+
+void replace_optimizer(Workload& w, const OptimizerSpec& spec) {
+  if (!w.graph.has_optimizer()) throw std::logic_error(w.name + ": no optimizer to replace");
+  const std::map<TensorId, TensorId> grads = w.graph.optimizer_gradients();
+  w.graph.drop_optimizer();
+  append_optimizer(w.graph, grads, spec);
+  w.optimizer_spec = spec;
+}
+
 void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
+  g.begin_optimizer(grads);
   g.set_pass(Pass::Optimizer);
+  if (spec.lars && spec.shard_size > 1)
+    throw std::invalid_argument(
+        "optimizer_shard: LARS scales each layer by its whole weight's norm; shard the optimizer of Momentum, AdamW "
+        "or LAMB");
   std::map<TensorId, TensorId> update = grads;
+  const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);
   TensorId lr;
   if (spec.lr_schedule_steps > 0) {
@@ -101,18 +152,20 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
                                       : g.add_tensor({"lars_no_decay", {1}, DType::F32, TensorRole::Constant});
   for (auto& [param, grad] : update) {  // std::map: parameter creation order
     const std::string pname = g.tensor(param).name;
+    const TensorId target = pieces.count(param) ? pieces.at(param) : param;  // the rank's piece, sharded
     if (spec.lars && spec.decayed.count(param)) {  // the layer's trust ratio, weight decay inside
       const auto sums = g.apply("SquareSumAll", "LARS/" + pname + "/SquareSumAll", {param, grad});
       grad = g.apply("LARSUpdate", "LARS/" + pname + "/LARSUpdate", {param, grad, sums[0], sums[1], lars_wd, lr})[0];
     } else if (wd >= 0 && spec.decayed.count(param)) {
-      TensorId decay = g.mul("WeightDecay/" + pname + "/Mul", param, wd, TensorRole::Gradient);
+      TensorId decay = g.mul("WeightDecay/" + pname + "/Mul", target, wd, TensorRole::Gradient);
       grad = g.add("WeightDecay/" + pname + "/Add", decay, grad);
       g.set_role(grad, TensorRole::Gradient);
     }
     TensorId accum =
-        g.add_tensor({"moments." + pname, g.tensor(param).shape, g.tensor(param).dtype, TensorRole::OptimizerState});
-    g.apply_momentum("Momentum/" + pname, param, accum, lr, grad, mom);
+        g.add_tensor({"moments." + pname, g.tensor(target).shape, g.tensor(param).dtype, TensorRole::OptimizerState});
+    g.apply_momentum("Momentum/" + pname, target, accum, lr, grad, mom);
   }
+  gather_pieces(g, pieces, spec);
 }
 
 void append_optimizer(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {

@@ -30,7 +30,27 @@ struct OptimizerSpec {
   std::string kind = "momentum";
   /// Adam and LAMB: clip the gradients by their global norm first (clip norm 1.0).
   bool clip_global_norm = false;
+  /// Optimizer-state sharding (MindSpore's optimizer_shard, ZeRO-1) over the `shard_size` ranks
+  /// `shard_stride` apart that hold the same weights and read different samples: each gradient
+  /// whose first axis divides among them is reduce-scattered (instead of all-reduced), each rank
+  /// updates its piece of the weight with its piece of the optimizer state, and the updated
+  /// pieces are all-gathered into the weight. 1: none.
+  std::int64_t shard_size = 1, shard_stride = 1;
+  std::set<TensorId> unsharded;  ///< parameters whose gradients the ranks do not share: kept whole
+  /// The ranks whose gradients' square sums make the global norm (clip_global_norm) and LAMB's
+  /// trust ratios: each rank's sums AllReduced over this group, where the weights or the
+  /// gradients are cut across it (tensor parallelism, a sharded optimizer). 1: the rank's own.
+  std::int64_t norm_group_size = 1, norm_group_stride = 1;
 };
+
+/// Optimizer-state sharding's gradient side: each gradient of `update` whose parameter's first
+/// axis divides into spec.shard_size is replaced by its ReduceScatter; returns, per such
+/// parameter, the rank's piece of it (a Slice) that the optimizer updates in its place.
+std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update, const OptimizerSpec& spec);
+/// Each updated piece all-gathered into its parameter (AllGatherInto), after the update.
+void gather_pieces(Graph& g, const std::map<TensorId, TensorId>& pieces, const OptimizerSpec& spec);
+/// A tensor of square sums AllReduced over spec's norm group (itself when the group is one rank).
+TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, const OptimizerSpec& spec);
 
 /// Appends the optimizer: unscale, learning-rate lookup, weight decay and one ApplyMomentum per
 /// parameter (in parameter creation order) with its accumulator. Values do not affect timing.

@@ -161,7 +161,7 @@ TensorId mlp(Builder& b, const TransformerShape& s, const std::string& name, Ten
 
 /// Global-norm clipping (clip norm 1.0, as both scripts): each gradient's square sum, their sum
 /// and one scale every gradient is multiplied by.
-void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads) {
+void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
   g.set_pass(Pass::Optimizer);
   std::vector<TensorId> sums;
   for (const auto& [param, grad] : grads)
@@ -179,7 +179,7 @@ void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads) {
     }
     sums = std::move(partial);
   }
-  const TensorId total = sums.front();
+  const TensorId total = reduce_norm(g, "ClipByGlobalNorm", sums.front(), spec);
   const TensorId norm = g.apply("Sqrt", "ClipByGlobalNorm/Sqrt", {total})[0];
   const TensorId clip = g.add_tensor({"clip_norm", {1}, DType::F32, TensorRole::Constant});
   const TensorId scale = g.apply("RealDiv", "ClipByGlobalNorm/RealDiv", {clip, norm})[0];
@@ -190,24 +190,44 @@ void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads) {
 }  // namespace
 
 void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
+  g.begin_optimizer(grads);
   g.set_pass(Pass::Optimizer);
   std::map<TensorId, TensorId> update = grads;
+  const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);
-  if (spec.clip_global_norm) clip_by_global_norm(g, update);
+  if (spec.clip_global_norm) clip_by_global_norm(g, update, spec);
   const TensorId lr = g.add_tensor({"learning_rate", {1}, DType::F32, TensorRole::OptimizerState});
+  // LAMB: every weight's moments and norms first, then the norms of the sharded pieces summed
+  // across the shard group (consecutive collectives, fused), then the updates.
+  struct Lamb {
+    std::string name;
+    TensorId target, update;
+    std::vector<TensorId> norms;
+  };
+  std::vector<Lamb> lamb;
   for (auto& [param, grad] : update) {  // std::map: parameter creation order
     const std::string pname = g.tensor(param).name;
-    const Shape shape = g.tensor(param).shape;  // copies: adding tensors moves them
+    const TensorId target = pieces.count(param) ? pieces.at(param) : param;  // the rank's piece, sharded
+    const Shape shape = g.tensor(target).shape;                              // copies: adding tensors moves them
     const TensorId m = g.add_tensor({"adam_m." + pname, shape, DType::F32, TensorRole::OptimizerState});
     const TensorId v = g.add_tensor({"adam_v." + pname, shape, DType::F32, TensorRole::OptimizerState});
     if (spec.kind == "lamb") {
-      const auto next = g.apply("LambNextMV", "Lamb/" + pname + "/LambNextMV", {param, m, v, grad});
-      const auto norms = g.apply("SquareSumAll", "Lamb/" + pname + "/SquareSumAll", {param, next[2]});
-      g.apply("LambUpdateWithLR", "Lamb/" + pname + "/LambUpdateWithLR", {param, next[2], norms[0], norms[1], lr});
+      const auto next = g.apply("LambNextMV", "Lamb/" + pname + "/LambNextMV", {target, m, v, grad});
+      lamb.push_back(
+          {pname, target, next[2], g.apply("SquareSumAll", "Lamb/" + pname + "/SquareSumAll", {target, next[2]})});
     } else {
-      g.apply("AdamWeightDecay", "AdamWeightDecay/" + pname, {param, m, v, lr, grad});
+      g.apply("AdamWeightDecay", "AdamWeightDecay/" + pname, {target, m, v, lr, grad});
     }
   }
+  // A piece's norms are partial: the trust ratio needs the whole weight's.
+  for (auto& l : lamb)
+    if (g.tensor(l.target).role != TensorRole::Parameter)
+      for (std::size_t k = 0; k < l.norms.size(); ++k)
+        l.norms[k] = reduce_norm(g, "Lamb/" + l.name + "/SquareSumAll" + std::to_string(k), l.norms[k], spec);
+  for (const auto& l : lamb)
+    g.apply("LambUpdateWithLR", "Lamb/" + l.name + "/LambUpdateWithLR",
+            {l.target, l.update, l.norms[0], l.norms[1], lr});
+  gather_pieces(g, pieces, spec);
 }
 
 Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size, const Recipe& recipe) {
@@ -385,6 +405,33 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   w.optimizer_spec = opt;
   append_optimizer(g, append_backward(g, w.loss, sens), opt);
   return w;
+}
+
+std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads, std::int64_t ffn,
+                                                                std::int64_t dp, std::int64_t tp) {
+  if (tp < 1 || dp < 1) throw std::invalid_argument("--tensor-parallel: at least 1");
+  if (heads % tp != 0)
+    throw std::invalid_argument("--tensor-parallel " + std::to_string(tp) + ": " + w.name + "'s " +
+                                std::to_string(heads) + " attention heads do not divide among " + std::to_string(tp) +
+                                " ranks");
+  if (ffn % tp != 0)
+    throw std::invalid_argument("--tensor-parallel " + std::to_string(tp) + ": " + w.name + "'s MLP width " +
+                                std::to_string(ffn) + " does not divide among " + std::to_string(tp) + " ranks");
+  auto ends = [](const std::string& name, const std::string& tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const ShardStrategy column{{dp, 1}, {tp, 1}}, row{{dp, tp}, {1, tp}};
+  std::map<std::string, ShardStrategy> out;
+  for (const Op& op : w.graph.ops()) {
+    if (op.pass != Pass::Forward || op.type != "MatMul") continue;
+    const std::string& n = op.name;
+    if (ends(n, ".q/MatMul") || ends(n, ".k/MatMul") || ends(n, ".v/MatMul") || ends(n, ".fc1/MatMul") ||
+        ends(n, ".w1/MatMul") || ends(n, ".w3/MatMul"))
+      out[n] = column;
+    else if (ends(n, ".o/MatMul") || ends(n, ".fc2/MatMul") || ends(n, ".w2/MatMul"))
+      out[n] = row;
+  }
+  return out;
 }
 
 }  // namespace ascendsim::workloads

@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "workloads/parallel.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::workloads {
@@ -35,5 +37,15 @@ std::optional<TransformerShape> transformer_shape(const std::string& name);
 /// The training workload of `shape` at `batch_size` sequences per step under `recipe` (amp O2 by
 /// default, as the model zoo's BERT and MindFormers' GPT scripts).
 Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size, const Recipe& recipe);
+
+/// Megatron's tensor parallelism as semi-automatic shard strategies for the training workload
+/// `w` of a transformer: on a device matrix of `dp` batch pieces by `tp` adjacent ranks, the
+/// attention's Q, K and V projections and the MLP's first layer(s) split by columns
+/// (((dp,1),(tp,1)): each rank its heads, its part of the inner width), the attention's output
+/// projection and the MLP's last layer by rows (((dp,tp),(1,tp)): partial sums, AllReduced). The
+/// embeddings, norms and the output head are whole on every rank. Throws std::invalid_argument
+/// naming the flag when the heads or the MLP's width do not divide into `tp`.
+std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads, std::int64_t ffn,
+                                                                std::int64_t dp, std::int64_t tp);
 
 }  // namespace ascendsim::workloads

@@ -66,6 +66,7 @@ struct Parallel {
   std::int32_t gradient_group_size = 0, gradient_group_stride = 1;
   std::set<TensorId> unreduced;
   std::int64_t data_shards = 0;  ///< the ranks that divide the dataset among them (0: every rank)
+  std::int64_t tensor_parallel = 1;  ///< Megatron tensor parallelism: the ranks of a group (1: none)
 };
 
 struct ShardPlan;
@@ -120,5 +121,9 @@ std::vector<std::string> workload_names();
 /// throws std::invalid_argument for an unknown name, a non-positive batch or a recipe the
 /// workload does not support.
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& recipe = {});
+
+/// `w`'s optimizer appended again under `spec`, to the same gradients (w.optimizer_spec becomes
+/// `spec`). Throws std::logic_error for a graph without one.
+void replace_optimizer(Workload& w, const OptimizerSpec& spec);
 
 }  // namespace ascendsim::workloads

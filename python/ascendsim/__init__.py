@@ -155,7 +155,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
               keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
               accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
-              optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None) -> List[str]:
+              optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
+              tensor_parallel: Optional[int] = None, optimizer_shard: bool = False) -> List[str]:
     a = _network_args(workload, model, mode, loss)
     for key, value in (shape or {}).items():  # a transformer's layers, hidden, heads, ffn, seq_length, vocab
         if key not in _SHAPE_KEYS:
@@ -172,12 +173,12 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("--rank-table", rank_table), ("--amp-level", amp_level), ("--loss-scale", loss_scale),
                         ("--seed", seed), ("--init", init), ("--eval-every", eval_every or None),
                         ("--parallel-mode", parallel_mode), ("--dataset-strategy", dataset_strategy),
-                        ("--shard-strategy", shard_strategy)):
+                        ("--shard-strategy", shard_strategy), ("--tensor-parallel", tensor_parallel)):
         if value is not None:
             a += [flag, value]
     if all_reduce_fusion:
         a += ["--all-reduce-fusion", ",".join(str(int(i)) for i in all_reduce_fusion)]
-    a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval)
+    a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval) + ["--optimizer-shard"] * bool(optimizer_shard)
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     return [str(x) for x in a]
@@ -195,7 +196,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
           keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
           accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
-          optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None) -> Report:
+          optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
+          tensor_parallel: Optional[int] = None, optimizer_shard: bool = False) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -211,7 +213,10 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``epochs``; the report's ``time_to_train_s`` splits the run. ``optimizer="lars"`` trains with LARS
     over the Momentum (ResNet, MobileNetV2). ``shape`` sets a transformer's size over its preset's
     (``{"layers": 4, "hidden": 512, "heads": 8, "seq_length": 256}``; keys ``layers``, ``hidden``,
-    ``heads``, ``ffn``, ``seq_length``, ``vocab``)."""
+    ``heads``, ``ffn``, ``seq_length``, ``vocab``). ``tensor_parallel=N`` splits a transformer's
+    attention and MLP over groups of N adjacent devices (Megatron's layout; ``batch_size`` is then each
+    group's); ``optimizer_shard=True`` shards the optimizer state across the ranks that hold the same
+    weights (MindSpore's optimizer_shard, ZeRO-1)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -222,7 +227,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
-        target_accuracy=target_accuracy, optimizer=optimizer, shape=shape), "--json", "-", "-q"))
+        target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
+        optimizer_shard=optimizer_shard), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -236,7 +242,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             dataset_strategy: Optional[str] = None, shard_strategy: Optional[str] = None,
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
             keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
-            shape: Optional[Mapping[str, int]] = None) -> Report:
+            shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
+            optimizer_shard: bool = False) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
@@ -244,7 +251,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         all_reduce_fusion=all_reduce_fusion, rank_table=rank_table, amp_level=amp_level, loss_scale=loss_scale,
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
-        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape), "--json", "-", "-q"))
+        keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
+        optimizer_shard=optimizer_shard), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,

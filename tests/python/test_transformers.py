@@ -157,3 +157,20 @@ def test_a_shape_given_in_python_reaches_the_run():
         ascendsim.train("gpt", "loop-sink", shape={"depth": 2})
     with pytest.raises(ascendsim.InputError, match="--heads"):
         ascendsim.train("gpt", "loop-sink", shape={"heads": 5})
+
+
+def test_tensor_parallel_and_a_sharded_optimizer_from_python():
+    import ascendsim
+    shape = {"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128}
+    tp = ascendsim.train("gpt", "loop-sink", batch_size=2, steps_per_epoch=4, devices=4, tensor_parallel=2,
+                         optimizer_shard=True, shape=shape)
+    p = tp["parallel"]
+    assert p["tensor_parallel"] == 2 and p["data_shards"] == 2
+    assert p["gradient_group"] == {"size": 2, "stride": 2}
+    run = tp.runs[0]
+    assert run["exposed_comm"]["operators_ms_per_step"] > 0
+    # Two groups of two devices, each its own 2 sequences: 4 sequences a step, not 4 x 2.
+    steady = run["steady_state"]
+    assert steady["samples_per_s"] == pytest.approx(4 / (steady["step_ms_mean"] / 1e3))
+    with pytest.raises(ascendsim.InputError, match="tensor_parallel|--tensor-parallel"):
+        ascendsim.train("gpt", "loop-sink", devices=4, tensor_parallel=3, shape=shape)

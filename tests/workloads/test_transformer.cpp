@@ -7,6 +7,7 @@
 
 #include "aicore/aicore_config.h"
 #include "aicore/cost_model.h"
+#include "hostif/task.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/report.h"
 #include "sim/api.h"
@@ -146,17 +147,181 @@ TEST(Transformer, GraphKernelFusionKeepsEachKernelWithinItsOperandLimit) {
   EXPECT_GT(fused, 0);
 }
 
-TEST(Transformer, SemiAutoIsRefusedNamingTheMode) {
+/// A small GPT-2-shaped decoder: 2 layers, hidden 64, 4 heads, MLP 256, sequence 16, 128 tokens.
+sim::RunRequest small_gpt(std::int64_t devices, std::int64_t tp, std::int64_t batch = 2) {
   sim::RunRequest r;
   r.config = test::config_request();
-  r.workload = "bert-base";
-  r.devices = 2;
-  r.parallel_mode = "semi-auto";
-  try {
-    sim::request_workload(r, sim::load_config(r.config));
-    FAIL() << "semi-auto ran a transformer";
-  } catch (const sim::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("parallel_mode"), std::string::npos) << e.what();
+  r.workload = "gpt";
+  r.recipe.layers = 2;
+  r.recipe.hidden = 64;
+  r.recipe.heads = 4;
+  r.recipe.ffn = 256;
+  r.recipe.seq_length = 16;
+  r.recipe.vocab = 128;
+  r.batch_size = batch;
+  r.devices = devices;
+  r.tensor_parallel = tp;
+  r.steps_per_epoch = 4;
+  r.strategies = {runtime::Strategy::LoopSink};
+  return r;
+}
+
+TEST(Transformer, TensorParallelSplitsTheHeadsAndTheMlpAsMegatronDoes) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  const Workload whole = sim::request_workload(small_gpt(1, 1), cfg);
+  const Workload w = sim::request_workload(small_gpt(2, 2), cfg);
+  ASSERT_TRUE(w.shard_plan);
+  const auto& p = *w.shard_plan;
+  const std::int64_t H = 64, F = 256, B = 2, S = 16, heads = 4, tokens = B * S;
+  // Per layer, Q, K, V and the first MLP layer are cut by columns (weights and biases), the output
+  // projection and the second MLP layer by rows (weights; their biases whole).
+  const std::int64_t split = 3 * (H * H + H) + H * H + (H * F + F) + F * H;
+  EXPECT_EQ(p.parameters_global, parameter_count(whole.graph));
+  EXPECT_EQ(p.parameters_local, p.parameters_global - 2 * split / 2);
+  // Each rank its heads: the scores [B, heads / 2, S, S].
+  int softmax = 0;
+  for (const auto& l : p.layouts)
+    if (l.tensor == "h.0.attn/Softmax:0") {
+      ++softmax;
+      EXPECT_EQ(l.local, (Shape{B, heads / 2, S, S}));
+      EXPECT_EQ(l.global, (Shape{B, heads, S, S}));
+    }
+  EXPECT_EQ(softmax, 1);
+  // Megatron's f and g: per layer two forward AllReduces of the row-split outputs and two
+  // backward ones of the column-split layers' input gradients, fp16 [tokens, H], among the 2.
+  ASSERT_EQ(p.collectives.size(), 2u * 4);
+  int forward = 0;
+  for (const auto& c : p.collectives) {
+    EXPECT_EQ(c.kind, "AllReduce") << c.name;
+    EXPECT_EQ(c.group_size, 2) << c.name;
+    EXPECT_EQ(c.group_stride, 1) << c.name;
+    EXPECT_EQ(c.bytes, tokens * H * 2) << c.name;
+    forward += c.forward;
+  }
+  EXPECT_EQ(forward, 4);
+  // The split layers' multiply-accumulates halve on each rank; the embeddings and the head stay.
+  const std::int64_t split_macs = 2 * (4 * tokens * H * H + 2 * B * heads * S * S * (H / heads) + 2 * tokens * H * F);
+  EXPECT_EQ(forward_macs(w.graph), forward_macs(whole.graph) - split_macs / 2);
+  EXPECT_EQ(w.batch_size, B);
+  EXPECT_EQ(w.parallel.gradient_group_size, 1);  // one group: nothing to average
+}
+
+TEST(Transformer, TensorParallelGroupsAreAdjacentRanksAndTheBatchDividesAmongThem) {
+  // 4 devices, groups of 2: ranks {0,1} and {2,3} split the layers; {0,2} and {1,3} hold the same
+  // pieces and read different samples (the gradient AllReduce's group). The batch is each group's.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  const Workload w = sim::request_workload(small_gpt(4, 2, 3), cfg);
+  EXPECT_EQ(w.batch_size, 3);
+  EXPECT_EQ(w.parallel.data_shards, 2);
+  EXPECT_EQ(w.parallel.tensor_parallel, 2);
+  EXPECT_EQ(w.parallel.gradient_group_size, 2);
+  EXPECT_EQ(w.parallel.gradient_group_stride, 2);
+  for (const auto& c : w.shard_plan->collectives) EXPECT_EQ(c.group_stride, 1) << c.name;
+  const sim::RunOutcome out = sim::run(small_gpt(4, 2, 3));
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  const std::string text = runtime::format_table(out.header, out.runs);
+  EXPECT_NE(text.find("tensor parallel 2 x data parallel 2), batch 3 per tensor-parallel group, 6 in all"),
+            std::string::npos)
+      << text;
+  // Both kinds of exposed communication, adding up to the comm phase.
+  const runtime::RunResult& x = out.runs.front();
+  const double ops = x.exposed_comm["operators_ms_per_step"].get<double>(),
+               grads = x.exposed_comm["gradients_ms_per_step"].get<double>();
+  EXPECT_GT(ops, 0);
+  EXPECT_GT(grads, 0);
+  EXPECT_NEAR((ops + grads) * static_cast<double>(x.steps_completed) / 1e3,
+              x.breakdown_s[static_cast<std::size_t>(sim::Phase::Comm)], 1e-9);
+  EXPECT_NE(text.find("in the operators' collectives (tensor parallel)"), std::string::npos) << text;
+}
+
+TEST(Transformer, TensorParallelTakesDeviceComputeOffEachRankAndPaysItsAllReduces) {
+  const sim::RunOutcome one = sim::run(small_gpt(1, 1, 8)), two = sim::run(small_gpt(2, 2, 8));
+  ASSERT_FALSE(one.failed() || two.failed());
+  const auto compute = [](const sim::RunOutcome& o) {
+    return o.runs.front().breakdown_s[static_cast<std::size_t>(sim::Phase::DeviceCompute)];
+  };
+  // Half the layers' work, the embeddings, norms and head whole: between half and all of it.
+  EXPECT_LT(compute(two), compute(one));
+  EXPECT_GT(compute(two), 0.5 * compute(one));
+  EXPECT_GT(two.runs.front().breakdown_s[static_cast<std::size_t>(sim::Phase::Comm)], 0);
+  EXPECT_EQ(two.runs.front().exposed_comm["gradients_ms_per_step"].get<double>(), 0);
+}
+
+TEST(Transformer, TensorParallelRequestsThatCannotSplitAreRefusedNamingTheKey) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  auto refused = [&](sim::RunRequest r, const std::string& key, const std::string& says) {
+    try {
+      sim::request_workload(r, cfg);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const sim::InputError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(small_gpt(6, 3), "tensor_parallel", "4 attention heads do not divide among 3");
+  refused(small_gpt(4, 3), "tensor_parallel", "do not divide the 4 devices");
+  sim::RunRequest lenet = small_gpt(2, 2);
+  lenet.workload = "lenet5";
+  lenet.recipe = {};
+  refused(lenet, "tensor_parallel", "not lenet5");
+  sim::RunRequest given = small_gpt(2, 2);
+  given.dataset_strategy = "((2,1))";
+  refused(given, "dataset_strategy", "gives the strategies itself");
+  sim::RunRequest alone = small_gpt(2, 2);
+  alone.optimizer_shard = true;  // one data-parallel group: no two ranks to share the state
+  refused(alone, "optimizer_shard", "there is one");
+}
+
+TEST(Transformer, OptimizerShardingDividesTheOptimizerStateByTheGroup) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  sim::RunRequest dp = small_gpt(4, 1);
+  const Workload whole = sim::request_workload(dp, cfg);
+  dp.optimizer_shard = true;
+  const Workload sharded = sim::request_workload(dp, cfg);
+  // Every weight's first axis divides by 4 here (vocabulary 128): both moments of each hold a
+  // quarter of it, the weights stay whole.
+  auto elements = [](const Workload& w, TensorRole role) {
+    std::int64_t n = 0;
+    for (const auto& t : w.graph.tensors())
+      if (t.role == role && t.name != "learning_rate") n += t.elements();
+    return n;
+  };
+  const std::int64_t params = parameter_count(whole.graph);
+  EXPECT_EQ(elements(whole, TensorRole::OptimizerState), 2 * params);
+  EXPECT_EQ(elements(sharded, TensorRole::OptimizerState), 2 * params / 4);
+  EXPECT_EQ(parameter_count(sharded.graph), params);
+  // Gradients reduce-scattered and weights gathered, fused in one collective each (under 64 MB);
+  // no gradient AllReduce is left.
+  const runtime::CompiledGraph a = runtime::compile(whole, test::cost_model(), 2),
+                               b = runtime::compile(sharded, test::cost_model(), 2);
+  EXPECT_LT(b.memory.optimizer_state_bytes, a.memory.optimizer_state_bytes / 4 + 512 * 200);
+  EXPECT_TRUE(b.comm_groups.empty());
+  std::map<hostif::Collective, std::int64_t> tasks, bytes;
+  for (const auto& t : b.step_tasks)
+    if (t.kind == hostif::TaskKind::Comm) {
+      ++tasks[t.collective];
+      bytes[t.collective] += t.comm_bytes;
+      EXPECT_EQ(t.stream, 1) << t.name;
+    }
+  EXPECT_EQ(tasks[hostif::Collective::ReduceScatter], 1);
+  EXPECT_EQ(tasks[hostif::Collective::AllGather], 1);
+  EXPECT_EQ(bytes[hostif::Collective::ReduceScatter], 4 * params);  // the fp32 gradients
+  EXPECT_EQ(bytes[hostif::Collective::AllGather], 4 * params);      // the fp32 weights
+  // A weight whose first axis does not divide stays whole and is all-reduced (MindSpore's rule):
+  // a vocabulary of 130 keeps the token table out.
+  dp.recipe.vocab = 130;
+  const Workload odd = sim::request_workload(dp, cfg);
+  const runtime::CompiledGraph c = runtime::compile(odd, test::cost_model(), 2);
+  ASSERT_EQ(c.comm_groups.size(), 1u);
+  EXPECT_EQ(c.comm_groups[0].bytes, 130 * 64 * 4);
+  // Sharded runs finish, LAMB's too, and the same inputs give the same report.
+  for (const std::string wl : {"gpt", "bert-base"}) {
+    sim::RunRequest r = small_gpt(4, 1);
+    r.workload = wl;
+    r.optimizer_shard = true;
+    const sim::RunOutcome x = sim::run(r), y = sim::run(r);
+    ASSERT_FALSE(x.failed()) << wl << ": " << x.failure_message();
+    EXPECT_EQ(x.report().dump(), y.report().dump()) << wl;
   }
 }
 
