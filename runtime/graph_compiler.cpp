@@ -132,7 +132,7 @@ CompilePass comm_stream_pass() {
             constexpr std::size_t none = SIZE_MAX;
             std::vector<std::size_t> writer(s.graph.tensors().size(), none), from(s.graph.tensors().size(), none);
             std::vector<std::size_t> producer(n, none), consumer(n, none);
-            std::vector<bool> moved(n, false);
+            std::vector<bool> moved(n, false), feeds_collective(n, false);
             for (const auto& op : s.graph.ops()) {
               const auto it = index.find(&op);
               if (it == index.end()) {  // a view: its result is its input's buffer
@@ -147,7 +147,9 @@ CompilePass comm_stream_pass() {
               const bool comm = t.kind == hostif::TaskKind::Comm && t.stream == 0 && t.comm_group < 0;
               for (auto in : op.inputs) {
                 const std::size_t f = from[static_cast<std::size_t>(in)];
-                if (f != none && consumer[f] == none) consumer[f] = k;
+                // A collective read by another needs no wait: stream 1 runs them in order.
+                if (f != none && comm) feeds_collective[f] = true;
+                if (f != none && !comm && consumer[f] == none) consumer[f] = k;
                 if (comm) {
                   const std::size_t w = writer[static_cast<std::size_t>(in)];
                   if (w != none && (producer[k] == none || w > producer[k])) producer[k] = w;
@@ -173,7 +175,11 @@ CompilePass comm_stream_pass() {
               // A unit runs once its members' producers are done: the task to start after.
               const std::size_t at = p == none ? task_of[k] : moved[p] ? anchor[unit_of[p]] : task_of[p];
               const bool on_collective = p != none && moved[p];
-              const std::size_t use = consumer[k] == none ? end_of_step : task_of[consumer[k]];
+              // Nothing of the step reads it: waited for at the step's end, unless a later collective
+              // reads it (whose own wait covers it; past the end: never waited for).
+              const std::size_t use = consumer[k] != none   ? task_of[consumer[k]]
+                                      : feeds_collective[k] ? end_of_step + 1
+                                                            : end_of_step;
               bool joins = false;
               if (!units.empty() && s.ops[k]->pass == workloads::Pass::Optimizer) {
                 const std::size_t u = units.size() - 1;
@@ -203,16 +209,17 @@ CompilePass comm_stream_pass() {
             // right after its producer when that is another collective — and the compute stream
             // waits for it before its first consumer, or at the step's end when nothing in the
             // step reads it (an updated weight's gather).
-            std::vector<std::vector<std::size_t>> after(c.step_tasks.size()), before(c.step_tasks.size() + 1);
+            std::vector<std::vector<std::size_t>> after(c.step_tasks.size()), before(c.step_tasks.size() + 2);
             for (std::size_t u = 0; u < units.size(); ++u) {
               after[anchor[u]].push_back(u);
-              before[first_use[u]].push_back(u);
+              before[first_use[u]].push_back(u);  // before[end_of_step + 1]: never waited for
             }
             hostif::TaskList tasks;
             std::vector<aicore::OpDesc> descs;
             std::vector<std::string> types;
             std::vector<std::int32_t> event(units.size(), 0);
             std::int32_t next_event = 1000;  // clear of the gradient groups' events
+            for (const auto& t : c.step_tasks) next_event = std::max(next_event, t.event + 1);
             auto ev = [&](hostif::TaskKind kind, const hostif::Task& of, const std::string& suffix, std::int32_t stream,
                           std::int32_t id) {
               hostif::Task e;
@@ -299,7 +306,7 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
     std::int64_t params = 0;
     for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
     reduces = (!w.parallel.semi_auto || w.parallel.gradient_group_size != 1) &&
-              static_cast<std::int64_t>(w.parallel.unreduced.size()) < params;
+              static_cast<std::int64_t>(w.parallel.unreduced.size() + w.parallel.reduce_scattered.size()) < params;
   }
   if (reduces) insert_pass(passes, "cost", all_reduce_pass());
   const bool collectives = std::any_of(w.graph.ops().begin(), w.graph.ops().end(), [](const workloads::Op& op) {
@@ -399,7 +406,7 @@ CompilePass all_reduce_pass() {
         flow.params.erase(std::remove_if(flow.params.begin(), flow.params.end(),
                                          [&](const ParamFlow& f) {
                                            return (par.semi_auto && par.gradient_group_size == 1) ||
-                                                  par.unreduced.count(f.param);
+                                                  par.unreduced.count(f.param) || par.reduce_scattered.count(f.param);
                                          }),
                           flow.params.end());
         const auto& flows = flow.params;

@@ -162,7 +162,7 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
       if (!e.is_object() || e.value("operators_ms_per_step", 0.0) <= 0) continue;
       out += fmt::format(
           "{:<11} exposed communication per step: {:.3f} ms in the operators' collectives ({}), {:.3f} ms in the "
-          "gradients' (data parallel)\n",
+          "gradients' and the optimizer's (data parallel, norms)\n",
           strategy_name(r.session.strategy), e.value("operators_ms_per_step", 0.0),
           r.tensor_parallel > 1 ? "tensor parallel" : "the layouts' redistribution",
           e.value("gradients_ms_per_step", 0.0));
@@ -245,11 +245,16 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
   std::map<std::string, std::size_t> row_of;
   for (const auto& c : p["collectives"]) {
     const std::string name = c["name"].get<std::string>();
+    // A layer's number: digits between dots (or a dot and a slash), h.3.attn -> h.*.attn.
     std::string family;
     for (std::size_t i = 0; i < name.size(); ++i) {
-      if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      std::size_t j = i;
+      while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+      const bool number =
+          j > i && i > 0 && name[i - 1] == '.' && (j == name.size() || name[j] == '.' || name[j] == '/');
+      if (number) {
         family += '*';
-        while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+        i = j - 1;
       } else {
         family += name[i];
       }

@@ -28,10 +28,10 @@ using nlohmann::ordered_json;
 
 namespace {
 
-/// Optimizer-state sharding and the group of the gradients' global norm, once the layout is
-/// settled: the shard group is the ranks that all-reduce a weight's gradient (every device in data
-/// parallel; the gradient group in semi-auto); the norm's group, the ranks whose gradients make
-/// the whole ones (the tensor-parallel group, times the shard group).
+/// Optimizer-state sharding and the norms' groups, once the layout is settled: the shard group is
+/// the ranks that all-reduce a weight's gradient (every device in data parallel; the gradient
+/// group in semi-auto); the weights tensor parallelism cuts (`split`) have their norms summed
+/// over the tensor-parallel group (workloads::norm_group).
 void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t tp) {
   if (!w.training) {
     if (r.optimizer_shard) throw InputError("optimizer_shard", "optimizer_shard", "infer has no optimizer to shard");
@@ -54,27 +54,25 @@ void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t
                                               : "on " + std::to_string(r.devices) + " device(s)") +
                            " there is one; give more devices");
   }
-  if (spec.clip_global_norm || spec.kind == "lamb") {
-    if (spec.shard_size > 1 && tp > 1) {
-      spec.norm_group_size = spec.shard_size * tp;
-      spec.norm_group_stride = 1;
-    } else if (spec.shard_size > 1) {
-      spec.norm_group_size = spec.shard_size;
-      spec.norm_group_stride = spec.shard_stride;
-    } else if (tp > 1) {
-      spec.norm_group_size = tp;
-      spec.norm_group_stride = 1;
+  if (tp > 1 && w.shard_plan) {  // the weights tensor parallelism cuts: their norms span the group
+    spec.tensor_group_size = tp;
+    for (workloads::TensorId t = 0; t < static_cast<workloads::TensorId>(w.graph.tensors().size()); ++t) {
+      const auto& x = w.graph.tensor(t);
+      const auto it = w.shard_plan->pieces.find(x.name);
+      if (x.role == workloads::TensorRole::Parameter && it != w.shard_plan->pieces.end() &&
+          std::any_of(it->second.cuts.begin(), it->second.cuts.end(), [](std::int64_t c) { return c > 1; }))
+        spec.split.insert(t);
     }
   }
-  if (spec.shard_size == w.optimizer_spec.shard_size && spec.norm_group_size == w.optimizer_spec.norm_group_size)
-    return;
+  const bool norms = (spec.clip_global_norm || spec.kind == "lamb") && !spec.split.empty();
+  if (spec.shard_size <= 1 && !norms) return;
   try {
     workloads::replace_optimizer(w, spec);
   } catch (const std::invalid_argument& e) {
     throw InputError("optimizer_shard", "optimizer_shard", e.what());
   }
   for (const auto& op : w.graph.ops())  // a sharded weight's gradient is reduce-scattered, not all-reduced
-    if (op.type == "AllGatherInto") w.parallel.unreduced.insert(op.inputs.at(1));
+    if (op.type == "AllGatherInto") w.parallel.reduce_scattered.insert(op.inputs.at(1));
 }
 
 workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg);

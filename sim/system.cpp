@@ -48,16 +48,20 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     const auto weights = static_cast<double>(plan.weight_bytes),
                optimizer = static_cast<double>(plan.optimizer_state_bytes);
     const bool transformer = w.tokens_per_sample > 0;
-    const bool shardable = w.parallel.devices > 1 && w.optimizer_spec.shard_size <= 1;
+    const std::int64_t group = w.parallel.semi_auto ? w.parallel.gradient_group_size : w.parallel.devices;
+    const bool sharded = w.optimizer_spec.shard_size > 1, shardable = group > 1;
     key = optimizer >= weights ? "optimizer_shard" : transformer ? "tensor_parallel" : "chip";
     advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
              format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); ";
-    if (optimizer >= weights)
+    if (optimizer >= weights && sharded)
+      advice += "the optimizer state is the larger, already sharded across " +
+                std::to_string(w.optimizer_spec.shard_size) + " ranks: more data-parallel ranks divide it further";
+    else if (optimizer >= weights)
       advice += std::string(
                     "the optimizer state is the larger: shard it across the data-parallel ranks with "
                     "optimizer_shard (MindSpore's parallel optimizer, ZeRO-1), which divides it by their "
                     "number") +
-                (shardable ? "" : " (it needs more than one rank holding each weight)");
+                (shardable ? "" : " (it needs more than one rank holding each weight: give more devices)");
     else
       advice += "the weights are the larger";
     if (transformer)

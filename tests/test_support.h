@@ -2,6 +2,11 @@
 // default chip's cost model.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include "aicore/cost_model.h"
 #include "sim/config.h"
 
@@ -11,6 +16,12 @@ inline sim::ConfigRequest config_request() {
   sim::ConfigRequest r;
   r.dir = ASCENDSIM_SOURCE_DIR "/configs";
   return r;
+}
+
+/// A path in the temporary directory of this process's own: `name` with the process id, so that
+/// test runs side by side (two checkouts, ctest -j) do not share files.
+inline std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
 }
 
 /// The default chip's cost model (the ascend910 preset's values), cached.

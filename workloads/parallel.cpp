@@ -645,7 +645,13 @@ class Sharder {
       Layout lo = lx;
       lo.d[r - 2] = lx.d[op.matmul.transpose_a ? r - 1 : r - 2];
       lo.d[r - 1] = {};
-      emit(op, {at(op.inputs[0], lx, op.name), at(op.inputs[1], ly, op.name)}, {lo}, op);
+      m_gathered.clear();
+      const TensorId nx = at(op.inputs[0], lx, op.name);
+      TensorId ny = at(op.inputs[1], ly, op.name);
+      // y held whole by the ranks that split x's rows: its gradient is a partial sum over them.
+      if (!persistent(op.inputs[1]) && !m_lazy_op.count(op.inputs[1]))
+        ny = mirror(ny, lo.d[r - 2].cuts, lo.d[r - 2].stride, op.name);
+      emit(op, {nx, ny}, {lo}, op);
       return;
     }
     if (type == "EmbeddingLookup") {

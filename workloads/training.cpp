@@ -87,13 +87,15 @@ std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, Tensor
   a.group_size = spec.shard_size;
   a.group_stride = spec.shard_stride;
   a.axis = 0;
+  const TensorId mean = g.add_tensor({"gradients_mean", {1}, DType::F32, TensorRole::Constant});
   for (auto& [param, grad] : update) {
     const Shape shape = g.tensor(param).shape;  // copies: adding tensors moves them
     const std::string pname = g.tensor(param).name;
     if (shape.empty() || shape[0] % spec.shard_size != 0 || spec.unsharded.count(param))
       continue;  // kept whole (all-reduced, or the rank's own)
     grad = g.apply("ReduceScatter", "OptimizerShard/" + pname + "/ReduceScatter", {grad}, a)[0];
-    g.set_role(grad, TensorRole::Gradient);
+    // gradients_mean, as the all_reduce pass scales an all-reduced gradient: on the piece.
+    grad = g.mul("OptimizerShard/" + pname + "/GradientsMean", grad, mean, TensorRole::Gradient);
     pieces[param] = g.apply("Slice", "OptimizerShard/" + pname + "/Slice", {param}, a)[0];
   }
   return pieces;
@@ -108,11 +110,19 @@ void gather_pieces(Graph& g, const std::map<TensorId, TensorId>& pieces, const O
     g.apply("AllGatherInto", "OptimizerShard/" + g.tensor(param).name + "/AllGather", {piece, param}, a);
 }
 
-TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, const OptimizerSpec& spec) {
-  if (spec.norm_group_size <= 1) return sums;
+std::pair<std::int64_t, std::int64_t> norm_group(const OptimizerSpec& spec, TensorId param, bool sharded) {
+  const bool split = spec.tensor_group_size > 1 && spec.split.count(param);
+  if (split && sharded) return {spec.tensor_group_size * spec.shard_size, 1};
+  if (split) return {spec.tensor_group_size, 1};
+  if (sharded) return {spec.shard_size, spec.shard_stride};
+  return {1, 1};
+}
+
+TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, std::pair<std::int64_t, std::int64_t> group) {
+  if (group.first <= 1) return sums;
   OpAttrs a;
-  a.group_size = spec.norm_group_size;
-  a.group_stride = spec.norm_group_stride;
+  a.group_size = group.first;
+  a.group_stride = group.second;
   return g.apply("AllReduce", name + "/AllReduce", {sums}, a)[0];
 }
 

@@ -37,11 +37,17 @@ struct OptimizerSpec {
   /// pieces are all-gathered into the weight. 1: none.
   std::int64_t shard_size = 1, shard_stride = 1;
   std::set<TensorId> unsharded;  ///< parameters whose gradients the ranks do not share: kept whole
-  /// The ranks whose gradients' square sums make the global norm (clip_global_norm) and LAMB's
-  /// trust ratios: each rank's sums AllReduced over this group, where the weights or the
-  /// gradients are cut across it (tensor parallelism, a sharded optimizer). 1: the rank's own.
-  std::int64_t norm_group_size = 1, norm_group_stride = 1;
+  /// Tensor parallelism: the `tensor_group_size` adjacent ranks among which the weights in `split`
+  /// are cut. A norm (the global norm of clip_global_norm, LAMB's trust ratios) sums a weight's
+  /// pieces over the ranks that hold different ones: its tensor group when split, its shard
+  /// group when sharded, both (the block of shard_size x tensor_group_size ranks) when both.
+  std::int64_t tensor_group_size = 1;
+  std::set<TensorId> split;
 };
+
+/// The group over which the pieces of `param`'s gradient (or weight) make its whole: {size,
+/// stride}, {1, 1} when this rank holds it whole. `sharded`: the optimizer shards it.
+std::pair<std::int64_t, std::int64_t> norm_group(const OptimizerSpec& spec, TensorId param, bool sharded);
 
 /// Optimizer-state sharding's gradient side: each gradient of `update` whose parameter's first
 /// axis divides into spec.shard_size is replaced by its ReduceScatter; returns, per such
@@ -49,8 +55,8 @@ struct OptimizerSpec {
 std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update, const OptimizerSpec& spec);
 /// Each updated piece all-gathered into its parameter (AllGatherInto), after the update.
 void gather_pieces(Graph& g, const std::map<TensorId, TensorId>& pieces, const OptimizerSpec& spec);
-/// A tensor of square sums AllReduced over spec's norm group (itself when the group is one rank).
-TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, const OptimizerSpec& spec);
+/// A tensor of square sums AllReduced over `group` ({size, stride}; itself for a group of one).
+TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, std::pair<std::int64_t, std::int64_t> group);
 
 /// Appends the optimizer: unscale, learning-rate lookup, weight decay and one ApplyMomentum per
 /// parameter (in parameter creation order) with its accumulator. Values do not affect timing.

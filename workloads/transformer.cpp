@@ -161,25 +161,40 @@ TensorId mlp(Builder& b, const TransformerShape& s, const std::string& name, Ten
 
 /// Global-norm clipping (clip norm 1.0, as both scripts): each gradient's square sum, their sum
 /// and one scale every gradient is multiplied by.
-void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec) {
-  g.set_pass(Pass::Optimizer);
-  std::vector<TensorId> sums;
-  for (const auto& [param, grad] : grads)
-    sums.push_back(g.apply("SquareSumV1", "ClipByGlobalNorm/" + g.tensor(param).name + "/SquareSumV1", {grad})[0]);
-  // AddN of at most 64 inputs a kernel, partial sums added by a further one.
+/// The sum of `sums` by AddN kernels of at most 64 inputs, partial sums added by a further one.
+TensorId add_all(Graph& g, const std::string& name, std::vector<TensorId> sums) {
   while (sums.size() > 1) {
     std::vector<TensorId> partial;
     for (std::size_t i = 0; i < sums.size(); i += 64) {
       const std::vector<TensorId> part(sums.begin() + static_cast<std::ptrdiff_t>(i),
                                        sums.begin() + static_cast<std::ptrdiff_t>(std::min(i + 64, sums.size())));
-      partial.push_back(part.size() == 1 ? part[0]
-                                         : g.add_n("ClipByGlobalNorm/AddN" + std::to_string(partial.size()) + "_" +
-                                                       std::to_string(sums.size()),
-                                                   part));
+      partial.push_back(
+          part.size() == 1
+              ? part[0]
+              : g.add_n(name + "/AddN" + std::to_string(partial.size()) + "_" + std::to_string(sums.size()), part));
     }
     sums = std::move(partial);
   }
-  const TensorId total = reduce_norm(g, "ClipByGlobalNorm", sums.front(), spec);
+  return sums.front();
+}
+
+void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads, const OptimizerSpec& spec,
+                         const std::map<TensorId, TensorId>& pieces) {
+  g.set_pass(Pass::Optimizer);
+  // Each gradient's square sum, added within the group its pieces span (a whole one's once): the
+  // groups' sums AllReduced over them, then added.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<TensorId>> by_group;
+  for (const auto& [param, grad] : grads)
+    by_group[norm_group(spec, param, pieces.count(param) > 0)].push_back(
+        g.apply("SquareSumV1", "ClipByGlobalNorm/" + g.tensor(param).name + "/SquareSumV1", {grad})[0]);
+  std::vector<TensorId> totals;
+  for (const auto& [group, sums] : by_group) {
+    const std::string name =
+        group.first > 1 ? "ClipByGlobalNorm/" + std::to_string(group.first) + "x" + std::to_string(group.second)
+                        : std::string("ClipByGlobalNorm");
+    totals.push_back(reduce_norm(g, name, add_all(g, name, sums), group));
+  }
+  const TensorId total = add_all(g, "ClipByGlobalNorm/Groups", totals);
   const TensorId norm = g.apply("Sqrt", "ClipByGlobalNorm/Sqrt", {total})[0];
   const TensorId clip = g.add_tensor({"clip_norm", {1}, DType::F32, TensorRole::Constant});
   const TensorId scale = g.apply("RealDiv", "ClipByGlobalNorm/RealDiv", {clip, norm})[0];
@@ -195,13 +210,13 @@ void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, con
   std::map<TensorId, TensorId> update = grads;
   const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);
-  if (spec.clip_global_norm) clip_by_global_norm(g, update, spec);
+  if (spec.clip_global_norm) clip_by_global_norm(g, update, spec, pieces);
   const TensorId lr = g.add_tensor({"learning_rate", {1}, DType::F32, TensorRole::OptimizerState});
   // LAMB: every weight's moments and norms first, then the norms of the sharded pieces summed
   // across the shard group (consecutive collectives, fused), then the updates.
   struct Lamb {
     std::string name;
-    TensorId target, update;
+    TensorId param, target, update;
     std::vector<TensorId> norms;
   };
   std::vector<Lamb> lamb;
@@ -213,17 +228,17 @@ void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, con
     const TensorId v = g.add_tensor({"adam_v." + pname, shape, DType::F32, TensorRole::OptimizerState});
     if (spec.kind == "lamb") {
       const auto next = g.apply("LambNextMV", "Lamb/" + pname + "/LambNextMV", {target, m, v, grad});
-      lamb.push_back(
-          {pname, target, next[2], g.apply("SquareSumAll", "Lamb/" + pname + "/SquareSumAll", {target, next[2]})});
+      lamb.push_back({pname, param, target, next[2],
+                      g.apply("SquareSumAll", "Lamb/" + pname + "/SquareSumAll", {target, next[2]})});
     } else {
       g.apply("AdamWeightDecay", "AdamWeightDecay/" + pname, {target, m, v, lr, grad});
     }
   }
   // A piece's norms are partial: the trust ratio needs the whole weight's.
   for (auto& l : lamb)
-    if (g.tensor(l.target).role != TensorRole::Parameter)
-      for (std::size_t k = 0; k < l.norms.size(); ++k)
-        l.norms[k] = reduce_norm(g, "Lamb/" + l.name + "/SquareSumAll" + std::to_string(k), l.norms[k], spec);
+    for (std::size_t k = 0; k < l.norms.size(); ++k)
+      l.norms[k] = reduce_norm(g, "Lamb/" + l.name + "/SquareSumAll" + std::to_string(k), l.norms[k],
+                               norm_group(spec, l.param, pieces.count(l.param) > 0));
   for (const auto& l : lamb)
     g.apply("LambUpdateWithLR", "Lamb/" + l.name + "/LambUpdateWithLR",
             {l.target, l.update, l.norms[0], l.norms[1], lr});

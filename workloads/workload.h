@@ -65,6 +65,9 @@ struct Parallel {
   bool semi_auto = false;
   std::int32_t gradient_group_size = 0, gradient_group_stride = 1;
   std::set<TensorId> unreduced;
+  /// Weights whose gradients the graph itself reduce-scatters (a sharded optimizer): left out of
+  /// the gradient AllReduce groups.
+  std::set<TensorId> reduce_scattered;
   std::int64_t data_shards = 0;  ///< the ranks that divide the dataset among them (0: every rank)
   std::int64_t tensor_parallel = 1;  ///< Megatron tensor parallelism: the ranks of a group (1: none)
 };

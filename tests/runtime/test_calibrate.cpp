@@ -47,7 +47,7 @@ TEST(Calibrate, AMeasuredProfileLoadsAsAConfiguration) {
     EXPECT_GE(op.points.size(), 2u) << op.key;
     for (const auto& [units, seconds] : op.points) EXPECT_GT(seconds, 0) << op.key;
   }
-  const auto path = std::filesystem::temp_directory_path() / "ascendsim_host_profile.yaml";
+  const auto path = test::temp_path("ascendsim_host_profile.yaml");
   std::ofstream(path) << runtime::host_profile_yaml(c);
   sim::ConfigRequest r = test::config_request();
   r.config_file = path.string();

@@ -172,7 +172,7 @@ TEST(Functional, TheSlicedEightDeviceRunComputesTheOneDeviceRun) {
   one.strategies = {runtime::Strategy::NonSink};
   const auto reference = sim::run(one).runs.front().loss_values;
   ASSERT_EQ(reference.size(), 20u);
-  const fs::path strategy = fs::temp_directory_path() / "ascendsim_layer2_columns.yaml";
+  const fs::path strategy = test::temp_path("ascendsim_layer2_columns.yaml");
   std::ofstream(strategy) << "layer2: \"((1,1),(4,1))\"\n";
   for (const bool columns : {false, true})
     for (const auto s : {runtime::Strategy::NonSink, runtime::Strategy::DataSink}) {
@@ -313,7 +313,7 @@ TEST(Functional, HeUniformDrawsWithinEachWeightsFanInAndLeavesBatchNormAlone) {
       for (float x : seed.value(static_cast<workloads::TensorId>(i))) ASSERT_LE(std::fabs(x), 0.04f + 1e-7f);
     }
   // A ResNet: convolutions and the dense layer by their fan-in, BatchNorm at 1 and 0.
-  const fs::path dir = fs::temp_directory_path() / "ascendsim_functional_he_uniform";
+  const fs::path dir = test::temp_path("ascendsim_functional_he_uniform");
   fs::create_directories(dir);
   {
     std::ofstream f(dir / "data_batch_1.bin", std::ios::binary);
@@ -478,7 +478,7 @@ TEST(Functional, BadInputIsRefusedBeforeAnythingRuns) {
 TEST(Functional, AnImageNetRecipeDecodesAnImageFolder) {
   // ResNet-18's ImageNet recipe (decode, random resized crop, resize to 224, flip, normalise on
   // 0-255 values, HWC2CHW) on photo-like JPEGs: 1000 classes start at ln 1000.
-  const fs::path dir = fs::temp_directory_path() / "ascendsim_functional_images";
+  const fs::path dir = test::temp_path("ascendsim_functional_images");
   fs::remove_all(dir);
   runtime::image::write_image_folder(dir.string(), 2, 3, 9);
   sim::RunRequest r;
