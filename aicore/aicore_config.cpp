@@ -33,6 +33,8 @@ void AicoreConfig::declare(sim::ParamSet& ps) {
   ps.integer("aicore.ub_kib", ub_kib, "KiB", 1, 1 << 20, "Unified Buffer (Vector operand store) per core");
   ps.integer("aicore.block_start_cycles", block_start_cycles, "cycles", 0, 1 << 24,
              "fixed cost of starting one block on a core (scalar prologue, parameters, i-cache)");
+  ps.boolean("aicore.flash_attention", flash_attention,
+             "the backend has the fused attention kernel FlashAttentionScore (the transformers use it by default)");
 }
 
 void MemoryConfig::declare(sim::ParamSet& ps) {

@@ -27,7 +27,10 @@ struct AicoreConfig {
   std::int64_t l0c_kib = 256;
   std::int64_t l1_kib = 1024;
   std::int64_t ub_kib = 256;
-  std::int64_t block_start_cycles = 1500;  ///< per block: scalar prologue, parameter load, i-cache warm-up
+  std::int64_t block_start_cycles = 1500;
+  /// The backend's kernel library has the fused attention kernel (FlashAttentionScore): CANN
+  /// provides it for the Atlas A2 (Ascend 910B) series.
+  bool flash_attention = false;  ///< per block: scalar prologue, parameter load, i-cache warm-up
 
   void declare(sim::ParamSet& ps);
   /// Cores that run vector-only ops.

@@ -42,7 +42,9 @@ class DaVinciCostModel final : public CostModel {
     c.macs = static_cast<double>(d.macs());
     PipeSchedule schedule(static_cast<double>(m_core.flag_sync_cycles));
     double block_hbm_bytes = 0, share = 1;
-    if (c.tiling.cube)
+    if (is_attention(d.kind))
+      attention(d, c, schedule, block_hbm_bytes, share);
+    else if (c.tiling.cube)
       cube(d, c, schedule, block_hbm_bytes, share);
     else
       vector(d, c, schedule, block_hbm_bytes, share);
@@ -144,6 +146,76 @@ class DaVinciCostModel final : public CostModel {
     c.gm_bytes += static_cast<double>(d.epilogue_sums) * 4.0 * static_cast<double>(t.tiles_m);
 
     run_tiles(schedule, inner, last, t.k_steps_per_block, t.tiles_per_block);
+  }
+
+  /// Fused attention, one (head, tile) unit after another, each a run of inner steps over the
+  /// other operand's tiles with a last step that also loads and stores the unit's own tiles. Per
+  /// inner step of the forward pass: S = Q K^T and O += P V on the Cube (2 Br Bc D MACs), the
+  /// scores' online softmax on the Vector unit in fp32 (scale, mask, row max, subtract, exp, row
+  /// sum, cast: 7 passes over Br x Bc, and O's rescale), the K and V tiles loaded. Per step of the
+  /// gradient: S again, dP = dO V^T, dV += P^T dO, dQ += dS K, dK += dS^T Q (5 Br Bc D MACs), P
+  /// and dS on the Vector unit (6 passes), the Q, dO tiles and row statistics loaded and dQ's
+  /// partial sums added into GM in fp32. The Vector passes run on the block's vector cores (two
+  /// per Cube core on a split design). K and V re-read by later query tiles (Q, dO by later key
+  /// tiles) hit L2 while the heads in flight keep them there.
+  void attention(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {
+    const CubeTiling& t = c.tiling.c;
+    const bool forward = d.kind == OpKind::FlashAttention;
+    const double b = 2, f32 = 4;  // fp16 operands, fp32 scores and accumulators
+    const double br = static_cast<double>(t.m_t), bc = static_cast<double>(t.n_t), D = static_cast<double>(t.K);
+    const double macs_per_cycle = static_cast<double>(m_core.cube_fp16_macs_per_cycle);
+    const double vec_width =
+        static_cast<double>(m_core.vector_bytes_per_cycle) *
+        (m_core.vector_cores > 0 ? static_cast<double>(m_core.vector_cores) / static_cast<double>(m_core.cores) : 1.0);
+    const auto units = static_cast<double>(t.batch * (forward ? t.tiles_m : t.tiles_n));
+    share = std::min(1.0, static_cast<double>(t.tiles_per_block) / units);
+    const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
+    const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
+    // Per inner step: what streams in (other operand's tiles), the Cube's and the Vector's work,
+    // the scores moved out of L0C.
+    const double streamed = forward ? 2 * bc * D * b : (2 * br * D * b + br * 8 * f32 * 2);
+    const double passes = forward ? 7 : 6;
+    const double gemms = forward ? 2 : 5;
+    const double vector_bytes = br * bc * f32 * passes + (forward ? br * D * f32 * 2 : 0);
+    // Of the streamed tiles, the first pass over a head's operand misses L2, the rest hit while
+    // the heads in flight (one per block) fit.
+    const double per_head = (forward ? 2 * static_cast<double>(t.N) * D * b : 2 * static_cast<double>(t.M) * D * b);
+    const double in_flight = per_head * static_cast<double>(c.blocks);
+    const double repeats = static_cast<double>(forward ? t.tiles_m : t.tiles_n);
+    double miss = 1 / repeats;
+    if (in_flight > m_mem.l2_mib * 1024 * 1024) miss = 1;
+    PipeCycles inner{};
+    inner[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
+    inner[static_cast<std::size_t>(Pipe::Mte2)] = std::max({streamed / static_cast<double>(m_core.mte2_bytes_per_cycle),
+                                                            streamed * miss / hbm, streamed * (1 - miss) / l2});
+    inner[static_cast<std::size_t>(Pipe::Mte1)] =
+        (forward ? (2 * bc * D + br * bc) * b : (2 * br * D + 3 * br * bc) * b) /
+        static_cast<double>(m_core.mte1_bytes_per_cycle);
+    inner[static_cast<std::size_t>(Pipe::Cube)] = gemms * br * bc * D / macs_per_cycle;
+    inner[static_cast<std::size_t>(Pipe::FixPipe)] =
+        (forward ? br * bc + br * D : 2 * br * bc + br * D) * f32 / static_cast<double>(m_core.fixpipe_bytes_per_cycle);
+    inner[static_cast<std::size_t>(Pipe::Vector)] =
+        vector_bytes / vec_width + static_cast<double>(m_core.vector_issue_cycles) * passes *
+                                       static_cast<double>(ceil_div(static_cast<std::int64_t>(br * bc * f32),
+                                                                    255 * m_core.vector_bytes_per_cycle));
+    // The gradient adds dQ's partial sums into GM (fp32) every step.
+    const double atomic = forward ? 0 : br * D * f32;
+    inner[static_cast<std::size_t>(Pipe::Mte3)] =
+        std::max(atomic / static_cast<double>(m_core.mte3_bytes_per_cycle), atomic / hbm);
+    // The unit's own tiles: forward, Q in and O (and two fp32 row statistics) out; gradient, K and
+    // V in and dK, dV out.
+    const double own_in = forward ? br * D * b : 2 * bc * D * b;
+    const double own_out = forward ? br * D * b + br * 8 * f32 * 2 : 2 * bc * D * b;
+    PipeCycles last = inner;
+    last[static_cast<std::size_t>(Pipe::Mte2)] +=
+        std::max(own_in / static_cast<double>(m_core.mte2_bytes_per_cycle), own_in / hbm);
+    last[static_cast<std::size_t>(Pipe::Mte3)] +=
+        std::max(own_out / static_cast<double>(m_core.mte3_bytes_per_cycle), own_out / hbm);
+    const double steps = static_cast<double>(t.k_steps);
+    c.mte_bytes = units * (steps * (streamed + atomic) + own_in + own_out);
+    c.gm_bytes = units * (steps * (streamed * miss + atomic) + own_in + own_out);
+    block_hbm_bytes = c.gm_bytes * share;
+    run_tiles(schedule, inner, last, t.k_steps, t.tiles_per_block);
   }
 
   void vector(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {

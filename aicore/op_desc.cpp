@@ -50,6 +50,8 @@ constexpr KindName kKinds[] = {
     {OpKind::AtomicAddrClean, "atomic_addr_clean"},
     {OpKind::FusedElementwise, "fused_elementwise"},
     {OpKind::Elementwise, "elementwise"},
+    {OpKind::FlashAttention, "flash_attention"},
+    {OpKind::FlashAttentionGrad, "flash_attention_grad"},
 };
 }  // namespace
 
@@ -75,6 +77,8 @@ bool is_cube(OpKind k) {
   return k == OpKind::MatMul || k == OpKind::Conv2D || k == OpKind::Conv2DBackpropInput ||
          k == OpKind::Conv2DBackpropFilter;
 }
+
+bool is_attention(OpKind k) { return k == OpKind::FlashAttention || k == OpKind::FlashAttentionGrad; }
 
 bool takes_nchw(OpKind k) {
   return k == OpKind::Conv2D || k == OpKind::Conv2DBackpropInput || k == OpKind::Conv2DBackpropFilter ||
@@ -115,8 +119,8 @@ std::int64_t precision_bytes(Precision p) {
 namespace {
 auto tie(const OpDesc& d) {
   return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.transpose_a, d.transpose_b, d.batch, d.cin,
-                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad_h, d.pad_w, d.elements, d.out_elements, d.operands, d.results,
-                  d.fused_ops, d.epilogue_ops, d.epilogue_operands, d.epilogue_sums);
+                  d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad_h, d.pad_w, d.elements, d.out_elements, d.operands,
+                  d.results, d.fused_ops, d.epilogue_ops, d.epilogue_operands, d.epilogue_sums, d.causal);
 }
 }  // namespace
 
@@ -129,9 +133,30 @@ bool OpDesc::operator==(const OpDesc& o) const { return tie(*this) == tie(o); }
 std::size_t OpDesc::hash() const {
   std::size_t acc = (static_cast<std::size_t>(kind) * 31 + static_cast<std::size_t>(precision)) * 31 +
                     static_cast<std::size_t>(out_precision);
-  for (std::int64_t v : {m, n, k, static_cast<std::int64_t>(transpose_a), static_cast<std::int64_t>(transpose_b), batch,
-                         cin, h, w, cout, kh, kw, stride, pad_h, pad_w, elements, out_elements, operands, results,
-                         fused_ops, epilogue_ops, epilogue_operands, epilogue_sums})
+  for (std::int64_t v : {m,
+                         n,
+                         k,
+                         static_cast<std::int64_t>(transpose_a),
+                         static_cast<std::int64_t>(transpose_b),
+                         batch,
+                         cin,
+                         h,
+                         w,
+                         cout,
+                         kh,
+                         kw,
+                         stride,
+                         pad_h,
+                         pad_w,
+                         elements,
+                         out_elements,
+                         operands,
+                         results,
+                         fused_ops,
+                         epilogue_ops,
+                         epilogue_operands,
+                         epilogue_sums,
+                         static_cast<std::int64_t>(causal)})
     acc = acc * 1000003u ^ std::hash<std::int64_t>()(v);
   return acc;
 }
@@ -140,6 +165,9 @@ std::int64_t OpDesc::macs() const {
   switch (kind) {
     case OpKind::MatMul:
       return std::max<std::int64_t>(1, batch) * m * n * k;
+    case OpKind::FlashAttention:      // QK^T and PV over the (unmasked) score tiles
+    case OpKind::FlashAttentionGrad:  // QK^T again, dP, dV, dQ and dK
+      return (kind == OpKind::FlashAttention ? 2 : 5) * std::max<std::int64_t>(1, batch) * m * n * k / (causal ? 2 : 1);
     case OpKind::Conv2D:
     case OpKind::Conv2DBackpropInput:
     case OpKind::Conv2DBackpropFilter:
@@ -155,10 +183,12 @@ void OpDesc::validate() const {
       throw std::invalid_argument(std::string(op_kind_name(kind)) + ": --" + field + " must be positive, got " +
                                   std::to_string(v));
   };
-  if (kind == OpKind::MatMul) {
+  if (kind == OpKind::MatMul || is_attention(kind)) {
     positive(m, "m");
     positive(n, "n");
     positive(k, "k");
+    if (is_attention(kind) && precision == Precision::FP32)
+      throw std::invalid_argument(std::string(op_kind_name(kind)) + ": the fused attention kernel runs in fp16");
   } else if (takes_nchw(kind)) {
     positive(batch, "n");
     positive(cin, "c");
@@ -199,7 +229,7 @@ void OpDesc::validate() const {
                                     " the model holds; use smaller dimensions");
     return p;
   };
-  if (kind == OpKind::MatMul) {
+  if (kind == OpKind::MatMul || is_attention(kind)) {
     if (batch < 0) throw std::invalid_argument(name + ": --batch must not be negative");  // 0 or 1: one product
     product({batch, m, k}, kMaxElements, "A's element count");
     product({batch, k, n}, kMaxElements, "B's element count");

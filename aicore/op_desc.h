@@ -58,12 +58,20 @@ enum class OpKind {
   /// and `results` full-size outputs, `fused_ops` Vector operations per element, `out_elements`
   /// elements of smaller (broadcast) operands read.
   Elementwise,
+  /// Fused attention (FlashAttentionScore: Dao et al., "FlashAttention", 2022): per (batch x
+  /// head) of `batch`, softmax(Q K^T / sqrt(k)) V for `m` queries against `n` keys of width `k`,
+  /// the scores kept on chip tile by tile (online softmax); `causal`: a decoder's mask, the tiles
+  /// above the diagonal skipped. Its gradient recomputes the scores from the saved row statistics.
+  FlashAttention,
+  FlashAttentionGrad,
 };
 /// The name `ascendsim op --type` takes, e.g. "conv2d_backprop_filter".
 const char* op_kind_name(OpKind k);
 std::optional<OpKind> parse_op_kind(const std::string& name);
 std::vector<OpKind> all_op_kinds();
 bool is_cube(OpKind k);
+/// The fused attention kernels (Cube and Vector work in one kernel).
+bool is_attention(OpKind k);
 /// Ops described by an NCHW input (conv, pool, BatchNorm).
 bool takes_nchw(OpKind k);
 
@@ -95,6 +103,7 @@ struct OpDesc {
   /// operands read per result element (a residual Add's), and per-channel sums accumulated from
   /// the tile (a fused BNTrainingReduce's, fp32). All 0: the plain Cube op.
   std::int64_t epilogue_ops = 0, epilogue_operands = 0, epilogue_sums = 0;
+  bool causal = false;  ///< FlashAttention: each query sees the keys up to its own position
 
   bool operator==(const OpDesc& o) const;
   std::size_t hash() const;

@@ -284,8 +284,57 @@ std::string Tiling::describe() const {
 
 std::int64_t Tiling::tile_count() const { return cube ? c.tiles_m * c.tiles_n * c.k_steps : v.tiles; }
 
+namespace {
+/// Fused attention: query tiles of Br rows against key tiles of Bc (128 each, FlashAttention-2's
+/// and the Ascend kernel's usual base block; halved while a tile does not fit L0 or the UB). The
+/// forward pass gives each block a run of (head, query tile) units, each streaming every key tile
+/// (the diagonal's and those below it when causal); the gradient gives each block (head, key tile)
+/// units, each streaming the query tiles.
+Tiling tile_attention(const OpDesc& d, const AicoreConfig& cfg) {
+  Tiling t;
+  t.cube = true;
+  CubeTiling& c = t.c;
+  std::int64_t br = 128, bc = 128;
+  const std::int64_t D = round_up(d.k, 16);
+  auto fits = [&] {
+    const std::int64_t q = br * D * 2, k = bc * D * 2, s = br * bc * 4;
+    return q <= cfg.l0a_kib * 1024 && k <= cfg.l0b_kib * 1024 && s <= cfg.l0c_kib * 1024 &&
+           2 * s + br * D * 4 <= cfg.ub_kib * 1024;
+  };
+  while (!fits() && br > 16) {
+    br /= 2;
+    bc /= 2;
+  }
+  if (!fits())
+    throw std::logic_error(std::string(op_kind_name(d.kind)) + ": a head width of " + std::to_string(d.k) +
+                           " leaves no 16-row tile that fits L0 and the UB");
+  c.batch = std::max<std::int64_t>(1, d.batch);
+  c.M = round_up(d.m, 16);
+  c.N = round_up(d.n, 16);
+  c.K = D;
+  c.m_t = std::min(br, c.M);
+  c.n_t = std::min(bc, c.N);
+  c.k_t = D;
+  c.tiles_m = ceil_div(c.M, c.m_t);
+  c.tiles_n = ceil_div(c.N, c.n_t);
+  const bool forward = d.kind == OpKind::FlashAttention;
+  const std::int64_t units = c.batch * (forward ? c.tiles_m : c.tiles_n);
+  const std::int64_t across = forward ? c.tiles_n : c.tiles_m;
+  c.k_steps = d.causal ? (across + 1 + 1) / 2 : across;  // causal: the mean of 1 .. across, rounded up
+  t.blocks = std::min<std::int64_t>(cfg.cores, units);
+  c.tiles_per_block = ceil_div(units, t.blocks);
+  c.k_steps_per_block = c.k_steps;
+  t.use.l0a = c.m_t * D * 2;
+  t.use.l0b = c.n_t * D * 2;
+  t.use.l0c = c.m_t * c.n_t * 4;
+  t.use.ub = 2 * c.m_t * c.n_t * 4 + c.m_t * D * 4;
+  return t;
+}
+}  // namespace
+
 Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg) {
   d.validate();
+  if (is_attention(d.kind)) return tile_attention(d, cfg);
   return is_cube(d.kind) ? tile_cube(d, cfg) : tile_vector(d, cfg);
 }
 

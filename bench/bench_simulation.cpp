@@ -159,6 +159,23 @@ void BM_TransformerStepEightDevices(benchmark::State& state) {
 }
 BENCHMARK(BM_TransformerStepEightDevices)->Arg(0)->Arg(1)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// One step of the 32-layer LLaMA-7B on 8 Ascend 910B with Megatron tensor parallelism over all
+/// eight (every rank simulated: the layers' AllReduces are group collectives), batch 1 of 2,048
+/// tokens, the fused attention.
+void BM_Llama7bTensorParallelStep(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.config.server = "atlas800t-a2";
+  req.workload = "llama-7b";
+  req.batch_size = 1;
+  req.devices = 8;
+  req.tensor_parallel = 8;
+  req.steps_per_epoch = 1;
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_Llama7bTensorParallelStep)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
 void BM_ResNet50Devices4096LongRun(benchmark::State& state) { run_and_count(state, resnet50_on(4096, 1000)); }

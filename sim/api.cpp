@@ -31,6 +31,21 @@ namespace {
 /// Optimizer-state sharding and the norms' groups, once the layout is settled: the shard group is
 /// the ranks that all-reduce a weight's gradient (every device in data parallel; the gradient
 /// group in semi-auto); the weights tensor parallelism cuts (`split`) have their norms summed
+/// The request's recipe with the chip's defaults: a transformer's attention fused where the
+/// chip's backend has the kernel. Asking for it on a chip without it is refused.
+workloads::RecipeOverrides recipe_for(const RunRequest& r, const SystemConfig& cfg) {
+  workloads::RecipeOverrides o = r.recipe;
+  const bool transformer = r.model.empty() && workloads::transformer_shape(r.workload).has_value();
+  if (o.flash_attention && *o.flash_attention && !cfg.chip.aicore.flash_attention)
+    throw InputError("flash_attention", "flash_attention",
+                     cfg.chip.name +
+                         "'s backend has no fused attention kernel (aicore.flash_attention false); "
+                         "FlashAttentionScore is CANN's kernel for the Ascend 910B (--chip ascend910b)");
+  if (!o.flash_attention && transformer)
+    o.flash_attention = cfg.chip.aicore.flash_attention && o.amp_level.value_or("O2") != "O0";
+  return o;
+}
+
 /// over the tensor-parallel group (workloads::norm_group).
 void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t tp) {
   if (!w.training) {
@@ -73,6 +88,17 @@ void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t
   }
   for (const auto& op : w.graph.ops())  // a sharded weight's gradient is reduce-scattered, not all-reduced
     if (op.type == "AllGatherInto") w.parallel.reduce_scattered.insert(op.inputs.at(1));
+}
+
+/// Activation recomputation, last: it rewrites the backward pass of the settled graph.
+void recompute(workloads::Workload& w, const RunRequest& r) {
+  if (!r.recompute) return;
+  if (!workloads::transformer_shape(w.name) || !r.model.empty() || !w.training)
+    throw InputError("recompute", "recompute",
+                     "recomputes the layers of a built-in transformer's training (bert-base, bert-large, gpt, "
+                     "gpt2-small, gpt2-medium, llama-7b), not " +
+                         (r.model.empty() ? w.name : r.model) + (w.training ? "" : " in inference"));
+  workloads::recompute_layers(w);
 }
 
 workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg);
@@ -171,7 +197,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     }
   } else {
     try {
-      w = workloads::make_workload(r.workload, r.batch_size, r.recipe);
+      w = workloads::make_workload(r.workload, r.batch_size, recipe_for(r, cfg));
     } catch (const std::invalid_argument& e) {
       // A shape flag's error begins with the flag (--heads 0: ...) and says so itself.
       const std::string what = e.what();
@@ -231,6 +257,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
       throw InputError("optimizer_shard", "optimizer_shard",
                        "shards the optimizer state across data-parallel ranks; give devices > 1");
     lay_out_optimizer(w, r, 1);
+    recompute(w, r);
     return w;
   }
   if (r.devices < 2)
@@ -242,7 +269,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     // and cut over the data-parallel groups, each batch piece repeated on a group's adjacent ranks.
     const std::int64_t dp = r.devices / tp;
     try {
-      w = workloads::make_workload(r.workload, w.batch_size * dp, r.recipe);
+      w = workloads::make_workload(r.workload, w.batch_size * dp, recipe_for(r, cfg));
       c.layers = workloads::tensor_parallel_strategies(w, r.recipe.heads.value_or(shape->heads),
                                                        r.recipe.ffn.value_or(shape->ffn), dp, tp);
     } catch (const std::invalid_argument& e) {
@@ -279,6 +306,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   w.parallel.tensor_parallel = tp;
   w.whole = std::make_shared<const workloads::Workload>(whole);
   lay_out_optimizer(w, r, tp);
+  recompute(w, r);
   return w;
 }
 

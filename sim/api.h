@@ -70,6 +70,9 @@ struct RunRequest {
   /// read different samples (MindSpore's optimizer_shard, ZeRO-1): gradients reduce-scattered,
   /// each rank updating its piece, the pieces all-gathered into the weights
   bool optimizer_shard = false;
+  /// [recompute] transformers: every layer's forward ops run again in the backward pass
+  /// (MindSpore's recompute, Megatron's full recomputation), so only each layer's input is kept
+  bool recompute = false;
   std::int64_t devices = 1;      ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass

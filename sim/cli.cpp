@@ -104,7 +104,7 @@ struct Options {
   std::string dataset_index;
   std::string parallel_mode = "data", dataset_strategy, shard_strategy;
   std::int64_t tensor_parallel = 1;
-  bool optimizer_shard = false;
+  bool optimizer_shard = false, recompute = false;
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
@@ -208,6 +208,12 @@ po::options_description common_options(Options& o) {
       "transformers: tokens per sequence (BERT's masked predictions follow: 20 per 128)")(
       "vocab", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.vocab = v; }),
       "transformers: vocabulary size")(
+      "flash-attention", po::value<std::string>()->notifier([&o](const std::string& v) {
+        if (v != "true" && v != "false") throw InputError("--flash-attention '" + v + "': use true or false");
+        o.recipe.flash_attention = v == "true";
+      }),
+      "transformers, true | false: attention as the fused FlashAttentionScore kernel (default: where the chip's "
+      "backend has it, aicore.flash_attention: ascend910b)")(
       "ub-fusion", po::value<std::string>()->notifier([&o](const std::string& v) {
         if (v != "true" && v != "false") throw InputError("--ub-fusion '" + v + "': use true or false");
         o.recipe.ub_fusion = v == "true";
@@ -254,7 +260,10 @@ po::options_description parallel_options(Options& o) {
       "split; the groups data parallel); --batch-size is then each group's")(
       "optimizer-shard", po::bool_switch(&o.optimizer_shard),
       "shard the optimizer state across the ranks that hold the same weights (MindSpore's optimizer_shard, ZeRO-1): "
-      "gradients reduce-scattered, each rank updating its piece, the pieces all-gathered");
+      "gradients reduce-scattered, each rank updating its piece, the pieces all-gathered")(
+      "recompute", po::bool_switch(&o.recompute),
+      "transformers: run every layer's forward again in the backward pass, keeping only each layer's input "
+      "(MindSpore's recompute)");
   return d;
 }
 
@@ -453,6 +462,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"shard_strategy", "--shard-strategy"},
                                                        {"tensor_parallel", "--tensor-parallel"},
                                                        {"optimizer_shard", "--optimizer-shard"},
+                                                       {"recompute", "--recompute"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},
@@ -543,6 +553,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.shard_strategy = o.shard_strategy;
   r.tensor_parallel = o.tensor_parallel;
   r.optimizer_shard = o.optimizer_shard;
+  r.recompute = o.recompute;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;
@@ -893,6 +904,7 @@ int cmd_info(int argc, char* argv[]) {
                  {"keep_batchnorm_fp32", w.recipe.keep_batchnorm_fp32},
                  {"graph_kernel_fusion", w.recipe.graph_kernel_fusion},
                  {"ub_fusion", w.recipe.ub_fusion},
+                 {"flash_attention", w.recipe.flash_attention},
                  {"loss_scale", w.recipe.loss_scale}};
   j["device_compute_per_step_s"] = g.device_compute_s;
   ordered_json passes = ordered_json::array();

@@ -86,6 +86,7 @@ struct OpAttrs {
   std::int64_t concat_axis = 0;  ///< AllToAll: `axis` is split among the group, this one gathered
   /// Scalar parameters: ClipByValue's bounds, HSigmoid's slope and offset, Dropout's keep probability.
   double alpha = 0, beta = 0;
+  bool causal = false;  ///< FlashAttentionScore: a decoder's mask (each query sees the keys up to its own)
 };
 
 struct OpDef;
@@ -116,8 +117,11 @@ class Graph {
   /// for compiler passes that rewrite the op sequence.
   Op make_op(const std::string& type, const std::string& name, std::vector<TensorId> inputs, const OpAttrs& attrs,
              Pass pass);
-  /// Replaces the op sequence (compiler passes).
-  void set_ops(std::vector<Op> ops) { m_ops = std::move(ops); }
+  /// Replaces the op sequence (compiler passes, recomputation); the optimizer's mark is dropped.
+  void set_ops(std::vector<Op> ops) {
+    m_ops = std::move(ops);
+    m_optimizer_ops = m_optimizer_tensors = -1;
+  }
 
   // The built-in ops, by their builders; each returns the op's first output.
   TensorId conv2d(const std::string& name, TensorId x, TensorId w, ConvAttr attr);

@@ -263,6 +263,70 @@ void register_transformer_ops(OpRegistry& r) {
        {},
        [](const Graph& g, const Op& op) { return vector_kernel(in(g, op, 0), 1, 1, 4, 2 * in(g, op, 1).elements()); }});
 
+  // Fused attention (FlashAttentionScore, CANN's kernel on Ascend 910B): q, k, v [B, N, S, D]
+  // (and BERT's additive padding mask) -> the context [B, N, S, D] and the rows' softmax max and
+  // sum [B, N, S, 8] (fp32, as CANN keeps them) for the gradient, which recomputes the scores.
+  // Dropout (attrs.alpha: keep probability) happens inside; `causal`: a decoder's mask.
+  auto attention_desc = [](const Graph& g, const Op& op, aicore::OpKind kind) {
+    const Shape& q = in(g, op, 0).shape;
+    OpDesc d;
+    d.kind = kind;
+    d.precision = d.out_precision = storage_precision(in(g, op, 0).dtype);
+    d.batch = q[0] * q[1];
+    d.m = q[2];
+    d.n = in(g, op, 1).shape[2];
+    d.k = q[3];
+    d.causal = op.causal;
+    return d;
+  };
+  r.add(layout(OpDef{"FlashAttentionScore",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       require(i.size() == 3 || i.size() == 4, "q, k, v and an optional mask expected");
+                       const Tensor& q = g.tensor(i[0]);
+                       const Tensor& k = g.tensor(i[1]);
+                       require(q.shape.size() == 4 && k.shape == g.tensor(i[2]).shape && k.shape.size() == 4 &&
+                                   k.shape[0] == q.shape[0] && k.shape[1] == q.shape[1] && k.shape[3] == q.shape[3],
+                               "q [B, N, Sq, D], k and v [B, N, Skv, D] expected");
+                       require(a.alpha > 0 && a.alpha <= 1, "keep probability must lie in (0, 1]");
+                       Shape stat = q.shape;
+                       stat.back() = 8;
+                       return std::vector<OutputSpec>{out(q.shape, q.dtype, TensorRole::Activation),
+                                                      out(stat, DType::F32, TensorRole::Activation),
+                                                      out(stat, DType::F32, TensorRole::Activation)};
+                     },
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       std::vector<TensorId> in = {op.inputs[0],  op.inputs[1],  op.inputs[2], dy,
+                                                   op.outputs[0], op.outputs[1], op.outputs[2]};
+                       if (op.inputs.size() == 4) in.push_back(op.inputs[3]);
+                       const auto d =
+                           b.graph().apply("FlashAttentionScoreGrad", gname + "/FlashAttentionScoreGrad", in, op);
+                       for (std::size_t k = 0; k < 3; ++k) b.give(op.inputs[k], d[k]);
+                     },
+                     [attention_desc](const Graph& g, const Op& op) {
+                       return attention_desc(g, op, aicore::OpKind::FlashAttention);
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {  // counted as the unfused QK^T and PV are
+                       const Shape& q = in(g, op, 0).shape;
+                       return 2 * q[0] * q[1] * q[2] * in(g, op, 1).shape[2] * q[3];
+                     }},
+               {Format::ND, Format::ND, Format::ND, Format::ND}, Format::ND));
+  r.add(layout(OpDef{"FlashAttentionScoreGrad",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs&) {
+                       require(i.size() >= 7, "q, k, v, dy, the context and its row statistics expected");
+                       std::vector<OutputSpec> o;
+                       for (std::size_t k = 0; k < 3; ++k)
+                         o.push_back(out(g.tensor(i[k]).shape, g.tensor(i[k]).dtype, TensorRole::Activation));
+                       return o;
+                     },
+                     {},
+                     [attention_desc](const Graph& g, const Op& op) {
+                       return attention_desc(g, op, aicore::OpKind::FlashAttentionGrad);
+                     }},
+               {Format::ND, Format::ND, Format::ND, Format::ND, Format::ND}, Format::ND));
+
   // Embedding lookup: rows of a [V, H] table at int32 ids [...] -> [..., H]. Its gradient is
   // UnsortedSegmentSum: the table's gradient zeroed, then dy's rows added at their ids.
   r.add(layout(OpDef{"EmbeddingLookup", false,

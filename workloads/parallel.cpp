@@ -654,6 +654,22 @@ class Sharder {
       emit(op, {nx, ny}, {lo}, op);
       return;
     }
+    if (type == "FlashAttentionScore") {
+      // Each rank its heads (and batch piece): k and v follow q, the sequence and head width whole;
+      // the padding mask [B, 1, 1, S] follows the batch; the context and statistics follow q.
+      Layout lq = valued(op.inputs[0]);
+      lq.d[2] = lq.d[3] = {};
+      std::vector<TensorId> in = {at(op.inputs[0], lq, op.name), at(op.inputs[1], lq, op.name),
+                                  at(op.inputs[2], lq, op.name)};
+      if (op.inputs.size() == 4) {
+        Layout lm = Layout::whole(rank_of(op.inputs[3]));
+        const Shape& ms = m_from.tensor(op.inputs[3]).shape;
+        if (ms.size() == 4 && ms[0] == m_from.tensor(op.inputs[0]).shape[0]) lm.d[0] = lq.d[0];
+        in.push_back(at(op.inputs[3], lm, op.name));
+      }
+      emit(op, in, {lq, lq, lq}, op);
+      return;
+    }
     if (type == "EmbeddingLookup") {
       // The rows of the ids this rank holds; the table whole along its width (a computed table,
       // BERT's gather of its masked positions, keeps its rows' cut, ids constant per sample

@@ -30,6 +30,7 @@
 //   Transpose  permutes the cuts.
 //   BatchMatMul  batch axes and rows follow x; y brought to them; contraction and columns whole.
 //   EmbeddingLookup  follows its ids; the table whole along its width.
+//   FlashAttentionScore  k, v and the outputs follow q's batch and heads; sequence and width whole.
 //   element-wise (Add, Sub, Mul, RealDiv, Dropout, GeLU, SiLU, Tanh, ...) follow the computed
 //              input of the highest rank, the others aligned to its trailing axes (broadcast
 //              axes whole); Softmax, LayerNorm and RMSNorm want their last axis whole, rotary

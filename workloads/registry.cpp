@@ -32,7 +32,7 @@ std::string Recipe::describe() const {
   return "amp " + amp_level +
          (amp_level == "O2" && has_batchnorm ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") +
          ", loss scale " + scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") +
-         (ub_fusion ? ", UB fusion" : "") +
+         (ub_fusion ? ", UB fusion" : "") + (flash_attention ? ", FlashAttention" : "") +
          (optimizer == "lars"    ? ", LARS"
           : optimizer == "lamb"  ? ", LAMB"
           : optimizer == "adamw" ? ", AdamW"
@@ -46,6 +46,8 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
                                 " has a fixed shape: --layers, --hidden, --heads, --ffn, --seq-length and --vocab "
                                 "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
                                 "llama-7b)");
+  if (o.flash_attention && *o.flash_attention && !transformer_shape(name))
+    throw std::invalid_argument("flash_attention: " + name + " has no attention; it applies to the transformers");
   if (o.optimizer && *o.optimizer != "momentum" && *o.optimizer != "lars")
     throw std::invalid_argument("optimizer '" + *o.optimizer + "': use momentum or lars");
   if (o.optimizer && *o.optimizer == "lars" && (name == "lenet5" || name == "mlp-slice"))
@@ -99,6 +101,9 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     r.loss_scale = o.loss_scale.value_or(65536);
     r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
     r.ub_fusion = o.ub_fusion.value_or(false);
+    r.flash_attention = o.flash_attention.value_or(false);
+    if (r.flash_attention && r.amp_level == "O0")
+      throw std::invalid_argument("flash_attention: the fused attention kernel runs in fp16; use amp O2 or O3");
     r.optimizer = shape->kind == TransformerShape::Kind::Bert ? "lamb" : "adamw";
     return make_transformer(*shape, batch_size, r);
   }

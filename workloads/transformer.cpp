@@ -1,8 +1,10 @@
 #include "workloads/transformer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -52,10 +54,12 @@ class Builder {
       : m_g(g),
         m_compute(r.amp_level == "O0" ? DType::F32 : DType::F16),
         m_master(r.amp_level == "O3" ? DType::F16 : DType::F32),
-        m_tokens(tokens) {}
+        m_tokens(tokens),
+        m_flash(r.flash_attention) {}
 
   Graph& g() { return m_g; }
   DType compute() const { return m_compute; }
+  bool flash() const { return m_flash; }
 
   TensorId param(const std::string& name, Shape shape, bool decayed) {
     const TensorId p = m_g.add_tensor({name, std::move(shape), m_master, TensorRole::Parameter});
@@ -117,6 +121,7 @@ class Builder {
   Graph& m_g;
   DType m_compute, m_master;
   std::int64_t m_tokens;
+  bool m_flash;
   std::set<TensorId> m_decayed;
 };
 
@@ -136,6 +141,17 @@ TensorId attention(Builder& b, const TransformerShape& s, const std::string& nam
     return y;
   };
   const TensorId q = heads("q", true), k = heads("k", true), v = heads("v", false);
+  if (b.flash()) {  // the fused kernel: scores, mask, softmax, dropout and PV in one
+    OpAttrs fa;
+    fa.alpha = keep;
+    fa.causal = s.kind != TransformerShape::Kind::Bert;
+    std::vector<TensorId> in = {q, k, v};
+    if (!fa.causal) in.push_back(mask_adder);
+    const TensorId ctx = g.apply("FlashAttentionScore", name + "/FlashAttentionScore", in, fa)[0];
+    const TensorId joined =
+        g.reshape(name + "/Reshape_out", b.transpose(name + ".out", ctx, {0, 2, 1, 3}), {batch * n, h});
+    return b.dropout(name + ".proj", b.dense(name + ".o", joined, h, bias), keep);
+  }
   OpAttrs qk;
   qk.matmul = {false, true};
   TensorId scores = g.apply("BatchMatMul", name + "/BatchMatMul_qk", {q, k}, qk)[0];  // [B, heads, S, S]
@@ -317,7 +333,7 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   // Embeddings: tokens (and learned positions and BERT's segments), in fp32, cast once.
   const TensorId wte = b.param(bert ? "bert.embeddings.word_embeddings" : "wte", {s.vocab, H}, true);
   TensorId x = b.lookup("embed.tokens", wte, ids);  // [B, S, H]
-  TensorId mask_adder, cos = -1, sin = -1;
+  TensorId mask_adder = -1, cos = -1, sin = -1;
   if (s.max_positions > 0) {
     const TensorId wpe = b.param(bert ? "bert.embeddings.position_embeddings" : "wpe", {s.max_positions, H}, true);
     const TensorId pos = g.add_tensor({"position_ids", {S}, DType::I32, TensorRole::Constant});
@@ -336,7 +352,7 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
     const TensorId one = g.add_tensor({"one", {1}, b.compute(), TensorRole::Constant});
     const TensorId big = g.add_tensor({"mask_value", {1}, b.compute(), TensorRole::Constant});
     mask_adder = g.mul("mask/Mul", g.apply("Sub", "mask/Sub", {one, m})[0], big, TensorRole::Activation);
-  } else {
+  } else if (!b.flash()) {  // the fused kernel masks a decoder's scores itself
     mask_adder = g.add_tensor({"causal_mask", {S, S}, b.compute(), TensorRole::Constant});
   }
   if (s.kind == K::Llama) {
@@ -447,6 +463,60 @@ std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& 
       out[n] = row;
   }
   return out;
+}
+
+std::string transformer_layer_of(const std::string& op_name) {
+  std::string name = op_name;
+  if (name.rfind("Gradients/", 0) == 0) name = name.substr(10);
+  for (const std::string prefix : {"h.", "bert.encoder.layer."}) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::size_t i = prefix.size();
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+    if (i > prefix.size() && (i == name.size() || name[i] == '.' || name[i] == '/')) return name.substr(0, i);
+  }
+  return "";
+}
+
+std::int64_t recompute_layers(Workload& w) {
+  Graph& g = w.graph;
+  const std::vector<Op> ops = g.ops();                      // copies: recomputed ops add tensors
+  std::map<std::string, std::vector<std::size_t>> forward;  // per layer, its forward ops in order
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].pass == Pass::Forward) {
+      const std::string layer = transformer_layer_of(ops[i].name);
+      if (!layer.empty()) forward[layer].push_back(i);
+    }
+  if (forward.empty()) throw std::invalid_argument(w.name + " has no transformer layers to recompute");
+  std::vector<Op> out;
+  out.reserve(ops.size() * 2);
+  std::map<TensorId, TensorId> again;  // an activation -> its recomputed copy
+  std::set<std::string> done;
+  std::int64_t recomputed = 0;
+  for (const Op& op : ops) {
+    if (op.pass == Pass::Backward) {
+      const std::string layer = transformer_layer_of(op.name);
+      if (!layer.empty() && forward.count(layer) && done.insert(layer).second) {
+        // The layer's forward again, from its input (kept from the forward pass) and weights.
+        for (std::size_t i : forward.at(layer)) {
+          const Op& f = ops[i];
+          std::vector<TensorId> in = f.inputs;
+          for (auto& t : in)
+            if (auto it = again.find(t); it != again.end()) t = it->second;
+          Op r = g.make_op(f.type, "Recompute/" + f.name, in, f, Pass::Backward);
+          for (std::size_t k = 0; k < f.outputs.size(); ++k) again[f.outputs[k]] = r.outputs.at(k);
+          out.push_back(std::move(r));
+          ++recomputed;
+        }
+      }
+    }
+    Op copy = op;
+    if (op.pass != Pass::Forward)
+      for (auto& t : copy.inputs)
+        if (auto it = again.find(t); it != again.end()) t = it->second;
+    out.push_back(std::move(copy));
+  }
+  g.set_ops(std::move(out));
+  return recomputed;
 }
 
 }  // namespace ascendsim::workloads

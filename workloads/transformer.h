@@ -38,6 +38,18 @@ std::optional<TransformerShape> transformer_shape(const std::string& name);
 /// default, as the model zoo's BERT and MindFormers' GPT scripts).
 Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size, const Recipe& recipe);
 
+/// The layer an op of a transformer's training graph belongs to ("h.3", "bert.encoder.layer.3"),
+/// its backward ops ("Gradients/h.3.attn.q/MatMul/...") the forward op's; "" for the others
+/// (embeddings, the head, the loss, the optimizer).
+std::string transformer_layer_of(const std::string& op_name);
+
+/// Activation recomputation (MindSpore's Cell.recompute(), Megatron's full recomputation of each
+/// layer): every layer's forward ops run again in the backward pass, just before the layer's
+/// first backward op, and its backward ops read the recomputed activations, so of the forward
+/// pass only each layer's input stays alive. Returns the forward ops recomputed. The graph's
+/// optimizer can no longer be replaced afterwards.
+std::int64_t recompute_layers(Workload& w);
+
 /// Megatron's tensor parallelism as semi-automatic shard strategies for the training workload
 /// `w` of a transformer: on a device matrix of `dp` batch pieces by `tp` adjacent ranks, the
 /// attention's Q, K and V projections and the MLP's first layer(s) split by columns

@@ -30,6 +30,9 @@ struct Recipe {
   /// "momentum", or "lars": LARS over Momentum (MindSpore's nn.LARS, the large-batch optimizer of
   /// MLPerf ResNet-50 submissions) on the weights.
   std::string optimizer = "momentum";
+  /// Transformers: attention as the fused FlashAttentionScore kernel where the chip's backend has
+  /// it (aicore.flash_attention: Ascend 910B), else softmax(QK^T)V op by op.
+  bool flash_attention = false;
   std::string describe() const;      ///< "amp O2, BatchNorm fp16, loss scale 1024"
 };
 
@@ -40,6 +43,7 @@ struct RecipeOverrides {
   std::optional<double> loss_scale;
   std::optional<bool> graph_kernel_fusion;
   std::optional<bool> ub_fusion;
+  std::optional<bool> flash_attention;
   std::optional<std::string> optimizer;
   /// A transformer's shape over its preset's: layers, hidden width, heads, the MLP's inner width,
   /// the sequence and the vocabulary (other workloads refuse them).

@@ -156,14 +156,16 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
               accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
               optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
-              tensor_parallel: Optional[int] = None, optimizer_shard: bool = False) -> List[str]:
+              tensor_parallel: Optional[int] = None, optimizer_shard: bool = False,
+              recompute: bool = False, flash_attention: Optional[bool] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
     for key, value in (shape or {}).items():  # a transformer's layers, hidden, heads, ffn, seq_length, vocab
         if key not in _SHAPE_KEYS:
             raise InputError(f"shape: unknown key '{key}' (known: {', '.join(_SHAPE_KEYS)})")
         a += ["--" + key.replace("_", "-"), int(value)]
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
-    for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion)):
+    for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion),
+                        ("--flash-attention", flash_attention)):
         if value is not None:
             a += [flag, "true" if value else "false"]
     # Options given only when set (None, or a false switch or a zero eval_every, leaves the default).
@@ -179,6 +181,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
     if all_reduce_fusion:
         a += ["--all-reduce-fusion", ",".join(str(int(i)) for i in all_reduce_fusion)]
     a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval) + ["--optimizer-shard"] * bool(optimizer_shard)
+    a += ["--recompute"] * bool(recompute)
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     return [str(x) for x in a]
@@ -197,7 +200,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
           accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
           optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
-          tensor_parallel: Optional[int] = None, optimizer_shard: bool = False) -> Report:
+          tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
+          flash_attention: Optional[bool] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -216,7 +220,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``heads``, ``ffn``, ``seq_length``, ``vocab``). ``tensor_parallel=N`` splits a transformer's
     attention and MLP over groups of N adjacent devices (Megatron's layout; ``batch_size`` is then each
     group's); ``optimizer_shard=True`` shards the optimizer state across the ranks that hold the same
-    weights (MindSpore's optimizer_shard, ZeRO-1)."""
+    weights (MindSpore's optimizer_shard, ZeRO-1); ``recompute=True`` runs every layer's forward again
+    in the backward pass, keeping only each layer's input; ``flash_attention`` turns the fused attention
+    kernel on or off (default: where the chip's backend has it, the Ascend 910B)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -228,7 +234,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
-        optimizer_shard=optimizer_shard), "--json", "-", "-q"))
+        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -243,7 +249,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
             keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
             shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
-            optimizer_shard: bool = False) -> Report:
+            optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
@@ -252,7 +258,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
-        optimizer_shard=optimizer_shard), "--json", "-", "-q"))
+        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,

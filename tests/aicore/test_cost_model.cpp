@@ -210,6 +210,71 @@ TEST(DaVinciCostModel, VectorInstructionIssueCostCounts) {
   EXPECT_LT(make_pipe_cost_model(cheap, {})->estimate(bn).time_s, make_pipe_cost_model(dear, {})->estimate(bn).time_s);
 }
 
+/// The ascend910b preset's core: 24 Cube cores with two vector cores each, 1.592 GHz.
+AicoreConfig ascend910b_core() {
+  AicoreConfig c;
+  c.cores = 24;
+  c.vector_cores = 48;
+  c.freq_ghz = 1.592;
+  c.l0c_kib = 128;
+  c.l1_kib = 512;
+  c.ub_kib = 192;
+  c.block_start_cycles = 2000;
+  c.flash_attention = true;
+  return c;
+}
+
+OpDesc attention(std::int64_t heads, std::int64_t s, std::int64_t d, bool causal = false,
+                 OpKind kind = OpKind::FlashAttention) {
+  OpDesc x;
+  x.kind = kind;
+  x.batch = heads;
+  x.m = x.n = s;
+  x.k = d;
+  x.causal = causal;
+  return x;
+}
+
+TEST(DaVinciCostModel, FlashAttentionKeepsTheScoresOnChip) {
+  // 32 heads of a 2,048-token sequence, head width 128 (LLaMA-7B's layer at batch 1): HBM sees
+  // Q, K, V and the context once and the two fp32 row statistics, never the 2,048 x 2,048 scores.
+  MemoryConfig mem;
+  mem.hbm_bandwidth_gbps = 1759.2;
+  const AicoreConfig core = ascend910b_core();
+  auto model = make_pipe_cost_model(core, mem);
+  const std::int64_t heads = 32, S = 2048, D = 128;
+  const OpCost c = model->estimate(attention(heads, S, D));
+  EXPECT_DOUBLE_EQ(c.gm_bytes, static_cast<double>(heads) * (4.0 * S * D * 2 + 2.0 * S * 8 * 4));
+  EXPECT_LT(c.gm_bytes, static_cast<double>(heads * S * S * 2));  // less than the fp16 scores alone
+  EXPECT_DOUBLE_EQ(c.macs, 2.0 * heads * S * S * D);
+  // Near the Cube's peak (its softmax on two vector cores keeps pace), never past it.
+  const double peak = peak_macs_per_s(core, Precision::FP16);
+  EXPECT_GE(c.time_s, c.macs / peak);
+  EXPECT_LE(c.time_s, 1.3 * c.macs / peak);
+  EXPECT_TRUE(c.bound == Bound::Cube || c.bound == Bound::Vector) << bound_name(c.bound);
+  // A decoder's mask skips the tiles above the diagonal: about half the work.
+  const OpCost causal = model->estimate(attention(heads, S, D, true));
+  EXPECT_DOUBLE_EQ(causal.macs, c.macs / 2);
+  EXPECT_LT(causal.time_s, 0.6 * c.time_s);
+  EXPECT_GT(causal.time_s, 0.45 * c.time_s);
+  // The gradient: five products per tile pair against two, and dQ's partial sums through HBM.
+  const OpCost grad = model->estimate(attention(heads, S, D, false, OpKind::FlashAttentionGrad));
+  EXPECT_DOUBLE_EQ(grad.macs, 2.5 * c.macs);
+  const auto cube = static_cast<std::size_t>(Pipe::Cube);
+  EXPECT_DOUBLE_EQ(grad.pipe_busy[cube], 2.5 * c.pipe_busy[cube]);
+  EXPECT_GT(grad.time_s, 1.5 * c.time_s);  // the forward's softmax passes weigh more than the gradient's
+  EXPECT_GE(grad.time_s, grad.macs / peak);
+  // Without the second vector core the softmax takes longer than the products.
+  AicoreConfig single = core;
+  single.vector_cores = 0;
+  EXPECT_GT(make_pipe_cost_model(single, mem)->estimate(attention(heads, S, D)).time_s, c.time_s);
+  // The kernel runs in fp16 only, and a head too wide for any tile is refused.
+  OpDesc fp32 = attention(heads, S, D);
+  fp32.precision = Precision::FP32;
+  EXPECT_THROW(model->estimate(fp32), std::invalid_argument);
+  EXPECT_THROW(model->estimate(attention(1, 64, 4096)), std::logic_error);
+}
+
 TEST(Tiler, EveryTrainingOpFitsItsBuffersOnEveryPreset) {
   struct Chip {
     const char* name;

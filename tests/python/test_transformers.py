@@ -174,3 +174,12 @@ def test_tensor_parallel_and_a_sharded_optimizer_from_python():
     assert steady["samples_per_s"] == pytest.approx(4 / (steady["step_ms_mean"] / 1e3))
     with pytest.raises(ascendsim.InputError, match="tensor_parallel|--tensor-parallel"):
         ascendsim.train("gpt", "loop-sink", devices=4, tensor_parallel=3, shape=shape)
+
+
+def test_recomputation_from_python_costs_the_forward_again():
+    import ascendsim
+    shape = {"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128}
+    plain = ascendsim.train("gpt", "loop-sink", batch_size=2, steps_per_epoch=4, shape=shape)
+    again = ascendsim.train("gpt", "loop-sink", batch_size=2, steps_per_epoch=4, shape=shape, recompute=True)
+    busy = [r.runs[0]["breakdown_s"]["device_compute"] for r in (plain, again)]
+    assert busy[0] < busy[1] < 2 * busy[0]  # the layers' forward once more: less than the whole step again

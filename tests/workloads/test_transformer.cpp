@@ -329,6 +329,109 @@ TEST(Transformer, OptimizerShardingDividesTheOptimizerStateByTheGroup) {
   }
 }
 
+TEST(Transformer, RecomputationTradesTheLayersForwardForTheirActivations) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  sim::RunRequest r = small_gpt(1, 1, 4);
+  const Workload base = sim::request_workload(r, cfg);
+  r.recompute = true;
+  const Workload again = sim::request_workload(r, cfg);
+  // Every forward op of a layer once more, in the backward pass, and nothing else.
+  std::int64_t layer_ops = 0;
+  for (const auto& op : base.graph.ops())
+    layer_ops += op.pass == Pass::Forward && !transformer_layer_of(op.name).empty();
+  ASSERT_GT(layer_ops, 0);
+  EXPECT_EQ(again.graph.ops().size(), base.graph.ops().size() + static_cast<std::size_t>(layer_ops));
+  for (const auto& op : again.graph.ops())
+    if (op.name.rfind("Recompute/", 0) == 0) EXPECT_EQ(op.pass, Pass::Backward) << op.name;
+  // The device's compute grows by exactly the layers' forward kernels; the activations the step
+  // holds at its peak shrink.
+  const runtime::CompiledGraph a = runtime::compile(base, test::cost_model(), 2),
+                               b = runtime::compile(again, test::cost_model(), 2);
+  // (The layout conversions the backward pass needs of an activation move with it to its copy.)
+  double forward = 0;
+  for (const auto& t : a.step_tasks)
+    if (t.kind == hostif::TaskKind::AiCore && t.part == hostif::StepPart::Forward &&
+        !transformer_layer_of(t.name).empty())
+      forward += t.cost.time_s;
+  EXPECT_GT(forward, 0);
+  EXPECT_NEAR(b.device_compute_s - a.device_compute_s, forward, 1e-12);
+  // Where the layers' activations dominate (4 layers of 256 tokens a sequence), the step's memory
+  // falls to what one layer needs again beside the layers' inputs: here to less than a third.
+  sim::RunRequest longer = small_gpt(1, 1, 8);
+  longer.recipe.layers = 4;
+  longer.recipe.seq_length = 256;
+  const runtime::CompiledGraph c = runtime::compile(sim::request_workload(longer, cfg), test::cost_model(), 2);
+  longer.recompute = true;
+  const runtime::CompiledGraph d = runtime::compile(sim::request_workload(longer, cfg), test::cost_model(), 2);
+  EXPECT_LT(3 * d.memory.arena_bytes, c.memory.arena_bytes);
+  EXPECT_EQ(d.memory.persistent_bytes, c.memory.persistent_bytes);
+  // It runs, and it is refused where there are no layers to recompute.
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  r.workload = "lenet5";
+  r.recipe = {};
+  try {
+    sim::request_workload(r, cfg);
+    ADD_FAILURE() << "lenet5 recomputed";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "recompute") << e.what();
+  }
+}
+
+TEST(Transformer, TheNineTenBRunsAttentionAsOneFusedKernel) {
+  // A LLaMA-shaped decoder of 2 layers: on the 910B each layer's scores, mask, softmax and PV are
+  // one FlashAttentionScore (its gradient one FlashAttentionScoreGrad); on the 910 op by op.
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "llama-7b";
+  r.recipe.layers = 2;
+  r.recipe.hidden = 512;
+  r.recipe.heads = 4;
+  r.recipe.ffn = 1024;
+  r.recipe.seq_length = 1024;
+  r.recipe.vocab = 1000;
+  r.batch_size = 2;
+  r.config.chip = "ascend910b";
+  const sim::SystemConfig b = sim::load_config(r.config);
+  const Workload fused = sim::request_workload(r, b);
+  auto fwd = op_counts(fused.graph, Pass::Forward), bwd = op_counts(fused.graph, Pass::Backward);
+  EXPECT_EQ(fwd["FlashAttentionScore"], 2);
+  EXPECT_EQ(bwd["FlashAttentionScoreGrad"], 2);
+  EXPECT_EQ(fwd["Softmax"] + fwd["BatchMatMul"], 0);
+  EXPECT_TRUE(fused.recipe.flash_attention);
+  r.recipe.flash_attention = false;
+  const Workload plain = sim::request_workload(r, b);
+  EXPECT_EQ(op_counts(plain.graph, Pass::Forward)["Softmax"], 2);
+  // The same model FLOPs either way; less device time and memory fused (no [S, S] scores in HBM).
+  EXPECT_EQ(forward_macs(fused.graph), forward_macs(plain.graph));
+  const aicore::CachedCostModel model(aicore::make_pipe_cost_model(b.chip.aicore, b.chip.memory));
+  const runtime::CompiledGraph f = runtime::compile(fused, model, 2), p = runtime::compile(plain, model, 2);
+  EXPECT_LT(f.device_compute_s, p.device_compute_s);
+  EXPECT_LT(f.memory.arena_bytes, p.memory.arena_bytes);
+  // Tensor parallelism splits it by heads like the unfused attention: Megatron's four AllReduces a
+  // layer and nothing gathered.
+  sim::RunRequest tp = r;
+  tp.recipe.flash_attention.reset();
+  tp.devices = 2;
+  tp.tensor_parallel = 2;
+  const Workload split = sim::request_workload(tp, b);
+  ASSERT_TRUE(split.shard_plan);
+  EXPECT_EQ(split.shard_plan->collectives.size(), 2u * 4);
+  for (const auto& c : split.shard_plan->collectives) EXPECT_EQ(c.kind, "AllReduce") << c.name;
+  // The 910's backend has no such kernel: asking for it is refused, naming the key.
+  r.config.chip = "ascend910";
+  r.recipe.flash_attention.reset();
+  EXPECT_EQ(op_counts(sim::request_workload(r, sim::load_config(r.config)).graph, Pass::Forward)["FlashAttentionScore"],
+            0);
+  r.recipe.flash_attention = true;
+  try {
+    sim::request_workload(r, sim::load_config(r.config));
+    ADD_FAILURE() << "fused attention on the 910";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "flash_attention") << e.what();
+  }
+}
+
 TEST(Transformer, TokensPerSecondAndUtilisationFollowTheSteadyState) {
   sim::RunRequest r;
   r.config = test::config_request();
