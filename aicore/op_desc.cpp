@@ -272,6 +272,9 @@ std::string OpDesc::to_string() const {
           ? " +ub(ops=" + std::to_string(epilogue_ops) + " in=" + std::to_string(epilogue_operands) +
                 " sums=" + std::to_string(epilogue_sums) + ")"
           : std::string();
+  if (is_attention(kind))
+    return s + " heads=" + std::to_string(std::max<std::int64_t>(1, batch)) + " m=" + std::to_string(m) +
+           " n=" + std::to_string(n) + " k=" + std::to_string(k) + (causal ? " causal" : "");
   if (kind == OpKind::MatMul)
     return s + (batch > 1 ? " batch=" + std::to_string(batch) : std::string()) + " m=" + std::to_string(m) +
            " n=" + std::to_string(n) + " k=" + std::to_string(k) + (transpose_a ? " ta" : "") +

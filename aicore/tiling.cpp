@@ -275,6 +275,13 @@ Tiling tile_vector(const OpDesc& d, const AicoreConfig& cfg) {
 }  // namespace
 
 std::string Tiling::describe() const {
+  if (attention) {
+    const bool fwd = attention == 1;
+    return "Br" + std::to_string(c.m_t) + " x Bc" + std::to_string(c.n_t) + " tiles of width " + std::to_string(c.k_t) +
+           ", " + std::to_string(c.batch * (fwd ? c.tiles_m : c.tiles_n)) +
+           (fwd ? " (head, query tile)" : " (head, key tile)") + " units x " + std::to_string(c.k_steps) +
+           (fwd ? " key tiles" : " query tiles");
+  }
   if (cube)
     return "m" + std::to_string(c.m_t) + " n" + std::to_string(c.n_t) + " k" + std::to_string(c.k_t) + ", " +
            std::to_string(c.tiles_m * c.tiles_n) + " output tiles x " + std::to_string(c.k_steps) + " k-steps" +
@@ -293,6 +300,7 @@ namespace {
 Tiling tile_attention(const OpDesc& d, const AicoreConfig& cfg) {
   Tiling t;
   t.cube = true;
+  t.attention = d.kind == OpKind::FlashAttention ? 1 : 2;
   CubeTiling& c = t.c;
   std::int64_t br = 128, bc = 128;
   const std::int64_t D = round_up(d.k, 16);

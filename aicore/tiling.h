@@ -48,6 +48,9 @@ struct VectorTiling {
 
 struct Tiling {
   bool cube = false;
+  /// Fused attention (tile_attention): 1 forward, 2 its gradient; `c` holds the query tiles (m)
+  /// and key tiles (n) per head (batch) and the inner steps per unit (k_steps).
+  int attention = 0;
   std::int64_t blocks = 1;
   CubeTiling c;
   VectorTiling v;

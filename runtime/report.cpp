@@ -156,10 +156,21 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
             r.simulated_ranks, r.devices);
         break;
       }
+    // The optimizer's own collectives (a sharded optimizer's), which no group table lists.
+    for (const auto& r : runs) {
+      if (!r.optimizer_collectives.is_object()) continue;
+      std::string parts;
+      for (const auto& [kind, k] : r.optimizer_collectives.items())
+        parts += fmt::format("{}{} {:.1f} MB in {}", parts.empty() ? "" : ", ", kind, k["bytes"].get<double>() / 1e6,
+                             k["collectives"].get<std::int64_t>());
+      out += fmt::format("{:<11} the optimizer's collectives per step (fused units): {}\n",
+                         strategy_name(r.session.strategy), parts);
+    }
     // The exposed communication by what it was for, where the layouts communicate too.
     for (const auto& r : runs) {
       const auto& e = r.exposed_comm;
-      if (!e.is_object() || e.value("operators_ms_per_step", 0.0) <= 0) continue;
+      if (!e.is_object() || (e.value("operators_ms_per_step", 0.0) <= 0 && !r.optimizer_collectives.is_object()))
+        continue;
       out += fmt::format(
           "{:<11} exposed communication per step: {:.3f} ms in the operators' collectives ({}), {:.3f} ms in the "
           "gradients' and the optimizer's (data parallel, norms)\n",
@@ -230,10 +241,14 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
       p["parameters"]["per_device"].get<std::int64_t>(), p["parameters"]["whole"].get<std::int64_t>(),
       mib(m["persistent"]), mib(m["step"]), mib(m["queue"]), mib(m["input_per_batch"]));
   const auto& g = p["gradient_group"];
+  const bool sharded = p.value("optimizer_shard", std::int64_t{1}) > 1;
   out += g["size"].get<std::int64_t>() == 1
              ? std::string("gradients: no AllReduce (the ranks that hold a weight's copies saw the same samples)\n")
-             : fmt::format("gradients: AllReduce over {} ranks {} apart\n", g["size"].get<std::int64_t>(),
-                           g["stride"].get<std::int64_t>());
+             : fmt::format("gradients: {} over {} ranks {} apart\n",
+                           sharded ? "reduce-scattered (the optimizer state sharded; AllReduce for the weights left "
+                                     "whole)"
+                                   : "AllReduce",
+                           g["size"].get<std::int64_t>(), g["stride"].get<std::int64_t>());
   // One row per collective, or per family of them: names that differ only in their numbers (the
   // layers of a transformer) with the same pass, kind, group and size share a row and a count.
   struct Row {

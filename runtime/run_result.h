@@ -164,6 +164,9 @@ struct RunResult {
   /// operators_ms_per_step (the
   /// collectives an operator's layout needs: tensor parallelism, semi-auto redistribution).
   nlohmann::ordered_json exposed_comm;
+  /// A cluster's collectives of the optimizer pass, per step, by kind ("ReduceScatter", ...):
+  /// {collectives (fused units), bytes}; null without any.
+  nlohmann::ordered_json optimizer_collectives;
   /// Data-parallel runs: the ranks (each ran steps_completed steps of batch_size samples; this
   /// result is rank 0's, its sim_time_s the last rank's end), each rank's mean step time, and
   /// the AllReduce groups in gradient order ({first, last, bytes, all_reduce_ms, start_ms,

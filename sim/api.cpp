@@ -28,24 +28,28 @@ using nlohmann::ordered_json;
 
 namespace {
 
-/// Optimizer-state sharding and the norms' groups, once the layout is settled: the shard group is
-/// the ranks that all-reduce a weight's gradient (every device in data parallel; the gradient
-/// group in semi-auto); the weights tensor parallelism cuts (`split`) have their norms summed
 /// The request's recipe with the chip's defaults: a transformer's attention fused where the
-/// chip's backend has the kernel. Asking for it on a chip without it is refused.
+/// chip's backend has the kernel. Asking for it without attention or on a chip without the kernel
+/// is refused.
 workloads::RecipeOverrides recipe_for(const RunRequest& r, const SystemConfig& cfg) {
   workloads::RecipeOverrides o = r.recipe;
   const bool transformer = r.model.empty() && workloads::transformer_shape(r.workload).has_value();
+  if (o.flash_attention && *o.flash_attention && !transformer)
+    throw InputError("flash_attention", "flash_attention",
+                     (r.model.empty() ? r.workload : r.model) + " has no attention; it applies to the transformers");
   if (o.flash_attention && *o.flash_attention && !cfg.chip.aicore.flash_attention)
     throw InputError("flash_attention", "flash_attention",
                      cfg.chip.name +
-                         "'s backend has no fused attention kernel (aicore.flash_attention false); "
-                         "FlashAttentionScore is CANN's kernel for the Ascend 910B (--chip ascend910b)");
+                         "'s backend has no fused attention kernel (aicore.flash_attention is false); "
+                         "FlashAttentionScore is CANN's kernel for the Atlas A2 series, the ascend910b preset");
   if (!o.flash_attention && transformer)
     o.flash_attention = cfg.chip.aicore.flash_attention && o.amp_level.value_or("O2") != "O0";
   return o;
 }
 
+/// Optimizer-state sharding and the norms' groups, once the layout is settled: the shard group is
+/// the ranks that all-reduce a weight's gradient (every device in data parallel; the gradient
+/// group in semi-auto); the weights tensor parallelism cuts (`split`) have their norms summed
 /// over the tensor-parallel group (workloads::norm_group).
 void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t tp) {
   if (!w.training) {
@@ -88,6 +92,7 @@ void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t
   }
   for (const auto& op : w.graph.ops())  // a sharded weight's gradient is reduce-scattered, not all-reduced
     if (op.type == "AllGatherInto") w.parallel.reduce_scattered.insert(op.inputs.at(1));
+  w.recipe.optimizer_shard = spec.shard_size;
 }
 
 /// Activation recomputation, last: it rewrites the backward pass of the settled graph.
@@ -99,6 +104,7 @@ void recompute(workloads::Workload& w, const RunRequest& r) {
                      "gpt2-small, gpt2-medium, llama-7b), not " +
                          (r.model.empty() ? w.name : r.model) + (w.training ? "" : " in inference"));
   workloads::recompute_layers(w);
+  w.recipe.recompute = true;
 }
 
 workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg);
@@ -242,7 +248,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     if (r.devices % tp != 0)
       throw InputError("tensor_parallel", "tensor_parallel",
                        std::to_string(tp) + " ranks per group do not divide the " + std::to_string(r.devices) +
-                           " devices; give devices a multiple of it");
+                           " device(s); give devices (default 1) a multiple of it");
     if (!r.dataset_strategy.empty() || !r.shard_strategy.empty())
       throw InputError(r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
                        r.dataset_strategy.empty() ? "shard_strategy" : "dataset_strategy",
@@ -445,6 +451,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
           {"devices", w.parallel.devices},
           {"data_shards", w.parallel.data_shards},
           {"tensor_parallel", w.parallel.tensor_parallel},
+          {"optimizer_shard", w.optimizer_spec.shard_size},
           {"strategies", strategies},
           {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
           {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},
@@ -464,6 +471,9 @@ ordered_json recipe_json(const workloads::Recipe& r) {
           {"loss_scale", r.loss_scale},
           {"graph_kernel_fusion", r.graph_kernel_fusion},
           {"ub_fusion", r.ub_fusion},
+          {"flash_attention", r.flash_attention},
+          {"recompute", r.recompute},
+          {"optimizer_shard", r.optimizer_shard},
           {"optimizer", r.optimizer}};
 }
 
@@ -875,8 +885,18 @@ RunRequest quiet(RunRequest req) {
 }
 }  // namespace
 
+/// Scaling compares with fewer devices of the same layout: a tensor-parallel group cannot shrink.
+void check_scalable(const RunRequest& req) {
+  if (req.tensor_parallel > 1)
+    throw InputError("tensor_parallel", "tensor_parallel",
+                     "scaling compares with one device, which cannot hold a tensor-parallel group of " +
+                         std::to_string(req.tensor_parallel) +
+                         "; compare runs with devices of multiples of it (sweep --param devices) instead");
+}
+
 std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome& on_n_devices) {
   if (req.devices <= 1) throw InputError("devices", "devices", "a scaling curve needs devices > 1");
+  check_scalable(req);
   const std::int64_t m = std::min(devices_per_server(req, load_config(req.config)), req.devices);
   std::vector<std::int64_t> counts;
   for (std::int64_t d = 1; d < m; d *= 2) counts.push_back(d);
@@ -900,6 +920,7 @@ std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome&
       if (d == 1) {
         r.all_reduce_fusion.clear();
         r.devices_per_server = 0;
+        r.optimizer_shard = false;  // nothing to shard on one device
       }
       r.rank_sets.clear();
       for (const auto& [rank, sets] : req.rank_sets)
@@ -946,9 +967,11 @@ std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome&
 
 std::vector<double> scaling_efficiency(const RunRequest& req, const RunOutcome& on_n_devices) {
   if (req.devices <= 1) return std::vector<double>(on_n_devices.runs.size(), 1.0);
+  check_scalable(req);
   RunRequest one = quiet(req);
   one.devices = 1;
   one.devices_per_server = 0;
+  one.optimizer_shard = false;  // nothing to shard on one device
   one.all_reduce_fusion.clear();
   one.rank_sets.clear();
   one.steps_per_epoch = on_n_devices.runs.empty()
@@ -968,6 +991,15 @@ FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
   if (req.devices <= 1)
     throw InputError("devices", "devices", "fusion splits group AllReduces across devices; give devices > 1");
   if (stride < 1) throw InputError("stride", "stride", "must be a positive whole number");
+  if (req.optimizer_shard || req.tensor_parallel > 1 || req.parallel_mode != "data")
+    throw InputError(req.optimizer_shard       ? "optimizer_shard"
+                     : req.tensor_parallel > 1 ? "tensor_parallel"
+                                               : "parallel_mode",
+                     req.optimizer_shard       ? "optimizer_shard"
+                     : req.tensor_parallel > 1 ? "tensor_parallel"
+                                               : "parallel_mode",
+                     "advise-fusion splits data parallelism's gradient AllReduce over every weight; run it without "
+                     "sharded layouts or a sharded optimizer");
   FusionAdvice advice;
   const workloads::Workload w = build_workload(req, load_config(req.config));
   for (const auto& t : w.graph.tensors()) advice.gradients += t.role == workloads::TensorRole::Parameter;

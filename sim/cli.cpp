@@ -1021,10 +1021,13 @@ int cmd_op(int argc, char* argv[]) {
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "dtype", po::value(&dtype)->default_value(dtype), "fp16 | fp32 | int8 (Cube ops: fp16 or int8)")(
       "out-dtype", po::value(&out_dtype), "result dtype (cast); default: --dtype")(
-      "m", po::value(&d.m), "matmul: rows of the result")("n", po::value<std::int64_t>(),
-                                                          "matmul: columns of the result; conv/pool/batchnorm: batch")(
-      "k", po::value<std::int64_t>(), "matmul: inner dimension; conv: output channels")(
-      "batch", po::value<std::int64_t>(), "matmul: independent products of m x k by k x n (BatchMatMul)")(
+      "m", po::value(&d.m), "matmul: rows of the result; flash_attention: queries")(
+      "n", po::value<std::int64_t>(),
+      "matmul: columns of the result; conv/pool/batchnorm: batch; flash_attention: keys")(
+      "k", po::value<std::int64_t>(), "matmul: inner dimension; conv: output channels; flash_attention: head width")(
+      "batch", po::value<std::int64_t>(),
+      "matmul: independent products of m x k by k x n (BatchMatMul); flash_attention: batch x heads")(
+      "causal", po::bool_switch(&d.causal), "flash_attention: a decoder's mask (the tiles above the diagonal skipped)")(
       "transpose-a", po::bool_switch(&d.transpose_a), "matmul: A stored transposed")(
       "transpose-b", po::bool_switch(&d.transpose_b), "matmul: B stored transposed")(
       "c", po::value(&d.cin), "input channels")("h", po::value(&d.h), "input height")(
@@ -1059,10 +1062,12 @@ int cmd_op(int argc, char* argv[]) {
   const auto out_prec = out_dtype.empty() ? prec : aicore::parse_precision(out_dtype);
   if (!out_prec) throw InputError("--out-dtype '" + out_dtype + "': use fp16, fp32 or int8");
   d.out_precision = *out_prec;
-  if (vm.count("n")) (d.kind == aicore::OpKind::MatMul ? d.n : d.batch) = vm["n"].as<std::int64_t>();
-  if (vm.count("k")) (d.kind == aicore::OpKind::MatMul ? d.k : d.cout) = vm["k"].as<std::int64_t>();
+  const bool gemm = d.kind == aicore::OpKind::MatMul || aicore::is_attention(d.kind);
+  if (vm.count("n")) (gemm ? d.n : d.batch) = vm["n"].as<std::int64_t>();
+  if (vm.count("k")) (gemm ? d.k : d.cout) = vm["k"].as<std::int64_t>();
+  if (d.causal && !aicore::is_attention(d.kind)) throw InputError("--causal: a flash_attention's mask");
   if (vm.count("batch")) {
-    if (d.kind != aicore::OpKind::MatMul) throw InputError("--batch: a matmul's; conv/pool/batchnorm take --n");
+    if (!gemm) throw InputError("--batch: a matmul's or a flash_attention's; conv/pool/batchnorm take --n");
     d.batch = vm["batch"].as<std::int64_t>();
     if (d.batch < 1) throw InputError("--batch " + std::to_string(d.batch) + ": give 1 or more products");
   }
@@ -1086,6 +1091,10 @@ int cmd_op(int argc, char* argv[]) {
   if (d.operands < 2) throw InputError("--operands must be at least 2");
 
   const SystemConfig cfg = load_config(o.request());
+  if (aicore::is_attention(d.kind) && !cfg.chip.aicore.flash_attention)
+    throw InputError("--type " + type + ": " + cfg.chip.name +
+                     "'s backend has no fused attention kernel (aicore.flash_attention is false); the ascend910b "
+                     "preset has it");
   aicore::OpCost c;
   try {
     c = aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory)->estimate(d);

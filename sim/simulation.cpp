@@ -279,6 +279,19 @@ runtime::RunResult Simulation::result(std::size_t index) {
                              {"exposed_ms", 1e3 * exposed / ranks},
                              {"exposed_max_ms", 1e3 * exposed_max}});
   }
+  // The optimizer's own collectives (a sharded optimizer's ReduceScatter and AllGather, the norms'
+  // AllReduce): per step, their count (fused units) and bytes by kind.
+  {
+    nlohmann::ordered_json kinds = nlohmann::ordered_json::object();
+    for (const auto& t : m_systems.at(run.first)->compiled().step_tasks)
+      if (t.kind == hostif::TaskKind::Comm && t.part == hostif::StepPart::Optimizer && t.comm_group < 0) {
+        auto& k = kinds[hostif::collective_name(t.collective)];
+        if (k.is_null()) k = {{"collectives", 0}, {"bytes", 0}};
+        k["collectives"] = k["collectives"].get<std::int64_t>() + 1;
+        k["bytes"] = k["bytes"].get<std::int64_t>() + t.comm_bytes;
+      }
+    if (!kinds.empty()) r.optimizer_collectives = kinds;
+  }
   // The links: bytes carried over the run and utilisation (bytes / (links · bandwidth · run time)).
   const aicpu::Hccl& h = *run.hccl;
   const auto& setup = m_systems.at(run.first)->compiled().setup_tasks;

@@ -50,7 +50,10 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     const bool transformer = w.tokens_per_sample > 0;
     const std::int64_t group = w.parallel.semi_auto ? w.parallel.gradient_group_size : w.parallel.devices;
     const bool sharded = w.optimizer_spec.shard_size > 1, shardable = group > 1;
-    key = optimizer >= weights ? "optimizer_shard" : transformer ? "tensor_parallel" : "chip";
+    key = optimizer >= weights && shardable && !sharded ? "optimizer_shard"
+          : optimizer >= weights                        ? "devices"
+          : transformer                                 ? "tensor_parallel"
+                                                        : "chip";
     advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
              format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); ";
     if (optimizer >= weights && sharded)

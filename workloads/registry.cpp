@@ -33,6 +33,8 @@ std::string Recipe::describe() const {
          (amp_level == "O2" && has_batchnorm ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") +
          ", loss scale " + scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") +
          (ub_fusion ? ", UB fusion" : "") + (flash_attention ? ", FlashAttention" : "") +
+         (recompute ? ", layers recomputed" : "") +
+         (optimizer_shard > 1 ? ", optimizer state sharded over " + std::to_string(optimizer_shard) + " ranks" : "") +
          (optimizer == "lars"    ? ", LARS"
           : optimizer == "lamb"  ? ", LAMB"
           : optimizer == "adamw" ? ", AdamW"
@@ -47,7 +49,8 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
                                 "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
                                 "llama-7b)");
   if (o.flash_attention && *o.flash_attention && !transformer_shape(name))
-    throw std::invalid_argument("flash_attention: " + name + " has no attention; it applies to the transformers");
+    throw std::invalid_argument("--flash-attention true: " + name +
+                                " has no attention; it applies to the transformers");
   if (o.optimizer && *o.optimizer != "momentum" && *o.optimizer != "lars")
     throw std::invalid_argument("optimizer '" + *o.optimizer + "': use momentum or lars");
   if (o.optimizer && *o.optimizer == "lars" && (name == "lenet5" || name == "mlp-slice"))
@@ -103,7 +106,8 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     r.ub_fusion = o.ub_fusion.value_or(false);
     r.flash_attention = o.flash_attention.value_or(false);
     if (r.flash_attention && r.amp_level == "O0")
-      throw std::invalid_argument("flash_attention: the fused attention kernel runs in fp16; use amp O2 or O3");
+      throw std::invalid_argument(
+          "--flash-attention true: the fused attention kernel runs in fp16; use --amp-level O2 or O3");
     r.optimizer = shape->kind == TransformerShape::Kind::Bert ? "lamb" : "adamw";
     return make_transformer(*shape, batch_size, r);
   }

@@ -139,8 +139,7 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
   g.set_pass(Pass::Optimizer);
   if (spec.lars && spec.shard_size > 1)
     throw std::invalid_argument(
-        "optimizer_shard: LARS scales each layer by its whole weight's norm; shard the optimizer of Momentum, AdamW "
-        "or LAMB");
+        "LARS scales each layer by its whole weight's norm; shard the optimizer of Momentum, AdamW or LAMB");
   std::map<TensorId, TensorId> update = grads;
   const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);

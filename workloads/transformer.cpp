@@ -440,14 +440,13 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
 
 std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads, std::int64_t ffn,
                                                                 std::int64_t dp, std::int64_t tp) {
-  if (tp < 1 || dp < 1) throw std::invalid_argument("--tensor-parallel: at least 1");
+  if (tp < 1 || dp < 1) throw std::invalid_argument("at least 1");
   if (heads % tp != 0)
-    throw std::invalid_argument("--tensor-parallel " + std::to_string(tp) + ": " + w.name + "'s " +
-                                std::to_string(heads) + " attention heads do not divide among " + std::to_string(tp) +
-                                " ranks");
+    throw std::invalid_argument(std::to_string(tp) + ": " + w.name + "'s " + std::to_string(heads) +
+                                " attention heads do not divide among " + std::to_string(tp) + " ranks");
   if (ffn % tp != 0)
-    throw std::invalid_argument("--tensor-parallel " + std::to_string(tp) + ": " + w.name + "'s MLP width " +
-                                std::to_string(ffn) + " does not divide among " + std::to_string(tp) + " ranks");
+    throw std::invalid_argument(std::to_string(tp) + ": " + w.name + "'s MLP width " + std::to_string(ffn) +
+                                " does not divide among " + std::to_string(tp) + " ranks");
   auto ends = [](const std::string& name, const std::string& tail) {
     return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };

@@ -263,7 +263,7 @@ TEST(Transformer, TensorParallelRequestsThatCannotSplitAreRefusedNamingTheKey) {
     }
   };
   refused(small_gpt(6, 3), "tensor_parallel", "4 attention heads do not divide among 3");
-  refused(small_gpt(4, 3), "tensor_parallel", "do not divide the 4 devices");
+  refused(small_gpt(4, 3), "tensor_parallel", "do not divide the 4 device(s)");
   sim::RunRequest lenet = small_gpt(2, 2);
   lenet.workload = "lenet5";
   lenet.recipe = {};
@@ -274,6 +274,26 @@ TEST(Transformer, TensorParallelRequestsThatCannotSplitAreRefusedNamingTheKey) {
   sim::RunRequest alone = small_gpt(2, 2);
   alone.optimizer_shard = true;  // one data-parallel group: no two ranks to share the state
   refused(alone, "optimizer_shard", "there is one");
+  sim::RunRequest attention = lenet;
+  attention.tensor_parallel = 1;
+  attention.recipe.flash_attention = true;
+  refused(attention, "flash_attention", "lenet5 has no attention");
+  // Scaling compares with one device, which cannot hold a group; fusion advice splits an AllReduce
+  // a sharded optimizer does not run.
+  try {
+    sim::scaling_efficiency(small_gpt(4, 2), sim::RunOutcome{});
+    ADD_FAILURE() << "scaled a tensor-parallel run";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "tensor_parallel") << e.what();
+  }
+  sim::RunRequest sharded = small_gpt(4, 1);
+  sharded.optimizer_shard = true;
+  try {
+    sim::advise_fusion(sharded, 4);
+    ADD_FAILURE() << "advised fusion for a sharded optimizer";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "optimizer_shard") << e.what();
+  }
 }
 
 TEST(Transformer, OptimizerShardingDividesTheOptimizerStateByTheGroup) {
@@ -326,6 +346,12 @@ TEST(Transformer, OptimizerShardingDividesTheOptimizerStateByTheGroup) {
     const sim::RunOutcome x = sim::run(r), y = sim::run(r);
     ASSERT_FALSE(x.failed()) << wl << ": " << x.failure_message();
     EXPECT_EQ(x.report().dump(), y.report().dump()) << wl;
+    // The report lists the optimizer's collectives and records the sharding.
+    const auto& oc = x.runs.front().optimizer_collectives;
+    ASSERT_TRUE(oc.contains("ReduceScatter")) << wl;
+    EXPECT_EQ(oc["ReduceScatter"]["bytes"], oc["AllGather"]["bytes"]) << wl;
+    EXPECT_EQ(x.report()["recipe"]["optimizer_shard"], 4) << wl;
+    if (wl == "gpt") EXPECT_EQ(oc["ReduceScatter"]["bytes"].get<std::int64_t>(), 4 * params);
   }
 }
 
@@ -478,19 +504,20 @@ TEST(Transformer, OutOfMemoryNamesThePartToShard) {
   r.recipe.layers = 64;
   r.devices = 2;
   r.tensor_parallel = 2;
-  auto says = [&](const std::string& words) {
+  auto says = [&](const std::string& key, const std::string& words) {
     try {
       sim::run(r);
       ADD_FAILURE() << "fit: " << words;
     } catch (const sim::InputError& e) {
-      EXPECT_EQ(e.key(), "optimizer_shard") << e.what();
+      EXPECT_EQ(e.key(), key) << e.what();
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   };
-  says("give more devices");
+  says("devices", "give more devices");
   r.devices = 4;
+  says("optimizer_shard", "shard it across the data-parallel ranks");
   r.optimizer_shard = true;
-  says("already sharded across 2 ranks");
+  says("devices", "already sharded across 2 ranks");
 }
 
 TEST(Transformer, AShapeOverThePresetCountsItsOwnParameters) {
