@@ -7,6 +7,7 @@
 
 #include "aicore/aicore_config.h"
 #include "aicore/cost_model.h"
+#include "aicpu/hccl.h"
 #include "hostif/task.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/report.h"
@@ -232,6 +233,12 @@ TEST(Transformer, TensorParallelGroupsAreAdjacentRanksAndTheBatchDividesAmongThe
   EXPECT_NEAR((ops + grads) * static_cast<double>(x.steps_completed) / 1e3,
               x.breakdown_s[static_cast<std::size_t>(sim::Phase::Comm)], 1e-9);
   EXPECT_NE(text.find("in the operators' collectives (tensor parallel)"), std::string::npos) << text;
+  // The gradient group's AllReduce is the two ranks' (0 and 2, one server), not the cluster's.
+  ASSERT_EQ(x.comm_groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(
+      x.comm_groups[0]["all_reduce_ms"].get<double>(),
+      1e3 * aicpu::Hccl::ring_s(cfg.chip.hccl, hostif::Collective::AllReduce, 2,
+                                x.comm_groups[0]["bytes"].get<double>(), cfg.chip.memory.hbm_bandwidth_gbps));
 }
 
 TEST(Transformer, TensorParallelTakesDeviceComputeOffEachRankAndPaysItsAllReduces) {
