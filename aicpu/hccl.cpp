@@ -25,6 +25,7 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
                               "its end, summed")),
       m_broadcasts(m_stats.scalar("broadcasts", "count", "Broadcast collectives completed (the parameters at start)")),
       m_gathers(m_stats.scalar("gathers", "count", "AllGather and ReduceScatter collectives completed")),
+      m_exchanges(m_stats.scalar("exchanges", "count", "point-to-point exchanges (pipeline stages) completed")),
       m_hccs_bytes(m_stats.scalar("hccs_bytes", "B", "bytes the server rings' links carried, summed over links")),
       m_hccs_busy_s(m_stats.scalar("hccs_busy_s", "s", "time a collective used the server rings")),
       m_roce_bytes(m_stats.scalar("roce_bytes", "B", "bytes the devices' RoCE ports sent, summed over ports")),
@@ -274,6 +275,18 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
       c.pcie_bytes = paths * half_bytes(p, bytes / g);
       c.roce_bytes = ports * half_bytes(k, bytes / m);
       break;
+    case Collective::SendRecv: {
+      // Two ranks exchange up to `bytes` each way at once (full duplex): one step's latency and
+      // the transfer on the link class between them — HCCS within a network, PCIe between a
+      // server's networks, RoCE (through the spine on different leaves) between servers. The
+      // traffic counted is one direction's `bytes` (a link's direction, as the rings' counts),
+      // read from the sender's HBM and written to the receiver's.
+      const bool roce = k > 1, pcie = !roce && p > 1;
+      const Ring& on = roce ? inter : pcie ? cross : intra;
+      part("send-receive", roce, on.alpha + bytes / on.bw, bytes, bytes / on.bw, pcie);
+      (roce ? c.roce_bytes : pcie ? c.pcie_bytes : c.hccs_bytes) = bytes;
+      break;
+    }
     case Collective::Broadcast:
       // The root's RoCE ring to the other servers (k-1 ports send S), then on every server a
       // ring of its networks over PCIe (p-1 paths carry S), then every network's ring (g-1 links
@@ -393,6 +406,9 @@ void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c)
     case Collective::ReduceScatter:
     case Collective::AllToAll:
       ++m_gathers;
+      break;
+    case Collective::SendRecv:
+      ++m_exchanges;
       break;
   }
   m_hccs_bytes += c.hccs_bytes;
@@ -615,6 +631,12 @@ void Hccl::flush_trace() {
 }
 
 std::vector<int> Hccl::members(int rank, const hostif::CommGroup& g) const {
+  if (g.peer != 0) {
+    if (rank + g.peer < 0 || rank + g.peer >= m_ranks)
+      throw std::logic_error("Hccl: rank " + std::to_string(rank) + " has no peer " + std::to_string(g.peer) +
+                             " ranks away among " + std::to_string(m_ranks));
+    return g.members(rank, m_ranks);
+  }
   if (!g.whole() && (g.size < 1 || g.stride < 1 || m_ranks % (g.size * g.stride) != 0))
     throw std::logic_error("Hccl: a group of " + std::to_string(g.size) + " ranks " + std::to_string(g.stride) +
                            " apart does not tile " + std::to_string(m_ranks) + " ranks");
@@ -633,7 +655,9 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes, const hosti
   if (m.size() == 1) return;  // a group of one: nothing to exchange
   if (m_stands_for[static_cast<std::size_t>(rank)] != 1)
     throw std::logic_error("Hccl: a group collective needs every member simulated");
-  const std::string key = std::to_string(group.size) + "x" + std::to_string(group.stride) + "@" + std::to_string(m[0]);
+  const std::string key =
+      group.peer != 0 ? "pair@" + std::to_string(m[0]) + "-" + std::to_string(m[1])
+                      : std::to_string(group.size) + "x" + std::to_string(group.stride) + "@" + std::to_string(m[0]);
   const std::int64_t seq = m_group_calls[{key, rank}]++;
   Instance& in = m_group_open[{key, seq}];
   if (in.bytes >= 0 && (in.bytes != bytes || in.kind != kind))

@@ -250,6 +250,7 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   sim::Scalar& m_busy_s;
   sim::Scalar& m_broadcasts;
   sim::Scalar& m_gathers;
+  sim::Scalar& m_exchanges;
   sim::Scalar& m_hccs_bytes;
   sim::Scalar& m_hccs_busy_s;
   sim::Scalar& m_roce_bytes;

@@ -314,9 +314,13 @@ bool TaskScheduler::execute(Stream& s, const Task& task) {
       if (!setup) {
         // One communication stream: the comm phase grows only under this task, so its growth is
         // this task's exposed part.
+        // A pipeline exchange's: its transfer and the wait for the other stage (the bubble).
         const bool gradients = task.comm_group >= 0 || task.part == StepPart::Optimizer;
-        (gradients ? m_exposed_gradients_s : m_exposed_operators_s) +=
-            (m_account.charged(sim::Phase::Comm) - exposed_before).to_seconds();
+        const double exposed = (m_account.charged(sim::Phase::Comm) - exposed_before).to_seconds();
+        if (task.across_stages)
+          m_exposed_pipeline_s += exposed;
+        else
+          (gradients ? m_exposed_gradients_s : m_exposed_operators_s) += exposed;
         m_account.end(Device::Comm);
       }
       set_active(s, true);

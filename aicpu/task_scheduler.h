@@ -86,6 +86,9 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   /// operator's layout: tensor parallelism, semi-auto redistribution), in seconds.
   double exposed_gradients_s() const { return m_exposed_gradients_s; }
   double exposed_operators_s() const { return m_exposed_operators_s; }
+  /// Of the exposed communication: the collectives among pipeline stages (Task::across_stages:
+  /// their own time and the waits for the other stages).
+  double exposed_pipeline_s() const { return m_exposed_pipeline_s; }
   /// What other consumers of the HBM (collectives, DMA, other streams' kernels) added to the AI
   /// core tasks' time: on stream 0 (the compute stream of a graph) and on the others, in seconds.
   double hbm_lost_s(bool stream0) const;
@@ -208,7 +211,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   int m_rank = 0;
   hostif::ValuesIf* m_values = nullptr;
   std::vector<CommTiming> m_comm_timing;
-  double m_exposed_gradients_s = 0, m_exposed_operators_s = 0;
+  double m_exposed_gradients_s = 0, m_exposed_operators_s = 0, m_exposed_pipeline_s = 0;
   std::unordered_map<const Task*, int> m_trace_labels;  ///< per task: its AI core span's trace label
 
   std::map<std::int32_t, std::unique_ptr<Stream>> m_streams;

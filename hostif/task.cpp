@@ -32,6 +32,8 @@ const char* collective_name(Collective c) {
       return "ReduceScatter";
     case Collective::AllToAll:
       return "AllToAll";
+    case Collective::SendRecv:
+      return "SendRecv";
   }
   return "?";
 }
@@ -42,6 +44,7 @@ std::vector<int> CommGroup::members(int rank, int ranks) const {
     for (int r = 0; r < ranks; ++r) m.push_back(r);
     return m;
   }
+  if (peer != 0) return {std::min(rank, rank + peer), std::max(rank, rank + peer)};
   const int base = rank - ((rank / stride) % size) * stride;
   for (int i = 0; i < size; ++i) m.push_back(base + i * stride);
   return m;

@@ -28,16 +28,20 @@ const char* task_kind_name(TaskKind k);
 /// root's buffer.
 /// AllToAll: each rank's buffer of `bytes` in N pieces, piece i to rank i (a layout change from
 /// one cut dimension to another).
-enum class Collective : std::uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter, AllToAll };
+/// SendRecv: a point-to-point exchange between two ranks (pipeline parallelism's activations and
+/// their gradients): `bytes` each way at most, both ranks waiting for each other.
+enum class Collective : std::uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter, AllToAll, SendRecv };
 
 /// The ranks a collective runs among: `size` ranks `stride` apart — rank r's group is
 /// {b + i·stride : i < size} with b = r - (r / stride mod size)·stride (the whole cluster when size
 /// is 0). Semi-automatic parallelism's groups: the 4 ranks that hold one image's strips (size 4,
 /// stride 1), or the ranks that hold copies of one weight shard (size 2, stride 4).
+/// A pair (pipeline parallelism): `peer` != 0, the rank and the one `peer` ranks from it.
 struct CommGroup {
   std::int32_t size = 0;  ///< 0: every rank of the cluster
   std::int32_t stride = 1;
-  bool whole() const { return size == 0; }
+  std::int32_t peer = 0;  ///< != 0: the pair {rank, rank + peer} (size and stride unused)
+  bool whole() const { return size == 0 && peer == 0; }
   /// The members of `rank`'s group among `ranks` ranks, in piece order (all of them when whole).
   std::vector<int> members(int rank, int ranks) const;
 };
@@ -63,6 +67,9 @@ struct Task {
   Collective collective = Collective::AllReduce;  ///< Comm: which collective
   std::int32_t comm_group = -1;                   ///< Comm: the gradient group it reduces (-1: none)
   CommGroup group;                                ///< Comm: the ranks it runs among
+  /// Comm: among ranks of different pipeline stages (an exchange, a shared weight's gradient, the
+  /// stages' global norm): what its ranks wait in it is the pipeline's skew, the bubble.
+  bool across_stages = false;
   /// GetNext: the dataset channel it pops, 0 the training data's, 1 the evaluation data's (each
   /// dataset has its own channel, as MindSpore's).
   std::int32_t queue = 0;

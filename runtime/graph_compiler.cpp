@@ -88,11 +88,23 @@ std::vector<CompilePass> default_passes() {
              t.collective = op.def->collective == C::AllReduce   ? hostif::Collective::AllReduce
                             : op.def->collective == C::AllGather ? hostif::Collective::AllGather
                             : op.def->collective == C::AllToAll  ? hostif::Collective::AllToAll
+                            : op.def->collective == C::SendRecv  ? hostif::Collective::SendRecv
                                                                  : hostif::Collective::ReduceScatter;
-             // AllGather's size is the gathered result; the others', what each rank contributes.
-             t.comm_bytes =
-                 op.def->collective == C::AllGather ? g.tensor(op.outputs[0]).bytes() : g.tensor(op.inputs[0]).bytes();
-             t.group = {static_cast<std::int32_t>(op.group_size), static_cast<std::int32_t>(op.group_stride)};
+             // AllGather's size is the gathered result; an exchange's, the larger way's (a Send's
+             // token is not sent); the others', what each rank contributes.
+             if (op.def->collective == C::SendRecv) {
+               t.comm_bytes = op.type == "Send" ? 0 : g.tensor(op.outputs[0]).bytes();
+               if (!op.inputs.empty()) t.comm_bytes = std::max(t.comm_bytes, g.tensor(op.inputs[0]).bytes());
+             } else {
+               t.comm_bytes = op.def->collective == C::AllGather ? g.tensor(op.outputs[0]).bytes()
+                                                                 : g.tensor(op.inputs[0]).bytes();
+             }
+             t.group = {static_cast<std::int32_t>(op.group_size), static_cast<std::int32_t>(op.group_stride),
+                        static_cast<std::int32_t>(op.peer)};
+             const auto& par = s.workload.parallel;
+             t.across_stages =
+                 par.pipeline_stages > 1 && (op.peer != 0 || (op.group_size == par.pipeline_stages &&
+                                                              op.group_stride == par.devices / par.pipeline_stages));
              c.step_tasks.push_back(t);
              c.op_types.push_back(op.type);
              c.sink_tasks.push_back(t);
@@ -173,8 +185,13 @@ CompilePass comm_stream_pass() {
               const hostif::Task& t = c.step_tasks[task_of[k]];
               const std::size_t p = producer[k];
               // A unit runs once its members' producers are done: the task to start after.
-              const std::size_t at = p == none ? task_of[k] : moved[p] ? anchor[unit_of[p]] : task_of[p];
-              const bool on_collective = p != none && moved[p];
+              std::size_t at = p == none ? task_of[k] : moved[p] ? anchor[unit_of[p]] : task_of[p];
+              // A collective among pipeline stages starts where the program reaches it: an exchange
+              // after the micro-batch's whole pass (Megatron's send after backward_step), not as
+              // soon as its tensor is ready; and every stage posts them in its program's order.
+              const bool exchange = t.across_stages;
+              if (exchange && task_of[k] > 0) at = std::max(at, task_of[k] - 1);
+              const bool on_collective = p != none && moved[p] && !exchange;
               // Nothing of the step reads it: waited for at the step's end, unless a later collective
               // reads it (whose own wait covers it; past the end: never waited for).
               const std::size_t use = consumer[k] != none   ? task_of[consumer[k]]
@@ -189,8 +206,9 @@ CompilePass comm_stream_pass() {
                 // A fused collective waits for its last producer and is waited for by its first
                 // consumer: the one must come before the other.
                 joins = s.ops[units[u].back()]->pass == workloads::Pass::Optimizer && f.collective == t.collective &&
-                        f.group.size == t.group.size && f.group.stride == t.group.stride && bytes <= kFusionBytes &&
-                        (p == none || unit_of[p] != u) && std::max(anchor[u], at) < std::min(first_use[u], use);
+                        f.group.size == t.group.size && f.group.stride == t.group.stride &&
+                        f.group.peer == t.group.peer && bytes <= kFusionBytes && (p == none || unit_of[p] != u) &&
+                        std::max(anchor[u], at) < std::min(first_use[u], use);
               }
               if (!joins) {
                 units.emplace_back();
@@ -305,7 +323,7 @@ CompiledGraph compile(const workloads::Workload& w, const aicore::CostModel& mod
   if (reduces) {  // any gradient the ranks share and no collective of the graph reduces?
     std::int64_t params = 0;
     for (const auto& t : w.graph.tensors()) params += t.role == workloads::TensorRole::Parameter;
-    reduces = (!w.parallel.semi_auto || w.parallel.gradient_group_size != 1) &&
+    reduces = (!w.parallel.grouped() || w.parallel.gradient_group_size != 1) &&
               static_cast<std::int64_t>(w.parallel.unreduced.size() + w.parallel.reduce_scattered.size()) < params;
   }
   if (reduces) insert_pass(passes, "cost", all_reduce_pass());
@@ -405,7 +423,7 @@ CompilePass all_reduce_pass() {
         // sharded optimizer's are reduce-scattered by the graph's own collectives.
         flow.params.erase(std::remove_if(flow.params.begin(), flow.params.end(),
                                          [&](const ParamFlow& f) {
-                                           return (par.semi_auto && par.gradient_group_size == 1) ||
+                                           return (par.grouped() && par.gradient_group_size == 1) ||
                                                   par.unreduced.count(f.param) || par.reduce_scattered.count(f.param);
                                          }),
                           flow.params.end());
@@ -503,7 +521,7 @@ CompilePass all_reduce_pass() {
               hostif::Task comm = task(hostif::TaskKind::Comm, name, 1, -1);
               comm.comm_bytes = groups[k].bytes;
               comm.comm_group = static_cast<std::int32_t>(k);
-              if (par.semi_auto) comm.group = {par.gradient_group_size, par.gradient_group_stride};
+              if (par.grouped()) comm.group = {par.gradient_group_size, par.gradient_group_stride};
               add(comm, {}, "AllReduce");
               add(task(hostif::TaskKind::EventRecord, name + "/done", 1, e + 1), {}, "EventRecord");
             }

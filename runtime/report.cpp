@@ -169,14 +169,48 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
     // The exposed communication by what it was for, where the layouts communicate too.
     for (const auto& r : runs) {
       const auto& e = r.exposed_comm;
-      if (!e.is_object() || (e.value("operators_ms_per_step", 0.0) <= 0 && !r.optimizer_collectives.is_object()))
+      if (!e.is_object() || (e.value("operators_ms_per_step", 0.0) <= 0 && !r.optimizer_collectives.is_object() &&
+                             !e.contains("pipeline_ms_per_step")))
         continue;
       out += fmt::format(
           "{:<11} exposed communication per step: {:.3f} ms in the operators' collectives ({}), {:.3f} ms in the "
-          "gradients' and the optimizer's (data parallel, norms)\n",
+          "gradients' and the optimizer's (data parallel, norms){}\n",
           strategy_name(r.session.strategy), e.value("operators_ms_per_step", 0.0),
           r.tensor_parallel > 1 ? "tensor parallel" : "the layouts' redistribution",
-          e.value("gradients_ms_per_step", 0.0));
+          e.value("gradients_ms_per_step", 0.0),
+          e.contains("pipeline_ms_per_step")
+              ? fmt::format(", {:.3f} ms in the collectives among pipeline stages (their own time and the waits "
+                            "for the other stages)",
+                            e.value("pipeline_ms_per_step", 0.0))
+              : std::string());
+    }
+    // Pipeline stages: each stage's step, exchanges and bubble (its first rank).
+    for (const auto& r : runs) {
+      if (!r.pipeline.is_object()) continue;
+      const auto& p = r.pipeline;
+      out += fmt::format(
+          "\n{} pipeline: {} stages x {} micro-batches in the 1F1B order; on equal stages with free exchanges the "
+          "bubble is (p-1)/(m+p-1) = {:.1f}% of the step\nper stage (its first rank), its collectives among stages "
+          "(the exchanges, a shared weight's gradient, the global norm): waited = the device idle in them, bubble = "
+          "waited less their own time\n",
+          strategy_name(r.session.strategy), p["stages"].get<std::int64_t>(), p["micro_batches"].get<std::int64_t>(),
+          100 * p["ideal_bubble_fraction"].get<double>());
+      TextTable st({"stage", "ranks from", "layers", "step ms", "compute ms", "collectives", "MB", "their ms",
+                    "waited ms", "bubble ms", "bubble", "weights+opt MiB", "step MiB"});
+      for (const auto& s : p["per_stage"])
+        st.add({std::to_string(s["stage"].get<std::int64_t>()), std::to_string(s["first_rank"].get<std::int64_t>()),
+                fmt::format("{} to {}", s["layers"][0].get<std::int64_t>(), s["layers"][1].get<std::int64_t>()),
+                fmt::format("{:.3f}", s["step_ms"].get<double>()),
+                fmt::format("{:.3f}", s["device_compute_ms"].get<double>()),
+                std::to_string(s["exchanges"].get<std::int64_t>()),
+                fmt::format("{:.1f}", s["exchange_bytes"].get<double>() / 1e6),
+                fmt::format("{:.3f}", s["exchange_ms"].get<double>()),
+                fmt::format("{:.3f}", s["exposed_exchange_ms"].get<double>()),
+                fmt::format("{:.3f}", s["bubble_ms"].get<double>()),
+                fmt::format("{:.1f}%", 100 * s["bubble_fraction"].get<double>()),
+                fmt::format("{:.1f}", s["memory"]["persistent_bytes"].get<double>() / 1048576.0),
+                fmt::format("{:.1f}", s["memory"]["step_bytes"].get<double>() / 1048576.0)});
+      out += st.render();
     }
   }
   const bool groups = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return !r.comm_groups.empty(); });
@@ -234,16 +268,21 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
 std::string format_semi_auto(const nlohmann::ordered_json& p) {
   auto mib = [](const nlohmann::ordered_json& v) { return fmt::format("{:.2f} MiB", v.get<double>() / 1048576.0); };
   const auto& m = p["memory_per_device_bytes"];
+  const bool pipeline = p.contains("pipeline") && p["pipeline"].is_object();
   std::string out = fmt::format(
-      "\nsemi-auto parallel on {} devices ({} reading different samples): per device {} of {} parameters; "
-      "memory per device: weights and optimizer {}, step {}, data queue {}, a batch {}\n",
-      p["devices"].get<std::int64_t>(), std::max<std::int64_t>(1, p["data_shards"].get<std::int64_t>()),
+      "\n{} parallel on {} devices ({} reading different samples): per device{} {} of {} parameters; "
+      "memory per device{}: weights and optimizer {}, step {}, data queue {}, a batch {}\n",
+      pipeline ? "pipeline" : "semi-auto", p["devices"].get<std::int64_t>(),
+      std::max<std::int64_t>(1, p["data_shards"].get<std::int64_t>()), pipeline ? " (stage 0)" : "",
       p["parameters"]["per_device"].get<std::int64_t>(), p["parameters"]["whole"].get<std::int64_t>(),
-      mib(m["persistent"]), mib(m["step"]), mib(m["queue"]), mib(m["input_per_batch"]));
+      pipeline ? " (stage 0; every stage's in the pipeline table)" : "", mib(m["persistent"]), mib(m["step"]),
+      mib(m["queue"]), mib(m["input_per_batch"]));
   const auto& g = p["gradient_group"];
   const bool sharded = p.value("optimizer_shard", std::int64_t{1}) > 1;
   out += g["size"].get<std::int64_t>() == 1
-             ? std::string("gradients: no AllReduce (the ranks that hold a weight's copies saw the same samples)\n")
+             ? std::string(pipeline ? "gradients: no AllReduce (one rank per stage holds its weights)\n"
+                                    : "gradients: no AllReduce (the ranks that hold a weight's copies saw the same "
+                                      "samples)\n")
              : fmt::format("gradients: {} over {} ranks {} apart\n",
                            sharded ? "reduce-scattered (the optimizer state sharded; AllReduce for the weights left "
                                      "whole)"
@@ -312,8 +351,15 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
       if (h.parallel.is_object()) {
         const std::int64_t shards = std::max<std::int64_t>(1, h.parallel.value("data_shards", std::int64_t{1}));
         const std::int64_t tp = h.parallel.value("tensor_parallel", std::int64_t{1});
+        const auto& pp = h.parallel["pipeline"];
         mode = tp > 1 ? fmt::format("tensor parallel {} x data parallel {}", tp, shards) : "semi-auto parallel";
-        batch = tp > 1
+        if (pp.is_object())
+          mode = fmt::format("pipeline {} x {}data parallel {}", pp["stages"].get<std::int64_t>(),
+                             tp > 1 ? fmt::format("tensor parallel {} x ", tp) : std::string(), shards);
+        batch = pp.is_object() ? fmt::format("batch {} per pipeline in {} micro-batches of {}, {} in all", h.batch_size,
+                                             pp["micro_batches"].get<std::int64_t>(),
+                                             pp["micro_batch"].get<std::int64_t>(), h.batch_size * shards)
+                : tp > 1
                     ? fmt::format("batch {} per tensor-parallel group, {} in all", h.batch_size, h.batch_size * shards)
                 : shards > 1 ? fmt::format("batch {} in all, {} per data-parallel piece (the dataset strategy cuts it)",
                                            h.batch_size * shards, h.batch_size)

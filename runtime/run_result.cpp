@@ -222,6 +222,7 @@ nlohmann::ordered_json RunResult::to_json() const {
   if (!contention.is_null()) j["contention"] = contention;
   if (!exposed_comm.is_null()) j["exposed_comm"] = exposed_comm;
   if (!optimizer_collectives.is_null()) j["optimizer_collectives"] = optimizer_collectives;
+  if (!pipeline.is_null()) j["pipeline"] = pipeline;
   if (!failure.empty()) j["failure"] = failure;
   j["stats"] = stats;
   return j;

@@ -167,6 +167,10 @@ struct RunResult {
   /// A cluster's collectives of the optimizer pass, per step, by kind ("ReduceScatter", ...):
   /// {collectives (fused units), bytes}; null without any.
   nlohmann::ordered_json optimizer_collectives;
+  /// Pipeline parallelism: {stages, micro_batches, ideal_bubble_fraction, per_stage: [{stage,
+  /// first_rank, layers, step_ms, device_compute_ms, busy_ms, optimizer_ms, micro_batch_ms, exchanges, exchange_bytes,
+  /// exchange_ms, exposed_exchange_ms, bubble_ms, bubble_fraction, memory}]} (docs/reports.md); null without.
+  nlohmann::ordered_json pipeline;
   /// Data-parallel runs: the ranks (each ran steps_completed steps of batch_size samples; this
   /// result is rank 0's, its sim_time_s the last rank's end), each rank's mean step time, and
   /// the AllReduce groups in gradient order ({first, last, bytes, all_reduce_ms, start_ms,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -19,6 +20,7 @@
 #include "sim/simulation.h"
 #include "workloads/onnx_import.h"
 #include "workloads/parallel.h"
+#include "workloads/pipeline.h"
 #include "workloads/transformer.h"
 #include "workloads/workload.h"
 
@@ -151,7 +153,88 @@ std::int64_t devices_per_server(const RunRequest& r, const SystemConfig& cfg) {
   return r.devices_per_server > 0 ? r.devices_per_server : cfg.server.devices_per_server;
 }
 
+/// Pipeline parallelism: one micro-batch of one stage's ranks laid out as the request says
+/// (tensor parallelism, a sharded optimizer, recomputation), cut into the stages.
+workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg) {
+  const std::int64_t P = r.pipeline_stages;
+  if (P < 1) throw InputError("pipeline_stages", "pipeline_stages", "must be at least 1, got " + std::to_string(P));
+  if (r.micro_batches < 0)
+    throw InputError("micro_batches", "micro_batches",
+                     "must be at least 1 (0: as many as the stages), got " + std::to_string(r.micro_batches));
+  if (P == 1)
+    throw InputError("micro_batches", "micro_batches",
+                     "micro-batches divide a step among pipeline stages; give pipeline_stages 2 or more");
+  const std::int64_t M = r.micro_batches > 0 ? r.micro_batches : P;
+  const std::string net = r.model.empty() ? r.workload : r.model;
+  if (!workloads::transformer_shape(r.workload) || !r.model.empty())
+    throw InputError("pipeline_stages", "pipeline_stages",
+                     "pipeline parallelism divides the built-in transformers' layers (bert-base, bert-large, gpt, "
+                     "gpt2-small, gpt2-medium, llama-7b) among stages, not " +
+                         net);
+  if (r.mode != "train")
+    throw InputError("pipeline_stages", "pipeline_stages", "pipeline parallelism divides a training step");
+  if (r.functional.enabled)
+    throw InputError("pipeline_stages", "pipeline_stages",
+                     "functional mode computes one device's or a data-parallel cluster's values; run it without "
+                     "pipeline_stages");
+  if (!r.all_reduce_fusion.empty())
+    throw InputError("all_reduce_fusion", "all_reduce_fusion",
+                     "fusion groups index the whole network's gradients; each pipeline stage reduces its own");
+  if (r.devices % P != 0)
+    throw InputError("pipeline_stages", "pipeline_stages",
+                     std::to_string(P) + " stages do not divide the " + std::to_string(r.devices) +
+                         " device(s); give devices a multiple of it (each stage " +
+                         (r.tensor_parallel > 1 ? "a multiple of tensor_parallel " + std::to_string(r.tensor_parallel)
+                                                : std::string("one or more")) +
+                         " ranks)");
+  const std::int64_t R = r.devices / P;
+  if (R % r.tensor_parallel != 0)
+    throw InputError("tensor_parallel", "tensor_parallel",
+                     "each of the " + std::to_string(P) + " stages has " + std::to_string(R) + " rank(s), which " +
+                         std::to_string(r.tensor_parallel) + "-rank groups do not divide; give devices a multiple of " +
+                         std::to_string(P * r.tensor_parallel));
+  if (r.batch_size % M != 0)
+    throw InputError("micro_batches", "micro_batches",
+                     "the batch of " + std::to_string(r.batch_size) + " sequences does not divide into " +
+                         std::to_string(M) + " micro-batches; give batch_size a multiple of it");
+  RunRequest one = r;
+  one.pipeline_stages = 1;
+  one.micro_batches = 0;
+  one.devices = R;
+  one.batch_size = r.batch_size / M;
+  workloads::Workload w = build_workload(one, cfg);
+  // Each stage's data-parallel ranks average its gradients among themselves.
+  if (!w.parallel.semi_auto) {
+    w.parallel.gradient_group_size = static_cast<std::int32_t>(R);
+    w.parallel.gradient_group_stride = 1;
+  }
+  const std::int64_t shards = w.parallel.data_shards > 0 ? w.parallel.data_shards : R;
+  std::vector<workloads::Workload> stages;
+  try {
+    stages = workloads::pipeline_stages(w, P, M, R);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind("--micro", 0) == 0 ? "micro_batches" : "pipeline_stages",
+                     what.rfind("--micro", 0) == 0 ? "micro_batches" : "pipeline_stages", what);
+  }
+  const std::int64_t m = std::min(devices_per_server(r, cfg), r.devices);
+  // The model's arithmetic (MFU) is the whole network's, as written.
+  const auto whole = w.whole ? w.whole : std::make_shared<const workloads::Workload>(w);
+  for (auto& s : stages) {
+    s.whole = whole;
+    s.parallel.devices = r.devices;
+    s.parallel.devices_per_server = m;
+    s.parallel.data_shards = shards;
+  }
+  std::vector<std::shared_ptr<const workloads::Workload>> held;
+  for (auto& s : stages) held.push_back(std::make_shared<const workloads::Workload>(s));
+  workloads::Workload out = stages.front();
+  out.stages = held;
+  return out;
+}
+
 workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg) {
+  if (r.pipeline_stages != 1 || r.micro_batches != 0) return build_pipeline(r, cfg);
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
   if ((r.model.empty() ? r.batch_size <= 0 : r.batch_size < 0) || r.batch_size > kMaxBatch)
     throw InputError(
@@ -414,7 +497,14 @@ std::string setting_line(const SystemConfig& cfg, const workloads::Workload& w) 
 /// memory, every forward redistribution collective with its group, bytes and time (its backward
 /// dual moves as many bytes), and the tensors' layouts.
 ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w, const runtime::CompiledGraph& g) {
-  const workloads::ShardPlan& p = *w.shard_plan;
+  workloads::ShardPlan p;  // pipeline stages alone: no operator is cut
+  if (w.shard_plan) {
+    p = *w.shard_plan;
+  } else {
+    for (const auto& t : w.graph.tensors())
+      if (t.role == workloads::TensorRole::Parameter) p.parameters_local += t.elements();
+    p.parameters_global = p.parameters_local;
+  }
   ordered_json collectives = ordered_json::array();
   for (const auto& c : p.collectives) {
     const hostif::Collective kind = c.kind == "AllReduce"   ? hostif::Collective::AllReduce
@@ -447,7 +537,26 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
   ordered_json strategies = ordered_json::object();
   for (const auto& [layer, s] : p.strategies) strategies[layer] = s;
   const auto& m = g.memory;
-  return {{"mode", "semi-auto"},
+  ordered_json pipeline = nullptr;
+  if (w.parallel.pipeline_stages > 1) {
+    const std::int64_t P = w.parallel.pipeline_stages, M = w.parallel.micro_batches;
+    std::int64_t whole = 0;  // parameters: each stage's (a shared weight counted once)
+    std::set<std::string> seen;
+    for (const auto& s : w.stages)
+      for (const auto& t : s->graph.tensors())
+        if (t.role == workloads::TensorRole::Parameter && seen.insert(t.name).second) whole += t.elements();
+    if (!w.shard_plan) p.parameters_global = whole;
+    p.parameters_local = 0;  // stage 0's
+    for (const auto& t : w.graph.tensors())
+      if (t.role == workloads::TensorRole::Parameter) p.parameters_local += t.elements();
+    pipeline = {{"stages", P},
+                {"micro_batches", M},
+                {"micro_batch", w.batch_size / M},
+                {"ranks_per_stage", w.parallel.devices / P},
+                {"schedule", "1F1B"},
+                {"ideal_bubble_fraction", static_cast<double>(P - 1) / static_cast<double>(M + P - 1)}};
+  }
+  return {{"mode", w.shard_plan ? "semi-auto" : "pipeline"},
           {"devices", w.parallel.devices},
           {"data_shards", w.parallel.data_shards},
           {"tensor_parallel", w.parallel.tensor_parallel},
@@ -462,7 +571,8 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
             {"queue", m.queue_buffer_bytes},
             {"input_per_batch", w.batch_bytes()}}},
           {"collectives", collectives},
-          {"layouts", layouts}};
+          {"layouts", layouts},
+          {"pipeline", pipeline}};
 }
 
 ordered_json recipe_json(const workloads::Recipe& r) {
@@ -588,7 +698,7 @@ RunOutcome run(const RunRequest& request) {
   }
   simulation.simulate_every_rank(req.every_rank || req.trace);  // a trace has every rank's processes
   for (const auto& s : sessions) simulation.add(cfg, w, s, rank_cfgs, req.functional);
-  if (w.shard_plan && simulation.size() > 0)
+  if ((w.shard_plan || !w.stages.empty()) && simulation.size() > 0)
     out.header.parallel = parallel_json(cfg, w, simulation.system(0).compiled());
   if (simulation.size() > 0) {
     out.header.graph_passes = nlohmann::ordered_json::array();
@@ -887,6 +997,11 @@ RunRequest quiet(RunRequest req) {
 
 /// Scaling compares with fewer devices of the same layout: a tensor-parallel group cannot shrink.
 void check_scalable(const RunRequest& req) {
+  if (req.pipeline_stages > 1)
+    throw InputError("pipeline_stages", "pipeline_stages",
+                     "scaling compares with one device, which cannot hold " + std::to_string(req.pipeline_stages) +
+                         " pipeline stages; compare runs with devices of multiples of them (sweep --param devices) "
+                         "instead");
   if (req.tensor_parallel > 1)
     throw InputError("tensor_parallel", "tensor_parallel",
                      "scaling compares with one device, which cannot hold a tensor-parallel group of " +
@@ -991,15 +1106,15 @@ FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
   if (req.devices <= 1)
     throw InputError("devices", "devices", "fusion splits group AllReduces across devices; give devices > 1");
   if (stride < 1) throw InputError("stride", "stride", "must be a positive whole number");
-  if (req.optimizer_shard || req.tensor_parallel > 1 || req.parallel_mode != "data")
-    throw InputError(req.optimizer_shard       ? "optimizer_shard"
-                     : req.tensor_parallel > 1 ? "tensor_parallel"
-                                               : "parallel_mode",
-                     req.optimizer_shard       ? "optimizer_shard"
-                     : req.tensor_parallel > 1 ? "tensor_parallel"
-                                               : "parallel_mode",
+  if (req.optimizer_shard || req.tensor_parallel > 1 || req.pipeline_stages > 1 || req.parallel_mode != "data") {
+    const std::string key = req.optimizer_shard       ? "optimizer_shard"
+                            : req.tensor_parallel > 1 ? "tensor_parallel"
+                            : req.pipeline_stages > 1 ? "pipeline_stages"
+                                                      : "parallel_mode";
+    throw InputError(key, key,
                      "advise-fusion splits data parallelism's gradient AllReduce over every weight; run it without "
-                     "sharded layouts or a sharded optimizer");
+                     "sharded layouts, pipeline stages or a sharded optimizer");
+  }
   FusionAdvice advice;
   const workloads::Workload w = build_workload(req, load_config(req.config));
   for (const auto& t : w.graph.tensors()) advice.gradients += t.role == workloads::TensorRole::Parameter;

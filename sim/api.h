@@ -73,6 +73,13 @@ struct RunRequest {
   /// [recompute] transformers: every layer's forward ops run again in the backward pass
   /// (MindSpore's recompute, Megatron's full recomputation), so only each layer's input is kept
   bool recompute = false;
+  /// [pipeline_stages] transformers: the layers divided among this many stages, each of devices /
+  /// pipeline_stages consecutive ranks, the micro-batches in 1F1B order (workloads/pipeline.h);
+  /// batch_size is then each pipeline's, all its micro-batches
+  std::int64_t pipeline_stages = 1;
+  /// [micro_batches] pipeline parallelism: the micro-batches of a step (MindSpore's micro_size;
+  /// 0: as many as the stages)
+  std::int64_t micro_batches = 0;
   std::int64_t devices = 1;      ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass

@@ -105,6 +105,7 @@ struct Options {
   std::string parallel_mode = "data", dataset_strategy, shard_strategy;
   std::int64_t tensor_parallel = 1;
   bool optimizer_shard = false, recompute = false;
+  std::int64_t pipeline_stages = 1, micro_batches = 0;
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;
@@ -263,7 +264,12 @@ po::options_description parallel_options(Options& o) {
       "gradients reduce-scattered, each rank updating its piece, the pieces all-gathered")(
       "recompute", po::bool_switch(&o.recompute),
       "transformers: run every layer's forward again in the backward pass, keeping only each layer's input "
-      "(MindSpore's recompute)");
+      "(MindSpore's recompute)")(
+      "pipeline-stages", po::value(&o.pipeline_stages)->default_value(o.pipeline_stages),
+      "transformers: divide the layers among this many stages of consecutive ranks, micro-batches in the 1F1B "
+      "order (MindSpore's pipeline_stages); --batch-size is then each pipeline's")(
+      "micro-batches", po::value(&o.micro_batches)->default_value(o.micro_batches),
+      "pipeline parallelism: the micro-batches of a step (MindSpore's micro_size; 0: as many as the stages)");
   return d;
 }
 
@@ -463,6 +469,8 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"tensor_parallel", "--tensor-parallel"},
                                                        {"optimizer_shard", "--optimizer-shard"},
                                                        {"recompute", "--recompute"},
+                                                       {"pipeline_stages", "--pipeline-stages"},
+                                                       {"micro_batches", "--micro-batches"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},
@@ -554,6 +562,8 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.tensor_parallel = o.tensor_parallel;
   r.optimizer_shard = o.optimizer_shard;
   r.recompute = o.recompute;
+  r.pipeline_stages = o.pipeline_stages;
+  r.micro_batches = o.micro_batches;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;

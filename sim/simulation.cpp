@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 
 #include "sim/core/error.h"
@@ -62,6 +63,10 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
   run.first = m_systems.size();
   run.data_shards = workload.parallel.data_shards;
   run.tensor_parallel = workload.parallel.tensor_parallel;
+  run.stages = workload.parallel.pipeline_stages;
+  run.micro_batches = workload.parallel.micro_batches;
+  for (const auto& s : workload.stages)
+    run.stage_layers.emplace_back(s->parallel.stage_first_layer, s->parallel.stage_layers);
   const std::int64_t devices = workload.parallel.devices;
   if (devices <= 1) {
     m_systems.push_back(
@@ -82,7 +87,13 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
         run.values = std::make_unique<runtime::DataParallelValues>(
             workload, devices, functional, dir == "synthetic" ? "" : dir, session.steps_per_epoch);
     }
-    const runtime::CompiledGraph graph = compile_checked(cfg, workload, session);
+    // Each pipeline stage's graph (one for the whole cluster without stages).
+    std::vector<runtime::CompiledGraph> graphs;
+    if (workload.stages.empty())
+      graphs.push_back(compile_checked(cfg, workload, session));
+    else
+      for (const auto& s : workload.stages) graphs.push_back(compile_checked(cfg, *s, session));
+    const std::int64_t stage_ranks = devices / static_cast<std::int64_t>(graphs.size());
     run.ranks = static_cast<std::size_t>(devices);
     run.hccl = std::make_unique<aicpu::Hccl>((name + "_hccl").c_str(), cfg.chip.hccl, static_cast<int>(devices),
                                              cfg.chip.memory.hbm_bandwidth_gbps,
@@ -92,7 +103,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     // Server kinds. A server is simulated unless an earlier one is alike: no rank of either has a
     // configuration of its own, the ranks' values are not computed, and every collective spans the
     // whole cluster (data parallelism) — then its ranks do exactly what the earlier server's do.
-    const bool alike = !m_every_rank && !functional.enabled && !workload.parallel.semi_auto;
+    const bool alike = !m_every_rank && !functional.enabled && !workload.parallel.grouped();
     // Per server: the server simulated for it; `plain`, the first with no rank of its own.
     std::vector<std::int64_t> kind_of(static_cast<std::size_t>(servers));
     std::int64_t plain = -1;
@@ -148,8 +159,10 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
         const auto own = rank_cfgs.find(r);
         SystemConfig rank_cfg = own == rank_cfgs.end() ? cfg : own->second;
         rank_cfg.pipeline.cache_sharers = per_server;  // a server's ranks share its cache server
-        m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg, workload,
-                                                     session, place, &graph));
+        const auto stage = static_cast<std::size_t>(r / stage_ranks);
+        m_systems.push_back(std::make_unique<System>((name + "_rank" + std::to_string(r)).c_str(), rank_cfg,
+                                                     workload.stages.empty() ? workload : *workload.stages[stage],
+                                                     session, place, &graphs[stage]));
         run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
         // It arrives at each collective for its local rank on every server of its kind.
         run.hccl->set_stands_for(static_cast<int>(r), static_cast<int>(stands_for[static_cast<std::size_t>(s)]));
@@ -288,6 +301,62 @@ runtime::RunResult Simulation::result(std::size_t index) {
                              {"duration_ms", 1e3 * duration / ranks},
                              {"exposed_ms", 1e3 * exposed / ranks},
                              {"exposed_max_ms", 1e3 * exposed_max}});
+  }
+  // Pipeline stages: per stage (its first rank), its step, its collectives among stages (the
+  // exchanges, a shared weight's gradient, the global norm) and the time its device waited in
+  // them — less their own time, the bubble (a lower bound: a hidden transfer takes nothing from it).
+  if (run.stages > 1) {
+    const std::int64_t R = static_cast<std::int64_t>(run.ranks) / run.stages;
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (std::int64_t s = 0; s < run.stages; ++s) {
+      const auto first = static_cast<std::size_t>(s * R);
+      const std::size_t sys = run.system_of[first];
+      const runtime::RunResult& rank = sys == run.first ? r : others.at(sys);
+      const auto& system = *m_systems.at(sys);
+      const runtime::CompiledGraph& cg = system.compiled();
+      // The device's busy time per step (measured), of which the optimizer's kernels and their
+      // dispatch (as compiled) are not the micro-batches'.
+      double transfer = 0, bytes = 0, optimizer = 0;
+      std::int64_t n = 0;
+      const double dispatch = 1e-9 * system.config().chip.aicpu.dispatch_ns;
+      for (const auto& t : cg.step_tasks)
+        if (t.kind == hostif::TaskKind::AiCore && t.part == hostif::StepPart::Optimizer)
+          optimizer += dispatch + t.cost.time_s;
+      const double steps = static_cast<double>(std::max<std::int64_t>(1, rank.steps_completed));
+      const double busy = rank.breakdown_s[static_cast<std::size_t>(Phase::DeviceCompute)] / steps;
+      for (const auto& t : cg.step_tasks)
+        if (t.kind == hostif::TaskKind::Comm && t.across_stages) {
+          const auto members = run.hccl->members(static_cast<int>(first), t.group);
+          transfer += run.hccl->group_cost(t.collective, members, static_cast<double>(t.comm_bytes)).seconds;
+          bytes += static_cast<double>(t.comm_bytes);
+          ++n;
+        }
+      const double step = rank.steps.step.stats().mean_ms;
+      const double exposed = rank.exposed_comm.is_object() ? rank.exposed_comm.value("pipeline_ms_per_step", 0.0) : 0.0;
+      const double bubble = std::max(0.0, exposed - 1e3 * transfer);
+      const auto [first_layer, layers] = run.stage_layers.at(static_cast<std::size_t>(s));
+      stages.push_back(
+          {{"stage", s},
+           {"first_rank", s * R},
+           {"layers", {first_layer, first_layer + layers - 1}},
+           {"step_ms", step},
+           {"device_compute_ms", 1e3 * cg.device_compute_s},
+           {"busy_ms", 1e3 * busy},
+           {"optimizer_ms", 1e3 * optimizer},
+           {"micro_batch_ms", 1e3 * std::max(0.0, busy - optimizer) / static_cast<double>(run.micro_batches)},
+           {"exchanges", n},
+           {"exchange_bytes", bytes},
+           {"exchange_ms", 1e3 * transfer},
+           {"exposed_exchange_ms", exposed},
+           {"bubble_ms", bubble},
+           {"bubble_fraction", step > 0 ? bubble / step : 0.0},
+           {"memory", {{"persistent_bytes", cg.memory.persistent_bytes}, {"step_bytes", cg.memory.arena_bytes}}}});
+    }
+    r.pipeline = {{"stages", run.stages},
+                  {"micro_batches", run.micro_batches},
+                  {"ideal_bubble_fraction",
+                   static_cast<double>(run.stages - 1) / static_cast<double>(run.micro_batches + run.stages - 1)},
+                  {"per_stage", stages}};
   }
   // The optimizer's own collectives (a sharded optimizer's ReduceScatter and AllGather, the norms'
   // AllReduce): per step, their count (fused units) and bytes by kind.

@@ -73,6 +73,8 @@ class Simulation {
     std::int64_t switches = 0;           ///< PCIe switches of the whole cluster
     std::int64_t data_shards = 0;              ///< ranks reading different samples (0: every rank)
     std::int64_t tensor_parallel = 1;          ///< ranks of a tensor-parallel group
+    std::int64_t stages = 1, micro_batches = 1;                       ///< pipeline parallelism
+    std::vector<std::pair<std::int64_t, std::int64_t>> stage_layers;  ///< per stage: its first layer, its layers
     std::unique_ptr<hostif::ValuesIf> values;  ///< functional mode on several devices: every rank's values
     bool eval = false;                         ///< data-parallel functional mode: evaluate rank 0's network
     std::unique_ptr<aicpu::Hccl> hccl;

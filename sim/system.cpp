@@ -48,7 +48,7 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     const auto weights = static_cast<double>(plan.weight_bytes),
                optimizer = static_cast<double>(plan.optimizer_state_bytes);
     const bool transformer = w.tokens_per_sample > 0;
-    const std::int64_t group = w.parallel.semi_auto ? w.parallel.gradient_group_size : w.parallel.devices;
+    const std::int64_t group = w.parallel.grouped() ? w.parallel.gradient_group_size : w.parallel.devices;
     const bool sharded = w.optimizer_spec.shard_size > 1, shardable = group > 1;
     key = optimizer >= weights && shardable && !sharded ? "optimizer_shard"
           : optimizer >= weights                        ? "devices"
@@ -70,7 +70,8 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     if (transformer)
       advice += std::string(optimizer >= weights ? ", or split" : ": split") +
                 " the attention and MLP weights over devices with tensor_parallel, which divides them by its "
-                "group's size, or train a smaller model (--layers, --hidden)";
+                "group's size, or the layers into stages with pipeline_stages, or train a smaller model (--layers, "
+                "--hidden)";
     else
       advice += ", or choose a chip with more device memory";
   }
@@ -242,6 +243,9 @@ runtime::RunResult System::result() {
     if (communicates)
       r.exposed_comm = {{"gradients_ms_per_step", 1e3 * m_chip.scheduler.exposed_gradients_s() / steps},
                         {"operators_ms_per_step", 1e3 * m_chip.scheduler.exposed_operators_s() / steps}};
+    const bool exchanges = std::any_of(m_graph.step_tasks.begin(), m_graph.step_tasks.end(),
+                                       [](const hostif::Task& t) { return t.across_stages; });
+    if (exchanges) r.exposed_comm["pipeline_ms_per_step"] = 1e3 * m_chip.scheduler.exposed_pipeline_s() / steps;
   }
   if (m_cluster_values) r.functional = true;
   if (m_values) {

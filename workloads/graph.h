@@ -84,6 +84,9 @@ struct OpAttrs {
   /// `group_stride` apart (hostif::CommGroup) and the tensor axis gathered, scattered or sliced.
   std::int64_t group_size = 1, group_stride = 1, axis = 0;
   std::int64_t concat_axis = 0;  ///< AllToAll: `axis` is split among the group, this one gathered
+  /// Pipeline parallelism: a pair's other rank, this many ranks away (Send, Receive, SendReceive;
+  /// an AllReduce of a weight two stages share); 0: the group above.
+  std::int64_t peer = 0;
   /// Scalar parameters: ClipByValue's bounds, HSigmoid's slope and offset, Dropout's keep probability.
   double alpha = 0, beta = 0;
   bool causal = false;  ///< FlashAttentionScore: a decoder's mask (each query sees the keys up to its own)

@@ -81,7 +81,8 @@ struct OpDef {
   Compute compute{};
   /// A collective among the ranks of the op's group (OpAttrs::group_size, group_stride): the
   /// compiler makes it a communication task, not an AI core kernel.
-  enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll } collective = Collective::None;
+  /// SendRecv: a pipeline stage's exchange with the rank OpAttrs::peer ranks away.
+  enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv } collective = Collective::None;
   /// An op of training only (Dropout): the inference graph passes its input 0 through as its output 0.
   bool identity_in_inference = false;
 };

@@ -383,6 +383,32 @@ void register_builtin_ops(OpRegistry& r) {
                 return std::vector<OutputSpec>{OutputSpec::alias(1)};
               }},
              OpDef::Collective::AllGather));
+  // Pipeline parallelism's exchanges with the rank OpAttrs::peer ranks away (MindSpore's Send and
+  // Receive; Megatron's combined send-and-receive): Send gives a token (its completion), Receive
+  // and SendReceive the received tensor of attrs.shape and attrs.dtype. Never differentiated: the
+  // stages are built from a graph already differentiated (workloads/pipeline.h).
+  auto received = [](const Graph&, const Inputs&, OpAttrs& a) {
+    require(!a.shape.empty() && a.peer != 0, "a peer and the received tensor's shape");
+    return std::vector<OutputSpec>{out(a.shape, a.dtype, TensorRole::Activation)};
+  };
+  r.add(comm({"Send", false,
+              [](const Graph&, const Inputs& i, OpAttrs& a) {
+                require(i.size() == 1 && a.peer != 0, "one tensor to send and a peer");
+                return std::vector<OutputSpec>{out({1}, DType::I32, TensorRole::Activation)};
+              }},
+             OpDef::Collective::SendRecv));
+  r.add(comm({"Receive", false,
+              [received](const Graph& g, const Inputs& i, OpAttrs& a) {
+                require(i.empty(), "nothing to send");
+                return received(g, i, a);
+              }},
+             OpDef::Collective::SendRecv));
+  r.add(comm({"SendReceive", false,
+              [received](const Graph& g, const Inputs& i, OpAttrs& a) {
+                require(i.size() == 1, "one tensor to send");
+                return received(g, i, a);
+              }},
+             OpDef::Collective::SendRecv));
   // Mirror (MindSpore's MirrorOperator): a tensor every rank of a group holds whole, consumed by
   // an op split across that group — each rank's gradient is a partial sum, AllReduced in backward.
   r.add({"Mirror", true, same_shape, [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
@@ -836,6 +862,19 @@ void register_builtin_ops(OpRegistry& r) {
          },
          {},
          [](const Graph& g, const Op& op) { return vector_op(OpKind::AssignAdd, res(g, op, 0)); }});
+
+  // Gradient accumulation (pipeline parallelism's micro-batches; MindSpore's assign_add into its
+  // accu_grads): a micro-batch's gradient added into the step's accumulator, in place.
+  r.add({"AccumulateGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 2 && g.tensor(i[0]).shape == g.tensor(i[1]).shape &&
+                       g.tensor(i[0]).dtype == g.tensor(i[1]).dtype,
+                   "an accumulator and a gradient of its shape and type expected");
+           return std::vector<OutputSpec>{OutputSpec::alias(0)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_op(OpKind::Add, in(g, op, 0)); }});
 
   // LARS (MindSpore's nn.LARS over Momentum, as MLPerf ResNet-50 submissions train at large
   // batch): per parameter it applies to, SquareSumAll gives the sums of squares of the weight and

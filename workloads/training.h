@@ -43,6 +43,11 @@ struct OptimizerSpec {
   /// group when sharded, both (the block of shard_size x tensor_group_size ranks) when both.
   std::int64_t tensor_group_size = 1;
   std::set<TensorId> split;
+  /// Pipeline parallelism: the global norm (clip_global_norm) sums the `pipeline_stages` stages'
+  /// parts, `pipeline_stride` ranks apart (an AllReduce of one number); a weight in
+  /// `norm_elsewhere` (a shared embedding's copy on the last stage) is counted on another stage.
+  std::int64_t pipeline_stages = 1, pipeline_stride = 1;
+  std::set<TensorId> norm_elsewhere;
 };
 
 /// The group over which the pieces of `param`'s gradient (or weight) make its whole: {size,

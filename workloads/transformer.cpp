@@ -201,8 +201,9 @@ void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads, const Op
   // groups' sums AllReduced over them, then added.
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<TensorId>> by_group;
   for (const auto& [param, grad] : grads)
-    by_group[norm_group(spec, param, pieces.count(param) > 0)].push_back(
-        g.apply("SquareSumV1", "ClipByGlobalNorm/" + g.tensor(param).name + "/SquareSumV1", {grad})[0]);
+    if (!spec.norm_elsewhere.count(param))
+      by_group[norm_group(spec, param, pieces.count(param) > 0)].push_back(
+          g.apply("SquareSumV1", "ClipByGlobalNorm/" + g.tensor(param).name + "/SquareSumV1", {grad})[0]);
   std::vector<TensorId> totals;
   for (const auto& [group, sums] : by_group) {
     const std::string name =
@@ -210,7 +211,9 @@ void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads, const Op
                         : std::string("ClipByGlobalNorm");
     totals.push_back(reduce_norm(g, name, add_all(g, name, sums), group));
   }
-  const TensorId total = add_all(g, "ClipByGlobalNorm/Groups", totals);
+  TensorId total = add_all(g, "ClipByGlobalNorm/Groups", totals);
+  if (spec.pipeline_stages > 1)  // the other stages' weights
+    total = reduce_norm(g, "ClipByGlobalNorm/Stages", total, {spec.pipeline_stages, spec.pipeline_stride});
   const TensorId norm = g.apply("Sqrt", "ClipByGlobalNorm/Sqrt", {total})[0];
   const TensorId clip = g.add_tensor({"clip_norm", {1}, DType::F32, TensorRole::Constant});
   const TensorId scale = g.apply("RealDiv", "ClipByGlobalNorm/RealDiv", {clip, norm})[0];

@@ -78,6 +78,13 @@ struct Parallel {
   std::set<TensorId> reduce_scattered;
   std::int64_t data_shards = 0;  ///< the ranks that divide the dataset among them (0: every rank)
   std::int64_t tensor_parallel = 1;  ///< Megatron tensor parallelism: the ranks of a group (1: none)
+  /// Pipeline parallelism (workloads/pipeline.h): the stages, each of devices / pipeline_stages
+  /// consecutive ranks, and the micro-batches of a step; `stage` is this graph's.
+  std::int64_t pipeline_stages = 1, micro_batches = 1, stage = 0;
+  std::int64_t stage_first_layer = 0, stage_layers = 0;  ///< the transformer layers of this stage
+  /// The gradients' AllReduce runs within a group (gradient_group_size, gradient_group_stride),
+  /// not the whole cluster: semi-auto layouts and pipeline stages.
+  bool grouped() const { return semi_auto || pipeline_stages > 1; }
 };
 
 struct ShardPlan;
@@ -117,6 +124,10 @@ struct Workload {
 
   /// Tokens per sample of a sequence model (transformers: the sequence); 0 for the others.
   std::int64_t tokens_per_sample = 0;
+
+  /// Pipeline parallelism: every stage's workload, in stage order (this one is stage 0's); empty
+  /// without.
+  std::vector<std::shared_ptr<const Workload>> stages;
 
   std::int64_t batch_bytes() const;
   std::int64_t steps_per_epoch() const { return data.dataset.samples / batch_size; }  // drop_remainder

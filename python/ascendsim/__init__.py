@@ -157,7 +157,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
               optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
               tensor_parallel: Optional[int] = None, optimizer_shard: bool = False,
-              recompute: bool = False, flash_attention: Optional[bool] = None) -> List[str]:
+              recompute: bool = False, flash_attention: Optional[bool] = None,
+              pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
     for key, value in (shape or {}).items():  # a transformer's layers, hidden, heads, ffn, seq_length, vocab
         if key not in _SHAPE_KEYS:
@@ -175,7 +176,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("--rank-table", rank_table), ("--amp-level", amp_level), ("--loss-scale", loss_scale),
                         ("--seed", seed), ("--init", init), ("--eval-every", eval_every or None),
                         ("--parallel-mode", parallel_mode), ("--dataset-strategy", dataset_strategy),
-                        ("--shard-strategy", shard_strategy), ("--tensor-parallel", tensor_parallel)):
+                        ("--shard-strategy", shard_strategy), ("--tensor-parallel", tensor_parallel),
+                        ("--pipeline-stages", pipeline_stages), ("--micro-batches", micro_batches)):
         if value is not None:
             a += [flag, value]
     if all_reduce_fusion:
@@ -201,7 +203,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
           optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
           tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
-          flash_attention: Optional[bool] = None) -> Report:
+          flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
+          micro_batches: Optional[int] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -222,7 +225,10 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     group's); ``optimizer_shard=True`` shards the optimizer state across the ranks that hold the same
     weights (MindSpore's optimizer_shard, ZeRO-1); ``recompute=True`` runs every layer's forward again
     in the backward pass, keeping only each layer's input; ``flash_attention`` turns the fused attention
-    kernel on or off (default: where the chip's backend has it, the Ascend 910B)."""
+    kernel on or off (default: where the chip's backend has it, the Ascend 910B); ``pipeline_stages=P``
+    divides a transformer's layers among P stages of consecutive devices, each step's batch in
+    ``micro_batches`` micro-batches in the 1F1B order (``batch_size`` is then each pipeline's; the
+    report's ``pipeline`` gives each stage's bubble)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -234,7 +240,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
-        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention), "--json", "-", "-q"))
+        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -249,7 +256,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
             keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
             shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
-            optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None) -> Report:
+            optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None,
+            pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
@@ -258,7 +266,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
-        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention), "--json", "-", "-q"))
+        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,

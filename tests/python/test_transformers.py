@@ -183,3 +183,24 @@ def test_recomputation_from_python_costs_the_forward_again():
     again = ascendsim.train("gpt", "loop-sink", batch_size=2, steps_per_epoch=4, shape=shape, recompute=True)
     busy = [r.runs[0]["breakdown_s"]["device_compute"] for r in (plain, again)]
     assert busy[0] < busy[1] < 2 * busy[0]  # the layers' forward once more: less than the whole step again
+
+
+def test_pipeline_stages_from_python_report_each_stage():
+    import ascendsim
+    shape = {"layers": 4, "hidden": 256, "heads": 4, "seq_length": 128}
+    r = ascendsim.train("gpt", "graph-sink", batch_size=8, steps_per_epoch=4, devices=4, pipeline_stages=4,
+                        micro_batches=8, shape=shape)
+    assert r["parallel"]["pipeline"]["stages"] == 4 and r["parallel"]["pipeline"]["micro_batch"] == 1
+    p = r.runs[0]["pipeline"]
+    assert p["micro_batches"] == 8 and len(p["per_stage"]) == 4
+    assert [s["layers"] for s in p["per_stage"]] == [[0, 0], [1, 1], [2, 2], [3, 3]]
+    for s in p["per_stage"]:
+        assert 0 < s["bubble_ms"] <= s["exposed_exchange_ms"] < s["step_ms"]
+    # A stage's step is its busy time, its waits in the pipeline and the host's: the same on every stage.
+    steps = [s["step_ms"] for s in p["per_stage"]]
+    assert max(steps) - min(steps) < 0.01 * max(steps)
+    # The whole batch of 8 a step (one pipeline): samples/s from the steady step.
+    steady = r.runs[0]["steady_state"]
+    assert steady["samples_per_s"] == pytest.approx(8 / (steady["step_ms_mean"] / 1e3))
+    with pytest.raises(ascendsim.InputError, match="micro.batches"):
+        ascendsim.train("gpt", "graph-sink", batch_size=8, devices=4, pipeline_stages=4, micro_batches=3, shape=shape)

@@ -1,0 +1,346 @@
+// Pipeline parallelism (workloads/pipeline.h): the stages cut from a transformer's training
+// graph, their exchanges in Megatron's 1F1B order, and the bubble a run measures.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "hostif/task.h"
+#include "runtime/graph_compiler.h"
+#include "sim/api.h"
+#include "sim/config.h"
+#include "sim/core/error.h"
+#include "sim/kernel.h"
+#include "sim/simulation.h"
+#include "tests/test_support.h"
+#include "workloads/mlp.h"
+#include "workloads/op_registry.h"
+#include "workloads/pipeline.h"
+#include "workloads/training.h"
+#include "workloads/transformer.h"
+#include "workloads/workload.h"
+
+namespace ascendsim::workloads {
+namespace {
+
+sim::RunRequest pipelined_gpt(std::int64_t devices, std::int64_t stages, std::int64_t micro, std::int64_t batch) {
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "gpt";
+  r.recipe.layers = 4;
+  r.recipe.hidden = 64;
+  r.recipe.heads = 4;
+  r.recipe.ffn = 256;
+  r.recipe.seq_length = 16;
+  r.recipe.vocab = 128;
+  r.batch_size = batch;
+  r.devices = devices;
+  r.pipeline_stages = stages;
+  r.micro_batches = micro;
+  r.steps_per_epoch = 4;
+  r.strategies = {runtime::Strategy::GraphSink};
+  return r;
+}
+
+/// The op name without its micro-batch prefix ("Micro3/").
+std::string unprefixed(const std::string& name) {
+  const auto slash = name.find('/');
+  return name.rfind("Micro", 0) == 0 ? name.substr(slash + 1) : name;
+}
+
+std::int64_t parameters(const Graph& g) {
+  std::int64_t n = 0;
+  for (const auto& t : g.tensors()) n += t.role == TensorRole::Parameter ? t.elements() : 0;
+  return n;
+}
+
+TEST(PipelineParallel, StagesDivideTheLayersAndRunEachOpOncePerMicroBatch) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  sim::RunRequest one = pipelined_gpt(1, 1, 0, 2);
+  one.pipeline_stages = 1;
+  const Workload whole = sim::request_workload(one, cfg);  // one micro-batch, every layer
+  const std::int64_t P = 4, M = 6;
+  const Workload w = sim::request_workload(pipelined_gpt(4, P, M, 2 * M), cfg);
+  ASSERT_EQ(w.stages.size(), static_cast<std::size_t>(P));
+  // Each forward op of the whole network runs on exactly one stage (a mask computed from the
+  // batch alone would run on every stage that reads it; this decoder has none), M times.
+  std::map<std::string, std::int64_t> runs;
+  for (const auto& s : w.stages)
+    for (const auto& op : s->graph.ops())
+      if (op.pass == Pass::Forward && op.name.rfind("Micro", 0) == 0 && op.name.find("/Slice/") == std::string::npos &&
+          op.def->collective == OpDef::Collective::None)
+        ++runs[unprefixed(op.name)];
+  std::int64_t forward = 0;
+  for (const auto& op : whole.graph.ops()) {
+    if (op.pass != Pass::Forward) continue;
+    ++forward;
+    EXPECT_EQ(runs[op.name], M) << op.name;
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(runs.size()), forward);
+  // Layer l of L on stage floor(l P / L); the embeddings with stage 0, the head with the last.
+  for (std::int64_t s = 0; s < P; ++s) {
+    const Workload& st = *w.stages[static_cast<std::size_t>(s)];
+    EXPECT_EQ(st.parallel.stage, s);
+    EXPECT_EQ(st.parallel.stage_first_layer, s);
+    EXPECT_EQ(st.parallel.stage_layers, 1);
+    EXPECT_EQ(st.batch_size, 2 * M);
+    // Each op of a layer on its stage, but for the sum of a layer output's gradient contributions,
+    // which runs where they are (the next stage), so one tensor crosses back.
+    for (const auto& op : st.graph.ops()) {
+      const std::string layer = transformer_layer_of(unprefixed(op.name));
+      if (layer.empty()) continue;
+      if (op.type == "AddN" && layer == "h." + std::to_string(s - 1)) continue;
+      EXPECT_EQ(layer, "h." + std::to_string(s)) << op.name;
+    }
+  }
+  // The weights: each stage's own, the token table on the first and (tied to the head) the
+  // last; together the network's.
+  std::set<std::string> names;
+  std::int64_t held = 0;
+  for (const auto& s : w.stages)
+    for (const auto& t : s->graph.tensors())
+      if (t.role == TensorRole::Parameter) {
+        held += t.elements();
+        names.insert(t.name);
+      }
+  std::int64_t whole_params = parameters(whole.graph), table = 0;
+  for (const auto& t : whole.graph.tensors())
+    if (t.name == "wte") table = t.elements();
+  ASSERT_GT(table, 0);
+  EXPECT_EQ(held, whole_params + table);
+  std::int64_t distinct = 0;
+  for (const auto& t : whole.graph.tensors())
+    if (t.role == TensorRole::Parameter) distinct += names.count(t.name);
+  EXPECT_EQ(distinct, static_cast<std::int64_t>(names.size()));
+  // One optimizer per stage over its weights: as many updates as weights.
+  for (const auto& s : w.stages) {
+    std::int64_t weights = 0, updates = 0;
+    for (const auto& t : s->graph.tensors()) weights += t.role == TensorRole::Parameter;
+    for (const auto& op : s->graph.ops()) updates += op.type == "AdamWeightDecay";
+    EXPECT_EQ(updates, weights);
+  }
+}
+
+TEST(PipelineParallel, NeighboursPostTheirExchangesInTheSameOrder) {
+  // Each pair of ranks must post the collectives between them in one order (HCCL matches them by
+  // their sequence): compiled, on the communication stream, as the ranks will run them — with
+  // tensor parallelism, a sharded optimizer and the token table shared by the first and last
+  // stages.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  for (std::int64_t P : {2, 4})  // two stages: the neighbours are also the token table's holders
+    for (std::int64_t M : {1, 3, 4, 8})
+      for (std::int64_t tp : {1, 2}) {
+        const std::int64_t R = 2;
+        sim::RunRequest r = pipelined_gpt(P * R, P, M, 2 * M);
+        r.tensor_parallel = tp;
+        r.optimizer_shard = tp == 1;
+        const Workload w = sim::request_workload(r, cfg);
+        // Per stage and peer offset: the collectives with that peer, in stream order, as (kind,
+        // what this side does, bytes).
+        struct Ex {
+          hostif::Collective kind;
+          std::string role;
+          std::int64_t bytes;
+        };
+        std::vector<std::map<std::int32_t, std::vector<Ex>>> ex(P);
+        for (std::int64_t s = 0; s < P; ++s) {
+          const runtime::CompiledGraph c =
+              runtime::compile(*w.stages[static_cast<std::size_t>(s)], test::cost_model(), 2);
+          for (const auto& t : c.step_tasks) {
+            if (t.kind != hostif::TaskKind::Comm || t.group.peer == 0) continue;
+            EXPECT_TRUE(t.across_stages) << t.name;
+            EXPECT_EQ(t.group.peer % R, 0) << t.name;
+            std::string role = "AllReduce";
+            for (const std::string k : {"/Send/", "/Receive/", "/SendReceive/"})
+              if (t.name.find("Pipeline" + k) != std::string::npos) role = k;
+            ex[static_cast<std::size_t>(s)][t.group.peer].push_back({t.collective, role, t.comm_bytes});
+          }
+        }
+        auto mirror = [](const std::string& role) {
+          return role == "/Send/" ? std::string("/Receive/") : role == "/Receive/" ? std::string("/Send/") : role;
+        };
+        for (std::int64_t s = 0; s < P; ++s)
+          for (const auto& [peer, mine] : ex[static_cast<std::size_t>(s)]) {
+            const std::int64_t other = s + peer / R;
+            ASSERT_TRUE(other >= 0 && other < P) << s << " " << peer;
+            const auto& theirs = ex[static_cast<std::size_t>(other)][-peer];
+            ASSERT_EQ(mine.size(), theirs.size()) << "M " << M << " tp " << tp << " stages " << s << ", " << other;
+            for (std::size_t i = 0; i < mine.size(); ++i) {
+              EXPECT_EQ(mine[i].kind, theirs[i].kind) << "M " << M << " s " << s << " #" << i;
+              EXPECT_EQ(mine[i].role, mirror(theirs[i].role)) << "M " << M << " s " << s << " #" << i;
+              EXPECT_EQ(mine[i].bytes, theirs[i].bytes) << "M " << M << " s " << s << " #" << i;
+            }
+            // 1F1B: a micro-batch's forward and backward cross each way once, paired where they
+            // meet: M + the warm-up exchanges between neighbours.
+            if (peer == R) {
+              std::int64_t exchanges = 0;
+              for (const auto& e : mine) exchanges += e.kind == hostif::Collective::SendRecv;
+              EXPECT_EQ(exchanges, M + warmup_micro_batches(P, s, M)) << "M " << M << " s " << s;
+            }
+          }
+        // The token table the head reads: its gradient summed between the first and last stages.
+        const auto& ends = ex[0][static_cast<std::int32_t>((P - 1) * R)];
+        EXPECT_EQ(std::count_if(ends.begin(), ends.end(),
+                                [](const Ex& e) { return e.kind == hostif::Collective::AllReduce; }),
+                  1);
+      }
+}
+
+/// A network of `layers` equal dense layers (h.0, h.1, ...: MatMul [n, H] x [H, H] and ReLU) and a
+/// small head, trained by SGD, its inputs and labels constants (the data pipeline reads one sample
+/// a micro-batch): equal stages but for the head's few ops and the first layer's input gradient.
+Workload equal_layers(std::int64_t layers, std::int64_t n, std::int64_t H) {
+  Workload w = make_mlp_slice(1);  // its dataset and SGD
+  w.name = "equal-layers";
+  w.data.maps.clear();
+  w.graph = Graph();
+  Graph& g = w.graph;
+  const TensorId x0 = g.add_tensor({"x", {n, H}, DType::F16, TensorRole::Constant});
+  const TensorId label = g.add_tensor({"label", {n}, DType::I32, TensorRole::Constant});
+  w.batch_inputs = {};
+  // A scale learnt on the input: the first layer computes its input's gradient as the others do.
+  const TensorId scale = g.add_tensor({"scale", {1}, DType::F16, TensorRole::Parameter});
+  TensorId x = g.mul("scale/Mul", x0, scale, TensorRole::Activation);
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const std::string p = "h." + std::to_string(l);
+    const TensorId wt = g.add_tensor({p + ".weight", {H, H}, DType::F16, TensorRole::Parameter});
+    x = g.relu(p + "/ReLU", g.matmul(p + "/MatMul", x, wt, {false, true}, TensorRole::Activation));
+  }
+  const TensorId head = g.add_tensor({"head.weight", {16, H}, DType::F16, TensorRole::Parameter});
+  w.loss =
+      g.sparse_softmax_cross_entropy("loss/SparseSoftmaxCrossEntropyWithLogits",
+                                     g.matmul("head/MatMul", x, head, {false, true}, TensorRole::Activation), label);
+  append_momentum(g, append_backward(g, w.loss));
+  return w;
+}
+
+/// Per stage: its bubble and its micro-batches' busy time over `steps` steps of `w`, in ms.
+std::vector<std::pair<double, double>> stage_totals(const sim::SystemConfig& cfg, const Workload& w,
+                                                    std::int64_t steps) {
+  runtime::Session session;
+  session.strategy = runtime::Strategy::LoopSink;
+  session.steps_per_epoch = steps;
+  sim::KernelScope kernel;
+  sim::Simulation simulation;
+  simulation.add(cfg, w, session, {}, {});
+  simulation.run();
+  const runtime::RunResult r = simulation.result(0);
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  std::vector<std::pair<double, double>> out;
+  const auto n = static_cast<double>(steps), m = static_cast<double>(w.parallel.micro_batches);
+  for (const auto& s : r.pipeline["per_stage"])
+    out.emplace_back(n * s["bubble_ms"].get<double>(), n * m * s["micro_batch_ms"].get<double>());
+  return out;
+}
+
+TEST(PipelineParallel, TheBubbleIsTheFillAndDrainOfEqualStages) {
+  // Equal stages and free exchanges: each stage idles (p-1) micro-batch times a step, so the
+  // bubble is (p-1)/(m+p-1) of the pipeline's time, (m+p-1) micro-batch times. Measured in the
+  // steady state: what 4 more steps add.
+  const std::int64_t P = 4, L = 8;
+  sim::SystemConfig cfg = sim::load_config(test::config_request());
+  cfg.chip.hccl.step_latency_us = 0;
+  cfg.chip.hccl.link_bandwidth_gbps = 1e5;
+  double before = 1;
+  for (std::int64_t M : {4, 8, 16}) {
+    std::vector<Workload> stages = pipeline_stages(equal_layers(L, 4096, 8192), P, M, 1);
+    std::vector<std::shared_ptr<const Workload>> held;
+    for (auto& s : stages) {
+      s.parallel.devices = P;
+      s.parallel.devices_per_server = P;
+      s.parallel.gradient_group_size = 1;
+      held.push_back(std::make_shared<const Workload>(s));
+    }
+    Workload w = stages.front();
+    w.stages = held;
+    const auto a = stage_totals(cfg, w, 4), b = stage_totals(cfg, w, 8);
+    ASSERT_EQ(a.size(), static_cast<std::size_t>(P));
+    // Per step: each stage's bubble and its micro-batches' time.
+    std::vector<double> bubble, busy;
+    for (std::size_t s = 0; s < a.size(); ++s) {
+      bubble.push_back((b[s].first - a[s].first) / 4);
+      busy.push_back((b[s].second - a[s].second) / 4);
+      ASSERT_GT(busy.back(), 0);
+    }
+    // Every stage's step is its micro-batches and its bubble: the same step on every stage.
+    const double step = bubble[0] + busy[0];
+    for (std::size_t s = 1; s < busy.size(); ++s) EXPECT_NEAR(bubble[s] + busy[s], step, 0.005 * step) << s;
+    // The step is (m+p-1) micro-batch times, between the stages' mean one and the slowest's.
+    const double mean_mb = std::accumulate(busy.begin(), busy.end(), 0.0) / static_cast<double>(P * M),
+                 slowest_mb = *std::max_element(busy.begin(), busy.end()) / static_cast<double>(M);
+    const double per = step / static_cast<double>(M + P - 1);
+    EXPECT_GE(per, 0.99 * mean_mb) << "M " << M;
+    EXPECT_LE(per, 1.01 * slowest_mb) << "M " << M;
+    // So the bubble is (p-1)/(m+p-1) of the step (these stages differ by about 2%: the first one's
+    // input scale).
+    const double ideal = static_cast<double>(P - 1) / static_cast<double>(M + P - 1);
+    const double mean = std::accumulate(bubble.begin(), bubble.end(), 0.0) / static_cast<double>(P) / step;
+    EXPECT_NEAR(mean, ideal, 0.05 * ideal) << "M " << M;
+    EXPECT_LT(mean, before);  // more micro-batches, less bubble
+    before = mean;
+  }
+}
+
+TEST(PipelineParallel, EarlierStagesHoldMoreMicroBatchesActivations) {
+  // 1F1B keeps min(p - s, m) micro-batches' activations on stage s: the first stage's step memory
+  // is the largest, the equal middle stages' fall with s.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  sim::RunRequest r = pipelined_gpt(4, 4, 8, 16);
+  r.recipe.layers = 8;
+  r.recipe.seq_length = 64;
+  const Workload w = sim::request_workload(r, cfg);
+  std::vector<std::int64_t> step;
+  for (const auto& s : w.stages) step.push_back(runtime::compile(*s, test::cost_model(), 2).memory.arena_bytes);
+  EXPECT_GT(step[1], step[2]);
+  EXPECT_GT(step[0], step[3]);
+  EXPECT_GE(step[0], step[1]);
+}
+
+TEST(PipelineParallel, WithTensorParallelismAndShardedOptimizerTheRunsFinishAlike) {
+  sim::RunRequest r = pipelined_gpt(8, 2, 4, 8);
+  r.tensor_parallel = 2;
+  r.optimizer_shard = true;
+  const sim::RunOutcome x = sim::run(r), y = sim::run(r);
+  ASSERT_FALSE(x.failed()) << x.failure_message();
+  EXPECT_EQ(x.report().dump(), y.report().dump());
+  const auto report = x.report();
+  EXPECT_EQ(report["parallel"]["pipeline"]["stages"], 2);
+  EXPECT_EQ(report["parallel"]["tensor_parallel"], 2);
+  const auto& e = x.runs.front().exposed_comm;
+  EXPECT_GT(e["operators_ms_per_step"].get<double>(), 0);  // the tensor-parallel AllReduces
+  EXPECT_GT(e["pipeline_ms_per_step"].get<double>(), 0);
+  EXPECT_TRUE(x.runs.front().optimizer_collectives.contains("ReduceScatter"));
+}
+
+TEST(PipelineParallel, RequestsThatCannotBePipelinedAreRefusedNamingTheKey) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  auto refused = [&](sim::RunRequest r, const std::string& key, const std::string& words) {
+    try {
+      sim::request_workload(r, cfg);
+      ADD_FAILURE() << "accepted; expected " << key;
+    } catch (const sim::InputError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused(pipelined_gpt(8, 8, 8, 8), "pipeline_stages", "4 transformer layer(s)");
+  refused(pipelined_gpt(6, 4, 4, 8), "pipeline_stages", "do not divide the 6 device(s)");
+  refused(pipelined_gpt(4, 4, 3, 8), "micro_batches", "does not divide into 3 micro-batches");
+  sim::RunRequest lenet = pipelined_gpt(2, 2, 2, 8);
+  lenet.workload = "lenet5";
+  lenet.recipe = {};
+  refused(lenet, "pipeline_stages", "not lenet5");
+  sim::RunRequest tp = pipelined_gpt(4, 2, 2, 8);
+  tp.tensor_parallel = 4;
+  refused(tp, "tensor_parallel", "each of the 2 stages has 2 rank(s)");
+  sim::RunRequest micro = pipelined_gpt(2, 1, 4, 8);
+  refused(micro, "micro_batches", "pipeline_stages 2 or more");
+  sim::RunRequest functional = pipelined_gpt(2, 2, 2, 8);
+  functional.functional.enabled = true;
+  refused(functional, "pipeline_stages", "functional mode");
+}
+
+}  // namespace
+}  // namespace ascendsim::workloads
