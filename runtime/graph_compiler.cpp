@@ -427,6 +427,14 @@ CompilePass all_reduce_pass() {
                                                   par.unreduced.count(f.param) || par.reduce_scattered.count(f.param);
                                          }),
                           flow.params.end());
+        // With pipeline stages a stage's gradients are reduced after its last exchange, which would
+        // otherwise queue behind them on the communication stream (Megatron reduces after the
+        // pipeline's flush).
+        int last_exchange = -1;
+        for (std::size_t i = 0; i < s.out.step_tasks.size(); ++i)
+          if (s.out.step_tasks[i].across_stages && s.out.step_tasks[i].part != hostif::StepPart::Optimizer)
+            last_exchange = static_cast<int>(i);
+        for (auto& f : flow.params) f.ready = std::max(f.ready, last_exchange);
         const auto& flows = flow.params;
         const auto n = static_cast<std::int64_t>(flows.size());
         // Group boundaries: the index of each group's last gradient, in gradient order.
@@ -538,6 +546,8 @@ CompilePass all_reduce_pass() {
           hostif::Task b = task(hostif::TaskKind::Comm, "Broadcast/parameters", 0, -1);
           b.part = hostif::StepPart::Setup;
           b.collective = hostif::Collective::Broadcast;
+          // Within the ranks that hold the same weights (a pipeline stage's: each stage its own).
+          if (par.grouped()) b.group = {par.gradient_group_size, par.gradient_group_stride};
           b.comm_bytes = bytes;
           c.setup_tasks.push_back(b);
         }

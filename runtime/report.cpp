@@ -280,7 +280,7 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
   const auto& g = p["gradient_group"];
   const bool sharded = p.value("optimizer_shard", std::int64_t{1}) > 1;
   out += g["size"].get<std::int64_t>() == 1
-             ? std::string(pipeline ? "gradients: no AllReduce (one rank per stage holds its weights)\n"
+             ? std::string(pipeline ? "gradients: no AllReduce (no data parallelism within a stage)\n"
                                     : "gradients: no AllReduce (the ranks that hold a weight's copies saw the same "
                                       "samples)\n")
              : fmt::format("gradients: {} over {} ranks {} apart\n",

@@ -180,6 +180,14 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   if (!r.all_reduce_fusion.empty())
     throw InputError("all_reduce_fusion", "all_reduce_fusion",
                      "fusion groups index the whole network's gradients; each pipeline stage reduces its own");
+  if (r.eval_every > 0)
+    throw InputError("eval_every", "eval_every",
+                     "evaluation runs each device's forward pass; with pipeline stages it is not modelled, train "
+                     "without eval_every");
+  if (r.parallel_mode != "data")
+    throw InputError("parallel_mode", "parallel_mode",
+                     "pipeline stages lay each stage out by tensor_parallel and data parallelism; semi-auto "
+                     "strategies are not combined with them");
   if (r.devices % P != 0)
     throw InputError("pipeline_stages", "pipeline_stages",
                      std::to_string(P) + " stages do not divide the " + std::to_string(r.devices) +
@@ -266,6 +274,8 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   if (r.loss != "softmax-cross-entropy" && r.model.empty())
     throw InputError("loss", "loss", "the loss is chosen for an imported model (model); a workload has its own");
   workloads::Workload w;
+  if (!r.frozen.empty() && r.model.empty())
+    throw InputError("frozen", "frozen", "names initializers of an ONNX model (model); a workload has its own weights");
   if (!r.model.empty() && r.workload != RunRequest{}.workload)
     throw InputError("model", "model", "the network is a workload or a model file; give one of the two");
   if (!r.model.empty() && r.recipe.shapes_transformer())
@@ -279,6 +289,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     opt.loss = r.loss != "none";
     opt.recipe = r.recipe;
     opt.values = r.functional.enabled;
+    opt.frozen = r.frozen;
     try {
       w = workloads::import_onnx(r.model, opt);
     } catch (const std::invalid_argument& e) {

@@ -39,6 +39,9 @@ struct RunRequest {
   /// [loss] an ONNX model's training loss: "softmax-cross-entropy" of its output against integer
   /// labels, or "none" for a model whose output is its own loss
   std::string loss = "softmax-cross-entropy";
+  /// [frozen] an ONNX model's initializers that are not trained (PyTorch's buffers an op reads as
+  /// data, such as rotary tables), by name; masks are recognised without it (docs/onnx.md)
+  std::vector<std::string> frozen;
   std::int64_t batch_size = 32;       ///< [batch_size] 0 with a model: the model's own
   workloads::RecipeOverrides recipe;  ///< [workload] over the workload's default (MindSpore's script)
   std::vector<runtime::Strategy> strategies = runtime::all_strategies();  ///< one run each

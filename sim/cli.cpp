@@ -79,7 +79,7 @@ const char* kUsage =
 
 struct Options {
   std::string workload = "lenet5";
-  std::string model, mode = "train", loss = "softmax-cross-entropy";
+  std::string model, mode = "train", loss = "softmax-cross-entropy", frozen;
   bool batch_given = false;  // --batch-size typed (else 32, or an ONNX model's own)
   workloads::RecipeOverrides recipe;
   std::string strategy;
@@ -175,6 +175,9 @@ po::options_description common_options(Options& o) {
       "loss", po::value(&o.loss),
       "an ONNX model's training loss: softmax-cross-entropy (of its output against integer labels; the default) | "
       "none (the model's output is its loss)")(
+      "frozen", po::value(&o.frozen),
+      "an ONNX model's initializers not trained, comma-separated (PyTorch's buffers read as data, e.g. rotary "
+      "tables cos,sin); masks are found without it")(
       "batch-size", po::value<std::int64_t>()->notifier([&o](std::int64_t v) {
         o.batch_size = v;
         o.batch_given = true;
@@ -453,6 +456,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"model", "--model"},
                                                        {"mode", "--mode"},
                                                        {"loss", "--loss"},
+                                                       {"frozen", "--frozen"},
                                                        {"batch_size", "--batch-size"},
                                                        {"epochs", "--epochs"},
                                                        {"sink_size", "--sink-size"},
@@ -546,6 +550,11 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.model = o.model;
   r.mode = o.mode;
   r.loss = o.loss;
+  {
+    std::stringstream names(o.frozen);
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) r.frozen.push_back(name);
+  }
   r.batch_size = o.batch_given || o.model.empty() ? o.batch_size : 0;
   r.recipe = o.recipe;
   r.strategies = strategies;
@@ -872,6 +881,18 @@ int cmd_info(int argc, char* argv[]) {
   const SystemConfig cfg = load_config(o.request());
   const workloads::Workload w = request_workload(make_request(o, {}), cfg);
   const runtime::CompiledGraph g = compile_for(cfg, w);
+  // Pipeline stages: every stage's graph; the memory and the fit are the fullest stage's, the
+  // parameters and MACs the whole network's.
+  std::vector<runtime::CompiledGraph> stage_graphs;
+  std::size_t fullest = 0;
+  for (const auto& s : w.stages) {
+    stage_graphs.push_back(compile_for(cfg, *s));
+    if (stage_graphs.back().memory.peak_bytes() > stage_graphs[fullest].memory.peak_bytes())
+      fullest = stage_graphs.size() - 1;
+  }
+  const workloads::Workload& mw = w.stages.empty() ? w : *w.stages[fullest];
+  const runtime::CompiledGraph& mg = w.stages.empty() ? g : stage_graphs[fullest];
+  const workloads::Workload& whole = w.stages.empty() || !w.whole ? w : *w.whole;
 
   ordered_json j;
   j["workload"] = w.name;
@@ -879,26 +900,40 @@ int cmd_info(int argc, char* argv[]) {
   j["server"] = cfg.server.name;
   j["chip"] = cfg.chip.name;
   j["batch_size"] = w.batch_size;
-  j["parameters"] = workloads::parameter_count(w.graph);
-  j["forward_macs_per_sample"] = workloads::forward_macs(w.graph) / w.batch_size;
+  j["parameters"] = workloads::parameter_count(whole.graph);
+  j["forward_macs_per_sample"] = workloads::forward_macs(whole.graph) / whole.batch_size;
   j["ops_per_step"] = static_cast<std::int64_t>(g.step_tasks.size());
   j["ops_per_step_sink"] = static_cast<std::int64_t>(g.sink_tasks.size());
-  j["peak_device_memory_bytes"] = g.memory.peak_bytes();
+  j["peak_device_memory_bytes"] = mg.memory.peak_bytes();
   // The data queue's buffers count only in the sink modes.
-  const std::string short_op_by_op = memory_shortfall(cfg, w, g.memory, false);
-  const std::string short_sink = memory_shortfall(cfg, w, g.memory, true);
+  const std::string short_op_by_op = memory_shortfall(cfg, mw, mg.memory, false);
+  const std::string short_sink = memory_shortfall(cfg, mw, mg.memory, true);
+  if (!w.stages.empty()) {
+    ordered_json stages = ordered_json::array();
+    for (std::size_t s = 0; s < stage_graphs.size(); ++s)
+      stages.push_back({{"stage", s},
+                        {"layers",
+                         {w.stages[s]->parallel.stage_first_layer,
+                          w.stages[s]->parallel.stage_first_layer + w.stages[s]->parallel.stage_layers - 1}},
+                        {"parameters", workloads::parameter_count(w.stages[s]->graph)},
+                        {"ops_per_step", static_cast<std::int64_t>(stage_graphs[s].step_tasks.size())},
+                        {"device_compute_per_step_s", stage_graphs[s].device_compute_s},
+                        {"peak_device_memory_bytes", stage_graphs[s].memory.peak_bytes()}});
+    j["pipeline_stages"] = stages;
+    j["memory_stage"] = fullest;
+  }
   j["fits_device_memory"] = {{"non-sink", short_op_by_op.empty()}, {"sink modes", short_sink.empty()}};
-  j["memory"] = {{"persistent_bytes", g.memory.persistent_bytes},
-                 {"arena_bytes", g.memory.arena_bytes},
-                 {"live_peak_bytes", g.memory.live_peak_bytes},
-                 {"workspace_bytes", g.memory.workspace_bytes},
-                 {"queue_buffer_bytes", g.memory.queue_buffer_bytes},
-                 {"weights_bytes", g.memory.weight_bytes},
-                 {"optimizer_state_bytes", g.memory.optimizer_state_bytes},
-                 {"other_persistent_bytes", g.memory.other_persistent_bytes},
-                 {"peak_gradient_bytes", g.memory.peak_gradient_bytes},
-                 {"peak_activation_bytes", g.memory.peak_activation_bytes},
-                 {"peak_workspace_bytes", g.memory.peak_workspace_bytes},
+  j["memory"] = {{"persistent_bytes", mg.memory.persistent_bytes},
+                 {"arena_bytes", mg.memory.arena_bytes},
+                 {"live_peak_bytes", mg.memory.live_peak_bytes},
+                 {"workspace_bytes", mg.memory.workspace_bytes},
+                 {"queue_buffer_bytes", mg.memory.queue_buffer_bytes},
+                 {"weights_bytes", mg.memory.weight_bytes},
+                 {"optimizer_state_bytes", mg.memory.optimizer_state_bytes},
+                 {"other_persistent_bytes", mg.memory.other_persistent_bytes},
+                 {"peak_gradient_bytes", mg.memory.peak_gradient_bytes},
+                 {"peak_activation_bytes", mg.memory.peak_activation_bytes},
+                 {"peak_workspace_bytes", mg.memory.peak_workspace_bytes},
                  {"device_capacity_bytes", static_cast<std::int64_t>(cfg.chip.memory.hbm_gib * 1073741824.0)}};
   j["dataset"] = {{"format", workloads::dataset_format_name(w.data.dataset.format)},
                   {"source", w.data.dataset.source},
@@ -940,7 +975,7 @@ int cmd_info(int argc, char* argv[]) {
   if (!o.json.empty()) {
     write_output(o.json, j.dump(2) + "\n");
     if (o.json == "-") {
-      check_fits(cfg, w, g.memory, false);  // described, and refused if nothing fits: exit 2
+      check_fits(cfg, mw, mg.memory, false);  // described, and refused if nothing fits: exit 2
       return 0;
     }
   }
@@ -960,17 +995,28 @@ int cmd_info(int argc, char* argv[]) {
                              st["stage"].get<std::string>(), st["workers"].get<std::int64_t>(),
                              st["batch_ms"].get<double>(), st["batches_per_s"].get<double>(),
                              st["bounds_pipeline"].get<bool>() ? "  <- bounds the pipeline" : "");
+  if (!w.stages.empty())
+    for (const auto& st : j["pipeline_stages"])
+      std::cout << fmt::format(
+          "  pipeline stage {:<10} layers {} to {}: {} parameters, {} ops, {:.1f} us compute, "
+          "peak memory {}{}\n",
+          st["stage"].get<std::int64_t>(), st["layers"][0].get<std::int64_t>(), st["layers"][1].get<std::int64_t>(),
+          st["parameters"].get<std::int64_t>(), st["ops_per_step"].get<std::int64_t>(),
+          1e6 * st["device_compute_per_step_s"].get<double>(),
+          format_bytes(st["peak_device_memory_bytes"].get<double>()),
+          st["stage"].get<std::size_t>() == fullest ? " (the memory below)" : "");
   std::cout << fmt::format("  peak device memory        {} (persistent {}, step {}, data queue {})\n",
-                           format_bytes(static_cast<double>(g.memory.peak_bytes())),
-                           format_bytes(static_cast<double>(g.memory.persistent_bytes)),
-                           format_bytes(static_cast<double>(g.memory.arena_bytes)),
-                           format_bytes(static_cast<double>(g.memory.queue_buffer_bytes)));
+                           format_bytes(static_cast<double>(mg.memory.peak_bytes())),
+                           format_bytes(static_cast<double>(mg.memory.persistent_bytes)),
+                           format_bytes(static_cast<double>(mg.memory.arena_bytes)),
+                           format_bytes(static_cast<double>(mg.memory.queue_buffer_bytes)));
   auto bytes = [](std::int64_t b) { return format_bytes(static_cast<double>(b)); };
   std::cout << fmt::format(
       "  memory by part            weights {}, optimizer state {}, other {}; at the step's peak gradients {}, "
       "activations {}, workspaces {}\n",
-      bytes(g.memory.weight_bytes), bytes(g.memory.optimizer_state_bytes), bytes(g.memory.other_persistent_bytes),
-      bytes(g.memory.peak_gradient_bytes), bytes(g.memory.peak_activation_bytes), bytes(g.memory.peak_workspace_bytes));
+      bytes(mg.memory.weight_bytes), bytes(mg.memory.optimizer_state_bytes), bytes(mg.memory.other_persistent_bytes),
+      bytes(mg.memory.peak_gradient_bytes), bytes(mg.memory.peak_activation_bytes),
+      bytes(mg.memory.peak_workspace_bytes));
   std::cout << fmt::format("  fits device memory        non-sink {}, sink modes {}\n",
                            short_op_by_op.empty() ? "yes" : "no", short_sink.empty() ? "yes" : "no");
   std::cout << fmt::format("  dataset                   {} samples, {} steps per epoch\n", w.data.dataset.samples,
@@ -1015,7 +1061,7 @@ int cmd_info(int argc, char* argv[]) {
     std::cout << fmt::format("  {:<52} {:>10.2f} {:>7} {:>9}\n", g.step_tasks[i].name, c.time_s * 1e6, c.blocks,
                              aicore::bound_name(c.bound));
   }
-  check_fits(cfg, w, g.memory, false);  // described, and refused if nothing fits: exit 2
+  check_fits(cfg, mw, mg.memory, false);  // described, and refused if nothing fits: exit 2
   return 0;
 }
 

@@ -38,6 +38,10 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     key = "queue.capacity";
     advice = "the data queue's " + std::to_string(cfg.chip.queue.capacity) + " batch buffers (" + format_bytes(queue) +
              ") are the largest part — reduce queue.capacity";
+  } else if (step >= persistent && w.parallel.pipeline_stages > 1) {
+    key = "micro_batches";
+    advice = "the step's activations and workspaces (" + format_bytes(step) +
+             ") are the largest part — give more micro_batches (smaller micro-batches) or reduce batch_size";
   } else if (step >= persistent) {
     key = "batch_size";
     advice =
@@ -75,10 +79,16 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
     else
       advice += ", or choose a chip with more device memory";
   }
-  return {key, w.name + " at batch " + std::to_string(w.batch_size) + " needs " + format_bytes(need) +
-                   " of device memory (weights and optimizer " + format_bytes(persistent) + ", step " +
-                   format_bytes(step) + (with_queue ? ", data queue " + format_bytes(queue) : std::string()) + "); " +
-                   cfg.chip.name + " has " + format_bytes(capacity) + ": " + advice};
+  const std::string what =
+      w.parallel.pipeline_stages > 1
+          ? w.name + " pipeline stage " + std::to_string(w.parallel.stage) + " of " +
+                std::to_string(w.parallel.pipeline_stages) + " (micro-batches of " +
+                std::to_string(w.batch_size / std::max<std::int64_t>(1, w.parallel.micro_batches)) + ")"
+          : w.name + " at batch " + std::to_string(w.batch_size);
+  return {key, what + " needs " + format_bytes(need) + " of device memory (weights and optimizer " +
+                   format_bytes(persistent) + ", step " + format_bytes(step) +
+                   (with_queue ? ", data queue " + format_bytes(queue) : std::string()) + "); " + cfg.chip.name +
+                   " has " + format_bytes(capacity) + ": " + advice};
 }
 }  // namespace
 

@@ -183,9 +183,42 @@ std::vector<float> float_values(const onnx::TensorProto& t, const std::string& f
 
 /// The ops computed at import when every input is a known constant (some only then: Constant,
 /// Shape, Gather, Slice, ConstantOfShape have no handler of their own).
-const std::set<std::string> kFoldable = {"Constant", "Shape",   "Gather",          "Unsqueeze", "Squeeze", "Concat",
-                                         "Cast",     "Reshape", "Slice",           "Identity",  "Add",     "Sub",
-                                         "Mul",      "Div",     "ConstantOfShape", "Flatten"};
+const std::set<std::string> kFoldable = {
+    "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat",          "Cast",    "Reshape", "Slice", "Identity",
+    "Add",      "Sub",   "Mul",    "Div",       "Equal",   "ConstantOfShape", "Flatten", "Where",   "Range", "Expand"};
+
+/// Numpy broadcasting of two shapes; fails naming `where` when they do not broadcast.
+Shape broadcast_of(const Shape& a, const Shape& b, const std::string& where) {
+  Shape s(std::max(a.size(), b.size()), 1);
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const std::int64_t x = k + a.size() >= s.size() ? a[k + a.size() - s.size()] : 1;
+    const std::int64_t y = k + b.size() >= s.size() ? b[k + b.size() - s.size()] : 1;
+    if (x != 1 && y != 1 && x != y)
+      fail(where + ": " + shape_string(a) + " and " + shape_string(b) + " do not broadcast");
+    s[k] = std::max(x, y);
+  }
+  return s;
+}
+
+/// The values of a constant of shape `from` broadcast to `to` (row-major).
+std::vector<double> broadcast_values(const std::vector<double>& v, const Shape& from, const Shape& to) {
+  std::int64_t total = 1;
+  for (auto d : to) total *= d;
+  std::vector<double> out(static_cast<std::size_t>(total));
+  std::vector<std::int64_t> at(to.size(), 0);
+  const std::size_t off = to.size() - from.size();
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::int64_t src = 0;
+    for (std::size_t k = 0; k < from.size(); ++k) src = src * from[k] + (from[k] == 1 ? 0 : at[k + off]);
+    out[static_cast<std::size_t>(i)] = v.empty() ? 0.0 : v[static_cast<std::size_t>(src) % v.size()];
+    for (std::size_t k = to.size(); k-- > 0;)
+      if (++at[k] < to[k])
+        break;
+      else
+        at[k] = 0;
+  }
+  return out;
+}
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
@@ -255,7 +288,7 @@ class Importer {
     const Const& c = *v.c;
     if (!is_float(c.elem_type)) fail(where(n) + ": integer constant '" + name + "' used as a tensor");
     TensorId t;
-    if (c.initializer && c.elements() > 1) {
+    if (c.initializer && c.elements() > 1 && m_weights.count(name)) {
       const TensorId p = m_g.add_tensor({name, c.shape, m_master, TensorRole::Parameter});
       if (decayed) m_decayed.insert(p);
       t = m_master == m_compute ? p : m_g.cast(name + "/Cast", p, m_compute);
@@ -301,11 +334,19 @@ class Importer {
     return p ? p->s() : def;
   }
   /// An int list given as an attribute (older opsets) or as constant input `i` (newer ones).
-  std::vector<std::int64_t> ints_attr_or_input(const onnx::NodeProto& n, const std::string& a, int i) const {
-    if (find_attr(n, a)) return attr_ints(n, a);
+  /// `bounds`: a slice's starts or ends, where PyTorch writes "to the end" as INT64_MAX (clamped).
+  std::vector<std::int64_t> ints_attr_or_input(const onnx::NodeProto& n, const std::string& a, int i,
+                                               bool bounds = false) const {
+    const double big = static_cast<double>(kMaxElements);
     std::vector<std::int64_t> v;
+    if (find_attr(n, a)) {
+      v = attr_ints(n, a);
+      if (bounds)
+        for (auto& x : v) x = std::clamp<std::int64_t>(x, -kMaxElements, kMaxElements);
+      return v;
+    }
     if (has_input(n, i))
-      for (double d : *constant(n, i).data) v.push_back(whole(d, where(n)));
+      for (double d : *constant(n, i).data) v.push_back(whole(bounds ? std::clamp(d, -big, big) : d, where(n)));
     return v;
   }
 
@@ -373,10 +414,12 @@ class Importer {
   void fold(const onnx::NodeProto& n);
   bool foldable(const onnx::NodeProto& n) const;
   void refuse(const onnx::NodeProto& n);
+  void find_weights();
   Workload build();
   std::string types_message() const;
   void batch_norm(const onnx::NodeProto& n);
   DataRecipe data_for(const Shape& input, std::int64_t classes, bool eval) const;
+  DataRecipe sequence_data(const Shape& input, bool per_token, std::int64_t classes, bool eval) const;
 
   const std::string& m_file;
   const onnx::ModelProto& m_model;
@@ -389,6 +432,7 @@ class Importer {
   std::map<std::string, TensorId> m_consts;
   std::map<std::string, std::vector<float>> m_values_out;  // OnnxOptions::values
   std::set<TensorId> m_decayed;
+  std::set<std::string> m_weights;  // the initializers that are trained (find_weights)
   std::map<std::string, Handler> m_handlers;
   std::int64_t m_batch = 0;
   int m_node_index = 0;
@@ -403,12 +447,58 @@ bool Importer::foldable(const onnx::NodeProto& n) const {
   if (n.op_type() == "Constant") return true;
   for (int i = 0; i < n.input_size(); ++i) {
     if (n.input(i).empty()) continue;
+    if (m_weights.count(n.input(i)) && n.op_type() != "Shape") return false;  // a weight is trained, not folded
     const auto it = m_values.find(n.input(i));
     if (it != m_values.end() && it->second.unknown) return false;  // the handler's read reports it
     if (n.op_type() == "Shape") return true;  // static shapes: the shape of any value is known
     if (it == m_values.end() || !it->second.c || !it->second.c->data) return false;
   }
   return true;
+}
+
+// The initializers that are trained weights: every float initializer of more than one element an
+// op reads, except the ones `frozen` names and the masks — what flows, through ops of constants
+// (Slice, Reshape, Unsqueeze, Squeeze, Cast, Expand, Gather), only into the condition of a Where
+// or an Equal (a causal mask buffer of ones), or holds non-finite values (an additive mask of
+// -inf). Masks are constants, folded where an op of constants reads them.
+void Importer::find_weights() {
+  const auto& g = m_model.graph();
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : g.initializer())
+    if (is_float(t.data_type())) inits[t.name()] = &t;
+  std::map<std::string, std::vector<std::pair<const onnx::NodeProto*, int>>> readers;
+  for (const auto& n : g.node())
+    for (int i = 0; i < n.input_size(); ++i)
+      if (!n.input(i).empty()) readers[n.input(i)].emplace_back(&n, i);
+  const std::set<std::string> passing = {"Slice", "Reshape", "Unsqueeze", "Squeeze",
+                                         "Cast",  "Expand",  "Gather",    "Identity"};
+  // Whether value `v` flows only into conditions (a mask), through ops that pass it on.
+  std::function<bool(const std::string&, int)> mask_only = [&](const std::string& v, int depth) {
+    const auto it = readers.find(v);
+    if (it == readers.end() || depth > 16) return false;
+    for (const auto& [n, i] : it->second) {
+      if (n->op_type() == "Equal" || (n->op_type() == "Where" && i == 0)) continue;
+      if (!passing.count(n->op_type()) || i != 0) return false;
+      for (const auto& o : n->output())
+        if (!o.empty() && !mask_only(o, depth + 1)) return false;
+    }
+    return true;
+  };
+  for (const auto& [name, t] : inits) {
+    std::int64_t elements = 1;
+    for (auto d : t->dims()) elements *= d;
+    if (elements <= 1 || !readers.count(name)) continue;
+    if (std::find(m_opt.frozen.begin(), m_opt.frozen.end(), name) != m_opt.frozen.end()) continue;
+    if (mask_only(name, 0)) continue;
+    if (t->data_location() != onnx::TensorProto::EXTERNAL && elements <= kMaxDataElements &&
+        (t->data_type() == onnx::TensorProto::FLOAT || t->data_type() == onnx::TensorProto::DOUBLE)) {
+      const auto v = float_values(*t, m_file);
+      if (std::any_of(v.begin(), v.end(), [](float x) { return !std::isfinite(x); })) continue;
+    }
+    m_weights.insert(name);
+  }
+  for (const auto& f : m_opt.frozen)
+    if (!inits.count(f)) fail(m_file + ": frozen initializer '" + f + "' is not a float initializer of the model");
 }
 
 // A refused node's outputs: unknown, so that the nodes reading them are not checked (ONNX's own
@@ -561,19 +651,79 @@ void Importer::fold(const onnx::NodeProto& n) {
     c.shape = {static_cast<std::int64_t>(c.data->size())};
     return set(n, 0, c);
   }
-  if (t == "Slice") {
-    if (rank != 1) fail(where(n) + ": constants are sliced as vectors only");
-    const auto len = a.shape[0];
-    auto starts = ints_attr_or_input(n, "starts", 1), ends = ints_attr_or_input(n, "ends", 2);
-    auto steps = has_input(n, 4) ? ints(constant(n, 4)) : std::vector<std::int64_t>{1};
-    if (starts.size() != 1 || ends.size() != 1 || steps.size() != 1 || steps[0] != 1)
-      fail(where(n) + ": one axis with step 1 is supported");
-    auto clamp = [len](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + len : v, 0, len); };
-    const std::int64_t b = clamp(starts[0]), e = clamp(ends[0]);
+  if (t == "Slice") {  // any axes, step 1 (a causal mask cut to the sequence)
+    auto starts = ints_attr_or_input(n, "starts", 1, true), ends = ints_attr_or_input(n, "ends", 2, true);
+    auto axes = ints_attr_or_input(n, "axes", 3);
+    auto steps = has_input(n, 4) ? ints(constant(n, 4)) : std::vector<std::int64_t>(starts.size(), 1);
+    if (axes.empty())
+      for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      fail(where(n) + ": starts, ends, axes and steps of different lengths");
+    Shape lo(a.shape.size(), 0), hi = a.shape;
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+      const std::int64_t ax = axis_of(axes[k], rank), len = a.shape[static_cast<std::size_t>(ax)];
+      if (steps[k] != 1) fail(where(n) + ": constants are sliced with step 1");
+      auto clamp = [len](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + len : v, 0, len); };
+      lo[static_cast<std::size_t>(ax)] = clamp(starts[k]);
+      hi[static_cast<std::size_t>(ax)] = std::max(lo[static_cast<std::size_t>(ax)], clamp(ends[k]));
+    }
     Const c = a;
     c.initializer = false;
-    c.data = std::vector<double>(a.data->begin() + b, a.data->begin() + std::max(b, e));
+    c.shape.clear();
+    for (std::size_t k = 0; k < lo.size(); ++k) c.shape.push_back(hi[k] - lo[k]);
+    std::vector<double> v;
+    std::vector<std::int64_t> at(lo.size(), 0);
+    for (std::int64_t i = 0; i < c.elements(); ++i) {
+      std::int64_t src = 0;  // row-major index in a of lo + at
+      for (std::size_t k = 0; k < lo.size(); ++k) src = src * a.shape[k] + lo[k] + at[k];
+      v.push_back((*a.data)[static_cast<std::size_t>(src)]);
+      for (std::size_t k = lo.size(); k-- > 0;)
+        if (++at[k] < c.shape[k])
+          break;
+        else
+          at[k] = 0;
+    }
+    c.data = std::move(v);
+    return set(n, 0, c);
+  }
+  if (t == "Range") {
+    const double start = a.data->at(0), limit = constant(n, 1).data->at(0), delta = constant(n, 2).data->at(0);
+    if (delta == 0) fail(where(n) + ": a range with step 0");
+    Const c = a;
+    c.initializer = false;
+    c.data = std::vector<double>{};
+    for (double x = start; delta > 0 ? x < limit : x > limit; x += delta) c.data->push_back(x);
     c.shape = {static_cast<std::int64_t>(c.data->size())};
+    return set(n, 0, c);
+  }
+  if (t == "Expand") {  // a constant broadcast to a shape
+    const auto want = ints(constant(n, 1));
+    Shape s(std::max(want.size(), a.shape.size()), 1);
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      const std::int64_t x = k + a.shape.size() >= s.size() ? a.shape[k + a.shape.size() - s.size()] : 1;
+      const std::int64_t y = k + want.size() >= s.size() ? want[k + want.size() - s.size()] : 1;
+      if (x != 1 && y != 1 && x != y) fail(where(n) + ": cannot expand " + shape_string(a.shape));
+      s[k] = std::max(x, y);
+    }
+    if (checked_elements(s, where(n)) > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    Const c = a;
+    c.initializer = false;
+    c.shape = s;
+    c.data = broadcast_values(*a.data, a.shape, s);
+    return set(n, 0, c);
+  }
+  if (t == "Where") {
+    const Const& x = constant(n, 1);
+    const Const& y = constant(n, 2);
+    Shape s = broadcast_of(broadcast_of(a.shape, x.shape, where(n)), y.shape, where(n));
+    if (checked_elements(s, where(n)) > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    const auto cv = broadcast_values(*a.data, a.shape, s), xv = broadcast_values(*x.data, x.shape, s),
+               yv = broadcast_values(*y.data, y.shape, s);
+    Const c = x;
+    c.initializer = false;
+    c.shape = s;
+    c.data = std::vector<double>(cv.size());
+    for (std::size_t k = 0; k < cv.size(); ++k) (*c.data)[k] = cv[k] != 0 ? xv[k] : yv[k];
     return set(n, 0, c);
   }
   // Add, Sub, Mul, Div on constants, broadcast as numpy.
@@ -583,9 +733,10 @@ void Importer::fold(const onnx::NodeProto& n) {
   Const c = a.elements() >= b.elements() ? a : b;
   c.initializer = false;
   const bool integral = is_integer(a.elem_type) && is_integer(b.elem_type);
+  if (t == "Equal") c.elem_type = onnx::TensorProto::BOOL;
   for (std::size_t k = 0; k < c.data->size(); ++k) {
     const double x = (*a.data)[a.data->size() == 1 ? 0 : k], y = (*b.data)[b.data->size() == 1 ? 0 : k];
-    double r = t == "Add" ? x + y : t == "Sub" ? x - y : t == "Mul" ? x * y : 0;
+    double r = t == "Add" ? x + y : t == "Sub" ? x - y : t == "Mul" ? x * y : t == "Equal" ? double(x == y) : 0;
     if (t == "Div") {
       if (y == 0) fail(where(n) + ": division by zero in a constant");
       r = integral ? std::trunc(x / y) : x / y;
@@ -693,10 +844,27 @@ void Importer::install() {
     if (gemm && (attr_int(n, "transA", 0) || attr_float(n, "alpha", 1) != 1 || attr_float(n, "beta", 1) != 1))
       fail(where(n) + ": Gemm with transA, alpha or beta other than 1 is not supported");
     const TensorId w = tensor(n, 1, true);
-    if (shape_of(x).size() != 2 || shape_of(w).size() != 2)
-      fail(where(n) + ": a product of matrices is supported, got " + shape_string(shape_of(x)) + " x " +
-           shape_string(shape_of(w)));
+    const Shape xs = shape_of(x), ws = shape_of(w);
     const std::string name = op_name(n);
+    if (!gemm && xs.size() >= 3 && ws.size() == xs.size()) {  // batched: attention's QK^T and PV
+      if (!std::equal(xs.begin(), xs.end() - 2, ws.begin()))
+        fail(where(n) + ": a batched product needs equal batch axes, got " + shape_string(xs) + " x " +
+             shape_string(ws) + " (broadcast batch axes are not supported)");
+      OpAttrs a;
+      return set(n, 0, m_g.apply("BatchMatMul", name + "/BatchMatMul", {x, w}, a)[0]);
+    }
+    if (!gemm && xs.size() >= 3 && ws.size() == 2) {  // [..., K] x [K, N]: the rows of every leading axis
+      std::int64_t rows = 1;
+      for (std::size_t k = 0; k + 1 < xs.size(); ++k) rows *= xs[k];
+      const TensorId x2 = reshape(n, x, {rows, xs.back()}, "/Reshape");
+      TensorId y = m_g.matmul(name + "/MatMul", x2, w, {false, false}, TensorRole::Activation);
+      Shape ys = xs;
+      ys.back() = ws[1];
+      return set(n, 0, reshape(n, y, ys, "/ReshapeBack"));
+    }
+    if (xs.size() != 2 || ws.size() != 2)
+      fail(where(n) + ": a product of matrices, of a batch of them, or of rows by a matrix is supported, got " +
+           shape_string(xs) + " x " + shape_string(ws));
     TensorId y = m_g.matmul(name + "/MatMul", x, w, {false, trans_b}, TensorRole::Activation);
     if (gemm && has_input(n, 2)) {
       const Value& bv = value(n, 2);
@@ -727,13 +895,153 @@ void Importer::install() {
   h["HardSigmoid"] = unary("HSigmoid");
   h["HardSwish"] = unary("HSwish");
   h["Neg"] = unary("Neg");
+  h["Tanh"] = unary("Tanh");
+  h["Sqrt"] = unary("Sqrt");
+  h["Erf"] = unary("Erf");
+  // A power by a constant: the square and cube a LayerNorm, an RMSNorm or a tanh GeLU writes out
+  // (Mul), the square root (Sqrt).
+  h["Pow"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Const& e = constant(n, 1);
+    if (e.elements() != 1) fail(where(n) + ": a power by one constant exponent is supported");
+    const double p = e.data->at(0);
+    const std::string name = op_name(n);
+    if (p == 1) return set(n, 0, x);
+    if (p == 0.5) return set(n, 0, m_g.apply("Sqrt", name + "/Sqrt", {x})[0]);
+    if (p != 2 && p != 3) fail(where(n) + ": powers 0.5, 1, 2 and 3 are supported, got " + std::to_string(p));
+    TensorId y = m_g.mul(name + "/Square", x, x, TensorRole::Activation);
+    if (p == 3) y = m_g.mul(name + "/Cube", y, x, TensorRole::Activation);
+    set(n, 0, y);
+  };
+  h["LayerNormalization"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    const Shape xs = shape_of(x);
+    std::int64_t axis = attr_int(n, "axis", -1);
+    if (axis < 0) axis += static_cast<std::int64_t>(xs.size());
+    if (axis != static_cast<std::int64_t>(xs.size()) - 1)
+      fail(where(n) + ": normalisation over the last axis is supported, axis " + std::to_string(axis));
+    const Shape h{xs.back()};
+    const TensorId gamma = tensor(n, 1);
+    TensorId beta;
+    if (has_input(n, 2)) {
+      beta = tensor(n, 2);
+    } else {  // no bias: zeros
+      beta = m_g.add_tensor({op_name(n) + ".zero_bias", h, m_compute, TensorRole::Constant});
+      if (m_opt.values) m_values_out[op_name(n) + ".zero_bias"] = std::vector<float>(static_cast<std::size_t>(h[0]), 0);
+    }
+    if (shape_of(gamma) != h || shape_of(beta) != h)
+      fail(where(n) + ": a scale and a bias of " + shape_string(h) + " expected");
+    const auto out = m_g.apply("LayerNorm", op_name(n) + "/LayerNorm", {x, gamma, beta});
+    for (int k = 0; k < 3; ++k) set(n, k, out[static_cast<std::size_t>(k)]);
+  };
+  // Expand of a weight or a computed tensor (ViT's class token to the batch): an Add of zeros of the
+  // shape, whose gradient sums back over the broadcast axes.
+  h["Expand"] = [this](const onnx::NodeProto& n) {
+    const TensorId x = tensor(n, 0);
+    Shape want;
+    for (double d : *constant(n, 1).data) want.push_back(whole(d, where(n)));
+    const Shape s = broadcast_of(shape_of(x), want, where(n));
+    if (s == shape_of(x)) return set(n, 0, x);
+    const std::string name = op_name(n) + ".zeros";
+    const TensorId zeros = m_g.add_tensor({name, s, m_g.tensor(x).dtype, TensorRole::Constant});
+    if (m_opt.values)
+      m_values_out[name] = std::vector<float>(static_cast<std::size_t>(m_g.tensor(zeros).elements()), 0);
+    set(n, 0, m_g.add(op_name(n) + "/BroadcastTo", x, zeros));
+  };
+  // An embedding: the rows of a [V, H] weight at integer ids (the input's, or constant positions).
+  h["Gather"] = [this](const onnx::NodeProto& n) {
+    const Value& table = value(n, 0);
+    if (table.tensor >= 0) {  // one position of a computed tensor (ViT's class token: x[:, 0])
+      const TensorId x = table.tensor;
+      Shape xs = shape_of(x);
+      const Const& idx = constant(n, 1);
+      auto axis = attr_int(n, "axis", 0);
+      if (axis < 0) axis += static_cast<std::int64_t>(xs.size());
+      if (axis < 0 || axis >= static_cast<std::int64_t>(xs.size()) || idx.elements() != 1)
+        fail(where(n) + ": one constant index of a computed tensor, or rows of an embedding, are supported");
+      const std::int64_t dim = xs[static_cast<std::size_t>(axis)];
+      std::int64_t i = whole(idx.data->at(0), where(n));
+      if (i < 0) i += dim;
+      if (i < 0 || i >= dim) fail(where(n) + ": index " + std::to_string(i) + " out of range");
+      OpAttrs a;
+      a.axis = axis;
+      a.count = i;
+      a.shape = xs;
+      a.shape[static_cast<std::size_t>(axis)] = 1;
+      TensorId y = m_g.apply("StridedSlice", op_name(n) + "/StridedSlice", {x}, a)[0];
+      Shape ys = a.shape;
+      if (idx.shape.empty()) ys.erase(ys.begin() + axis);  // a scalar index drops the axis
+      return set(n, 0, reshape(n, y, ys));
+    }
+    if (attr_int(n, "axis", 0) != 0 || !table.c || !table.c->initializer || table.c->shape.size() != 2)
+      fail(where(n) + ": a lookup of rows of a [V, H] initializer (an embedding) is supported");
+    const TensorId w = tensor(n, 0, true);
+    const Value& iv = value(n, 1);
+    TensorId ids = iv.tensor;
+    if (ids >= 0 && m_g.tensor(ids).dtype != DType::I32) fail(where(n) + ": integer ids expected");
+    if (ids < 0) {
+      const Const& c = constant(n, 1);
+      if (!is_integer(c.elem_type)) fail(where(n) + ": integer ids expected");
+      const std::string name = op_name(n) + ".ids";
+      ids = m_g.add_tensor({name, c.shape.empty() ? Shape{1} : c.shape, DType::I32, TensorRole::Constant});
+      if (m_opt.values) m_values_out[name] = std::vector<float>(c.data->begin(), c.data->end());
+    }
+    set(n, 0, m_g.apply("EmbeddingLookup", op_name(n) + "/EmbeddingLookup", {w, ids})[0]);
+  };
+  // Where with a constant condition: masking a computed tensor by a constant (a causal mask's
+  // -inf, an additive one), as Mul and Add by constants — or one Add where the fill is infinite.
+  h["Where"] = [this](const onnx::NodeProto& n) {
+    const Const& c = constant(n, 0, false);
+    const bool x_computed = !is_const(n, 1), y_computed = !is_const(n, 2);
+    if (x_computed == y_computed)
+      fail(where(n) + ": a choice between a computed tensor and a constant by a constant condition is supported");
+    const int t = x_computed ? 1 : 2;  // the computed side, taken where the condition is (t == 1) true
+    const TensorId x = tensor(n, t);
+    const Const& fill = constant(n, 3 - t, false);
+    // The constants' shape: the condition's and the fill's, broadcast over the tensor by the ops.
+    const Shape cs = broadcast_of(c.shape, fill.shape, where(n));
+    const Shape s = broadcast_of(cs, shape_of(x), where(n));
+    const std::string name = op_name(n);
+    std::vector<double> keep, add;
+    bool infinite = true;
+    if (c.data && fill.data) {
+      const auto cv = broadcast_values(*c.data, c.shape, cs), fv = broadcast_values(*fill.data, fill.shape, cs);
+      for (std::size_t k = 0; k < cv.size(); ++k) {
+        const bool take_x = (cv[k] != 0) == (t == 1);
+        keep.push_back(take_x ? 1.0 : 0.0);
+        add.push_back(take_x ? 0.0 : fv[k]);
+        infinite = infinite && (take_x || std::isinf(fv[k]));
+      }
+    } else if (m_opt.values) {
+      fail(where(n) + ": the condition's or the fill's values are too large to keep (functional mode)");
+    }
+    auto constant_tensor = [&](const std::string& suffix, const std::vector<double>& v) {
+      const std::string cname = name + suffix;
+      const TensorId k = m_g.add_tensor({cname, cs, m_compute, TensorRole::Constant});
+      if (m_opt.values) m_values_out[cname] = std::vector<float>(v.begin(), v.end());
+      return k;
+    };
+    TensorId y = x;
+    if (!infinite) y = m_g.mul(name + "/Mul", y, constant_tensor(".keep", keep), TensorRole::Activation);
+    y = m_g.add(name + "/Add", y, constant_tensor(".fill", add));
+    if (shape_of(y) != s) fail(where(n) + ": the condition broadcasts the tensor to " + shape_string(s));
+    set(n, 0, y);
+  };
   h["Softmax"] = [this](const onnx::NodeProto& n) {
     const TensorId x = tensor(n, 0);
     const auto rank = static_cast<std::int64_t>(shape_of(x).size());
     std::int64_t axis = attr_int(n, "axis", m_sum.opset >= 13 ? -1 : 1);
     if (axis < 0) axis += rank;
-    if (axis != rank - 1) fail(where(n) + ": softmax over the last axis is supported, axis " + std::to_string(axis));
-    set(n, 0, m_g.apply("Softmax", op_name(n) + "/Softmax", {x})[0]);
+    if (axis < 0 || axis >= rank) fail(where(n) + ": axis " + std::to_string(axis) + " out of range");
+    if (m_sum.opset < 13 && axis != rank - 1)  // older opsets flatten from the axis on
+      fail(where(n) + ": softmax over the last axis is supported before opset 13, axis " + std::to_string(axis));
+    if (axis == rank - 1) return set(n, 0, m_g.apply("Softmax", op_name(n) + "/Softmax", {x})[0]);
+    OpAttrs t;  // another axis: brought last and back
+    for (std::int64_t k = 0; k < rank; ++k) t.shape.push_back(k);
+    std::swap(t.shape[static_cast<std::size_t>(axis)], t.shape.back());
+    const TensorId y = m_g.apply("Transpose", op_name(n) + "/Transpose", {x}, t)[0];
+    const TensorId s = m_g.apply("Softmax", op_name(n) + "/Softmax", {y})[0];
+    set(n, 0, m_g.apply("Transpose", op_name(n) + "/TransposeBack", {s}, t)[0]);
   };
   h["Clip"] = [this](const onnx::NodeProto& n) {
     double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
@@ -801,10 +1109,23 @@ void Importer::install() {
       const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", reshape(n, x, {e}));
       return set(n, 0, attr_int(n, "keepdims", 1) ? reshape(n, m, Shape(xs.size(), 1), "/Reshape1") : m);
     }
-    if (xs.size() != 4 || axes != std::vector<std::int64_t>{2, 3})
-      fail(where(n) + ": the mean over the spatial axes (2, 3) of an NCHW input, or over every axis, is supported");
-    const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", x);
-    set(n, 0, attr_int(n, "keepdims", 1) ? reshape(n, m, {xs[0], xs[1], 1, 1}) : m);
+    if (xs.size() == 4 && axes == std::vector<std::int64_t>{2, 3}) {  // the spatial mean of an NCHW image
+      const TensorId m = m_g.reduce_mean(op_name(n) + "/ReduceMean", x);
+      return set(n, 0, attr_int(n, "keepdims", 1) ? reshape(n, m, {xs[0], xs[1], 1, 1}) : m);
+    }
+    // Any other axes (a LayerNorm or RMSNorm written out, the mean over a sequence): ReduceMeanD.
+    OpAttrs a;
+    a.shape = xs;
+    for (auto ax : axes) {
+      if (ax < 0 || ax >= static_cast<std::int64_t>(xs.size())) fail(where(n) + ": axis out of range");
+      a.shape[static_cast<std::size_t>(ax)] = 1;
+    }
+    const TensorId m = m_g.apply("ReduceMeanD", op_name(n) + "/ReduceMeanD", {x}, a)[0];
+    if (attr_int(n, "keepdims", 1)) return set(n, 0, m);
+    Shape kept;
+    for (std::size_t k = 0; k < xs.size(); ++k)
+      if (!std::count(axes.begin(), axes.end(), static_cast<std::int64_t>(k))) kept.push_back(xs[k]);
+    set(n, 0, reshape(n, m, kept));
   };
   h["BatchNormalization"] = [this](const onnx::NodeProto& n) { batch_norm(n); };
   auto binary = [this](const std::string& type) {
@@ -920,7 +1241,7 @@ void Importer::install() {
   h["Slice"] = [this, piece, axis_in](const onnx::NodeProto& n) {
     TensorId x = tensor(n, 0);
     const Shape xs = shape_of(x);
-    const auto starts = ints_attr_or_input(n, "starts", 1), ends = ints_attr_or_input(n, "ends", 2);
+    const auto starts = ints_attr_or_input(n, "starts", 1, true), ends = ints_attr_or_input(n, "ends", 2, true);
     auto axes = ints_attr_or_input(n, "axes", 3);
     const auto steps = has_input(n, 4) ? ints_attr_or_input(n, "steps", 4) : std::vector<std::int64_t>{};
     if (axes.empty())
@@ -1051,6 +1372,30 @@ DataRecipe Importer::data_for(const Shape& in, std::int64_t classes, bool eval) 
   return r;
 }
 
+// A sequence model's dataset: records of int32 columns (MindRecord, as the built-in
+// transformers'), the input — token ids, or features — and the labels (a class, or a token per
+// position), each column cast by a TypeCast map of its own.
+DataRecipe Importer::sequence_data(const Shape& in, bool per_token, std::int64_t classes, bool eval) const {
+  DataRecipe r;
+  std::int64_t values = 1;
+  for (std::size_t k = 1; k < in.size(); ++k) values *= in[k];
+  values += per_token ? in[1] : 1;
+  r.dataset.format = DatasetFormat::MindRecord;
+  r.dataset.source = "synthetic";
+  r.dataset.samples = eval ? 10000 : 1000000;
+  r.dataset.height = 1;
+  r.dataset.width = values;
+  r.dataset.channels = 1;
+  r.dataset.record_bytes = values * 4;
+  r.dataset.classes = classes;
+  for (std::int64_t c = 0; c < 2; ++c) {
+    MapOp cast{MapOpType::TypeCast};
+    cast.call = c;
+    r.maps.push_back(cast);
+  }
+  return r;
+}
+
 Workload Importer::run() {
   const auto& graph = m_model.graph();
   for (const auto& o : m_model.opset_import())
@@ -1120,8 +1465,10 @@ Workload Importer::build() {
     init_names.insert(t.name());
   }
   m_sum.initializers = static_cast<std::int64_t>(init_names.size());
+  find_weights();
 
-  // Inputs: the image (NCHW, float) and, for a model with its own loss, integer labels.
+  // Inputs: the image (NCHW, float) or a sequence (token ids [N, S], or features [N, S, F]) and,
+  // for a model with its own loss, integer labels.
   TensorId image = -1, label = -1;
   std::string image_name;
   for (const auto& in : graph.input()) {
@@ -1150,21 +1497,32 @@ Workload Importer::build() {
            "; give no batch_size, or export the model with a dynamic batch axis (dynamic_axes)");
     if (m_batch && s[0] != m_batch) fail(m_file + ": the inputs disagree on the batch size");
     m_batch = s[0];
+    if (is_integer(tt.elem_type()) && s.size() == 2 && image < 0) {  // token ids [N, S]
+      image = m_g.add_tensor({in.name(), s, DType::I32, TensorRole::Input});
+      image_name = in.name();
+      m_values[in.name()] = Value{image, std::nullopt};
+      continue;
+    }
     if (is_integer(tt.elem_type())) {
-      if (label >= 0 || s.size() != 1) fail(m_file + ": integer input '" + in.name() + "' is not a label vector [N]");
+      if (label >= 0 || s.size() != 1)
+        fail(m_file + ": integer input '" + in.name() + "' is neither token ids [N, S] nor a label vector [N]");
       label = m_g.add_tensor({in.name(), s, DType::I32, TensorRole::Label});
       m_values[in.name()] = Value{label, std::nullopt};
       continue;
     }
-    if (image >= 0) fail(m_file + ": more than one float input ('" + image_name + "', '" + in.name() + "')");
-    if (s.size() != 4)
-      fail(m_file + ": input '" + in.name() + "' is " + shape_string(s) + "; an NCHW image batch is expected");
+    if (image >= 0) fail(m_file + ": more than one data input ('" + image_name + "', '" + in.name() + "')");
+    if (s.size() != 4 && s.size() != 3)
+      fail(m_file + ": input '" + in.name() + "' is " + shape_string(s) +
+           "; an NCHW image batch, a sequence of features [N, S, F] or token ids [N, S] is expected");
     image = m_g.add_tensor({in.name(), s, DType::F32, TensorRole::Input});
     image_name = in.name();
     m_values[in.name()] =
         Value{m_compute == DType::F32 ? image : m_g.cast("input/Cast", image, m_compute), std::nullopt};
   }
-  if (image < 0) fail(m_file + ": the model has no float input (an NCHW image batch)");
+  if (image < 0)
+    fail(m_file +
+         ": the model has no data input (an NCHW image batch, a sequence of features [N, S, F] or token ids "
+         "[N, S])");
 
   // The nodes, in their (topological) order. A node that cannot be imported is noted and the
   // import goes on, so that a refusal lists every blocker: the operator types outside the table,
@@ -1244,10 +1602,21 @@ Workload Importer::build() {
   if (auto slash = base.find_last_of('/'); slash != std::string::npos) base.erase(0, slash + 1);
   w.name = base;
   w.batch_size = m_batch;
-  const Shape& ys = shape_of(y);
-  const std::int64_t classes = ys.size() == 2 ? ys[1] : 0;
-  w.data = data_for(m_g.tensor(image).shape, classes > 1 ? classes : 10, false);
-  w.eval_data = data_for(m_g.tensor(image).shape, classes > 1 ? classes : 10, true);
+  const Shape ys = shape_of(y);
+  const Shape in_shape = m_g.tensor(image).shape;
+  const bool sequence = in_shape.size() != 4;
+  // A language model: logits [N, S, V] of token ids [N, S], each position's next token its label.
+  const bool per_token = sequence && m_g.tensor(image).dtype == DType::I32 && ys.size() == 3 && ys[0] == in_shape[0] &&
+                         ys[1] == in_shape[1];
+  const std::int64_t classes = per_token ? ys[2] : ys.size() == 2 ? ys[1] : 0;
+  if (sequence) {
+    w.data = sequence_data(in_shape, per_token, classes > 1 ? classes : 10, false);
+    w.eval_data = sequence_data(in_shape, per_token, classes > 1 ? classes : 10, true);
+    w.tokens_per_sample = in_shape[1];
+  } else {
+    w.data = data_for(in_shape, classes > 1 ? classes : 10, false);
+    w.eval_data = data_for(in_shape, classes > 1 ? classes : 10, true);
+  }
   w.batch_inputs = {image};
   if (label >= 0) w.batch_inputs.push_back(label);
 
@@ -1258,11 +1627,22 @@ Workload Importer::build() {
     w.parallel.parameter_broadcast = false;
   } else {
     TensorId loss;
-    if (m_opt.loss) {
+    if (m_opt.loss && per_token) {  // a language model: each position's next token
+      if (label >= 0)
+        fail(m_file + ": the model takes labels ('" + m_g.tensor(label).name +
+             "'); choose the loss none (the model computes its own)");
+      label = m_g.add_tensor({"label", {m_batch, ys[1]}, DType::I32, TensorRole::Label});
+      w.batch_inputs.push_back(label);
+      const std::int64_t rows = m_batch * ys[1];
+      const TensorId flat = m_g.reshape("loss/Reshape", y, {rows, ys[2]});
+      const TensorId logits = m_compute == DType::F32 ? flat : m_g.cast("loss/CastLogits", flat, DType::F32);
+      loss = m_g.sparse_softmax_cross_entropy("loss/SparseSoftmaxCrossEntropyWithLogits", logits,
+                                              m_g.reshape("loss/ReshapeLabels", label, {rows}));
+    } else if (m_opt.loss) {
       if (ys.size() != 2 || ys[1] < 2)
         fail(m_file + ": output '" + out_name + "' is " + shape_string(ys) +
-             "; softmax cross entropy needs logits [N, classes] (or the loss none, for a model that ends in its own "
-             "loss)");
+             "; softmax cross entropy needs logits [N, classes], or [N, S, vocabulary] of token ids [N, S] (or the "
+             "loss none, for a model that ends in its own loss)");
       if (label >= 0)
         fail(m_file + ": the model takes labels ('" + m_g.tensor(label).name +
              "'); choose the loss none (the model computes its own)");

@@ -27,6 +27,8 @@ struct OnnxOptions {
   RecipeOverrides recipe;  ///< over the importer's default: amp O0, no loss scale (MindSpore's Model)
   /// Keep the initializers' and constants' values (Workload::initial_values) for functional mode.
   bool values = false;
+  /// Initializers not trained (PyTorch's buffers an op reads as data: a rotary table): constants.
+  std::vector<std::string> frozen;
 };
 
 /// What was imported, beyond the workload: for `info` and the report's description.

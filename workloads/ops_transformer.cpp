@@ -238,6 +238,10 @@ void register_transformer_ops(OpRegistry& r) {
   r.add(gradient("SiLUGrad", 7));
   r.add(unary("Tanh", 5, "TanhGrad"));
   r.add(gradient("TanhGrad", 3));
+  // Erf (an exported exact GeLU: x/2 (1 + erf(x/sqrt 2))): a polynomial and an exponential;
+  // its gradient dy 2/sqrt(pi) exp(-x^2).
+  r.add(unary("Erf", 10, "ErfGrad"));
+  r.add(gradient("ErfGrad", 5));
 
   // Rotary position embedding on [..., S, D]: x * cos + rotate_half(x) * sin with [S, D] tables;
   // its gradient is the rotation back (the same kernel with -sin).
@@ -365,11 +369,45 @@ void register_transformer_ops(OpRegistry& r) {
                      }},
                {Format::ND, Format::ND}, Format::ND));
 
-  r.add({"Sqrt",
-         false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) { return like(g.tensor(i.at(0))); },
-         {},
+  // Sqrt, and its gradient from the result as Ascend's SqrtGrad: dx = dy / (2 y).
+  r.add({"Sqrt", false, [](const Graph& g, const Inputs& i, OpAttrs&) { return like(g.tensor(i.at(0))); },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           b.give(op.inputs[0], b.graph().apply("SqrtGrad", gname + "/SqrtGrad", {dy, op.outputs[0]})[0]);
+         },
          [](const Graph& g, const Op& op) { return vector_kernel(in(g, op, 0), 1, 1, 3, 0); }});
+  r.add(gradient("SqrtGrad", 2));
+
+  // The mean over any axes, kept as 1 (Ascend's ReduceMeanD): attrs.shape is the result, x's
+  // shape with each reduced axis 1 (a LayerNorm or RMSNorm an exporter wrote out, a mean over a
+  // sequence). Its gradient spreads dy / n over the reduced axes.
+  r.add({"ReduceMeanD", false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Tensor& x = g.tensor(i.at(0));
+           require(a.shape.size() == x.shape.size(), "the result keeps the input's rank");
+           for (std::size_t k = 0; k < x.shape.size(); ++k)
+             require(a.shape[k] == x.shape[k] || a.shape[k] == 1,
+                     shape_string(a.shape) + " is not " + shape_string(x.shape) + " with reduced axes 1");
+           return std::vector<OutputSpec>{out(a.shape, x.dtype, TensorRole::Activation)};
+         },
+         [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+           OpAttrs a;
+           a.shape = b.graph().tensor(op.inputs[0]).shape;
+           b.give(op.inputs[0], b.graph().apply("ReduceMeanDGrad", gname + "/ReduceMeanDGrad", {dy}, a)[0]);
+         },
+         [](const Graph& g, const Op& op) {
+           return vector_kernel(in(g, op, 0), 1, 0, 1, std::max<std::int64_t>(1, res(g, op, 0).elements()));
+         }});
+  r.add({"ReduceMeanDGrad",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
+           const Tensor& dy = g.tensor(i.at(0));
+           require(a.shape.size() == dy.shape.size(), "x's shape of dy's rank expected");
+           return std::vector<OutputSpec>{out(a.shape, dy.dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           return vector_kernel(res(g, op, 0), 0, 1, 1, std::max<std::int64_t>(1, in(g, op, 0).elements()));
+         }});
 
   // Square sum of a tensor to a scalar (global-norm clipping's per-gradient part).
   r.add({"SquareSumV1",

@@ -305,7 +305,7 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     if (M == 1) break;
     Tensor a = g.tensor(grads.at(p));
     a.name = "accu_grads." + g.tensor(p).name;
-    a.role = TensorRole::OptimizerState;
+    a.role = TensorRole::State;  // MindSpore's accu_grads are parameters that are not trained
     accumulator[p] = h.add_tensor(a);
   }
 

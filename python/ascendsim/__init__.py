@@ -158,7 +158,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
               tensor_parallel: Optional[int] = None, optimizer_shard: bool = False,
               recompute: bool = False, flash_attention: Optional[bool] = None,
-              pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None) -> List[str]:
+              pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
+              frozen: Optional[Sequence[str]] = None) -> List[str]:
     a = _network_args(workload, model, mode, loss)
     for key, value in (shape or {}).items():  # a transformer's layers, hidden, heads, ffn, seq_length, vocab
         if key not in _SHAPE_KEYS:
@@ -182,6 +183,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
             a += [flag, value]
     if all_reduce_fusion:
         a += ["--all-reduce-fusion", ",".join(str(int(i)) for i in all_reduce_fusion)]
+    if frozen:
+        a += ["--frozen", ",".join(frozen)]
     a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval) + ["--optimizer-shard"] * bool(optimizer_shard)
     a += ["--recompute"] * bool(recompute)
     for key, value in (overrides or {}).items():
@@ -204,7 +207,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
           tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
           flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
-          micro_batches: Optional[int] = None) -> Report:
+          micro_batches: Optional[int] = None, frozen: Optional[Sequence[str]] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -228,7 +231,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     kernel on or off (default: where the chip's backend has it, the Ascend 910B); ``pipeline_stages=P``
     divides a transformer's layers among P stages of consecutive devices, each step's batch in
     ``micro_batches`` micro-batches in the 1F1B order (``batch_size`` is then each pipeline's; the
-    report's ``pipeline`` gives each stage's bubble)."""
+    report's ``pipeline`` gives each stage's bubble); ``frozen`` names an ONNX model's initializers
+    that are not trained (PyTorch's buffers read as data, such as rotary tables)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -241,7 +245,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches), "--json", "-", "-q"))
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -257,7 +261,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
             shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
             optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None,
-            pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None) -> Report:
+            pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
+            frozen: Optional[Sequence[str]] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES)."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
@@ -267,18 +272,20 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches), "--json", "-", "-q"))
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen), "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,
          chip: Optional[str] = None,
          overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
          model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-         ub_fusion: Optional[bool] = None) -> Dict[str, Any]:
+         ub_fusion: Optional[bool] = None, frozen: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
     (``ascendsim info --json``); ``ub_fusion=True`` with the backend's UB fusion (``graph_passes``
     then ends with its ops and bytes)."""
     a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
+    if frozen:
+        a += ["--frozen", ",".join(frozen)]
     if ub_fusion is not None:
         a += ["--ub-fusion", "true" if ub_fusion else "false"]
     if batch_size is not None:

@@ -1,6 +1,7 @@
 """ONNX models (--model): torchvision's networks and a LeNet-5 exported with torch.onnx.export at
 test time (Debian python3-torch, python3-torchvision), against the built-in workloads."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -51,13 +52,16 @@ class EveryOp(torch.nn.Module):
         return torch.softmax(x, dim=-1) + x                                       # Softmax, Add
 
 
-def export(model, shape, path, opset=13):
+def export(model, shape, path, opset=13, example=None):
+    """`model` exported for training with a symbolic batch, from an example input: `example`, or a
+    random one of `shape`."""
     model.train()
     with warnings.catch_warnings():  # the exporter's notes on BatchNorm's step counter, not ours
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, torch.randn(*shape), str(path), training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=opset, input_names=["image"],
-                          output_names=["logits"], dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+        torch.onnx.export(model, (torch.randn(*shape) if example is None else example,), str(path),
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=opset,
+                          input_names=["image"], output_names=["logits"],
+                          dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
     return str(path)
 
 
@@ -284,3 +288,143 @@ def test_functional_mode_agrees_with_pytorch_through_groups_and_slices(tmp_path)
     assert len(losses) == steps
     for s, (ours, theirs) in enumerate(zip(losses, reference)):
         assert abs(ours - theirs) <= 1e-4 * abs(theirs), (s, ours, theirs)
+
+
+class GPT2Block(torch.nn.Module):
+    """Token and position embeddings, one GPT-2 block (causal attention by a masked_fill of a tril
+    buffer, GeLU), the final LayerNorm and the head tied to the token table."""
+
+    def __init__(self, vocab=128, seq=16, hidden=64, heads=4, gelu="tanh"):
+        super().__init__()
+        self.wte, self.wpe = torch.nn.Embedding(vocab, hidden), torch.nn.Embedding(seq, hidden)
+        self.ln1, self.ln2, self.lnf = (torch.nn.LayerNorm(hidden) for _ in range(3))
+        self.qkv, self.proj = torch.nn.Linear(hidden, 3 * hidden), torch.nn.Linear(hidden, hidden)
+        self.fc, self.fc2 = torch.nn.Linear(hidden, 4 * hidden), torch.nn.Linear(4 * hidden, hidden)
+        self.heads, self.gelu = heads, gelu
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, ids):
+        n, s = ids.shape
+        x = self.wte(ids) + self.wpe(torch.arange(s))                           # Gather x2
+        q, k, v = self.qkv(self.ln1(x)).split(x.size(-1), dim=2)                # LayerNorm, MatMul [N,S,H]x[H,3H], Split
+        d = x.size(-1) // self.heads
+        q, k, v = (t.view(n, s, self.heads, d).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))                  # batched MatMul
+        att = att.masked_fill(self.mask[:, :, :s, :s] == 0, float("-inf"))      # Slice, Equal, Where
+        y = (torch.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(n, s, -1)
+        x = x + self.proj(y)
+        x = x + self.fc2(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate=self.gelu))  # Tanh or Erf
+        return self.lnf(x) @ self.wte.weight.t()                                # Transpose of a weight
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(hidden)), eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))  # Pow, ReduceMean, Sqrt
+
+
+class LlamaBlock(torch.nn.Module):
+    """A LLaMA block: RMSNorm, rotary embeddings from cos and sin buffers, a causal mask buffer
+    added to the scores, SwiGLU; an untied head."""
+
+    def __init__(self, vocab=128, seq=16, hidden=64, heads=4, ffn=176):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, hidden)
+        self.n1, self.n2, self.nf = RMSNorm(hidden), RMSNorm(hidden), RMSNorm(hidden)
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(hidden, hidden, bias=False) for _ in range(4))
+        self.w1, self.w3 = torch.nn.Linear(hidden, ffn, bias=False), torch.nn.Linear(hidden, ffn, bias=False)
+        self.w2, self.out = torch.nn.Linear(ffn, hidden, bias=False), torch.nn.Linear(hidden, vocab, bias=False)
+        self.heads = heads
+        d = hidden // heads
+        t = torch.outer(torch.arange(seq).float(), 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)))
+        self.register_buffer("cos", torch.cat([t, t], dim=-1).cos())
+        self.register_buffer("sin", torch.cat([t, t], dim=-1).sin())
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
+
+    def forward(self, ids):
+        n, s = ids.shape
+        x = self.emb(ids)
+        h = self.n1(x)
+        d = h.size(-1) // self.heads
+        q, k, v = (m(h).view(n, s, self.heads, d).transpose(1, 2) for m in (self.q, self.k, self.v))
+
+        def rotary(t):
+            a, b = t.chunk(2, dim=-1)
+            return t * self.cos + torch.cat([-b, a], dim=-1) * self.sin               # Neg, Concat, Mul by buffers
+        att = torch.softmax(rotary(q) @ rotary(k).transpose(-2, -1) / math.sqrt(d) + self.mask, dim=-1)
+        x = x + self.o((att @ v).transpose(1, 2).reshape(n, s, -1))
+        h = self.n2(x)
+        x = x + self.w2(torch.nn.functional.silu(self.w1(h)) * self.w3(h))          # Sigmoid, Mul
+        return self.out(self.nf(x))
+
+
+class Encoder(torch.nn.Module):
+    """torch's own nn.TransformerEncoder (two layers) over a sequence of features, mean-pooled
+    into a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.enc(x).mean(dim=1))                                  # ReduceMean over the sequence
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("blocks")
+    torch.manual_seed(0)
+    ids = torch.randint(0, 128, (2, 16))
+    nets = {"gpt2": (GPT2Block(), ids), "gpt2_erf": (GPT2Block(gelu="none"), ids), "llama": (LlamaBlock(), ids),
+            "encoder": (Encoder(), torch.randn(2, 16, 64))}
+    out = {}
+    for name, (net, example) in nets.items():
+        for opset in (14, 17):  # LayerNorm written out (ReduceMean, Sub, Pow, Sqrt, Div) and as one operator
+            out[(name, opset)] = export(net, None, d / f"{name}{opset}.onnx", opset, example)
+        out[name] = sum(p.numel() for p in net.parameters())
+    return out
+
+
+def test_transformer_blocks_import_train_and_infer(blocks):
+    onnx = pytest.importorskip("onnx")
+    for name in ("gpt2", "gpt2_erf", "llama", "encoder"):
+        for opset in (14, 17):
+            model = blocks[(name, opset)]
+            exported = {n.op_type for n in onnx.load(model).graph.node}
+            frozen = ["cos", "sin"] if name == "llama" else None  # its rotary tables: buffers, not trained
+            info = ascendsim.info(model=model, batch_size=4, frozen=frozen)
+            # The trained weights are the network's parameters; the buffers (masks, rotary tables) are constants.
+            assert info["parameters"] == blocks[name], (name, opset)
+            types = {op["name"].rsplit("/", 1)[-1] for op in info["ops"]}
+            if name != "encoder":
+                assert {"EmbeddingLookup", "BatchMatMul", "Softmax", "UnsortedSegmentSum"} <= types, (name, types)
+            if name != "llama":
+                assert ("LayerNorm" in types) == (opset >= 17 and "LayerNormalization" in exported), (name, opset)
+            if opset == 14 or name == "llama":
+                assert "Pow" in exported and "ReduceMeanD" in types and "Sqrt" in types, (name, opset)
+            r = ascendsim.train(strategy="loop-sink", model=model, batch_size=4, steps_per_epoch=3, frozen=frozen)
+            run = r.runs[0]
+            assert run["steps"] == 3
+            if name != "encoder":  # a language model: every position's next token, 16 a sequence
+                assert run["model_flops"]["tokens_per_s"] == pytest.approx(16 * run["steady_state"]["samples_per_s"])
+            infer = ascendsim.info(model=model, batch_size=4, mode="infer", frozen=frozen)
+            assert not any("Gradients/" in op["name"] for op in infer["ops"])
+    # Unfrozen, the rotary tables train as weights; a name that is no initializer is refused.
+    assert ascendsim.info(model=blocks[("llama", 17)], batch_size=4)["parameters"] == blocks["llama"] + 2 * 16 * 16
+    with pytest.raises(ascendsim.InputError, match="frozen initializer 'nope'"):
+        ascendsim.info(model=blocks[("llama", 17)], batch_size=4, frozen=["nope"])
+    assert "Erf" in {n.op_type for n in onnx.load(blocks[("gpt2_erf", 14)]).graph.node}
+    assert "Tanh" in {n.op_type for n in onnx.load(blocks[("gpt2", 14)]).graph.node}
+
+
+def test_a_gpt2_block_costs_its_multiply_accumulates(blocks):
+    """The block's MACs per sequence: the dense layers' per token and attention's QK^T and PV."""
+    info = ascendsim.info(model=blocks[("gpt2", 17)], batch_size=4)
+    s, h, v = 16, 64, 128
+    dense = h * 3 * h + h * h + h * 4 * h + 4 * h * h + h * v
+    assert info["forward_macs_per_sample"] == s * dense + 2 * s * s * h

@@ -415,13 +415,13 @@ TEST(Onnx, ARefusalListsEveryBlockerAtOnce) {
     ModelBuilder::attr(tall, "kernel_shape", std::vector<std::int64_t>{3, 1});
   }
   b.node("TopK", "/topk", {"y"}, {"t"});
-  b.node("Erf", "/erf", {"y"}, {"e"});
+  b.node("Mod", "/mod", {"y", "y"}, {"e"});
   auto* after = b.node("MaxPool", "/after_topk", {"t"}, {"u"});
   b.node("Shape", "/shape_of_topk", {"t"}, {"st"});  // a folded op: not checked either
   ModelBuilder::attr(after, "kernel_shape", std::vector<std::int64_t>{5, 1});
   const std::string e = import_error(b.bytes());
-  EXPECT_THAT(e, HasSubstr("bad.onnx: 2 operator types not supported, nothing simulated:\n  Erf (first at node "
-                           "'/erf')\n  TopK (first at node '/topk')\nand 2 operator forms not supported:"));
+  EXPECT_THAT(e, HasSubstr("bad.onnx: 2 operator types not supported, nothing simulated:\n  Mod (first at node "
+                           "'/mod')\n  TopK (first at node '/topk')\nand 2 operator forms not supported:"));
   EXPECT_THAT(e, HasSubstr("node '/zero_stride' (Conv): strides [0,0]: a stride must be a positive number"));
   EXPECT_THAT(e, HasSubstr("node '/tall_a' (MaxPool): a square 2-D window is supported, kernel_shape [3,1] (and 1 "
                            "more such node)"));

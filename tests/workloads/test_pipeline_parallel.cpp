@@ -344,3 +344,36 @@ TEST(PipelineParallel, RequestsThatCannotBePipelinedAreRefusedNamingTheKey) {
 
 }  // namespace
 }  // namespace ascendsim::workloads
+
+namespace ascendsim::workloads {
+namespace {
+
+TEST(PipelineParallel, DataParallelStagesReduceTheirGradientsAfterTheLastExchange) {
+  // Two ranks a stage: the parameters are broadcast within the stage, and a stage's gradient
+  // AllReduce starts after its last exchange, which would otherwise queue behind it.
+  sim::RunRequest r = pipelined_gpt(4, 2, 2, 4);
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  EXPECT_EQ(out.report()["parallel"]["data_shards"], 2);
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  const Workload w = sim::request_workload(r, cfg);
+  for (const auto& s : w.stages) {
+    const runtime::CompiledGraph c = runtime::compile(*s, test::cost_model(), 2);
+    ASSERT_FALSE(c.setup_tasks.empty());
+    EXPECT_EQ(c.setup_tasks.front().group.size, 2);  // the broadcast, within the stage
+    std::int64_t last_exchange = -1, first_reduce = -1, i = 0;
+    for (const auto& t : c.step_tasks) {
+      if (t.stream == 1 && t.collective == hostif::Collective::SendRecv) last_exchange = i;
+      if (t.stream == 1 && t.comm_group >= 0 && first_reduce < 0) first_reduce = i;
+      ++i;
+    }
+    ASSERT_GE(first_reduce, 0);
+    EXPECT_GT(first_reduce, last_exchange) << "stage " << s->parallel.stage;
+  }
+  // Evaluation during training and semi-auto strategies are refused with stages.
+  r.eval_every = 1;
+  EXPECT_THROW(sim::request_workload(r, cfg), sim::InputError);
+}
+
+}  // namespace
+}  // namespace ascendsim::workloads
