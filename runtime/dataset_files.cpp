@@ -250,6 +250,18 @@ workloads::DatasetSpec load_dataset_dir(const std::string& dir_name, std::ostrea
   const fs::path dir(dir_name);
   if (!fs::is_directory(dir)) throw sim::InputError("dataset", "dataset", dir_name + ": not a directory");
   try {
+    if (fs::is_regular_file(dir / "train-tokens.bin")) {  // a token stream: a sequence model's records
+      workloads::DatasetSpec spec;
+      spec.format = workloads::DatasetFormat::MindRecord;
+      spec.source = dir_name;
+      spec.samples =
+          static_cast<std::int64_t>(fs::file_size(dir / "train-tokens.bin") / 4);  // tokens (windows: the model's)
+      spec.height = spec.channels = 1;
+      spec.width = 1;
+      spec.record_bytes = 4;
+      spec.token_stream = true;
+      return spec;
+    }
     const fs::path images = find_one(dir, "train-images-idx3-ubyte");
     const fs::path labels = find_one(dir, "train-labels-idx1-ubyte");
     if (!images.empty() || !labels.empty()) {
@@ -317,6 +329,24 @@ DatasetValues load_dataset_values(const std::string& dir_name, bool test) {
   const fs::path dir(dir_name);
   if (!fs::is_directory(dir)) throw sim::InputError("dataset", "dataset", dir_name + ": not a directory");
   DatasetValues v;
+  const fs::path token_file = dir / (test ? "test-tokens.bin" : "train-tokens.bin");
+  if (fs::is_regular_file(token_file)) {  // a token stream
+    std::ifstream f(token_file, std::ios::binary);
+    const std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (raw.size() % 4 != 0 || raw.size() < 8)
+      throw sim::InputError(token_file.string() + ": " + std::to_string(raw.size()) +
+                            " bytes, not a stream of two or more little-endian int32 tokens");
+    v.tokens.resize(raw.size() / 4);
+    for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+      const auto* b = reinterpret_cast<const unsigned char*>(raw.data() + 4 * i);
+      v.tokens[i] =
+          static_cast<std::int32_t>(static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 |
+                                    static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24);
+      if (v.tokens[i] < 0) throw sim::InputError(token_file.string() + ": token " + std::to_string(i) + " is negative");
+      v.classes = std::max<std::int64_t>(v.classes, v.tokens[i] + 1);
+    }
+    return v;
+  }
   const std::string prefix = test ? "t10k" : "train";
   const fs::path images = find_one(dir, prefix + "-images-idx3-ubyte");
   const fs::path labels = find_one(dir, prefix + "-labels-idx1-ubyte");

@@ -26,6 +26,9 @@ struct DatasetValues {
   std::vector<std::uint8_t> pixels;  ///< sample after sample, HWC
   std::vector<std::int32_t> labels;
   std::vector<std::string> files;  ///< an image folder: each sample's JPEG file (pixels empty)
+  /// A token stream (train-tokens.bin, test-tokens.bin: little-endian int32): a sequence model's
+  /// samples are its windows (FunctionalModel); pixels and labels are empty.
+  std::vector<std::int32_t> tokens;
   std::int64_t count() const { return static_cast<std::int64_t>(labels.size()); }
   const std::uint8_t* sample(std::int64_t i) const { return pixels.data() + i * height * width * channels; }
 };

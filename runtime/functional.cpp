@@ -80,6 +80,32 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
                           m_w.name + " cannot be computed in functional mode: no kernel for " + list);
   }
   m_data = load_dataset_values(dataset_dir, false);
+  if (!m_data.tokens.empty()) {  // a sequence model on a token stream: windows of S + 1 tokens
+    const auto& in = m_w.graph.tensor(m_w.batch_inputs.at(0));
+    const bool per_token = in.dtype == DType::I32 && in.shape.size() == 2 && m_w.batch_inputs.size() == 2 &&
+                           m_w.graph.tensor(m_w.batch_inputs[1]).shape == in.shape;
+    if (!per_token)
+      throw sim::InputError("dataset", "dataset",
+                            dataset_dir + " holds a token stream; " + m_w.name +
+                                " does not read token ids [N, S] with a label per position (a language model)");
+    if (m_opt.eval)
+      throw sim::InputError("eval", "eval", "accuracy is an image classifier's; a token stream has no test classes");
+    if (m_data.classes > m_w.data.dataset.classes)
+      throw sim::InputError("dataset", "dataset",
+                            dataset_dir + ": tokens up to " + std::to_string(m_data.classes - 1) + ", beyond " +
+                                m_w.name + "'s vocabulary of " + std::to_string(m_w.data.dataset.classes));
+    m_seq = in.shape[1];
+    m_windows = (static_cast<std::int64_t>(m_data.tokens.size()) - 1) / m_seq;
+    if (m_windows < m_w.batch_size)
+      throw sim::InputError("dataset", "dataset",
+                            dataset_dir + ": " + std::to_string(m_data.tokens.size()) + " tokens make " +
+                                std::to_string(m_windows) + " sequences of " + std::to_string(m_seq) +
+                                ", fewer than one batch");
+    m_state.resize(m_w.graph.ops().size());
+    init_tensors();
+    if (!m_opt.init_from.empty()) load_weights(m_opt.init_from);
+    return;
+  }
   dataset_mean_std(m_data.channels, m_w.data.maps, m_mean, m_std);
   for (const auto& m : m_w.data.maps)
     if ((m.type == MapOpType::Decode || m.type == MapOpType::RandomCropDecodeResize) && m_data.files.empty())
@@ -387,14 +413,26 @@ void FunctionalModel::transform(std::int64_t epoch, std::int64_t sample, std::ve
 FunctionalModel::Batch FunctionalModel::make_batch(std::int64_t index) {
   // MindSpore's shuffle reorders every pass over the dataset; here a seeded permutation per pass.
   const std::int64_t epoch = index / m_steps_per_epoch, pos = index % m_steps_per_epoch;
+  const std::int64_t samples = m_seq > 0 ? m_windows : m_data.count();
   if (epoch != m_perm_epoch) {
-    m_perm.resize(static_cast<std::size_t>(m_data.count()));
-    for (std::int64_t i = 0; i < m_data.count(); ++i) m_perm[static_cast<std::size_t>(i)] = i;
+    m_perm.resize(static_cast<std::size_t>(samples));
+    for (std::int64_t i = 0; i < samples; ++i) m_perm[static_cast<std::size_t>(i)] = i;
     std::mt19937_64 rng(m_opt.seed + 0x51ED2701ULL * static_cast<std::uint64_t>(epoch + 1));
     std::shuffle(m_perm.begin(), m_perm.end(), rng);
     m_perm_epoch = epoch;
   }
   Batch b;
+  if (m_seq > 0) {  // each sample a window: its first S tokens in, each one's next token its label
+    for (std::int64_t k = 0; k < m_w.batch_size; ++k) {
+      const std::int64_t at = (pos * m_w.batch_size + k) * m_opt.num_shards + m_opt.shard_id;
+      const std::int64_t w = m_perm[static_cast<std::size_t>(at % samples)];
+      for (std::int64_t i = 0; i < m_seq; ++i) {
+        b.image.push_back(static_cast<float>(m_data.tokens[static_cast<std::size_t>(w * m_seq + i)]));
+        b.label.push_back(static_cast<float>(m_data.tokens[static_cast<std::size_t>(w * m_seq + i + 1)]));
+      }
+    }
+    return b;
+  }
   const auto& image = m_w.graph.tensor(m_w.batch_inputs.at(0));
   b.image.reserve(static_cast<std::size_t>(image.elements()));
   for (std::int64_t k = 0; k < m_w.batch_size; ++k) {
@@ -561,10 +599,15 @@ std::string FunctionalModel::weights_data() const {
 
 std::string FunctionalModel::batches_index() const {
   const auto& image = m_w.graph.tensor(m_w.batch_inputs.at(0));
-  nlohmann::ordered_json j = {{"format", "ascendsim-batches"}, {"version", 1},
-                              {"batches", m_dumped.size()},    {"batch_size", m_w.batch_size},
-                              {"image_shape", image.shape},    {"images", "images.bin"},
-                              {"images_dtype", "float32"},     {"labels", "labels.bin"},
+  nlohmann::ordered_json j = {{"format", "ascendsim-batches"},
+                              {"version", 1},
+                              {"batches", m_dumped.size()},
+                              {"batch_size", m_w.batch_size},
+                              {"image_shape", image.shape},
+                              {"images", "images.bin"},
+                              {"label_shape", m_w.graph.tensor(m_w.batch_inputs.at(1)).shape},
+                              {"images_dtype", "float32"},
+                              {"labels", "labels.bin"},
                               {"labels_dtype", "int32"}};
   return j.dump(2) + "\n";
 }

@@ -146,6 +146,9 @@ class FunctionalModel : public hostif::ValuesIf {
   std::int64_t m_next_batch = 0;               ///< the host's next batch, counted from 0
   std::vector<std::int64_t> m_perm;            ///< this epoch's sample order
   std::int64_t m_perm_epoch = -1;
+  /// A token stream's sequence model: the sequence (S) and the stream's windows of S + 1 tokens,
+  /// each a sample (inputs its first S, labels its last S); 0 for image datasets.
+  std::int64_t m_seq = 0, m_windows = 0;
   std::vector<Batch> m_dumped;
   std::int64_t m_steps = 0, m_evaluated = 0;
   bool m_evaluating = false;

@@ -417,6 +417,21 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
     workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset, r.progress, r.dataset_index);
     const bool jpegs = d.format == workloads::DatasetFormat::ImageFolder &&
                        w.data.dataset.format == workloads::DatasetFormat::SyntheticJpeg;
+    if (d.token_stream) {  // a sequence model's windows of the stream, its records as it reads them
+      if (w.tokens_per_sample <= 0 || w.data.dataset.format != workloads::DatasetFormat::MindRecord)
+        throw InputError("dataset", "dataset",
+                         r.dataset + " holds a token stream (train-tokens.bin); " + w.name +
+                             " is not a sequence model that reads token ids");
+      workloads::DatasetSpec spec = w.data.dataset;
+      spec.source = d.source;
+      spec.samples = (d.samples - 1) / w.tokens_per_sample;
+      spec.token_stream = true;
+      if (spec.samples < 1)
+        throw InputError("dataset", "dataset",
+                         r.dataset + ": fewer tokens than one sequence of " + std::to_string(w.tokens_per_sample) +
+                             " and its next token");
+      d = spec;
+    }
     if (d.format != w.data.dataset.format && !jpegs)
       throw InputError("dataset", "dataset",
                        r.dataset + " holds " + workloads::dataset_format_name(d.format) + " files but " + w.name +

@@ -24,6 +24,9 @@ struct DatasetSpec {
   std::int64_t classes = 0;
   bool encoded = false;           ///< samples are JPEG files to decode
   std::int64_t record_bytes = 0;  ///< bytes read per sample (mean for JPEGs)
+  /// A token stream (a directory's train-tokens.bin): `samples` counts its tokens; a sequence
+  /// model reads them as windows of its sequence.
+  bool token_stream = false;
 
   /// Geometry of sample `index` (JPEG sizes vary deterministically with the index).
   struct Geometry {

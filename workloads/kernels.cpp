@@ -542,6 +542,7 @@ void register_builtin_kernels(OpRegistry& r) {
   };
   for (const auto& [name, fn] : kernels) r.set_compute(name, fn);
   register_nn_kernels(r);
+  register_transformer_kernels(r);
 }
 
 }  // namespace ascendsim::workloads

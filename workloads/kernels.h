@@ -43,6 +43,8 @@ class OpRegistry;
 void register_builtin_kernels(OpRegistry& r);
 /// The kernels of ops_nn.cpp's ops and of the broadcasting Add and Mul (kernels_nn.cpp).
 void register_nn_kernels(OpRegistry& r);
+/// The kernels of the transformers' ops (kernels_transformer.cpp).
+void register_transformer_kernels(OpRegistry& r);
 
 /// `x` rounded to the nearest fp16 value (ties to even), as a float.
 float round_to_fp16(float x);

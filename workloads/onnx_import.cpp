@@ -931,7 +931,9 @@ void Importer::install() {
     }
     if (shape_of(gamma) != h || shape_of(beta) != h)
       fail(where(n) + ": a scale and a bias of " + shape_string(h) + " expected");
-    const auto out = m_g.apply("LayerNorm", op_name(n) + "/LayerNorm", {x, gamma, beta});
+    OpAttrs a;
+    a.alpha = attr_float(n, "epsilon", 1e-5);  // the kernel's epsilon (functional mode)
+    const auto out = m_g.apply("LayerNorm", op_name(n) + "/LayerNorm", {x, gamma, beta}, a);
     for (int k = 0; k < 3; ++k) set(n, k, out[static_cast<std::size_t>(k)]);
   };
   // Expand of a weight or a computed tensor (ViT's class token to the batch): an Add of zeros of the

@@ -27,11 +27,13 @@ class LeNet5(torch.nn.Module):
 
 
 def read_batches(directory, steps):
-    """The first `steps` batches of a --dump-batches directory: images [steps, N, C, H, W], labels."""
+    """The first `steps` batches of a --dump-batches directory: images [steps, N, C, H, W] (or token ids
+    [steps, N, S], as floats), labels."""
     meta = json.load(open(os.path.join(directory, "batches.json")))
     assert meta["batches"] == steps, meta
     images = np.fromfile(os.path.join(directory, "images.bin"), "<f4").reshape([steps, *meta["image_shape"]])
-    labels = np.fromfile(os.path.join(directory, "labels.bin"), "<i4").reshape(steps, meta["batch_size"])
+    label_shape = meta.get("label_shape", [meta["batch_size"]])  # [N], or [N, S] for a language model
+    labels = np.fromfile(os.path.join(directory, "labels.bin"), "<i4").reshape([steps, *label_shape])
     return images, labels
 
 

@@ -428,3 +428,44 @@ def test_a_gpt2_block_costs_its_multiply_accumulates(blocks):
     s, h, v = 16, 64, 128
     dense = h * 3 * h + h * h + h * 4 * h + 4 * h * h + h * v
     assert info["forward_macs_per_sample"] == s * dense + 2 * s * s * h
+
+
+def test_a_small_gpt_trains_with_pytorchs_losses(tmp_path):
+    """A GPT-2 block exported from PyTorch trains in functional mode on a token stream — the bytes of
+    the GPL's text, windows of 16 and each one's next byte — with PyTorch's losses (Momentum, from
+    the same weights on the same batches) within 1e-4 over 20 steps; opset 14 writes LayerNorm out,
+    opset 17 has it as one operator."""
+    np = pytest.importorskip("numpy")
+    text = open("/usr/share/common-licenses/GPL-3", "rb").read()
+    tokens = np.frombuffer(text, np.uint8).astype("<i4")
+    assert tokens.max() < 128  # ASCII: the block's vocabulary
+    data = tmp_path / "gpl"
+    data.mkdir()
+    tokens.tofile(data / "train-tokens.bin")
+    steps = 20
+    for opset, gelu in ((14, "tanh"), (17, "none")):
+        torch.manual_seed(7)
+        net = GPT2Block(gelu=gelu)
+        model = export(net, None, tmp_path / f"gpt{opset}.onnx", opset, torch.randint(0, 128, (2, 16)))
+        report, batches = tmp_path / f"report{opset}.json", tmp_path / f"batches{opset}"
+        subprocess.run([BIN, "train", "--model", model, "--batch-size", "4", "--functional", "--strategy", "non-sink",
+                        "--dataset", str(data), "--steps-per-epoch", str(steps), "--dump-batches", str(batches),
+                        "--dump-steps", str(steps), "--json", str(report), "-q"], check=True, stdout=subprocess.DEVNULL)
+        losses = [l[2] for l in json.loads(report.read_text())["runs"][0]["functional"]["losses"]]
+        ids, labels = read_batches(batches, steps)
+        assert ids.shape == (steps, 4, 16) and labels.shape == (steps, 4, 16)
+        assert (ids[:, :, 1:] == labels[:, :, :-1]).all()  # each position's label is the next token
+        net.train()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        reference = []
+        for x, y in zip(ids, labels):
+            opt.zero_grad()
+            logits = net(torch.from_numpy(x).long())
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), torch.from_numpy(y).long().reshape(-1))
+            loss.backward()
+            opt.step()
+            reference.append(loss.item())
+        assert len(losses) == steps
+        for s, (ours, theirs) in enumerate(zip(losses, reference)):
+            assert abs(ours - theirs) <= 1e-4 * abs(theirs), (opset, s, ours, theirs)
+        assert reference[-1] < reference[0]

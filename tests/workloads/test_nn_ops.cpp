@@ -335,3 +335,72 @@ TEST(NnOps, TheEvaluationNetworkNormalisesByMovingStatisticsAndDropsNothing) {
 
 }  // namespace
 }  // namespace ascendsim::workloads
+
+namespace ascendsim::workloads {
+namespace {
+
+TEST(NnOps, TheTransformersKernelsAreTheirBackwardRulesDerivatives) {
+  auto one = [](const std::string& type, OpAttrs a = {}) {
+    return [type, a](Graph& g, const std::vector<TensorId>& p) { return g.apply(type, type, {p[0]}, a)[0]; };
+  };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      OpAttrs a;
+      a.matmul = {ta, tb};
+      const Shape x = ta ? Shape{2, 4, 3} : Shape{2, 3, 4}, w = tb ? Shape{2, 5, 4} : Shape{2, 4, 5};
+      check_gradients("BatchMatMul", {x, w}, [a](Graph& g, const std::vector<TensorId>& p) {
+        return g.apply("BatchMatMul", "bmm", {p[0], p[1]}, a)[0];
+      });
+    }
+  check_gradients("LayerNorm", {{3, 6}, {6}, {6}}, [](Graph& g, const std::vector<TensorId>& p) {
+    return g.apply("LayerNorm", "ln", {p[0], p[1], p[2]})[0];
+  });
+  OpAttrs mean;
+  mean.shape = {2, 1, 4};
+  check_gradients("ReduceMeanD", {{2, 3, 4}}, one("ReduceMeanD", mean));
+  mean.shape = {1, 3, 1};
+  check_gradients("ReduceMeanD (two axes)", {{2, 3, 4}}, one("ReduceMeanD", mean));
+  check_gradients("Sqrt", {{2, 5}}, [](Graph& g, const std::vector<TensorId>& p) {  // of a positive number
+    return g.apply("Sqrt", "sqrt", {g.apply("Sigmoid", "pos", {p[0]})[0]})[0];
+  });
+  for (const char* type : {"Tanh", "Erf", "GeLU", "SiLU"}) check_gradients(type, {{2, 6}}, one(type));
+}
+
+TEST(NnOps, TheTransformersKernelsComputeWhatTheOpsMean) {
+  Graph g;
+  // LayerNorm with a unit scale and no shift: each row's mean 0 and variance 1 (epsilon aside).
+  std::vector<std::vector<float>> all;
+  const auto y = compute(g, "LayerNorm", {{1, 2, 3, 4, 10, 20, 30, 40}, {1, 1, 1, 1}, {0, 0, 0, 0}}, {{2, 4}, {4}, {4}},
+                         {}, false, &all);
+  for (int r = 0; r < 2; ++r) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 4; ++i) m += y[static_cast<std::size_t>(4 * r + i)] / 4.0;
+    for (int i = 0; i < 4; ++i) v += std::pow(y[static_cast<std::size_t>(4 * r + i)] - m, 2) / 4.0;
+    EXPECT_NEAR(m, 0, 1e-6);
+    EXPECT_NEAR(v, 1, 1e-4);
+  }
+  // BatchMatMul: each batch's product.
+  Graph h;
+  const auto z =
+      compute(h, "BatchMatMul", {{1, 2, 3, 4, 1, 0, 0, 1}, {1, 1, 1, 1, 2, 3, 4, 5}}, {{2, 2, 2}, {2, 2, 2}});
+  EXPECT_EQ(z, (std::vector<float>{3, 3, 7, 7, 2, 3, 4, 5}));
+  // An embedding's rows at the ids, and its gradient summed back at them.
+  Graph e;
+  const TensorId table = e.add_tensor({"table", {3, 2}, DType::F32, TensorRole::Parameter});
+  const TensorId ids = e.add_tensor({"ids", {3}, DType::I32, TensorRole::Input});
+  const TensorId rows = e.apply("EmbeddingLookup", "lookup", {table, ids})[0];
+  std::vector<std::vector<float>> v(e.tensors().size());
+  v[static_cast<std::size_t>(table)] = {0, 1, 10, 11, 20, 21};
+  v[static_cast<std::size_t>(ids)] = {2, 0, 2};
+  v[static_cast<std::size_t>(rows)].resize(6);
+  std::shared_ptr<void> state;
+  runtime::compute_op(e, e.ops().back(), v, &state);
+  EXPECT_EQ(v[static_cast<std::size_t>(rows)], (std::vector<float>{20, 21, 0, 1, 20, 21}));
+  Graph s;
+  EXPECT_EQ(
+      compute(s, "UnsortedSegmentSum", {{1, 1, 2, 2, 3, 3}, {2, 0, 2}, std::vector<float>(6)}, {{3, 2}, {3}, {3, 2}}),
+      (std::vector<float>{2, 2, 0, 0, 4, 4}));
+}
+
+}  // namespace
+}  // namespace ascendsim::workloads
