@@ -84,7 +84,9 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
     const auto& in = m_w.graph.tensor(m_w.batch_inputs.at(0));
     const bool per_token = in.dtype == DType::I32 && in.shape.size() == 2 && m_w.batch_inputs.size() == 2 &&
                            m_w.graph.tensor(m_w.batch_inputs[1]).shape == in.shape;
-    if (!per_token)
+    // The built-in decoders read records of S + 1 tokens, split into inputs and labels on the device.
+    m_records = in.dtype == DType::I32 && in.shape.size() == 2 && m_w.batch_inputs.size() == 1;
+    if (!per_token && !m_records)
       throw sim::InputError("dataset", "dataset",
                             dataset_dir + " holds a token stream; " + m_w.name +
                                 " does not read token ids [N, S] with a label per position (a language model)");
@@ -94,7 +96,7 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
       throw sim::InputError("dataset", "dataset",
                             dataset_dir + ": tokens up to " + std::to_string(m_data.classes - 1) + ", beyond " +
                                 m_w.name + "'s vocabulary of " + std::to_string(m_w.data.dataset.classes));
-    m_seq = in.shape[1];
+    m_seq = m_records ? in.shape[1] - 1 : in.shape[1];
     m_windows = (static_cast<std::int64_t>(m_data.tokens.size()) - 1) / m_seq;
     if (m_windows < m_w.batch_size)
       throw sim::InputError("dataset", "dataset",
@@ -147,6 +149,19 @@ void FunctionalModel::init_tensors() {
     const std::size_t at = w != by_name.end() ? w->second : i - 1;
     return ts[at].shape.size() >= 2 ? static_cast<std::ptrdiff_t>(at) : -1;
   };
+  // The norms' scales (LayerNorm's and RMSNorm's gamma, through a cast): ones, as their modules'.
+  std::set<workloads::TensorId> scales;
+  {
+    std::map<workloads::TensorId, workloads::TensorId> cast_of;  // a cast's result -> what it casts
+    for (const auto& op : g.ops())
+      if (op.type == "Cast") cast_of[op.outputs.at(0)] = op.inputs.at(0);
+    for (const auto& op : g.ops())
+      if ((op.type == "LayerNorm" || op.type == "RmsNorm") && op.inputs.size() > 1) {
+        workloads::TensorId t = op.inputs[1];
+        while (cast_of.count(t)) t = cast_of.at(t);
+        scales.insert(t);
+      }
+  }
   for (std::size_t i = 0; i < g.tensors().size(); ++i) {
     const auto& t = g.tensors()[i];
     auto& v = m_values[i];
@@ -166,7 +181,7 @@ void FunctionalModel::init_tensors() {
     }
     switch (t.role) {
       case TensorRole::Parameter:
-        if (ends_with(n, ".gamma")) {
+        if (ends_with(n, ".gamma") || scales.count(static_cast<workloads::TensorId>(i))) {
           std::fill(v.begin(), v.end(), 1.0f);
         } else if (ends_with(n, ".beta")) {
           // zeros
@@ -198,7 +213,8 @@ void FunctionalModel::init_tensors() {
           std::fill(v.begin(), v.end(), static_cast<float>(m_w.hyper.learning_rate));
         else if (n == "momentum")
           v[0] = static_cast<float>(m_w.hyper.momentum);
-        else if (n != "global_step" && n.rfind("moments.", 0) != 0)
+        else if (n != "global_step" && n.rfind("moments.", 0) != 0 && n.rfind("adam_m.", 0) != 0 &&
+                 n.rfind("adam_v.", 0) != 0)
           throw std::logic_error("functional mode: no initial value for optimizer tensor " + n);
         break;
       case TensorRole::Constant:
@@ -208,9 +224,26 @@ void FunctionalModel::init_tensors() {
           v[0] = static_cast<float>(1.0 / m_w.recipe.loss_scale);
         else if (n == "weight_decay")
           v[0] = static_cast<float>(m_w.hyper.weight_decay);
-        else if (n == "one")
+        else if (n == "one" || n == "clip_norm")
           v[0] = 1.0f;
-        else
+        else if (n == "mask_value")  // BERT's padding mask: (1 - mask) * -10000 on the scores
+          v[0] = -10000.0f;
+        else if (n == "position_ids")
+          for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(k);
+        else if (n == "causal_mask") {  // a decoder's: -10000 on the keys after each query
+          const auto s = static_cast<std::size_t>(t.shape.at(0));
+          for (std::size_t q = 0; q < s; ++q)
+            for (std::size_t k = q + 1; k < s; ++k) v[q * s + k] = -10000.0f;
+        } else if (n == "rotary.cos" || n == "rotary.sin") {  // angle p / 10000^(2i/d), both halves alike
+          const std::int64_t s = t.shape.at(0), d = t.shape.at(1);
+          for (std::int64_t p = 0; p < s; ++p)
+            for (std::int64_t i = 0; i < d; ++i) {
+              const double angle = static_cast<double>(p) /
+                                   std::pow(10000.0, 2.0 * static_cast<double>(i % (d / 2)) / static_cast<double>(d));
+              v[static_cast<std::size_t>(p * d + i)] =
+                  static_cast<float>(n == "rotary.cos" ? std::cos(angle) : std::sin(angle));
+            }
+        } else
           throw std::logic_error("functional mode: no value for constant " + n);
         break;
       default:
@@ -430,6 +463,7 @@ FunctionalModel::Batch FunctionalModel::make_batch(std::int64_t index) {
         b.image.push_back(static_cast<float>(m_data.tokens[static_cast<std::size_t>(w * m_seq + i)]));
         b.label.push_back(static_cast<float>(m_data.tokens[static_cast<std::size_t>(w * m_seq + i + 1)]));
       }
+      if (m_records) b.image.push_back(b.label.back());  // the record: the window's S + 1 tokens
     }
     return b;
   }
@@ -454,7 +488,7 @@ void FunctionalModel::feed(Batch b, bool keep) {
   if (keep && static_cast<std::int64_t>(m_dumped.size()) < m_opt.dump_steps) m_dumped.push_back(b);
   const auto& g = m_w.graph;
   m_values[static_cast<std::size_t>(m_w.batch_inputs[0])] = std::move(b.image);
-  m_values[static_cast<std::size_t>(m_w.batch_inputs[1])] = std::move(b.label);
+  if (m_w.batch_inputs.size() > 1) m_values[static_cast<std::size_t>(m_w.batch_inputs[1])] = std::move(b.label);
   if (g.tensor(m_w.batch_inputs[0]).dtype == DType::F16)
     for (auto& x : m_values[static_cast<std::size_t>(m_w.batch_inputs[0])]) x = workloads::round_to_fp16(x);
 }
@@ -605,7 +639,8 @@ std::string FunctionalModel::batches_index() const {
                               {"batch_size", m_w.batch_size},
                               {"image_shape", image.shape},
                               {"images", "images.bin"},
-                              {"label_shape", m_w.graph.tensor(m_w.batch_inputs.at(1)).shape},
+                              {"label_shape", m_w.batch_inputs.size() > 1 ? m_w.graph.tensor(m_w.batch_inputs[1]).shape
+                                                                          : workloads::Shape{m_w.batch_size, m_seq}},
                               {"images_dtype", "float32"},
                               {"labels", "labels.bin"},
                               {"labels_dtype", "int32"}};

@@ -149,6 +149,7 @@ class FunctionalModel : public hostif::ValuesIf {
   /// A token stream's sequence model: the sequence (S) and the stream's windows of S + 1 tokens,
   /// each a sample (inputs its first S, labels its last S); 0 for image datasets.
   std::int64_t m_seq = 0, m_windows = 0;
+  bool m_records = false;  ///< one input of S + 1 tokens a sample (the built-in decoders)
   std::vector<Batch> m_dumped;
   std::int64_t m_steps = 0, m_evaluated = 0;
   bool m_evaluating = false;

@@ -2,6 +2,7 @@
 // products, LayerNorm and its two gradient kernels, the mean over any axes, the activations and
 // their gradients, embedding lookups and their scatter-add gradient. Plain loops over row-major
 // tensors, in float with double accumulators where values are summed.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -181,9 +182,89 @@ void unsorted_segment_sum(KernelIO& io) {
   for (std::size_t i = 0; i < acc.size(); ++i) io.out[0][i] = static_cast<float>(acc[i]);
 }
 
+// RMSNorm over the last axis: y = x rstd gamma, rstd = 1/sqrt(mean(x^2) + eps), eps 1e-6 (LLaMA's).
+constexpr double kRmsEps = 1e-6;
+void rms_norm(KernelIO& io) {
+  const std::int64_t h = io.in_shape(0).back(), rows = io.in_elements(0) / h;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* x = io.in[0] + r * h;
+    double sq = 0;
+    for (std::int64_t i = 0; i < h; ++i) sq += static_cast<double>(x[i]) * x[i];
+    const double rstd = 1 / std::sqrt(sq / static_cast<double>(h) + kRmsEps);
+    for (std::int64_t i = 0; i < h; ++i) io.out[0][r * h + i] = static_cast<float>(x[i] * rstd * io.in[1][i]);
+    io.out[1][r] = static_cast<float>(rstd);
+  }
+}
+
+// dx = rstd (g - x rstd^2 mean(g x)), g = dy gamma; dgamma = sum over the rows of dy x rstd.
+void rms_norm_grad(KernelIO& io) {
+  const std::int64_t h = io.in_shape(0).back(), rows = io.in_elements(0) / h;
+  std::vector<double> dg(static_cast<std::size_t>(h), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float *dy = io.in[0] + r * h, *x = io.in[1] + r * h, *gamma = io.in[3];
+    const double rstd = io.in[2][r];
+    double sgx = 0;
+    for (std::int64_t i = 0; i < h; ++i) sgx += static_cast<double>(dy[i]) * gamma[i] * x[i];
+    sgx /= static_cast<double>(h);
+    for (std::int64_t i = 0; i < h; ++i) {
+      io.out[0][r * h + i] = static_cast<float>(rstd * (dy[i] * gamma[i] - x[i] * rstd * rstd * sgx));
+      dg[static_cast<std::size_t>(i)] += static_cast<double>(dy[i]) * x[i] * rstd;
+    }
+  }
+  for (std::int64_t i = 0; i < h; ++i) io.out[1][i] = static_cast<float>(dg[static_cast<std::size_t>(i)]);
+}
+
+// Rotary embedding on [..., S, D] with [S, D] tables: y = x cos + rotate_half(x) sin, rotate_half
+// (x1, x2) = (-x2, x1) over the two halves of D. Its gradient: dx = dy cos + rotate_half^T(dy sin),
+// rotate_half^T(z1, z2) = (z2, -z1).
+void rotary(KernelIO& io, bool backward) {
+  const Shape& xs = io.in_shape(0);
+  const std::int64_t d = xs.back(), s = xs[xs.size() - 2], half = d / 2, n = io.in_elements(0) / (s * d);
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t p = 0; p < s; ++p) {
+      const float* x = io.in[0] + (b * s + p) * d;
+      const float *c = io.in[1] + p * d, *sn = io.in[2] + p * d;
+      float* y = io.out[0] + (b * s + p) * d;
+      for (std::int64_t i = 0; i < d; ++i) {
+        const std::int64_t j = i < half ? i + half : i - half;  // the partner in the other half
+        if (!backward)
+          y[i] = x[i] * c[i] + (i < half ? -x[j] : x[j]) * sn[i];
+        else
+          y[i] = x[i] * c[i] + (i < half ? x[j] * sn[j] : -x[j] * sn[j]);
+      }
+    }
+}
+
+// AdamWeightDecay in place (param, m, v, learning rate, gradient), weight decay attrs.alpha.
+void adam_weight_decay(KernelIO& io) {
+  constexpr double b1 = 0.9, b2 = 0.999, eps = 1e-6;
+  const double lr = io.in[3][0], wd = io.op.alpha;
+  float *w = io.in[0], *m = io.in[1], *v = io.in[2];
+  const float* g = io.in[4];
+  for (std::int64_t i = 0; i < io.in_elements(0); ++i) {
+    m[i] = static_cast<float>(b1 * m[i] + (1 - b1) * g[i]);
+    v[i] = static_cast<float>(b2 * v[i] + (1 - b2) * static_cast<double>(g[i]) * g[i]);
+    w[i] = static_cast<float>(w[i] - lr * (m[i] / (std::sqrt(static_cast<double>(v[i])) + eps) + wd * w[i]));
+  }
+}
+
 }  // namespace
 
 void register_transformer_kernels(OpRegistry& r) {
+  r.set_compute("RmsNorm", rms_norm);
+  r.set_compute("RmsNormGrad", rms_norm_grad);
+  r.set_compute("RotaryEmbedding", [](KernelIO& io) { rotary(io, false); });
+  r.set_compute("RotaryEmbeddingGrad", [](KernelIO& io) { rotary(io, true); });
+  r.set_compute("AdamWeightDecay", adam_weight_decay);
+  r.set_compute("SquareSumV1", [](KernelIO& io) {
+    double s = 0;
+    for (std::int64_t i = 0; i < io.in_elements(0); ++i) s += static_cast<double>(io.in[0][i]) * io.in[0][i];
+    io.out[0][0] = static_cast<float>(s);
+  });
+  r.set_compute("Maximum", [](KernelIO& io) {  // the operands' shapes, or a scalar against a tensor
+    const std::int64_t n = io.out_elements(0), na = io.in_elements(0), nb = io.in_elements(1);
+    for (std::int64_t i = 0; i < n; ++i) io.out[0][i] = std::max(io.in[0][na == 1 ? 0 : i], io.in[1][nb == 1 ? 0 : i]);
+  });
   r.set_compute("BatchMatMul", batch_matmul);
   r.set_compute("LayerNorm", layer_norm);
   r.set_compute("LayerNormXBackprop", layer_norm_x_backprop);

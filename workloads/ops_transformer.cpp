@@ -409,6 +409,22 @@ void register_transformer_ops(OpRegistry& r) {
            return vector_kernel(res(g, op, 0), 0, 1, 1, std::max<std::int64_t>(1, in(g, op, 0).elements()));
          }});
 
+  // The larger of two numbers element by element (global-norm clipping: the norm, at least the
+  // clip norm), numpy broadcasting; no gradient (the optimizer's).
+  r.add({"Maximum",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& a = g.tensor(i.at(0));
+           const Tensor& b = g.tensor(i.at(1));
+           require(a.dtype == b.dtype, "operand dtypes differ (missing Cast?)");
+           require(a.shape == b.shape || a.elements() == 1 || b.elements() == 1,
+                   "operands of one shape, or a scalar, expected");
+           return std::vector<OutputSpec>{
+               out(a.elements() >= b.elements() ? a.shape : b.shape, a.dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_kernel(res(g, op, 0), 2, 1, 1, 0); }});
+
   // Square sum of a tensor to a scalar (global-norm clipping's per-gradient part).
   r.add({"SquareSumV1",
          false,
@@ -421,7 +437,8 @@ void register_transformer_ops(OpRegistry& r) {
 
   // AdamWeightDecay (MindSpore's fused AdamApplyOneWithDecay on Ascend): per parameter, with its
   // two moments, in place: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-  // w -= lr (m / (sqrt(v) + eps) + wd w).
+  // w -= lr (m / (sqrt(v) + eps) + wd w), wd attrs.alpha; nn.AdamWeightDecay's b1 0.9, b2 0.999,
+  // eps 1e-6 and no bias correction.
   r.add({"AdamWeightDecay",
          false,
          [](const Graph& g, const Inputs& i, OpAttrs&) {

@@ -216,7 +216,9 @@ void clip_by_global_norm(Graph& g, std::map<TensorId, TensorId>& grads, const Op
     total = reduce_norm(g, "ClipByGlobalNorm/Stages", total, {spec.pipeline_stages, spec.pipeline_stride});
   const TensorId norm = g.apply("Sqrt", "ClipByGlobalNorm/Sqrt", {total})[0];
   const TensorId clip = g.add_tensor({"clip_norm", {1}, DType::F32, TensorRole::Constant});
-  const TensorId scale = g.apply("RealDiv", "ClipByGlobalNorm/RealDiv", {clip, norm})[0];
+  // MindSpore's clip_by_global_norm: scaled by clip / max(norm, clip), so only a larger norm shrinks.
+  const TensorId above = g.apply("Maximum", "ClipByGlobalNorm/Maximum", {norm, clip})[0];
+  const TensorId scale = g.apply("RealDiv", "ClipByGlobalNorm/RealDiv", {clip, above})[0];
   for (auto& [param, grad] : grads)
     grad = g.mul("ClipByGlobalNorm/" + g.tensor(param).name + "/Mul", grad, scale, TensorRole::Gradient);
 }
@@ -250,7 +252,9 @@ void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, con
       lamb.push_back({pname, param, target, next[2],
                       g.apply("SquareSumAll", "Lamb/" + pname + "/SquareSumAll", {target, next[2]})});
     } else {
-      g.apply("AdamWeightDecay", "AdamWeightDecay/" + pname, {target, m, v, lr, grad});
+      OpAttrs a;  // the weight decay of a decayed weight (not the norms' scales and the biases)
+      a.alpha = spec.decayed.count(param) ? spec.weight_decay : 0.0;
+      g.apply("AdamWeightDecay", "AdamWeightDecay/" + pname, {target, m, v, lr, grad}, a);
     }
   }
   // A piece's norms are partial: the trust ratio needs the whole weight's.
@@ -305,6 +309,7 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   w.data.dataset.width = record_values;
   w.data.dataset.channels = 1;
   w.data.dataset.record_bytes = record_values * 4;
+  w.data.dataset.classes = s.vocab;  // a token's values
   for (std::int64_t c = 0; c < columns; ++c) {
     MapOp cast{MapOpType::TypeCast};
     cast.call = c;
@@ -438,6 +443,13 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   w.sens = sens;
   w.optimizer_spec = opt;
   append_optimizer(g, append_backward(g, w.loss, sens), opt);
+  // Functional mode's values of the small constants: the attention scores' scale 1/sqrt(d) (the
+  // masks and rotary tables are computed there from their names).
+  auto values = std::make_shared<std::map<std::string, std::vector<float>>>();
+  for (const auto& t : g.tensors())
+    if (t.role == TensorRole::Constant && t.name.size() > 6 && t.name.compare(t.name.size() - 6, 6, ".scale") == 0)
+      (*values)[t.name] = {static_cast<float>(1.0 / std::sqrt(static_cast<double>(H / s.heads)))};
+  w.initial_values = values;
   return w;
 }
 

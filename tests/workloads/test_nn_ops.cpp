@@ -364,6 +364,36 @@ TEST(NnOps, TheTransformersKernelsAreTheirBackwardRulesDerivatives) {
     return g.apply("Sqrt", "sqrt", {g.apply("Sigmoid", "pos", {p[0]})[0]})[0];
   });
   for (const char* type : {"Tanh", "Erf", "GeLU", "SiLU"}) check_gradients(type, {{2, 6}}, one(type));
+  check_gradients("RmsNorm", {{3, 6}, {6}}, [](Graph& g, const std::vector<TensorId>& p) {
+    return g.apply("RmsNorm", "rms", {p[0], p[1]})[0];
+  });
+}
+
+TEST(NnOps, TheRotaryEmbeddingsGradientIsItsTranspose) {
+  // y = R x is linear in x: the gradient kernel must be R's transpose, <dy, R x> = <R^T dy, x>.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  const Shape xs{2, 3, 4, 6}, table{4, 6};
+  const auto x = random(144), dy = random(144), cos = random(24), sin = random(24);
+  Graph f, b;
+  const auto y = compute(f, "RotaryEmbedding", {x, cos, sin}, {xs, table, table});
+  const auto dx = compute(b, "RotaryEmbeddingGrad", {dy, cos, sin}, {xs, table, table});
+  double left = 0, right = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    left += static_cast<double>(dy[i]) * y[i];
+    right += static_cast<double>(dx[i]) * x[i];
+  }
+  EXPECT_NEAR(left, right, 1e-4 * std::fabs(left));
+  // With cos 1 and sin 0 it is the identity; with cos 0 and sin 1 rotate_half: (-x2, x1).
+  Graph h;
+  const auto turned =
+      compute(h, "RotaryEmbedding", {{1, 2, 3, 4}, {0, 0, 0, 0}, {1, 1, 1, 1}}, {{1, 4}, {1, 4}, {1, 4}});
+  EXPECT_EQ(turned, (std::vector<float>{-3, -4, 1, 2}));
 }
 
 TEST(NnOps, TheTransformersKernelsComputeWhatTheOpsMean) {

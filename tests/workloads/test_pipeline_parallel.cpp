@@ -26,15 +26,7 @@ namespace ascendsim::workloads {
 namespace {
 
 sim::RunRequest pipelined_gpt(std::int64_t devices, std::int64_t stages, std::int64_t micro, std::int64_t batch) {
-  sim::RunRequest r;
-  r.config = test::config_request();
-  r.workload = "gpt";
-  r.recipe.layers = 4;
-  r.recipe.hidden = 64;
-  r.recipe.heads = 4;
-  r.recipe.ffn = 256;
-  r.recipe.seq_length = 16;
-  r.recipe.vocab = 128;
+  sim::RunRequest r = test::small_transformer("gpt", 4, 64, 4, 256, 16, 128);
   r.batch_size = batch;
   r.devices = devices;
   r.pipeline_stages = stages;

@@ -150,15 +150,7 @@ TEST(Transformer, GraphKernelFusionKeepsEachKernelWithinItsOperandLimit) {
 
 /// A small GPT-2-shaped decoder: 2 layers, hidden 64, 4 heads, MLP 256, sequence 16, 128 tokens.
 sim::RunRequest small_gpt(std::int64_t devices, std::int64_t tp, std::int64_t batch = 2) {
-  sim::RunRequest r;
-  r.config = test::config_request();
-  r.workload = "gpt";
-  r.recipe.layers = 2;
-  r.recipe.hidden = 64;
-  r.recipe.heads = 4;
-  r.recipe.ffn = 256;
-  r.recipe.seq_length = 16;
-  r.recipe.vocab = 128;
+  sim::RunRequest r = test::small_transformer("gpt", 2, 64, 4, 256, 16, 128);
   r.batch_size = batch;
   r.devices = devices;
   r.tensor_parallel = tp;
