@@ -633,17 +633,19 @@ std::string FunctionalModel::weights_data() const {
 
 std::string FunctionalModel::batches_index() const {
   const auto& image = m_w.graph.tensor(m_w.batch_inputs.at(0));
-  nlohmann::ordered_json j = {{"format", "ascendsim-batches"},
-                              {"version", 1},
-                              {"batches", m_dumped.size()},
-                              {"batch_size", m_w.batch_size},
-                              {"image_shape", image.shape},
-                              {"images", "images.bin"},
-                              {"label_shape", m_w.batch_inputs.size() > 1 ? m_w.graph.tensor(m_w.batch_inputs[1]).shape
-                                                                          : workloads::Shape{m_w.batch_size, m_seq}},
-                              {"images_dtype", "float32"},
-                              {"labels", "labels.bin"},
-                              {"labels_dtype", "int32"}};
+  nlohmann::ordered_json j = {
+      {"format", "ascendsim-batches"},
+      {"version", 1},
+      {"batches", m_dumped.size()},
+      {"batch_size", m_w.batch_size},
+      {"image_shape", image.shape},
+      {"images", "images.bin"},
+      {"label_shape", m_seq > 0 && m_w.batch_inputs.size() == 1 ? workloads::Shape{m_w.batch_size, m_seq}
+                      : m_seq > 0                               ? m_w.graph.tensor(m_w.batch_inputs[1]).shape
+                                                                : workloads::Shape{m_w.batch_size}},
+      {"images_dtype", "float32"},
+      {"labels", "labels.bin"},
+      {"labels_dtype", "int32"}};
   return j.dump(2) + "\n";
 }
 

@@ -274,6 +274,10 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   if (r.loss != "softmax-cross-entropy" && r.model.empty())
     throw InputError("loss", "loss", "the loss is chosen for an imported model (model); a workload has its own");
   workloads::Workload w;
+  if (r.functional.enabled && r.mode == "infer" && !r.model.empty())
+    throw InputError("functional", "functional",
+                     "an imported model's forward pass has no loss to compute; run --mode infer without functional "
+                     "mode, or train it");
   if (!r.frozen.empty() && r.model.empty())
     throw InputError("frozen", "frozen", "names initializers of an ONNX model (model); a workload has its own weights");
   if (!r.model.empty() && r.workload != RunRequest{}.workload)
@@ -426,6 +430,11 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
       spec.source = d.source;
       spec.samples = (d.samples - 1) / w.tokens_per_sample;
       spec.token_stream = true;
+      if (r.eval_every > 0)
+        throw InputError("eval_every", "eval_every",
+                         r.dataset +
+                             " is a token stream: evaluation (an image classifier's accuracy over a test "
+                             "split) does not apply; train without eval_every");
       if (spec.samples < 1)
         throw InputError("dataset", "dataset",
                          r.dataset + ": fewer tokens than one sequence of " + std::to_string(w.tokens_per_sample) +

@@ -370,15 +370,16 @@ void sparse_softmax_ce(KernelIO& io) {  // logits [N,C], labels [N] -> mean loss
   io.out[0][0] = static_cast<float>(loss / static_cast<double>(n));
 }
 
-void sparse_softmax_ce_grad(KernelIO& io) {  // d(mean loss)/d logits = (softmax - onehot) / N
+void sparse_softmax_ce_grad(KernelIO& io) {  // d(mean loss)/d logits = (softmax - onehot) / N, times dy
   const std::int64_t n = io.in_shape(0)[0], c = io.in_shape(0)[1];
+  const double dy = io.in.size() > 2 ? io.in[2][0] : 1.0;
   std::vector<double> ls;
   log_softmax(io.in[0], n, c, ls);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t l = label_of(io.in[1][i], c);
     for (std::int64_t j = 0; j < c; ++j)
       io.out[0][i * c + j] = static_cast<float>(
-          (std::exp(ls[static_cast<std::size_t>(i * c + j)]) - (j == l ? 1.0 : 0.0)) / static_cast<double>(n));
+          dy * (std::exp(ls[static_cast<std::size_t>(i * c + j)]) - (j == l ? 1.0 : 0.0)) / static_cast<double>(n));
   }
 }
 

@@ -49,6 +49,7 @@ bool is_integer(int t) {
 }
 
 constexpr std::int64_t kMaxDataElements = 1 << 16;  // numbers kept of a float constant
+constexpr std::int64_t kMaxFoldElements = 1 << 24;  // of a constant computed at import (a mask of 4096^2)
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;  // of any tensor
 
@@ -185,7 +186,8 @@ std::vector<float> float_values(const onnx::TensorProto& t, const std::string& f
 /// Shape, Gather, Slice, ConstantOfShape have no handler of their own).
 const std::set<std::string> kFoldable = {
     "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat",          "Cast",    "Reshape", "Slice", "Identity",
-    "Add",      "Sub",   "Mul",    "Div",       "Equal",   "ConstantOfShape", "Flatten", "Where",   "Range", "Expand"};
+    "Add",      "Sub",   "Mul",    "Div",       "Equal",   "ConstantOfShape", "Flatten", "Where",   "Range", "Expand",
+    "Sin",      "Cos",   "Neg",    "Sqrt",      "Pow"};
 
 /// Numpy broadcasting of two shapes; fails naming `where` when they do not broadcast.
 Shape broadcast_of(const Shape& a, const Shape& b, const std::string& where) {
@@ -311,6 +313,9 @@ class Importer {
     for (auto d : want) e *= d;
     if (e != c.elements())
       fail(where(n) + ": '" + n.input(i) + "' is " + shape_string(c.shape) + ", expected " + shape_string(shape));
+    if (role == TensorRole::Parameter &&
+        std::find(m_opt.frozen.begin(), m_opt.frozen.end(), n.input(i)) != m_opt.frozen.end())
+      role = TensorRole::Constant;  // frozen: not trained
     return m_g.add_tensor({n.input(i), std::move(shape), dtype, role});
   }
   const Shape& shape_of(TensorId t) const { return m_g.tensor(t).shape; }
@@ -490,7 +495,7 @@ void Importer::find_weights() {
     if (elements <= 1 || !readers.count(name)) continue;
     if (std::find(m_opt.frozen.begin(), m_opt.frozen.end(), name) != m_opt.frozen.end()) continue;
     if (mask_only(name, 0)) continue;
-    if (t->data_location() != onnx::TensorProto::EXTERNAL && elements <= kMaxDataElements &&
+    if (t->data_location() != onnx::TensorProto::EXTERNAL &&
         (t->data_type() == onnx::TensorProto::FLOAT || t->data_type() == onnx::TensorProto::DOUBLE)) {
       const auto v = float_values(*t, m_file);
       if (std::any_of(v.begin(), v.end(), [](float x) { return !std::isfinite(x); })) continue;
@@ -560,7 +565,7 @@ void Importer::fold(const onnx::NodeProto& n) {
       c.elem_type = f.elem_type;
       if (f.data && !f.data->empty()) fill = (*f.data)[0];
     }
-    if (checked_elements(c.shape, where(n)) > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    if (checked_elements(c.shape, where(n)) > kMaxFoldElements) fail(where(n) + ": a constant too large to fold");
     c.data = std::vector<double>(static_cast<std::size_t>(c.elements()), fill);
     return set(n, 0, c);
   }
@@ -639,16 +644,30 @@ void Importer::fold(const onnx::NodeProto& n) {
     return set(n, 0, c);
   }
   if (t == "Concat") {
+    // Along any axis (a rotary table's two halves): per index of the axes before it, each input's
+    // block in turn.
     const std::int64_t ax = axis_of(attr_int(n, "axis", 0), rank);
-    if (rank != 1 || ax != 0) fail(where(n) + ": constants are concatenated as vectors only");
+    std::int64_t outer = 1, inner = 1;
+    for (std::int64_t k = 0; k < ax; ++k) outer *= a.shape[static_cast<std::size_t>(k)];
+    for (std::int64_t k = ax + 1; k < rank; ++k) inner *= a.shape[static_cast<std::size_t>(k)];
     Const c = a;
     c.initializer = false;
-    c.data->clear();
+    c.data = std::vector<double>{};
+    c.shape[static_cast<std::size_t>(ax)] = 0;
     for (int i = 0; i < n.input_size(); ++i) {
       const Const& x = constant(n, i);
-      c.data->insert(c.data->end(), x.data->begin(), x.data->end());
+      if (x.shape.size() != a.shape.size()) fail(where(n) + ": constants of different ranks");
+      for (std::int64_t k = 0; k < rank; ++k)
+        if (k != ax && x.shape[static_cast<std::size_t>(k)] != a.shape[static_cast<std::size_t>(k)])
+          fail(where(n) + ": constants differ beyond the axis");
+      c.shape[static_cast<std::size_t>(ax)] += x.shape[static_cast<std::size_t>(ax)];
     }
-    c.shape = {static_cast<std::int64_t>(c.data->size())};
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (int i = 0; i < n.input_size(); ++i) {
+        const Const& x = constant(n, i);
+        const std::int64_t block = x.shape[static_cast<std::size_t>(ax)] * inner;
+        c.data->insert(c.data->end(), x.data->begin() + o * block, x.data->begin() + (o + 1) * block);
+      }
     return set(n, 0, c);
   }
   if (t == "Slice") {  // any axes, step 1 (a causal mask cut to the sequence)
@@ -686,6 +705,24 @@ void Importer::fold(const onnx::NodeProto& n) {
     c.data = std::move(v);
     return set(n, 0, c);
   }
+  if (t == "Sin" || t == "Cos" || t == "Neg" || t == "Sqrt") {  // rotary tables computed at export
+    Const c = a;
+    c.initializer = false;
+    for (auto& x : *c.data) x = t == "Sin" ? std::sin(x) : t == "Cos" ? std::cos(x) : t == "Neg" ? -x : std::sqrt(x);
+    return set(n, 0, c);
+  }
+  if (t == "Pow") {  // numpy broadcasting (10000 ** (arange(0, d, 2) / d))
+    const Const& e = constant(n, 1);
+    const Shape s = broadcast_of(a.shape, e.shape, where(n));
+    if (checked_elements(s, where(n)) > kMaxFoldElements) fail(where(n) + ": a constant too large to fold");
+    const auto av = broadcast_values(*a.data, a.shape, s), ev = broadcast_values(*e.data, e.shape, s);
+    Const c = a;
+    c.initializer = false;
+    c.shape = s;
+    c.data = std::vector<double>(av.size());
+    for (std::size_t k = 0; k < av.size(); ++k) (*c.data)[k] = std::pow(av[k], ev[k]);
+    return set(n, 0, c);
+  }
   if (t == "Range") {
     const double start = a.data->at(0), limit = constant(n, 1).data->at(0), delta = constant(n, 2).data->at(0);
     if (delta == 0) fail(where(n) + ": a range with step 0");
@@ -705,7 +742,7 @@ void Importer::fold(const onnx::NodeProto& n) {
       if (x != 1 && y != 1 && x != y) fail(where(n) + ": cannot expand " + shape_string(a.shape));
       s[k] = std::max(x, y);
     }
-    if (checked_elements(s, where(n)) > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    if (checked_elements(s, where(n)) > kMaxFoldElements) fail(where(n) + ": a constant too large to fold");
     Const c = a;
     c.initializer = false;
     c.shape = s;
@@ -716,7 +753,7 @@ void Importer::fold(const onnx::NodeProto& n) {
     const Const& x = constant(n, 1);
     const Const& y = constant(n, 2);
     Shape s = broadcast_of(broadcast_of(a.shape, x.shape, where(n)), y.shape, where(n));
-    if (checked_elements(s, where(n)) > kMaxDataElements) fail(where(n) + ": a constant too large to fold");
+    if (checked_elements(s, where(n)) > kMaxFoldElements) fail(where(n) + ": a constant too large to fold");
     const auto cv = broadcast_values(*a.data, a.shape, s), xv = broadcast_values(*x.data, x.shape, s),
                yv = broadcast_values(*y.data, y.shape, s);
     Const c = x;
@@ -728,14 +765,17 @@ void Importer::fold(const onnx::NodeProto& n) {
   }
   // Add, Sub, Mul, Div on constants, broadcast as numpy.
   const Const& b = constant(n, 1);
-  if (a.elements() != b.elements() && a.elements() != 1 && b.elements() != 1)
-    fail(where(n) + ": constants are combined element by element or with a scalar only");
+  const Shape bs = broadcast_of(a.shape, b.shape, where(n));  // numpy broadcasting ([1, S] - [S, 1]: [S, S])
+  if (checked_elements(bs, where(n)) > kMaxFoldElements) fail(where(n) + ": a constant too large to fold");
+  const std::vector<double> av = broadcast_values(*a.data, a.shape, bs), bv = broadcast_values(*b.data, b.shape, bs);
   Const c = a.elements() >= b.elements() ? a : b;
+  c.shape = bs;
+  c.data = std::vector<double>(av.size());
   c.initializer = false;
   const bool integral = is_integer(a.elem_type) && is_integer(b.elem_type);
   if (t == "Equal") c.elem_type = onnx::TensorProto::BOOL;
   for (std::size_t k = 0; k < c.data->size(); ++k) {
-    const double x = (*a.data)[a.data->size() == 1 ? 0 : k], y = (*b.data)[b.data->size() == 1 ? 0 : k];
+    const double x = av[k], y = bv[k];
     double r = t == "Add" ? x + y : t == "Sub" ? x - y : t == "Mul" ? x * y : t == "Equal" ? double(x == y) : 0;
     if (t == "Div") {
       if (y == 0) fail(where(n) + ": division by zero in a constant");
@@ -981,14 +1021,25 @@ void Importer::install() {
     const Value& iv = value(n, 1);
     TensorId ids = iv.tensor;
     if (ids >= 0 && m_g.tensor(ids).dtype != DType::I32) fail(where(n) + ": integer ids expected");
-    if (ids < 0) {
+    bool scalar = false;
+    if (ids < 0) {  // constant positions: negative ones count from the end, a scalar drops its axis
       const Const& c = constant(n, 1);
       if (!is_integer(c.elem_type)) fail(where(n) + ": integer ids expected");
+      const std::int64_t rows = table.c->shape[0];
+      std::vector<float> v;
+      for (double d : *c.data) {
+        std::int64_t i = whole(d, where(n));
+        if (i < 0) i += rows;
+        if (i < 0 || i >= rows) fail(where(n) + ": index " + std::to_string(whole(d, where(n))) + " out of range");
+        v.push_back(static_cast<float>(i));
+      }
+      scalar = c.shape.empty();
       const std::string name = op_name(n) + ".ids";
-      ids = m_g.add_tensor({name, c.shape.empty() ? Shape{1} : c.shape, DType::I32, TensorRole::Constant});
-      if (m_opt.values) m_values_out[name] = std::vector<float>(c.data->begin(), c.data->end());
+      ids = m_g.add_tensor({name, scalar ? Shape{1} : c.shape, DType::I32, TensorRole::Constant});
+      if (m_opt.values) m_values_out[name] = v;
     }
-    set(n, 0, m_g.apply("EmbeddingLookup", op_name(n) + "/EmbeddingLookup", {w, ids})[0]);
+    const TensorId y = m_g.apply("EmbeddingLookup", op_name(n) + "/EmbeddingLookup", {w, ids})[0];
+    set(n, 0, scalar ? reshape(n, y, {shape_of(w)[1]}) : y);
   };
   // Where with a constant condition: masking a computed tensor by a constant (a causal mask's
   // -inf, an additive one), as Mul and Add by constants — or one Add where the fill is infinite.
@@ -998,6 +1049,8 @@ void Importer::install() {
     if (x_computed == y_computed)
       fail(where(n) + ": a choice between a computed tensor and a constant by a constant condition is supported");
     const int t = x_computed ? 1 : 2;  // the computed side, taken where the condition is (t == 1) true
+    if (m_weights.count(n.input(3 - t)))
+      fail(where(n) + ": the fill '" + n.input(3 - t) + "' is a trained weight; a constant fill is supported");
     const TensorId x = tensor(n, t);
     const Const& fill = constant(n, 3 - t, false);
     // The constants' shape: the condition's and the fill's, broadcast over the tensor by the ops.
@@ -1468,6 +1521,17 @@ Workload Importer::build() {
   }
   m_sum.initializers = static_cast<std::int64_t>(init_names.size());
   find_weights();
+  // A constant initializer too large for read_tensor to keep (a causal mask buffer of 1024^2):
+  // its values, to fold what reads it.
+  for (const auto& t : graph.initializer()) {
+    auto& v = m_values[t.name()];
+    if (m_weights.count(t.name()) || !v.c || v.c->data || !is_float(t.data_type()) ||
+        t.data_location() == onnx::TensorProto::EXTERNAL || v.c->elements() > kMaxFoldElements ||
+        (t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::DOUBLE))
+      continue;
+    const auto f = float_values(t, m_file);
+    v.c->data = std::vector<double>(f.begin(), f.end());
+  }
 
   // Inputs: the image (NCHW, float) or a sequence (token ids [N, S], or features [N, S, F]) and,
   // for a model with its own loss, integer labels.

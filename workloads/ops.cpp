@@ -615,10 +615,11 @@ void register_builtin_ops(OpRegistry& r) {
                        logits_labels(g, i);
                        return std::vector<OutputSpec>{out({1}, DType::F32, TensorRole::Loss)};
                      },
-                     // The fused op yields the mean gradient directly (its sensitivity is 1).
-                     [](BackwardContext& b, const Op& op, TensorId, const std::string& gname) {
-                       b.give(op.inputs[0],
-                              b.graph().sparse_softmax_cross_entropy_grad(gname, op.inputs[0], op.inputs[1]));
+                     // The fused op yields the mean gradient directly, times the loss's sensitivity dy
+                     // (the loss scale), which it reads as a third input.
+                     [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
+                       b.give(op.inputs[0], b.graph().apply("SparseSoftmaxCrossEntropyWithLogitsGrad", gname,
+                                                            {op.inputs[0], op.inputs[1], dy})[0]);
                      },
                      softmax_lower(OpKind::SoftmaxCrossEntropy)},
                {Format::ND, Format::ND}, Format::ND));
@@ -626,6 +627,8 @@ void register_builtin_ops(OpRegistry& r) {
   r.add(layout(OpDef{"SparseSoftmaxCrossEntropyWithLogitsGrad",
                      false,
                      [logits_labels](const Graph& g, const Inputs& i, OpAttrs&) {
+                       require(i.size() == 2 || (i.size() == 3 && g.tensor(i[2]).elements() == 1),
+                               "logits, labels and an optional scalar sensitivity expected");
                        return std::vector<OutputSpec>{
                            out(logits_labels(g, i), g.tensor(i[0]).dtype, TensorRole::Activation)};
                      },

@@ -330,8 +330,9 @@ class LlamaBlock(torch.nn.Module):
     """A LLaMA block: RMSNorm, rotary embeddings from cos and sin buffers, a causal mask buffer
     added to the scores, SwiGLU; an untied head."""
 
-    def __init__(self, vocab=128, seq=16, hidden=64, heads=4, ffn=176):
+    def __init__(self, vocab=128, seq=16, hidden=64, heads=4, ffn=176, tables="buffers"):
         super().__init__()
+        self.tables = tables  # "buffers", or "forward": computed in the forward pass (Range, Sin, Cos)
         self.emb = torch.nn.Embedding(vocab, hidden)
         self.n1, self.n2, self.nf = RMSNorm(hidden), RMSNorm(hidden), RMSNorm(hidden)
         self.q, self.k, self.v, self.o = (torch.nn.Linear(hidden, hidden, bias=False) for _ in range(4))
@@ -346,6 +347,11 @@ class LlamaBlock(torch.nn.Module):
 
     def forward(self, ids):
         n, s = ids.shape
+        cos, sin = self.cos, self.sin
+        if self.tables == "forward":
+            d = self.cos.size(-1)
+            t = torch.arange(s).float()[:, None] / (10000 ** (torch.arange(0, d, 2).float() / d))[None, :]
+            cos, sin = torch.cat([t, t], dim=-1).cos(), torch.cat([t, t], dim=-1).sin()
         x = self.emb(ids)
         h = self.n1(x)
         d = h.size(-1) // self.heads
@@ -353,7 +359,7 @@ class LlamaBlock(torch.nn.Module):
 
         def rotary(t):
             a, b = t.chunk(2, dim=-1)
-            return t * self.cos + torch.cat([-b, a], dim=-1) * self.sin               # Neg, Concat, Mul by buffers
+            return t * cos + torch.cat([-b, a], dim=-1) * sin                         # Neg, Concat, Mul by buffers
         att = torch.softmax(rotary(q) @ rotary(k).transpose(-2, -1) / math.sqrt(d) + self.mask, dim=-1)
         x = x + self.o((att @ v).transpose(1, 2).reshape(n, s, -1))
         h = self.n2(x)
@@ -381,6 +387,8 @@ def blocks(tmp_path_factory):
     torch.manual_seed(0)
     ids = torch.randint(0, 128, (2, 16))
     nets = {"gpt2": (GPT2Block(), ids), "gpt2_erf": (GPT2Block(gelu="none"), ids), "llama": (LlamaBlock(), ids),
+            "llama_tables": (LlamaBlock(tables="forward"), ids),
+            "gpt2_long": (GPT2Block(seq=300), ids),  # a mask buffer of 300^2 (nanoGPT's of its block size)
             "encoder": (Encoder(), torch.randn(2, 16, 64))}
     out = {}
     for name, (net, example) in nets.items():
@@ -392,7 +400,7 @@ def blocks(tmp_path_factory):
 
 def test_transformer_blocks_import_train_and_infer(blocks):
     onnx = pytest.importorskip("onnx")
-    for name in ("gpt2", "gpt2_erf", "llama", "encoder"):
+    for name in ("gpt2", "gpt2_erf", "gpt2_long", "llama", "llama_tables", "encoder"):
         for opset in (14, 17):
             model = blocks[(name, opset)]
             exported = {n.op_type for n in onnx.load(model).graph.node}
@@ -403,9 +411,9 @@ def test_transformer_blocks_import_train_and_infer(blocks):
             types = {op["name"].rsplit("/", 1)[-1] for op in info["ops"]}
             if name != "encoder":
                 assert {"EmbeddingLookup", "BatchMatMul", "Softmax", "UnsortedSegmentSum"} <= types, (name, types)
-            if name != "llama":
+            if not name.startswith("llama"):
                 assert ("LayerNorm" in types) == (opset >= 17 and "LayerNormalization" in exported), (name, opset)
-            if opset == 14 or name == "llama":
+            if opset == 14 or name.startswith("llama"):
                 assert "Pow" in exported and "ReduceMeanD" in types and "Sqrt" in types, (name, opset)
             r = ascendsim.train(strategy="loop-sink", model=model, batch_size=4, steps_per_epoch=3, frozen=frozen)
             run = r.runs[0]
@@ -419,6 +427,8 @@ def test_transformer_blocks_import_train_and_infer(blocks):
     with pytest.raises(ascendsim.InputError, match="frozen initializer 'nope'"):
         ascendsim.info(model=blocks[("llama", 17)], batch_size=4, frozen=["nope"])
     assert "Erf" in {n.op_type for n in onnx.load(blocks[("gpt2_erf", 14)]).graph.node}
+    # Tables computed in the forward pass (Range, Sin, Cos of constants) fold: no --frozen needed.
+    assert {"Sin", "Cos"} <= {n.op_type for n in onnx.load(blocks[("llama_tables", 17)]).graph.node}
     assert "Tanh" in {n.op_type for n in onnx.load(blocks[("gpt2", 14)]).graph.node}
 
 

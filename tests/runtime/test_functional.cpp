@@ -592,6 +592,16 @@ TEST(Functional, TensorParallelismComputesTheOneDeviceRun) {
   r.strategies = {runtime::Strategy::NonSink};
   const sim::RunOutcome one = sim::run(r);
   ASSERT_FALSE(one.failed()) << one.failure_message();
+  // The loss scale (65,536 by default) scales the backward pass and is taken out before the
+  // update: in fp32 the run is the one without it.
+  sim::RunRequest unscaled = r;
+  unscaled.recipe.loss_scale = 1;
+  const sim::RunOutcome plain = sim::run(unscaled);
+  ASSERT_FALSE(plain.failed()) << plain.failure_message();
+  for (std::size_t i = 0; i < plain.runs.front().loss_values.size(); ++i)
+    EXPECT_NEAR(plain.runs.front().loss_values[i].loss, one.runs.front().loss_values.at(i).loss,
+                1e-4 * std::fabs(plain.runs.front().loss_values[i].loss))
+        << "loss scale 1 against the default, step " << i + 1;
   r.devices = 2;
   r.tensor_parallel = 2;
   const sim::RunOutcome two = sim::run(r);
