@@ -176,6 +176,24 @@ void BM_Llama7bTensorParallelStep(benchmark::State& state) {
 }
 BENCHMARK(BM_Llama7bTensorParallelStep)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// One step of LLaMA-7B on two servers of eight 910B: tensor parallelism over each server, two
+/// pipeline stages (a server each), eight micro-batches of one sequence in the 1F1B order.
+void BM_Llama7bPipelineStep(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.config.server = "atlas800t-a2";
+  req.workload = "llama-7b";
+  req.batch_size = 8;
+  req.devices = 16;
+  req.tensor_parallel = 8;
+  req.pipeline_stages = 2;
+  req.micro_batches = 8;
+  req.steps_per_epoch = 1;
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_Llama7bPipelineStep)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
 void BM_ResNet50Devices4096LongRun(benchmark::State& state) { run_and_count(state, resnet50_on(4096, 1000)); }
