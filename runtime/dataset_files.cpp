@@ -308,8 +308,8 @@ workloads::DatasetSpec load_dataset_dir(const std::string& dir_name, std::ostrea
   throw sim::InputError("dataset", "dataset",
                         dir_name +
                             ": no MNIST idx files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]), "
-                            "CIFAR-10 binary batches (data_batch_*.bin) or class folders of JPEG files (an image "
-                            "folder) found");
+                            "CIFAR-10 binary batches (data_batch_*.bin), class folders of JPEG files (an image "
+                            "folder) or a token stream (train-tokens.bin, little-endian int32) found");
 }
 
 }  // namespace ascendsim::runtime

@@ -191,7 +191,7 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   if (r.devices % P != 0)
     throw InputError("pipeline_stages", "pipeline_stages",
                      std::to_string(P) + " stages do not divide the " + std::to_string(r.devices) +
-                         " device(s); give devices a multiple of it (each stage " +
+                         " device(s); give devices a multiple of " + std::to_string(P) + " (each stage " +
                          (r.tensor_parallel > 1 ? "a multiple of tensor_parallel " + std::to_string(r.tensor_parallel)
                                                 : std::string("one or more")) +
                          " ranks)");
@@ -204,7 +204,12 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   if (r.batch_size % M != 0)
     throw InputError("micro_batches", "micro_batches",
                      "the batch of " + std::to_string(r.batch_size) + " sequences does not divide into " +
-                         std::to_string(M) + " micro-batches; give batch_size a multiple of it");
+                         std::to_string(M) + " micro-batches; give batch_size a multiple of " + std::to_string(M));
+  if (r.optimizer_shard && R / r.tensor_parallel < 2)
+    throw InputError("optimizer_shard", "optimizer_shard",
+                     "the optimizer state divides among a stage's data-parallel ranks, and each of the " +
+                         std::to_string(P) + " stages has " + std::to_string(R / r.tensor_parallel) +
+                         "; give devices a multiple of " + std::to_string(2 * P * r.tensor_parallel));
   RunRequest one = r;
   one.pipeline_stages = 1;
   one.micro_batches = 0;
@@ -221,9 +226,11 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   try {
     stages = workloads::pipeline_stages(w, P, M, R);
   } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    throw InputError(what.rfind("--micro", 0) == 0 ? "micro_batches" : "pipeline_stages",
-                     what.rfind("--micro", 0) == 0 ? "micro_batches" : "pipeline_stages", what);
+    std::string what = e.what();  // "--pipeline-stages 4: ..." — the key names the flag already
+    const bool micro = what.rfind("--micro", 0) == 0;
+    if (const auto colon = what.find(": "); what.rfind("--", 0) == 0 && colon != std::string::npos)
+      what = what.substr(colon + 2);
+    throw InputError(micro ? "micro_batches" : "pipeline_stages", micro ? "micro_batches" : "pipeline_stages", what);
   }
   const std::int64_t m = std::min(devices_per_server(r, cfg), r.devices);
   // The model's arithmetic (MFU) is the whole network's, as written.

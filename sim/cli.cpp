@@ -360,7 +360,8 @@ po::options_description run_options(Options& o) {
       "summaries)")(
       "functional", po::bool_switch(&o.functional.enabled),
       "also compute the values: read the dataset's samples, run every op of the training graph and print the "
-      "loss as MindSpore's LossMonitor (needs --dataset; one device)")(
+      "loss as MindSpore's LossMonitor (needs --dataset: MNIST, CIFAR-10, an image folder, or a token stream, "
+      "train-tokens.bin; one device, data parallel or semi-auto/tensor parallel)")(
       "eval", po::bool_switch(&o.functional.eval), "functional mode: report the test split's accuracy after training")(
       "seed", po::value(&o.functional.seed)->default_value(o.functional.seed),
       "functional mode: seed of the initial weights, the shuffle and the random map ops")(
@@ -987,8 +988,10 @@ int cmd_info(int argc, char* argv[]) {
   std::cout << fmt::format("  {:<25} {}\n", w.training ? "training" : "inference", w.recipe.describe());
   std::cout << fmt::format("  parameters                {}\n", j["parameters"].get<std::int64_t>());
   std::cout << fmt::format("  forward MACs per sample   {}\n", j["forward_macs_per_sample"].get<std::int64_t>());
-  std::cout << fmt::format("  device ops per step       {} (+1 GetNext in the sink modes)\n", g.step_tasks.size());
-  std::cout << fmt::format("  device compute per step   {:.1f} us\n", g.device_compute_s * 1e6);
+  const std::string stage0 = w.stages.empty() ? "" : " (pipeline stage 0; every stage's below)";
+  std::cout << fmt::format("  device ops per step       {} (+1 GetNext in the sink modes){}\n", g.step_tasks.size(),
+                           stage0);
+  std::cout << fmt::format("  device compute per step   {:.1f} us{}\n", g.device_compute_s * 1e6, stage0);
   std::cout << "  data pipeline             the execution tree, first epoch (per batch on one thread; batches/s its threads sustain)\n";
   for (const auto& st : j["pipeline_tree"])
     std::cout << fmt::format("    {:<44} {:>3} worker(s) {:>10.3f} ms {:>10.1f} batches/s{}\n",
