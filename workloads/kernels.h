@@ -46,6 +46,10 @@ void register_nn_kernels(OpRegistry& r);
 /// The kernels of the transformers' ops (kernels_transformer.cpp).
 void register_transformer_kernels(OpRegistry& r);
 
+/// For each element of a tensor of shape `out` (row-major), its index in an operand of shape `in`
+/// broadcast to it (numpy's rules: trailing axes align, an axis of 1 repeats).
+std::vector<std::int64_t> broadcast_index(const Shape& in, const Shape& out);
+
 /// `x` rounded to the nearest fp16 value (ties to even), as a float.
 float round_to_fp16(float x);
 

@@ -12,9 +12,6 @@
 
 namespace ascendsim::workloads {
 
-namespace {
-
-/// For each element of `out` (row-major), its index in an operand of shape `in` broadcast to it.
 std::vector<std::int64_t> broadcast_index(const Shape& in, const Shape& out) {
   const std::size_t r = out.size(), off = r - in.size();
   std::vector<std::int64_t> stride(r, 0);  // the operand's stride along each output axis (0: broadcast)
@@ -41,6 +38,8 @@ std::vector<std::int64_t> broadcast_index(const Shape& in, const Shape& out) {
   }
   return idx;
 }
+
+namespace {
 
 void binary(KernelIO& io, const std::function<float(float, float)>& f) {
   const Shape& ys = io.out_shape(0);

@@ -109,28 +109,9 @@ void layer_norm_beta_gamma_backprop(KernelIO& io) {
   }
 }
 
-/// For each element of a tensor of shape `full`, its index in the tensor of shape `kept` (the same
-/// rank, each reduced axis 1).
-std::vector<std::int64_t> reduced_index(const Shape& full, const Shape& kept) {
-  std::int64_t total = 1;
-  for (auto d : full) total *= d;
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(total));
-  std::vector<std::int64_t> at(full.size(), 0);
-  for (std::int64_t i = 0; i < total; ++i) {
-    std::int64_t j = 0;
-    for (std::size_t k = 0; k < full.size(); ++k) j = j * kept[k] + (kept[k] == 1 ? 0 : at[k]);
-    idx[static_cast<std::size_t>(i)] = j;
-    for (std::size_t k = full.size(); k-- > 0;)
-      if (++at[k] < full[k])
-        break;
-      else
-        at[k] = 0;
-  }
-  return idx;
-}
-
 void reduce_mean_d(KernelIO& io) {
-  const auto& idx = kept<std::vector<std::int64_t>>(io, [&] { return reduced_index(io.in_shape(0), io.out_shape(0)); });
+  const auto& idx =
+      kept<std::vector<std::int64_t>>(io, [&] { return broadcast_index(io.out_shape(0), io.in_shape(0)); });
   std::vector<double> sum(static_cast<std::size_t>(io.out_elements(0)), 0.0);
   for (std::size_t i = 0; i < idx.size(); ++i) sum[static_cast<std::size_t>(idx[i])] += io.in[0][i];
   const double n = static_cast<double>(io.in_elements(0)) / static_cast<double>(io.out_elements(0));
@@ -138,7 +119,8 @@ void reduce_mean_d(KernelIO& io) {
 }
 
 void reduce_mean_d_grad(KernelIO& io) {
-  const auto& idx = kept<std::vector<std::int64_t>>(io, [&] { return reduced_index(io.out_shape(0), io.in_shape(0)); });
+  const auto& idx =
+      kept<std::vector<std::int64_t>>(io, [&] { return broadcast_index(io.in_shape(0), io.out_shape(0)); });
   const double n = static_cast<double>(io.out_elements(0)) / static_cast<double>(io.in_elements(0));
   for (std::size_t i = 0; i < idx.size(); ++i)
     io.out[0][i] = static_cast<float>(io.in[0][static_cast<std::size_t>(idx[i])] / n);

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "workloads/dataset.h"
+#include "workloads/kernels.h"
 #include "workloads/op_registry.h"
+#include "workloads/op_rules.h"
 #include "workloads/training.h"
 
 namespace ascendsim::workloads {
@@ -191,34 +193,17 @@ const std::set<std::string> kFoldable = {
 
 /// Numpy broadcasting of two shapes; fails naming `where` when they do not broadcast.
 Shape broadcast_of(const Shape& a, const Shape& b, const std::string& where) {
-  Shape s(std::max(a.size(), b.size()), 1);
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    const std::int64_t x = k + a.size() >= s.size() ? a[k + a.size() - s.size()] : 1;
-    const std::int64_t y = k + b.size() >= s.size() ? b[k + b.size() - s.size()] : 1;
-    if (x != 1 && y != 1 && x != y)
-      fail(where + ": " + shape_string(a) + " and " + shape_string(b) + " do not broadcast");
-    s[k] = std::max(x, y);
+  try {
+    return rules::broadcast_shape(a, b);
+  } catch (const std::invalid_argument& e) {
+    fail(where + ": " + e.what());
   }
-  return s;
 }
 
 /// The values of a constant of shape `from` broadcast to `to` (row-major).
 std::vector<double> broadcast_values(const std::vector<double>& v, const Shape& from, const Shape& to) {
-  std::int64_t total = 1;
-  for (auto d : to) total *= d;
-  std::vector<double> out(static_cast<std::size_t>(total));
-  std::vector<std::int64_t> at(to.size(), 0);
-  const std::size_t off = to.size() - from.size();
-  for (std::int64_t i = 0; i < total; ++i) {
-    std::int64_t src = 0;
-    for (std::size_t k = 0; k < from.size(); ++k) src = src * from[k] + (from[k] == 1 ? 0 : at[k + off]);
-    out[static_cast<std::size_t>(i)] = v.empty() ? 0.0 : v[static_cast<std::size_t>(src) % v.size()];
-    for (std::size_t k = to.size(); k-- > 0;)
-      if (++at[k] < to[k])
-        break;
-      else
-        at[k] = 0;
-  }
+  std::vector<double> out;
+  for (auto i : broadcast_index(from, to)) out.push_back(v[static_cast<std::size_t>(i)]);
   return out;
 }
 
@@ -495,7 +480,14 @@ void Importer::find_weights() {
     if (elements <= 1 || !readers.count(name)) continue;
     if (std::find(m_opt.frozen.begin(), m_opt.frozen.end(), name) != m_opt.frozen.end()) continue;
     if (mask_only(name, 0)) continue;
-    if (t->data_location() != onnx::TensorProto::EXTERNAL &&
+    // An op's weight (a product's, a convolution's, a norm's, a lookup table) is never a mask:
+    // only the others' values are scanned for -inf (a model's weights are not decoded twice).
+    const bool weight = std::any_of(readers.at(name).begin(), readers.at(name).end(), [](const auto& r) {
+      static const std::set<std::string> weighted = {
+          "MatMul", "Gemm", "Conv", "ConvTranspose", "BatchNormalization", "LayerNormalization", "Transpose", "Gather"};
+      return weighted.count(r.first->op_type()) > 0;
+    });
+    if (!weight && t->data_location() != onnx::TensorProto::EXTERNAL &&
         (t->data_type() == onnx::TensorProto::FLOAT || t->data_type() == onnx::TensorProto::DOUBLE)) {
       const auto v = float_values(*t, m_file);
       if (std::any_of(v.begin(), v.end(), [](float x) { return !std::isfinite(x); })) continue;
@@ -735,13 +727,7 @@ void Importer::fold(const onnx::NodeProto& n) {
   }
   if (t == "Expand") {  // a constant broadcast to a shape
     const auto want = ints(constant(n, 1));
-    Shape s(std::max(want.size(), a.shape.size()), 1);
-    for (std::size_t k = 0; k < s.size(); ++k) {
-      const std::int64_t x = k + a.shape.size() >= s.size() ? a.shape[k + a.shape.size() - s.size()] : 1;
-      const std::int64_t y = k + want.size() >= s.size() ? want[k + want.size() - s.size()] : 1;
-      if (x != 1 && y != 1 && x != y) fail(where(n) + ": cannot expand " + shape_string(a.shape));
-      s[k] = std::max(x, y);
-    }
+    const Shape s = broadcast_of(a.shape, Shape(want.begin(), want.end()), where(n));
     if (checked_elements(s, where(n)) > kMaxFoldElements) fail(where(n) + ": a constant too large to fold");
     Const c = a;
     c.initializer = false;

@@ -119,15 +119,16 @@ Partition partition(const Workload& w, std::int64_t P) {
   // A shared weight's gradient: the sum of its holders' contributions, each summing its own.
   const auto& grads = g.optimizer_gradients();
   std::set<int> split_ops;
+  std::map<TensorId, int> sum_of;  // a backward AddN's result -> the op
+  for (std::size_t i = 0; i < no; ++i)
+    if (ops[i].pass == Pass::Backward && ops[i].type == "AddN") sum_of[ops[i].outputs.at(0)] = static_cast<int>(i);
   for (const auto& [param, grad] : grads) {
     const auto h = part.holders.find(param);
     if (h == part.holders.end() || h->second.size() < 2) continue;
     if (h->second.size() > 2)
       throw std::invalid_argument(flag + "the weight " + g.tensor(param).name + " is read on " +
                                   std::to_string(h->second.size()) + " stages; a weight may be shared by two");
-    for (std::size_t i = 0; i < no; ++i)
-      for (auto o : ops[i].outputs)
-        if (o == grad && ops[i].pass == Pass::Backward && ops[i].type == "AddN") split_ops.insert(static_cast<int>(i));
+    if (const auto s = sum_of.find(grad); s != sum_of.end()) split_ops.insert(s->second);
   }
 
   // The backward pass, in order.
