@@ -12,6 +12,7 @@
 #include "runtime/dataset_files.h"
 #include "runtime/image_ops.h"
 #include "sim/api.h"
+#include "sim/serve.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -193,6 +194,33 @@ void BM_Llama7bPipelineStep(benchmark::State& state) {
   run_and_count(state, req);
 }
 BENCHMARK(BM_Llama7bPipelineStep)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// LLM serving: 10,000 requests (prompts 512 +-50%, outputs 128 +-50%, 10 per second) of
+/// LLaMA-7B on four 910B with tensor parallelism, served under one launch mode (0 eager, 1 graph,
+/// 2 multi-step); requests/s counts the requests served per wall second, the step shapes
+/// simulated included.
+void BM_ServeLlama7b10kRequests(benchmark::State& state) {
+  sim::ServeRequest req;
+  req.config = test::config_request();
+  req.config.server = "atlas800t-a2";
+  req.gpt_size = "llama-7b";
+  req.devices = 4;
+  req.tensor_parallel = 4;
+  req.rate = 10;
+  req.requests = 10000;
+  req.length_spread = 0.5;
+  req.launch = {static_cast<runtime::LaunchMode>(state.range(0))};
+  double served = 0;
+  std::int64_t shapes = 0;
+  for (auto _ : state) {
+    const sim::ServeOutcome out = sim::serve(req);
+    served += static_cast<double>(out.runs.front().log.requests.size());
+    shapes = out.simulations;
+  }
+  state.counters["requests_per_s"] = benchmark::Counter(served, benchmark::Counter::kIsRate);
+  state.counters["shapes"] = static_cast<double>(shapes);
+}
+BENCHMARK(BM_ServeLlama7b10kRequests)->DenseRange(0, 2)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun

@@ -157,11 +157,12 @@ void Executor::launch_ops(const hostif::TaskList& tasks) {
   // The host launches the ops back to back, each ready after its launch cost; the device sees
   // each at its own time, so one wait covers the whole sequence.
   phase(Phase::Launch);
-  const sc_core::sc_time cost = sim::us(m_host.op_launch_us);
-  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  const sc_core::sc_time op = sim::us(m_host.op_launch_us), collective = sim::us(m_host.collective_launch_us);
   const bool tracing = m_trace && m_trace->active();
+  sc_core::sc_time issued = sc_core::sc_time_stamp();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const sc_core::sc_time issued = start + cost * static_cast<double>(i + 1);
+    const sc_core::sc_time cost = tasks[i].kind == hostif::TaskKind::Comm ? collective : op;
+    issued += cost;
     m_device.submit_task(tasks[i], issued, i + 1 == tasks.size());
     ++io().op_launches;
     if (tracing) {
@@ -170,7 +171,7 @@ void Executor::launch_ops(const hostif::TaskList& tasks) {
       m_trace->span(m_host_track, it->second, issued - cost, issued);
     }
   }
-  wait(cost * static_cast<double>(tasks.size()));
+  wait(issued - sc_core::sc_time_stamp());
 }
 
 void Executor::launch_graph(std::int64_t iterations, bool loop_control) {
@@ -245,11 +246,11 @@ void Executor::synchronize() {
 void Executor::return_loss() {
   phase(Phase::D2H);
   Span s(*this, m_host_track, "memcpy D2H (loss)");
-  constexpr std::int64_t kLossBytes = 4;  // fp32 scalar
+  const std::int64_t bytes = m_session.result_bytes;
   wait(sim::us(m_host.memcpy_setup_us));
-  m_device.d2h.transfer(kLossBytes);
+  m_device.d2h.transfer(static_cast<std::uint64_t>(bytes));
   ++m_io.d2h_copies;
-  m_io.d2h_bytes += kLossBytes;
+  m_io.d2h_bytes += bytes;
   ++m_losses;
   if (m_values) {
     // MindSpore's LossMonitor: per step, its epoch and step in the epoch; per sink under loop

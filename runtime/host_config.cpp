@@ -3,7 +3,15 @@
 namespace ascendsim::runtime {
 
 void HostConfig::declare(sim::ParamSet& ps) {
+  ps.real("host.schedule_step_us", schedule_step_us, "us", 0, 1e7,
+          "LLM serving: one scheduler iteration (batch policy, queues, the step's input tensors)");
+  ps.real("host.schedule_seq_us", schedule_seq_us, "us", 0, 1e6,
+          "LLM serving: per sequence of a step (its block-table row, inputs and output token)");
+  ps.real("host.sample_ns_per_logit", sample_ns_per_logit, "ns/logit", 0, 1e6,
+          "LLM serving with sampling on the host: per logit of a sequence's row (softmax and the draw)");
   ps.real("host.op_launch_us", op_launch_us, "us", 0, 1e6, "host cost of launching one op (op-by-op modes)");
+  ps.real("host.collective_launch_us", collective_launch_us, "us", 0, 1e6,
+          "host cost of launching one collective (op-by-op modes: an HCCL call on the communication stream)");
   ps.real("host.graph_launch_us", graph_launch_us, "us", 0, 1e6, "host cost of launching one graph execution");
   ps.real("host.step_overhead_us", step_overhead_us, "us", 0, 1e7,
           "framework work each time a step's result returns (training loop, callbacks)");

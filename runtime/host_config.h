@@ -11,6 +11,7 @@ namespace ascendsim::runtime {
 
 struct HostConfig {
   double op_launch_us = 10;       ///< one op launch: kernel selection, args, task submission
+  double collective_launch_us = 10;  ///< one collective launched by the host (op-by-op modes): the HCCL call
   double graph_launch_us = 30;    ///< one graph launch (model execute)
   double step_overhead_us = 150;  ///< framework work per returned step: training loop, callbacks
   double sync_wakeup_us = 15;     ///< stream synchronize wake-up after the completion notice
@@ -62,6 +63,10 @@ struct HostConfig {
   /// consistency: a GETATTR round trip), shared by the reads in flight like the latency.
   double storage_revalidate_us = 0;
   double cache_spill_ns_per_byte = 1.0;  ///< a spilled sample written to or read from local disk
+  // LLM serving (runtime/serving.h): the serving engine's own host work.
+  double schedule_step_us = 300;   ///< one scheduler iteration: the policy, the queues, the step's input tensors
+  double schedule_seq_us = 10;     ///< per sequence in the step: its block table row, inputs and output token
+  double sample_ns_per_logit = 2;  ///< host sampling, per logit of a sequence's vocabulary row (softmax, draw)
 
   void declare(sim::ParamSet& ps);
 };

@@ -34,6 +34,9 @@ struct Session {
   /// after every `eval_every` epochs (sinks under loop sink, as MindSpore counts them); 0: none.
   std::int64_t eval_every = 0;
   std::int64_t eval_steps = 0;  ///< batches in one evaluation pass (this rank's shard)
+  /// What the host copies back after each returned step: the loss (an fp32 scalar), or a serving
+  /// step's sampled tokens or logits (workloads/serving.h).
+  std::int64_t result_bytes = 4;
 
   /// Throws sim::InputError for non-positive epochs/steps, a sink size that is neither -1 nor > 0,
   /// or more than kMaxSteps steps.

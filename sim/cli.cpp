@@ -38,6 +38,7 @@
 #include "sim/outputs.h"
 #include "sim/rank_table.h"
 #include "sim/regression.h"
+#include "sim/serve.h"
 #include "sim/system.h"
 #include "workloads/parallel.h"
 #include "workloads/workload.h"
@@ -61,6 +62,7 @@ const char* kUsage =
     "  train     run the workload under one strategy (--strategy)\n"
     "  sweep     run the strategies over values of sink_size or any parameter (--param, --values)\n"
     "  advise-fusion  search AllReduce fusion splits (all_reduce_fusion) for the shortest step\n"
+    "  serve     LLM serving: requests batched continuously over a paged KV cache, per launch mode\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
@@ -483,7 +485,32 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"param", "--param"},
                                                        {"values", "--values"},
                                                        {"trace", "--trace"},
-                                                       {"trace_steps", "--trace-steps"}};
+                                                       {"trace_steps", "--trace-steps"},
+                                                       {"gpt_size", "--gpt-size"},
+                                                       {"launch", "--launch"},
+                                                       {"rate", "--rate"},
+                                                       {"rates", "--rates"},
+                                                       {"requests", "--requests"},
+                                                       {"arrivals", "--arrivals"},
+                                                       {"prompt_tokens", "--prompt-tokens"},
+                                                       {"output_tokens", "--output-tokens"},
+                                                       {"length_spread", "--length-spread"},
+                                                       {"max_seqs", "--max-seqs"},
+                                                       {"max_batched_tokens", "--max-batched-tokens"},
+                                                       {"chunked_prefill", "--chunked-prefill"},
+                                                       {"block_size", "--block-size"},
+                                                       {"kv_blocks", "--kv-blocks"},
+                                                       {"memory_utilization", "--memory-utilization"},
+                                                       {"multi_step", "--multi-step"},
+                                                       {"sampling", "--sampling"},
+                                                       {"capture", "--capture"},
+                                                       {"graph_buckets", "--graph-buckets"},
+                                                       {"decode_batches", "--decode-batches"},
+                                                       {"layers", "--layers"},
+                                                       {"hidden", "--hidden"},
+                                                       {"heads", "--heads"},
+                                                       {"ffn", "--ffn"},
+                                                       {"vocab", "--vocab"}};
   return m;
 }
 
@@ -504,7 +531,9 @@ std::string cli_message(const InputError& e) {
   // are also plain words in prose ("the dataset").
   for (const auto& [key, flag] : request_flags()) {
     if (key == "dataset" || key == "workload" || key == "devices" || key == "strategy" || key == "values" ||
-        key == "param" || key == "model" || key == "mode" || key == "loss" || key == "trace")
+        key == "param" || key == "model" || key == "mode" || key == "loss" || key == "trace" || key == "launch" ||
+        key == "rate" || key == "rates" || key == "requests" || key == "arrivals" || key == "sampling" ||
+        key == "capture" || key == "layers" || key == "hidden" || key == "heads" || key == "vocab")
       continue;
     for (std::size_t at = detail.find(key); at != std::string::npos; at = detail.find(key, at + flag.size())) {
       const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(detail[at - 1])) ||
@@ -870,6 +899,111 @@ int cmd_sweep(int argc, char* argv[]) {
   if (!o.csv.empty()) files.stage(o.csv, out.csv());
   if (!o.html.empty()) files.stage(o.html, runtime::html_sweep(out.header, out.param, out.points, out.conclusion));
   if (o.json != "-") std::cout << out.table();
+  files.commit();
+  return 0;
+}
+
+int cmd_serve(int argc, char* argv[]) {
+  ServeRequest req;
+  std::string launch = "eager", rates, buckets, batches, json, html, chunked = "false";
+  std::int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, vocab = 0;
+  bool quiet = false;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "workload,w", po::value(&req.workload)->default_value(req.workload),
+      "a decoder: gpt (its size by --gpt-size), gpt2-small, gpt2-medium, llama-7b")(
+      "gpt-size", po::value(&req.gpt_size), "workload gpt's shape: gpt2-small (default), gpt2-medium, llama-7b")(
+      "layers", po::value(&layers), "layers, over the preset's")("hidden", po::value(&hidden), "hidden width")(
+      "heads", po::value(&heads), "attention heads")("ffn", po::value(&ffn), "the MLP's inner width")(
+      "vocab", po::value(&vocab), "vocabulary")("server", po::value(&req.config.server),
+                                                "server preset (`ascendsim servers`; default generic-x86)")(
+      "chip", po::value(&req.config.chip), "chip preset (`ascendsim chips`; default the server's)")(
+      "config", po::value(&req.config.config_file), "YAML file overriding preset parameters")(
+      "set", po::value(&req.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
+      "devices", po::value(&req.devices)->default_value(req.devices),
+      "devices of one server: replicas of tensor-parallel groups, requests dealt to them in turn")(
+      "tensor-parallel", po::value(&req.tensor_parallel)->default_value(req.tensor_parallel),
+      "ranks of one replica (Megatron's split; an AllReduce after attention and after the MLP)")(
+      "launch", po::value(&launch)->default_value(launch),
+      "eager | graph | multi-step, comma-separated, or all: how a step is launched (eager: op by op, as non-sink; "
+      "graph: a captured graph per batch-size bucket, as graph sink; multi-step: --multi-step decode steps per launch, "
+      "as loop sink)")("rate", po::value(&req.rate)->default_value(req.rate), "requests per second (Poisson arrivals)")(
+      "requests", po::value(&req.requests)->default_value(req.requests), "requests to serve")(
+      "prompt-tokens", po::value(&req.prompt_tokens)->default_value(req.prompt_tokens), "prompt length (mean)")(
+      "output-tokens", po::value(&req.output_tokens)->default_value(req.output_tokens), "output length (mean)")(
+      "length-spread", po::value(&req.length_spread)->default_value(req.length_spread),
+      "each length uniform within mean x (1 +- this fraction)")(
+      "arrivals", po::value(&req.arrivals),
+      "a JSONL file of requests, one per line: {\"arrival_s\": 0.5, \"prompt_tokens\": 300, \"output_tokens\": 80} "
+      "(instead of --rate and --requests)")("seed", po::value(&req.seed)->default_value(req.seed),
+                                            "seed of the arrivals and lengths")(
+      "max-seqs", po::value(&req.max_seqs)->default_value(req.max_seqs), "sequences per step (vLLM's max_num_seqs)")(
+      "max-batched-tokens", po::value(&req.max_batched_tokens)->default_value(req.max_batched_tokens),
+      "tokens per step (max_num_batched_tokens)")("chunked-prefill", po::value(&chunked)->default_value(chunked),
+                                                  "true | false: prompts in chunks beside the decode tokens")(
+      "block-size", po::value(&req.block_size)->default_value(req.block_size), "tokens per KV-cache block")(
+      "kv-blocks", po::value(&req.kv_blocks)->default_value(req.kv_blocks),
+      "KV-cache blocks (0: what device memory leaves)")(
+      "memory-utilization", po::value(&req.memory_utilization)->default_value(req.memory_utilization),
+      "the share of device memory the engine uses (vLLM's gpu_memory_utilization)")(
+      "multi-step", po::value(&req.multi_step)->default_value(req.multi_step), "decode steps per launch in multi-step")(
+      "sampling", po::value(&req.sampling)->default_value(req.sampling),
+      "device | host: greedy sampling on the device, or the logits copied to the host")(
+      "capture", po::value(&req.capture)->default_value(req.capture),
+      "startup | first-use: when graph mode captures a bucket's graph")(
+      "graph-buckets", po::value(&buckets),
+      "captured batch sizes, comma-separated (default 1,2,4,8,16,24,... max-seqs)")(
+      "rates", po::value(&rates),
+      "a sweep: comma-separated request rates, each launch mode at each (the HTML charts "
+      "latency against throughput)")("decode-batches", po::value(&batches),
+                                     "batch sizes of the one-decode-step comparison (default 1,8,32,128)")(
+      "json", po::value(&json), "write the JSON report to FILE (- for stdout)")(
+      "html", po::value(&html), "write the HTML report to FILE")("quiet,q", po::bool_switch(&quiet),
+                                                                 "no progress lines");
+  if (!parse(argc, argv, desc, "serve")) return 0;
+  if (layers) req.shape.layers = layers;
+  if (hidden) req.shape.hidden = hidden;
+  if (heads) req.shape.heads = heads;
+  if (ffn) req.shape.ffn = ffn;
+  if (vocab) req.shape.vocab = vocab;
+  if (chunked != "true" && chunked != "false")
+    throw InputError("chunked_prefill", "chunked_prefill", "'" + chunked + "': true or false");
+  req.chunked_prefill = chunked == "true";
+  req.launch.clear();
+  for (const auto& m : split_list(launch == "all" ? "eager,graph,multi-step" : launch, "--launch"))
+    req.launch.push_back(runtime::parse_launch_mode(m));
+  auto numbers = [](const std::string& list, const char* flag, auto& into) {
+    if (list.empty()) return;
+    into.clear();
+    for (const auto& v : split_list(list, flag)) {
+      try {
+        std::size_t used = 0;
+        using T = typename std::decay_t<decltype(into)>::value_type;
+        T x;
+        if constexpr (std::is_integral_v<T>)
+          x = std::stoll(v, &used);
+        else
+          x = std::stod(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+        into.push_back(x);
+      } catch (const std::exception&) {
+        throw InputError(std::string(flag) + " '" + v + "': not a number");
+      }
+    }
+  };
+  numbers(rates, "--rates", req.rates);
+  numbers(buckets, "--graph-buckets", req.graph_buckets);
+  numbers(batches, "--decode-batches", req.decode_batches);
+  req.config.dir = default_config_dir();
+  for (const auto& s : req.config.sets) typed().emplace(override_origin(s), "--set " + s);
+  Outputs files;
+  files.add(json, "--json");
+  files.add(html, "--html");
+  if (!quiet) req.progress = &std::cerr;
+  const ServeOutcome out = serve(req);
+  if (!json.empty()) files.stage(json, out.report().dump(2) + "\n");
+  if (!html.empty()) files.stage(html, out.html());
+  if (json != "-") std::cout << out.text();
   files.commit();
   return 0;
 }
@@ -1433,6 +1567,25 @@ int cmd_suite(int argc, char* argv[]) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     if (!quiet) std::cerr << "[" << i + 1 << "/" << entries.size() << "] " << e.name << "\n";
+    if (e.serve) {  // a serving run
+      ServeOutcome served;
+      try {
+        served = serve(*e.serve);
+      } catch (const InputError& err) {
+        throw InputError(file + ": run '" + e.name + "': " + cli_message(err));
+      }
+      const std::string report_file = e.name + ".json";
+      files.stage((std::filesystem::path(out_dir) / report_file).string(), served.report().dump(2) + "\n");
+      ordered_json launches = ordered_json::array();
+      for (auto m : served.modes) launches.push_back(runtime::launch_mode_name(m));
+      index["entries"].push_back({{"name", e.name},
+                                  {"file", report_file},
+                                  {"workload", served.header["workload"]},
+                                  {"chip", served.header["chip"]},
+                                  {"serve", true},
+                                  {"launches", launches}});
+      continue;
+    }
     RunOutcome out;
     try {
       out = run(e.request);
@@ -1622,6 +1775,7 @@ int dispatch(const std::string& command, int argc, char* argv[]) {
   if (command == "info") return cmd_info(argc, argv);
   if (command == "op") return cmd_op(argc, argv);
   if (command == "sweep") return cmd_sweep(argc, argv);
+  if (command == "serve") return cmd_serve(argc, argv);
   if (command == "advise-fusion") return cmd_advise_fusion(argc, argv);
   if (command == "params") return cmd_params(argc, argv);
   if (command == "chips") return cmd_chips(argc, argv);

@@ -153,6 +153,123 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
   return r;
 }
 
+bool boolean(const YAML::Node& v, const std::string& at, const std::string& key) {
+  const std::string b = scalar(v, at, key);
+  if (b != "true" && b != "false") throw InputError(at + ": '" + key + "' is true or false");
+  return b == "true";
+}
+
+double real(const YAML::Node& v, const std::string& at, const std::string& key) {
+  const std::string s = scalar(v, at, key);
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || !std::isfinite(x))
+    throw InputError(at + ": '" + key + "' is a number, got " + s);
+  return x;
+}
+
+/// A serving run of a suite (`serve: true`), its keys those of ServeRequest.
+ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const std::string& config_dir,
+                             std::string* name) {
+  ServeRequest r;
+  r.config.dir = config_dir;
+  auto list = [&](const YAML::Node& v, const std::string& key) {
+    if (!v.IsSequence() || v.size() == 0) throw InputError(at + ": '" + key + "' is a non-empty list");
+    return v;
+  };
+  for (const auto& kv : run) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (key == "name")
+      *name = scalar(v, at, key);
+    else if (key == "serve") {
+      if (!boolean(v, at, key)) throw InputError(at + ": 'serve' is true for a serving run (leave it out otherwise)");
+    } else if (key == "workload")
+      r.workload = scalar(v, at, key);
+    else if (key == "gpt_size")
+      r.gpt_size = scalar(v, at, key);
+    else if (key == "layers")
+      r.shape.layers = whole(v, at, key);
+    else if (key == "hidden")
+      r.shape.hidden = whole(v, at, key);
+    else if (key == "heads")
+      r.shape.heads = whole(v, at, key);
+    else if (key == "ffn")
+      r.shape.ffn = whole(v, at, key);
+    else if (key == "vocab")
+      r.shape.vocab = whole(v, at, key);
+    else if (key == "server")
+      r.config.server = scalar(v, at, key);
+    else if (key == "chip")
+      r.config.chip = scalar(v, at, key);
+    else if (key == "devices")
+      r.devices = whole(v, at, key);
+    else if (key == "tensor_parallel")
+      r.tensor_parallel = whole(v, at, key);
+    else if (key == "launch") {
+      r.launch.clear();
+      for (const auto& m : list(v, key)) r.launch.push_back(runtime::parse_launch_mode(scalar(m, at, key)));
+    } else if (key == "rate")
+      r.rate = real(v, at, key);
+    else if (key == "requests")
+      r.requests = whole(v, at, key);
+    else if (key == "prompt_tokens")
+      r.prompt_tokens = whole(v, at, key);
+    else if (key == "output_tokens")
+      r.output_tokens = whole(v, at, key);
+    else if (key == "length_spread")
+      r.length_spread = real(v, at, key);
+    else if (key == "arrivals")
+      r.arrivals = scalar(v, at, key);
+    else if (key == "seed")
+      r.seed = static_cast<std::uint64_t>(whole(v, at, key));
+    else if (key == "max_seqs")
+      r.max_seqs = whole(v, at, key);
+    else if (key == "max_batched_tokens")
+      r.max_batched_tokens = whole(v, at, key);
+    else if (key == "chunked_prefill")
+      r.chunked_prefill = boolean(v, at, key);
+    else if (key == "block_size")
+      r.block_size = whole(v, at, key);
+    else if (key == "kv_blocks")
+      r.kv_blocks = whole(v, at, key);
+    else if (key == "memory_utilization")
+      r.memory_utilization = real(v, at, key);
+    else if (key == "multi_step")
+      r.multi_step = whole(v, at, key);
+    else if (key == "sampling")
+      r.sampling = scalar(v, at, key);
+    else if (key == "capture")
+      r.capture = scalar(v, at, key);
+    else if (key == "graph_buckets") {
+      r.graph_buckets.clear();
+      for (const auto& b : list(v, key)) r.graph_buckets.push_back(whole(b, at, key));
+    } else if (key == "rates") {
+      for (const auto& b : list(v, key)) r.rates.push_back(real(b, at, key));
+    } else if (key == "decode_batches") {
+      r.decode_batches.clear();
+      for (const auto& b : list(v, key)) r.decode_batches.push_back(whole(b, at, key));
+    } else if (key == "set") {
+      if (!v.IsMap()) throw InputError(at + ": 'set' is a mapping of parameter keys to values");
+      for (const auto& p : v) r.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
+    } else {
+      throw InputError(
+          at + ": unknown key '" + key +
+          "' (a serving run takes name, serve, workload, gpt_size, layers, hidden, heads, ffn, vocab, "
+          "server, chip, set, devices, tensor_parallel, launch, rate, requests, prompt_tokens, "
+          "output_tokens, length_spread, arrivals, seed, max_seqs, max_batched_tokens, chunked_prefill, "
+          "block_size, kv_blocks, memory_utilization, multi_step, sampling, capture, graph_buckets, rates, "
+          "decode_batches)");
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<SuiteEntry> load_suite(const std::string& path, const std::string& config_dir, std::string* suite_name) {
@@ -179,7 +296,10 @@ std::vector<SuiteEntry> load_suite(const std::string& path, const std::string& c
     const std::string at = path + ":" + std::to_string(run.Mark().line + 1) + ": run " + std::to_string(index);
     if (!run.IsMap()) throw InputError(at + ": a run is a mapping (name, workload, ...)");
     SuiteEntry e;
-    e.request = parse_run(run, at, config_dir, &e.name);
+    if (run["serve"])
+      e.serve = parse_serve_run(run, at, config_dir, &e.name);
+    else
+      e.request = parse_run(run, at, config_dir, &e.name);
     if (!valid_name(e.name))
       throw InputError(at + ": needs a `name` of letters, digits, '-', '_' or '.' (it names the report file)");
     if (!names.insert(e.name).second) throw InputError(at + ": the name '" + e.name + "' is used twice");
@@ -218,27 +338,34 @@ std::vector<Loaded> load_reports(const std::string& path) {
     return out;
   }
   const ordered_json r = read_json(path);
-  if (!r.contains("runs") || !r["runs"].is_array()) throw InputError(path + ": not a compare/train report (no runs)");
+  if (!r.contains("runs") || !r["runs"].is_array())
+    throw InputError(path + ": not a compare, train or serve report (no runs)");
   return {{"", r}};
+}
+
+/// One figure of a run in both reports (numbers only), marked past the tolerance if it moved more.
+void add_figure(DiffResult& d, const std::string& run, const std::string& name, const ordered_json& x,
+                const ordered_json& y, double tolerance) {
+  if (!x.is_number() || !y.is_number()) return;
+  FigureChange f;
+  f.run = run;
+  f.figure = name;
+  f.base = x.get<double>();
+  f.now = y.get<double>();
+  if (f.base == f.now)
+    f.relative = 0;
+  else if (f.base == 0)
+    f.relative = std::numeric_limits<double>::infinity();
+  else
+    f.relative = (f.now - f.base) / std::fabs(f.base);
+  f.past_tolerance = std::fabs(f.relative) > tolerance;
+  d.figures.push_back(f);
 }
 
 void add_figures(DiffResult& d, const std::string& run, const ordered_json& a, const ordered_json& b,
                  double tolerance) {
   auto figure = [&](const std::string& name, const ordered_json& x, const ordered_json& y) {
-    if (!x.is_number() || !y.is_number()) return;
-    FigureChange f;
-    f.run = run;
-    f.figure = name;
-    f.base = x.get<double>();
-    f.now = y.get<double>();
-    if (f.base == f.now)
-      f.relative = 0;
-    else if (f.base == 0)
-      f.relative = std::numeric_limits<double>::infinity();
-    else
-      f.relative = (f.now - f.base) / std::fabs(f.base);
-    f.past_tolerance = std::fabs(f.relative) > tolerance;
-    d.figures.push_back(f);
+    add_figure(d, run, name, x, y, tolerance);
   };
   figure("sim_time_s", a["sim_time_s"], b["sim_time_s"]);
   for (const char* k : {"mean", "p50", "p99"})
@@ -251,6 +378,26 @@ void add_figures(DiffResult& d, const std::string& run, const ordered_json& a, c
     if (b["interactions"].contains(k)) figure("interactions." + k, v, b["interactions"][k]);
 }
 
+}  // namespace
+
+namespace {
+/// A serving run's figures: throughput, the latency percentiles, the decode step and its phases,
+/// the cache's peak and the preemptions.
+void add_serving_figures(DiffResult& d, const std::string& run, const ordered_json& a, const ordered_json& b,
+                         double tolerance) {
+  auto figure = [&](const std::string& name, const ordered_json& x, const ordered_json& y) {
+    add_figure(d, run, name, x, y, tolerance);
+  };
+  for (const char* k : {"duration_s", "requests_per_s", "output_tokens_per_s"}) figure(k, a[k], b[k]);
+  for (const char* m : {"ttft_ms", "tpot_ms", "e2e_ms"})
+    for (const char* q : {"mean", "p50", "p90", "p99"}) figure(std::string(m) + "." + q, a[m][q], b[m][q]);
+  figure("decode_step_ms.mean", a["decode_step_ms"]["mean"], b["decode_step_ms"]["mean"]);
+  for (const auto& [k, v] : a["decode_step_ms"]["phases"].items())
+    figure("decode_step_ms.phases." + k, v, b["decode_step_ms"]["phases"][k]);
+  figure("kv_cache.peak_blocks", a["kv_cache"]["peak_blocks"], b["kv_cache"]["peak_blocks"]);
+  figure("preemptions", a["preemptions"], b["preemptions"]);
+  figure("steps.launches", a["steps"]["launches"], b["steps"]["launches"]);
+}
 }  // namespace
 
 bool DiffResult::moved() const {
@@ -274,7 +421,10 @@ DiffResult diff_reports(const std::string& base, const std::string& now, double 
     const auto& ra = a[i].report;
     const auto& rb = b[i].report;
     const std::string where = entry.empty() ? std::string() : entry + ": ";
-    for (const char* k : {"workload", "batch_size", "devices"})
+    const bool serving = ra.value("kind", "") == "serving";
+    if (serving != (rb.value("kind", "") == "serving"))
+      throw InputError(where + "a serving report and a training report: not comparable");
+    for (const char* k : {"workload", "batch_size", "devices", "tensor_parallel"})
       if (ra.value(k, ordered_json()) != rb.value(k, ordered_json()))
         throw InputError(where + "different " + k + " (" + ra.value(k, ordered_json()).dump() + " in " + base + ", " +
                          rb.value(k, ordered_json()).dump() + " in " + now + "): not comparable");
@@ -284,6 +434,14 @@ DiffResult diff_reports(const std::string& base, const std::string& now, double 
     for (std::size_t r = 0; r < ra["runs"].size(); ++r) {
       const auto& x = ra["runs"][r];
       const auto& y = rb["runs"][r];
+      if (serving) {
+        if (x["launch"] != y["launch"] || x["requests"] != y["requests"])
+          throw InputError(where + "run " + std::to_string(r + 1) + " serves " + x["requests"].dump() + " requests " +
+                           x["launch"].dump() + " in " + base + " and " + y["requests"].dump() + " " +
+                           y["launch"].dump() + " in " + now + ": not comparable");
+        add_serving_figures(d, (entry.empty() ? "" : entry + "/") + x["launch"].get<std::string>(), x, y, tolerance);
+        continue;
+      }
       if (x["strategy"] != y["strategy"])
         throw InputError(where + "run " + std::to_string(r + 1) + " is " + x["strategy"].dump() + " in " + base +
                          " and " + y["strategy"].dump() + " in " + now + ": not comparable");

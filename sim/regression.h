@@ -11,6 +11,7 @@
 
 #include "sim/api.h"
 #include "sim/fit.h"
+#include "sim/serve.h"
 
 namespace ascendsim::sim {
 
@@ -18,6 +19,7 @@ namespace ascendsim::sim {
 struct SuiteEntry {
   std::string name;
   RunRequest request;
+  std::optional<ServeRequest> serve;  ///< a serving run (`serve: true`) instead of `request`
 };
 
 /// Reads a suite file (YAML):
@@ -27,6 +29,9 @@ struct SuiteEntry {
 ///       workload: lenet5              # and any of: strategies (list), epochs, steps_per_epoch,
 ///       strategies: [loop-sink]       # batch_size, sink_size, chip, dataset, set (map or list
 ///       set: {host.op_launch_us: 20}  # of key=value)
+///     - name: llama-serving             # serve: true, a serving run (sim/serve.h): workload,
+///       serve: true                     # gpt_size, layers, hidden, heads, ffn, vocab, server, chip,
+///       launch: [eager, graph]          # set, devices, tensor_parallel, launch, rate, requests, ...
 /// Throws InputError naming the file, the entry and the key for anything else.
 std::vector<SuiteEntry> load_suite(const std::string& path, const std::string& config_dir, std::string* suite_name);
 

@@ -331,6 +331,145 @@ void register_transformer_ops(OpRegistry& r) {
                      }},
                {Format::ND, Format::ND, Format::ND, Format::ND, Format::ND}, Format::ND));
 
+  // Serving (workloads/serving.h), the kernels vLLM's Ascend backend runs a step with. The
+  // attention's queries, keys and values come fused from one projection: qkv [T, 3N, D], the
+  // first N heads the queries, then the keys, then the values (T tokens, N heads of width D).
+  //
+  // ApplyRotaryPosEmb: the rotary embedding of the queries and keys in place, from the [T, D]
+  // cos and sin rows of the tokens' positions.
+  r.add({"ApplyRotaryPosEmb",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 3, "qkv, cos and sin expected");
+           const Tensor& x = g.tensor(i[0]);
+           require(x.shape.size() == 3 && x.shape[1] % 3 == 0, "qkv [T, 3N, D] expected");
+           const Shape table{x.shape[0], x.shape[2]};
+           require(g.tensor(i[1]).shape == table && g.tensor(i[2]).shape == table,
+                   "cos and sin must be " + shape_string(table));
+           return std::vector<OutputSpec>{OutputSpec::alias(0)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_kernel(in(g, op, 0), 1, 1, 4, 2 * in(g, op, 1).elements());
+           d.elements = d.elements / 3 * 2;  // the queries and keys
+           return d;
+         }});
+  // ReshapeAndCache: the keys and values of qkv written into the paged caches [blocks,
+  // block_size, N, D] (updated in place) at the tokens' slots [T] (int32: block x block_size +
+  // offset).
+  r.add({"ReshapeAndCache",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 4, "qkv, the key cache, the value cache and the slots expected");
+           const Tensor& x = g.tensor(i[0]);
+           const Tensor& kc = g.tensor(i[1]);
+           require(x.shape.size() == 3 && x.shape[1] % 3 == 0, "qkv [T, 3N, D] expected");
+           require(kc.shape.size() == 4 && kc.shape == g.tensor(i[2]).shape && kc.shape[2] == x.shape[1] / 3 &&
+                       kc.shape[3] == x.shape[2],
+                   "caches [blocks, block_size, N, D] of qkv's heads expected");
+           require(g.tensor(i[3]).dtype == DType::I32 && g.tensor(i[3]).shape == Shape{x.shape[0]},
+                   "int32 slots [T] expected");
+           return std::vector<OutputSpec>{OutputSpec::alias(1), OutputSpec::alias(2)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           OpDesc d = vector_kernel(in(g, op, 0), 1, 1, 1, in(g, op, 3).elements());
+           d.elements = d.elements / 3 * 2;  // the keys and values: read, and written at their slots
+           return d;
+         }});
+  // PagedAttention: the queries of `shape` = {B, Sq} sequences (B x Sq rows of qkv, from the
+  // first) against each sequence's keys and values, read from the cache blocks its row of the
+  // block table [B', max_blocks] lists (int32), as many as its context length [B'] -> the
+  // context [T, N * D]; a sixth input, the context another PagedAttention wrote, is updated in
+  // place (a step with decode and prefill parts). `count`: the mean keys a sequence reads;
+  // `causal`: fresh prompts (count == Sq), each query seeing the keys up to its own
+  // (FlashAttention-style prefill); else each query sees all its sequence's keys (decode: one
+  // query; a prompt's later chunk). Timed as the fused attention kernel over B x N (sequence,
+  // head) pairs, the keys streamed from HBM tile by tile.
+  r.add(layout(OpDef{"PagedAttention",
+                     false,
+                     [](const Graph& g, const Inputs& i, OpAttrs& a) {
+                       require(i.size() == 5 || i.size() == 6,
+                               "qkv, the caches, the block table, the context lengths and an optional output expected");
+                       const Tensor& x = g.tensor(i[0]);
+                       const Tensor& table = g.tensor(i[3]);
+                       require(x.shape.size() == 3 && x.shape[1] % 3 == 0, "qkv [T, 3N, D] expected");
+                       require(table.shape.size() == 2 && table.dtype == DType::I32,
+                               "an int32 block table [B, max_blocks] expected");
+                       require(g.tensor(i[4]).shape == Shape{table.shape[0]}, "context lengths [B] expected");
+                       require(
+                           a.shape.size() == 2 && a.shape[0] >= 1 && a.shape[1] >= 1 && a.shape[0] <= table.shape[0] &&
+                               a.shape[0] * a.shape[1] <= x.shape[0],
+                           "shape {sequences, queries each} within the block table's rows and qkv's tokens expected");
+                       require(a.count >= a.shape[1] || !a.causal, "a fresh prompt's queries see as many keys");
+                       require(a.count >= 1 && a.count <= table.shape[1] * g.tensor(i[1]).shape.at(1),
+                               "a sequence reads from 1 key to what its blocks hold");
+                       const Shape o{x.shape[0], x.shape[1] / 3 * x.shape[2]};
+                       if (i.size() == 6) {
+                         require(g.tensor(i[5]).shape == o, "the output to update must be " + shape_string(o));
+                         return std::vector<OutputSpec>{OutputSpec::alias(5)};
+                       }
+                       return std::vector<OutputSpec>{out(o, x.dtype, TensorRole::Activation)};
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {
+                       const Tensor& x = in(g, op, 0);
+                       OpDesc d;
+                       d.kind = aicore::OpKind::FlashAttention;
+                       d.precision = d.out_precision = storage_precision(x.dtype);
+                       d.batch = op.shape[0] * (x.shape[1] / 3);
+                       d.m = op.shape[1];
+                       d.n = op.count;
+                       d.k = x.shape[2];
+                       d.causal = op.causal;
+                       return d;
+                     },
+                     {},
+                     [](const Graph& g, const Op& op) {  // QK^T and PV over the keys each query sees
+                       const Tensor& x = in(g, op, 0);
+                       const std::int64_t seqs = op.shape[0], q = op.shape[1];
+                       const std::int64_t pairs = op.causal ? seqs * q * (q + 1) / 2 : seqs * q * op.count;
+                       return 2 * (x.shape[1] / 3) * x.shape[2] * pairs;
+                     }},
+               {Format::ND, Format::ND, Format::ND, Format::ND, Format::ND, Format::ND}, Format::ND));
+  // SwiGLU as one kernel (vLLM's SiluAndMul, Ascend's npu_swiglu): [T, 2F] -> silu(x[:, :F]) *
+  // x[:, F:], [T, F].
+  r.add({"SwiGlu",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& x = g.tensor(i.at(0));
+           require(x.shape.size() == 2 && x.shape[1] % 2 == 0, "[T, 2F] expected");
+           return std::vector<OutputSpec>{out({x.shape[0], x.shape[1] / 2}, x.dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_kernel(res(g, op, 0), 2, 1, 6, 0); }});
+  // The residual add fused with the next RMSNorm (vLLM's fused_add_rms_norm, Ascend's
+  // npu_add_rms_norm): x + residual -> its RMSNorm with gamma [H], and the sum (the next residual).
+  r.add({"AddRmsNorm",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           require(i.size() == 3, "x, the residual and gamma expected");
+           const Tensor& x = g.tensor(i[0]);
+           require(x.shape.size() == 2 && g.tensor(i[1]).shape == x.shape && g.tensor(i[2]).shape == Shape{x.shape[1]},
+                   "x and the residual [T, H], gamma [H] expected");
+           return std::vector<OutputSpec>{out(x.shape, x.dtype, TensorRole::Activation),
+                                          out(x.shape, x.dtype, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) { return vector_kernel(in(g, op, 0), 2, 2, 6, in(g, op, 2).elements()); }});
+  // Greedy sampling on the device: each row's largest logit, [B, V] -> its index [B] (int32).
+  r.add({"ArgMax",
+         false,
+         [](const Graph& g, const Inputs& i, OpAttrs&) {
+           const Tensor& x = g.tensor(i.at(0));
+           require(x.shape.size() == 2, "logits [B, V] expected");
+           return std::vector<OutputSpec>{out({x.shape[0]}, DType::I32, TensorRole::Activation)};
+         },
+         {},
+         [](const Graph& g, const Op& op) {
+           return vector_op(OpKind::ReduceSum, in(g, op, 0), res(g, op, 0).elements());
+         }});
+
   // Embedding lookup: rows of a [V, H] table at int32 ids [...] -> [..., H]. Its gradient is
   // UnsortedSegmentSum: the table's gradient zeroed, then dy's rows added at their ids.
   r.add(layout(OpDef{"EmbeddingLookup", false,

@@ -28,10 +28,14 @@ from . import _ascendsim
 
 __all__ = [
     "InputError", "RunError", "Report", "SweepResult", "STRATEGIES",
-    "train", "compare", "info", "op", "params", "chips", "servers", "sweep", "cli",
+    "train", "compare", "info", "op", "params", "chips", "servers", "sweep", "cli", "serve", "ServeReport",
+    "LAUNCH_MODES",
 ]
 
 STRATEGIES: Tuple[str, ...] = ("non-sink", "data-sink", "graph-sink", "loop-sink")
+#: LLM serving's launch modes (``serve``): op by op as non-sink, a captured graph as graph sink,
+#: several decode steps per launch as loop sink.
+LAUNCH_MODES: Tuple[str, ...] = ("eager", "graph", "multi-step")
 
 
 class InputError(ValueError):
@@ -273,6 +277,83 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
         pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen), "--json", "-", "-q"))
+
+
+class ServeReport(Report):
+    """A serving report (``ascendsim serve --json``): ``runs`` one per launch mode, with TTFT, TPOT
+    and end-to-end latency percentiles, throughput, the KV cache over time and where a decode step's
+    time goes; ``decode_step_by_batch`` one decode step per launch mode at each batch size;
+    ``sweep`` the runs at each rate of a sweep. ``to_dataframe()``: one row per run (and sweep point)."""
+
+    @property
+    def sweep(self) -> List[Dict[str, Any]]:
+        return self._data.get("sweep", [])
+
+    def to_dataframe(self) -> "Any":
+        import pandas  # Debian python3-pandas
+
+        rows = []
+        for run in self.runs + self.sweep:
+            row = {"launch": run["launch"], "rate": run["rate"], "requests_per_s": run["requests_per_s"],
+                   "output_tokens_per_s": run["output_tokens_per_s"],
+                   "decode_step_ms": run["decode_step_ms"]["mean"]}
+            for metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
+                for q in ("p50", "p90", "p99"):
+                    row[f"{metric[:-3]}_{q}_ms"] = run[metric][q]
+            rows.append(row)
+        return pandas.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        return (f"<ascendsim.ServeReport {self._data.get('workload')} on {self._data.get('devices')} x "
+                f"{self._data.get('chip')}: "
+                + ", ".join(f"{r['launch']} TPOT p50 {r['tpot_ms']['p50']:.2f} ms" for r in self.runs) + ">")
+
+
+def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Union[str, Sequence[str]] = "eager",
+          rate: float = 1.0, requests: int = 100, prompt_tokens: int = 512, output_tokens: int = 128,
+          length_spread: float = 0.0, arrivals: Optional[str] = None, seed: int = 1, devices: int = 1,
+          tensor_parallel: int = 1, server: Optional[str] = None, chip: Optional[str] = None,
+          overrides: Optional[Mapping[str, Any]] = None, config: Optional[str] = None,
+          shape: Optional[Mapping[str, int]] = None, max_seqs: int = 256, max_batched_tokens: int = 8192,
+          chunked_prefill: bool = False, block_size: int = 128, kv_blocks: int = 0,
+          memory_utilization: float = 0.9, multi_step: int = 8, sampling: str = "device",
+          capture: str = "startup", graph_buckets: Optional[Sequence[int]] = None,
+          rates: Optional[Sequence[float]] = None, decode_batches: Optional[Sequence[int]] = None,
+          html: Optional[str] = None) -> ServeReport:
+    """LLM serving (``ascendsim serve``, docs/serving.md): ``requests`` arriving at ``rate`` per second
+    (or from the JSONL file ``arrivals``) served with continuous batching over a paged KV cache, under
+    each launch mode of ``launch`` ("eager", "graph", "multi-step", a list of them, or "all").
+    ``shape``: layers, hidden, heads, ffn, vocab over the preset's; ``rates``: a sweep (each launch mode
+    at each rate; ``html`` then charts latency against throughput)."""
+    a: List[Any] = ["serve", "--workload", workload, *_preset_args(server, chip)]
+    if gpt_size is not None:
+        a += ["--gpt-size", gpt_size]
+    modes = launch if isinstance(launch, str) else ",".join(launch)
+    a += ["--launch", modes, "--rate", rate, "--requests", requests, "--prompt-tokens", prompt_tokens,
+          "--output-tokens", output_tokens, "--length-spread", length_spread, "--seed", seed,
+          "--devices", devices, "--tensor-parallel", tensor_parallel, "--max-seqs", max_seqs,
+          "--max-batched-tokens", max_batched_tokens, "--chunked-prefill", "true" if chunked_prefill else "false",
+          "--block-size", block_size, "--kv-blocks", kv_blocks, "--memory-utilization", memory_utilization,
+          "--multi-step", multi_step, "--sampling", sampling, "--capture", capture]
+    if arrivals is not None:
+        a += ["--arrivals", arrivals]
+    for key, value in (shape or {}).items():
+        if key not in ("layers", "hidden", "heads", "ffn", "vocab"):
+            raise InputError(f"shape: unknown key '{key}' (layers, hidden, heads, ffn, vocab)")
+        a += [f"--{key}", value]
+    for key, value in (overrides or {}).items():
+        a += ["--set", f"{key}={_setting(value)}"]
+    if config is not None:
+        a += ["--config", config]
+    if graph_buckets:
+        a += ["--graph-buckets", ",".join(str(b) for b in graph_buckets)]
+    if rates:
+        a += ["--rates", ",".join(str(r) for r in rates)]
+    if decode_batches:
+        a += ["--decode-batches", ",".join(str(b) for b in decode_batches)]
+    if html is not None:
+        a += ["--html", html]
+    return ServeReport(cli(*a, "--json", "-", "-q"))
 
 
 def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: Optional[str] = None,
