@@ -53,11 +53,15 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 /// A request in the engine.
 struct Seq {
   std::size_t index = 0;      ///< into the log's requests
+  std::int64_t original = 0;  ///< the request's prompt
   std::int64_t prompt = 0;    ///< tokens to prefill (a preempted request's output so far included)
   std::int64_t computed = 0;  ///< of them, in the cache
   std::int64_t generated = 0, output = 0;
   std::int64_t blocks = 0;
   bool prefilled() const { return computed >= prompt; }
+  /// Tokens in the cache once the next decode step has fed its token: the prompt and every
+  /// token generated so far (the last one is the step's input).
+  std::int64_t length() const { return original + generated; }
 };
 
 class Engine {
@@ -123,11 +127,16 @@ class Engine {
                                   " tokens (the watermark's included) but the cache has " +
                                   std::to_string(m_cfg.kv_blocks) +
                                   "; give more devices or tensor_parallel, a smaller model, or shorter requests");
-      if (!m_cfg.chunked_prefill && a.prompt_tokens > m_cfg.max_batched_tokens)
+      // A preempted sequence is computed again whole: its prompt and all but its last token.
+      if (!m_cfg.chunked_prefill && longest - 1 > m_cfg.max_batched_tokens)
         throw sim::InputError("max_batched_tokens", "max_batched_tokens",
-                              "a prompt of " + std::to_string(a.prompt_tokens) + " tokens exceeds a step's " +
+                              "a request of " + std::to_string(a.prompt_tokens) + " prompt and " +
+                                  std::to_string(a.output_tokens) +
+                                  " output tokens may have to be computed again in one step after a preemption, " +
+                                  std::to_string(longest - 1) + " tokens, more than a step's " +
                                   std::to_string(m_cfg.max_batched_tokens) +
-                                  "; raise max_batched_tokens or turn on chunked_prefill");
+                                  " (as vLLM requires without chunked prefill); raise max_batched_tokens or turn on "
+                                  "chunked_prefill");
     }
   }
 
@@ -137,7 +146,7 @@ class Engine {
     while (m_next < m_arrivals.size() && m_arrivals[m_next].arrival_s <= t) {
       Seq s;
       s.index = m_next;
-      s.prompt = m_arrivals[m_next].prompt_tokens;
+      s.original = s.prompt = m_arrivals[m_next].prompt_tokens;
       s.output = m_arrivals[m_next].output_tokens;
       m_area += t - m_arrivals[m_next].arrival_s;
       m_waiting.push_back(s);
@@ -151,7 +160,6 @@ class Engine {
     if (m_free - need < (admission ? m_watermark : 0)) return false;
     m_free -= need;
     s.blocks += need;
-    if (m_free < 0) ++m_log.admissions_over_budget;  // never: checked above
     m_log.peak_kv_blocks = std::max(m_log.peak_kv_blocks, m_cfg.kv_blocks - m_free);
     return true;
   }
@@ -166,7 +174,7 @@ class Engine {
     Seq s = m_running.back();
     m_running.pop_back();
     release(s);
-    s.prompt = m_arrivals[s.index].prompt_tokens + s.generated;
+    s.prompt = s.original + s.generated;
     s.computed = 0;
     m_waiting.push_front(s);
     ++m_log.requests[s.index].preemptions;
@@ -182,10 +190,13 @@ class Engine {
     std::int64_t k = 1;               // decode steps in the launch
     bool prompts = !m_waiting.empty();
     for (const Seq& s : m_running) prompts = prompts || !s.prefilled();
-    if (m_cfg.chunked_prefill && prompts)
+    if (m_cfg.chunked_prefill && prompts) {
       schedule_chunked(decode, prefill, chunk);
-    else if (m_cfg.chunked_prefill || !schedule_prompts(prefill, chunk)) {
-      k = m_cfg.mode == LaunchMode::MultiStep ? m_cfg.multi_step : 1;
+    } else if (m_cfg.chunked_prefill || !schedule_prompts(prefill, chunk)) {
+      // k steps per launch where a captured graph holds the batch (preemption only shrinks it).
+      const auto batch = static_cast<std::int64_t>(m_running.size());
+      if (m_cfg.mode == LaunchMode::MultiStep && !m_cfg.graph_buckets.empty() && batch <= m_cfg.graph_buckets.back())
+        k = m_cfg.multi_step;
       schedule_decode(decode, k);
     }
     if (decode.empty() && prefill.empty()) {
@@ -197,7 +208,7 @@ class Engine {
     workloads::StepShape& shape = q.shape;
     shape.decode_seqs = static_cast<std::int64_t>(decode.size());
     std::int64_t keys = 0;
-    for (const Seq* s : decode) keys += s->prompt + s->generated;
+    for (const Seq* s : decode) keys += s->length();
     if (!decode.empty()) shape.decode_context = ceil_div(keys, shape.decode_seqs);
     shape.prefill_seqs = static_cast<std::int64_t>(prefill.size());
     if (!prefill.empty()) {
@@ -223,7 +234,8 @@ class Engine {
         st.padded_seqs = *it;
         shape.decode_seqs = *it;  // the padding's slots read no keys
         shape.decode_context = std::max<std::int64_t>(1, ceil_div(keys, *it));
-        q.mode = m_cfg.mode == LaunchMode::MultiStep ? LaunchMode::MultiStep : LaunchMode::Graph;
+        // A single step in multi-step mode (prompts pending under chunked prefill) replays the graph.
+        q.mode = m_cfg.mode == LaunchMode::MultiStep && k > 1 ? LaunchMode::MultiStep : LaunchMode::Graph;
       }
     }
     if (q.mode != LaunchMode::MultiStep) q.steps = 1;
@@ -253,6 +265,11 @@ class Engine {
     for (auto c : chunk) st.tokens += c;
     st.steps = k;
     st.kv_blocks_used = m_cfg.kv_blocks - m_free;
+    // What the step's sequences hold in the cache by their lengths, counted apart from the allocator.
+    for (const Seq* s : decode)
+      st.kv_blocks_needed += ceil_div(s->length() + std::min(k, s->output - s->generated) - 1, m_cfg.block_size);
+    for (std::size_t i = 0; i < prefill.size(); ++i)
+      st.kv_blocks_needed += ceil_div(prefill[i]->computed + chunk[i], m_cfg.block_size);
     // Requests in the system meanwhile: those at the start, and arrivals during the step.
     m_area += static_cast<double>(m_next - m_finished) * (end - m_t);
     admit_arrivals(end);
@@ -317,7 +334,7 @@ class Engine {
     for (std::size_t i = 0; i < m_running.size(); ++i) {
       Seq& s = m_running[i];
       if (!s.prefilled()) continue;
-      const std::int64_t need = s.prompt + s.generated + std::min(k, s.output - s.generated) - 1;
+      const std::int64_t need = s.length() + std::min(k, s.output - s.generated) - 1;
       bool self = false;
       while (!self && !allocate(s, need, false)) {
         self = &m_running.back() == &s;

@@ -98,8 +98,12 @@ struct ServedStep {
   std::int64_t padded_seqs = 0;     ///< graph mode: the bucket the decode batch ran at (0: eager)
   std::int64_t steps = 1;           ///< decode steps in the launch (multi-step)
   std::int64_t kv_blocks_used = 0;  ///< after the step's allocations
+  /// The blocks the step's sequences need for what the step writes, by their lengths (at most
+  /// kv_blocks_used: other running sequences hold blocks too).
+  std::int64_t kv_blocks_needed = 0;
   std::int64_t waiting = 0;         ///< requests arrived and not admitted, at the step's start
   double capture_s = 0;             ///< graph mode: its bucket's capture, at its first use
+  std::int64_t replica = 0;         ///< the replica that ran it (devices / tensor_parallel of them)
   std::array<double, kServePhases> phase_s{};
 };
 
@@ -112,8 +116,7 @@ struct ServeLog {
   double capture_s = 0;  ///< all captures' time (startup's and first uses')
   std::int64_t preemptions = 0;
   std::int64_t kv_blocks = 0, peak_kv_blocks = 0;
-  std::int64_t kv_blocks_left = 0;          ///< allocated at the end (0 when every request finished)
-  std::int64_t admissions_over_budget = 0;  ///< admissions that found too few free blocks (never, if correct)
+  std::int64_t kv_blocks_left = 0;  ///< allocated at the end (0 when every request finished)
   /// The time-average of requests in the system (arrived, not finished) from the first arrival to
   /// the last departure, from the queues' lengths.
   double mean_in_system = 0;

@@ -533,7 +533,8 @@ std::string cli_message(const InputError& e) {
     if (key == "dataset" || key == "workload" || key == "devices" || key == "strategy" || key == "values" ||
         key == "param" || key == "model" || key == "mode" || key == "loss" || key == "trace" || key == "launch" ||
         key == "rate" || key == "rates" || key == "requests" || key == "arrivals" || key == "sampling" ||
-        key == "capture" || key == "layers" || key == "hidden" || key == "heads" || key == "vocab")
+        key == "capture" || key == "layers" || key == "hidden" || key == "heads" || key == "vocab" ||
+        key == "prompt_tokens" || key == "output_tokens")
       continue;
     for (std::size_t at = detail.find(key); at != std::string::npos; at = detail.find(key, at + flag.size())) {
       const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(detail[at - 1])) ||
@@ -906,17 +907,21 @@ int cmd_sweep(int argc, char* argv[]) {
 int cmd_serve(int argc, char* argv[]) {
   ServeRequest req;
   std::string launch = "eager", rates, buckets, batches, json, html, chunked = "false";
-  std::int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, vocab = 0;
-  bool quiet = false;
+  bool quiet = false, rate_given = false;
+  auto shape_flag = [](std::optional<std::int64_t>& into) {
+    return po::value<std::int64_t>()->notifier([&into](std::int64_t v) { into = v; });
+  };
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
       "workload,w", po::value(&req.workload)->default_value(req.workload),
       "a decoder: gpt (its size by --gpt-size), gpt2-small, gpt2-medium, llama-7b")(
       "gpt-size", po::value(&req.gpt_size), "workload gpt's shape: gpt2-small (default), gpt2-medium, llama-7b")(
-      "layers", po::value(&layers), "layers, over the preset's")("hidden", po::value(&hidden), "hidden width")(
-      "heads", po::value(&heads), "attention heads")("ffn", po::value(&ffn), "the MLP's inner width")(
-      "vocab", po::value(&vocab), "vocabulary")("server", po::value(&req.config.server),
-                                                "server preset (`ascendsim servers`; default generic-x86)")(
+      "layers", shape_flag(req.shape.layers), "layers (overriding the preset's)")(
+      "hidden", shape_flag(req.shape.hidden), "hidden width (overriding the preset's)")(
+      "heads", shape_flag(req.shape.heads), "attention heads (overriding the preset's)")(
+      "ffn", shape_flag(req.shape.ffn), "the MLP's inner width (overriding the preset's)")(
+      "vocab", shape_flag(req.shape.vocab), "vocabulary (overriding the preset's)")(
+      "server", po::value(&req.config.server), "server preset (`ascendsim servers`; default generic-x86)")(
       "chip", po::value(&req.config.chip), "chip preset (`ascendsim chips`; default the server's)")(
       "config", po::value(&req.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&req.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
@@ -927,7 +932,8 @@ int cmd_serve(int argc, char* argv[]) {
       "launch", po::value(&launch)->default_value(launch),
       "eager | graph | multi-step, comma-separated, or all: how a step is launched (eager: op by op, as non-sink; "
       "graph: a captured graph per batch-size bucket, as graph sink; multi-step: --multi-step decode steps per launch, "
-      "as loop sink)")("rate", po::value(&req.rate)->default_value(req.rate), "requests per second (Poisson arrivals)")(
+      "as loop sink)")("rate", po::value(&req.rate)->default_value(req.rate),
+                       "requests per second (Poisson arrivals; the runs' rate with --rates too)")(
       "requests", po::value(&req.requests)->default_value(req.requests), "requests to serve")(
       "prompt-tokens", po::value(&req.prompt_tokens)->default_value(req.prompt_tokens), "prompt length (mean)")(
       "output-tokens", po::value(&req.output_tokens)->default_value(req.output_tokens), "output length (mean)")(
@@ -944,28 +950,31 @@ int cmd_serve(int argc, char* argv[]) {
       "block-size", po::value(&req.block_size)->default_value(req.block_size), "tokens per KV-cache block")(
       "kv-blocks", po::value(&req.kv_blocks)->default_value(req.kv_blocks),
       "KV-cache blocks (0: what device memory leaves)")(
-      "memory-utilization", po::value(&req.memory_utilization)->default_value(req.memory_utilization),
+      "memory-utilization", po::value(&req.memory_utilization)->default_value(req.memory_utilization, "0.9"),
       "the share of device memory the engine uses (vLLM's gpu_memory_utilization)")(
       "multi-step", po::value(&req.multi_step)->default_value(req.multi_step), "decode steps per launch in multi-step")(
       "sampling", po::value(&req.sampling)->default_value(req.sampling),
       "device | host: greedy sampling on the device, or the logits copied to the host")(
       "capture", po::value(&req.capture)->default_value(req.capture),
-      "startup | first-use: when graph mode captures a bucket's graph")(
+      "startup | first-use: when graph and multi-step modes capture a bucket's graph")(
       "graph-buckets", po::value(&buckets),
-      "captured batch sizes, comma-separated (default 1,2,4,8,16,24,... max-seqs)")(
+      "captured batch sizes, comma-separated (default 1,2,4,8,16,24,... max-seqs); graph and multi-step run a "
+      "decode batch padded to the next, larger ones eager")(
       "rates", po::value(&rates),
       "a sweep: comma-separated request rates, each launch mode at each (the HTML charts "
-      "latency against throughput)")("decode-batches", po::value(&batches),
-                                     "batch sizes of the one-decode-step comparison (default 1,8,32,128)")(
-      "json", po::value(&json), "write the JSON report to FILE (- for stdout)")(
+      "latency against throughput)")(
+      "decode-batches", po::value(&batches),
+      "batch sizes of the one-decode-step comparison (default 1,8,32,128), at the requests' mean prompt and half "
+      "their mean output")("json", po::value(&json), "write the JSON report to FILE (- for stdout)")(
       "html", po::value(&html), "write the HTML report to FILE")("quiet,q", po::bool_switch(&quiet),
                                                                  "no progress lines");
   if (!parse(argc, argv, desc, "serve")) return 0;
-  if (layers) req.shape.layers = layers;
-  if (hidden) req.shape.hidden = hidden;
-  if (heads) req.shape.heads = heads;
-  if (ffn) req.shape.ffn = ffn;
-  if (vocab) req.shape.vocab = vocab;
+  for (int a = 1; a < argc; ++a) {  // --rate as typed (its default does not count)
+    const std::string word = argv[a];
+    rate_given = rate_given || word == "--rate" || word.rfind("--rate=", 0) == 0;
+  }
+  if (rate_given && !req.arrivals.empty())
+    throw InputError("rate", "rate", "the requests come from --arrivals with their own times; give one of the two");
   if (chunked != "true" && chunked != "false")
     throw InputError("chunked_prefill", "chunked_prefill", "'" + chunked + "': true or false");
   req.chunked_prefill = chunked == "true";

@@ -429,8 +429,9 @@ DiffResult diff_reports(const std::string& base, const std::string& now, double 
         throw InputError(where + "different " + k + " (" + ra.value(k, ordered_json()).dump() + " in " + base + ", " +
                          rb.value(k, ordered_json()).dump() + " in " + now + "): not comparable");
     if (ra["runs"].size() != rb["runs"].size())
-      throw InputError(where + "different strategies (" + std::to_string(ra["runs"].size()) + " and " +
-                       std::to_string(rb["runs"].size()) + " runs): not comparable");
+      throw InputError(where + "different " + (serving ? "launch modes" : "strategies") + " (" +
+                       std::to_string(ra["runs"].size()) + " and " + std::to_string(rb["runs"].size()) +
+                       " runs): not comparable");
     for (std::size_t r = 0; r < ra["runs"].size(); ++r) {
       const auto& x = ra["runs"][r];
       const auto& y = rb["runs"][r];

@@ -43,7 +43,8 @@ workloads::TransformerShape serving_shape(const ServeRequest& r) {
     for (const auto& t : workloads::transformer_shapes())
       if (t.kind != workloads::TransformerShape::Kind::Bert) names += (names.empty() ? "" : ", ") + t.name;
     throw InputError(r.gpt_size.empty() ? "workload" : "gpt_size", r.gpt_size.empty() ? "workload" : "gpt_size",
-                     "'" + name + "' is not a decoder to serve; give gpt or one of " + names);
+                     "'" + name + "' is not a decoder to serve; give " +
+                         (r.gpt_size.empty() ? "gpt or one of " + names : "one of " + names));
   }
   if (!r.gpt_size.empty()) s->name = name;
   const auto& o = r.shape;
@@ -93,16 +94,20 @@ std::vector<runtime::ServeArrival> read_trace(const std::string& path) {
         throw InputError(where, "arrivals",
                          "unknown key '" + it.key() + "' (a line has arrival_s, prompt_tokens, output_tokens)");
     runtime::ServeArrival a;
-    try {
-      a.arrival_s = j.at("arrival_s").get<double>();
-      a.prompt_tokens = j.at("prompt_tokens").get<std::int64_t>();
-      a.output_tokens = j.at("output_tokens").get<std::int64_t>();
-    } catch (const nlohmann::json::exception&) {
+    for (const char* k : {"arrival_s", "prompt_tokens", "output_tokens"})
+      if (!j.contains(k))
+        throw InputError(where, "arrivals",
+                         std::string("no '") + k + "' (a line has arrival_s, prompt_tokens and output_tokens)");
+    if (!j["arrival_s"].is_number() || !(j["arrival_s"].get<double>() >= 0))
       throw InputError(where, "arrivals",
-                       "needs arrival_s (seconds, a number) and prompt_tokens, output_tokens (whole numbers)");
-    }
-    if (!std::isfinite(a.arrival_s) || a.arrival_s < 0 || a.prompt_tokens < 1 || a.output_tokens < 1)
-      throw InputError(where, "arrivals", "arrival_s must be >= 0 and the token counts at least 1");
+                       "arrival_s must be a number of seconds, 0 or more, got " + j["arrival_s"].dump());
+    a.arrival_s = j["arrival_s"].get<double>();
+    for (const char* k : {"prompt_tokens", "output_tokens"})
+      if (!j[k].is_number_integer() || j[k].get<std::int64_t>() < 1)
+        throw InputError(where, "arrivals",
+                         std::string(k) + " must be a whole number of tokens, 1 or more, got " + j[k].dump());
+    a.prompt_tokens = j["prompt_tokens"].get<std::int64_t>();
+    a.output_tokens = j["output_tokens"].get<std::int64_t>();
     if (!out.empty() && a.arrival_s < out.back().arrival_s)
       throw InputError(where, "arrivals", "arrivals must be in time order (arrival_s not decreasing)");
     out.push_back(a);
@@ -136,6 +141,14 @@ workloads::Workload step_workload(const workloads::TransformerShape& s, const St
   }
 }
 
+/// The sorted union of two anchor lists.
+std::vector<std::int64_t> anchors_of(std::vector<std::int64_t> a, const std::vector<std::int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
 /// The anchors bracketing v, and v's weight on the upper one (v below the first: the first).
 struct Bracket {
   std::int64_t lo, hi;
@@ -155,20 +168,27 @@ Bracket bracket(const std::vector<std::int64_t>& a, double v) {
 /// interpolated (multilinearly, in each of the shape's dimensions).
 class StepCosts {
  public:
+  /// Batch sizes at the graph buckets and powers of two up to max_seqs; contexts up to max_len
+  /// and prompt tokens up to max_tokens, neither past what the cache holds.
   StepCosts(const SystemConfig& cfg, const workloads::TransformerShape& shape, const workloads::ServingLayout& layout,
-            std::vector<std::int64_t> seq_anchors, std::int64_t max_len, std::int64_t max_tokens,
-            std::int64_t multi_step, std::ostream* progress)
+            const std::vector<std::int64_t>& buckets, std::int64_t max_seqs, std::int64_t max_len,
+            std::int64_t max_tokens, std::int64_t multi_step, std::ostream* progress)
       : m_cfg(cfg),
         m_shape(shape),
         m_layout(layout),
-        m_seqs(std::move(seq_anchors)),
-        m_context(doubling(64, std::max<std::int64_t>(64, max_len), true)),
-        m_tokens(doubling(16, std::max<std::int64_t>(16, max_tokens), true)),
-        m_prompts(doubling(1, m_seqs.back())),
+        m_seqs(anchors_of(buckets, doubling(1, max_seqs))),
+        m_context(
+            doubling(64, std::min(std::max<std::int64_t>(64, max_len), layout.kv_blocks * layout.block_size), true)),
+        m_tokens(
+            doubling(16, std::min(std::max<std::int64_t>(16, max_tokens), layout.kv_blocks * layout.block_size), true)),
+        m_prompts(doubling(1, max_seqs)),
         m_multi_step(multi_step),
         m_progress(progress) {}
 
   runtime::StepCost operator()(const runtime::StepQuery& q) {
+    if (q.mode == LaunchMode::MultiStep && q.steps != m_multi_step)
+      throw std::logic_error("serving: a multi-step launch of " + std::to_string(q.steps) + " steps, not " +
+                             std::to_string(m_multi_step));
     const StepShape& s = q.shape;
     // The dimensions the shape has, each bracketed; a corner picks lo or hi in each.
     std::vector<Bracket> dims;
@@ -217,7 +237,7 @@ class StepCosts {
 
   std::int64_t simulated() const { return static_cast<std::int64_t>(m_memo.size()); }
 
-  /// One shape under one launch mode, simulated (once).
+  /// One shape under one launch mode, simulated (once); multi-step: a launch of multi_step steps.
   const runtime::StepCost& exact(LaunchMode mode, const StepShape& s) {
     const auto key = std::make_pair(static_cast<int>(mode), s);
     const auto found = m_memo.find(key);
@@ -323,7 +343,8 @@ std::tuple<std::int64_t, std::int64_t, std::int64_t> kv_cache_blocks(const Syste
     if (fit < 1)
       throw InputError("kv_blocks", "kv_blocks",
                        "no room for a KV cache block of " + format_bytes(static_cast<double>(block_bytes)) + ": " +
-                           memory + "; give more tensor_parallel ranks or a smaller model");
+                           memory +
+                           "; give more tensor_parallel ranks, a higher memory_utilization or a smaller model");
     blocks = fit;
   } else if (blocks > fit) {
     throw InputError("kv_blocks", "kv_blocks",
@@ -357,6 +378,20 @@ void check_request(const ServeRequest& req) {
   if (!(req.memory_utilization > 0 && req.memory_utilization <= 1))
     throw InputError("memory_utilization", "memory_utilization", "a fraction in (0, 1]");
   if (req.launch.empty()) throw InputError("launch", "launch", "give at least one launch mode");
+  for (std::size_t i = 0; i < req.launch.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (req.launch[i] == req.launch[j])
+        throw InputError(
+            "launch", "launch",
+            std::string(runtime::launch_mode_name(req.launch[i])) + " is given twice; name each mode once");
+  if (req.block_size < 1)
+    throw InputError("block_size", "block_size", "must be at least 1 token, got " + std::to_string(req.block_size));
+  if (req.sampling == "host")
+    for (auto m : req.launch)
+      if (m == LaunchMode::MultiStep)
+        throw InputError("sampling", "sampling",
+                         "multi-step loops decode steps on the device, each feeding its sampled token to the next: "
+                         "sample on the device (sampling device), or compare eager and graph with host sampling");
 }
 
 workloads::ServingLayout base_layout(const ServeRequest& req) {
@@ -406,8 +441,9 @@ ServeOutcome serve(const ServeRequest& req) {
   for (std::size_t i = 0; i < buckets.size(); ++i)
     if (buckets[i] < 1 || buckets[i] > req.max_seqs || (i > 0 && buckets[i] <= buckets[i - 1]))
       throw InputError("graph_buckets", "graph_buckets",
-                       "batch sizes rising from 1 to max_seqs (" + std::to_string(req.max_seqs) + "), got " +
-                           std::to_string(buckets[i]));
+                       "batch sizes, each from 1 to max_seqs (" + std::to_string(req.max_seqs) +
+                           ") and larger than the one before, got " + std::to_string(buckets[i]) +
+                           (i > 0 ? " after " + std::to_string(buckets[i - 1]) : std::string()));
 
   // The arrivals (at the request's rate) fix the longest sequence.
   const double rate = req.arrivals.empty() ? req.rate : 0;
@@ -427,13 +463,30 @@ ServeOutcome serve(const ServeRequest& req) {
   };
   longest_of(arrivals);
   for (const auto& set : swept) longest_of(set);
+  const std::string lengths_key = req.arrivals.empty() ? "prompt_tokens" : "arrivals";
   if (shape.max_positions > 0 && longest > shape.max_positions)
-    throw InputError("prompt_tokens", "prompt_tokens",
-                     "a sequence of " + std::to_string(longest) + " tokens is longer than " + shape.name + "'s " +
-                         std::to_string(shape.max_positions) + " learned positions; shorten the requests");
+    throw InputError(lengths_key, lengths_key,
+                     "a sequence of " + std::to_string(longest) + " tokens (prompt and output) is longer than " +
+                         shape.name + "'s " + std::to_string(shape.max_positions) +
+                         " learned positions; shorten the requests");
 
   const auto [blocks, block_bytes, others] = kv_cache_blocks(cfg, shape, layout, req);
   layout.kv_blocks = blocks;
+  {
+    // The longest request must fit the cache (and the admission watermark) alone.
+    const std::int64_t need =
+        ceil_div(longest, req.block_size) + static_cast<std::int64_t>(0.01 * static_cast<double>(blocks));
+    if (need > blocks)
+      throw InputError(
+          req.kv_blocks > 0 ? "kv_blocks" : lengths_key, req.kv_blocks > 0 ? "kv_blocks" : lengths_key,
+          "a request of " + std::to_string(longest) + " tokens (prompt and output) needs " + std::to_string(need) +
+              " KV-cache blocks of " + std::to_string(req.block_size) +
+              " tokens (with the 1% watermark) but the cache has " + std::to_string(blocks) +
+              (req.kv_blocks > 0
+                   ? "; raise kv_blocks (0: what memory leaves)"
+                   : " (what memory leaves); give more tensor_parallel ranks, a higher memory_utilization (" +
+                         fmt::format("{}", req.memory_utilization) + "), or shorter requests"));
+  }
 
   runtime::SchedulerConfig sc;
   sc.max_seqs = req.max_seqs;
@@ -452,8 +505,8 @@ ServeOutcome serve(const ServeRequest& req) {
   const std::int64_t max_tokens =
       req.chunked_prefill ? req.max_batched_tokens
                           : std::max(longest_prompt, std::min(req.max_batched_tokens, longest_prompt * req.max_seqs));
-  StepCosts costs(cfg, shape, layout, buckets, ceil_div(longest, req.block_size) * req.block_size, max_tokens,
-                  req.multi_step, req.progress);
+  StepCosts costs(cfg, shape, layout, buckets, req.max_seqs, ceil_div(longest, req.block_size) * req.block_size,
+                  max_tokens, req.multi_step, req.progress);
   const runtime::StepCostFn fn = [&](const runtime::StepQuery& q) { return costs(q); };
   const std::int64_t replicas = req.devices / tp;
 
@@ -463,31 +516,39 @@ ServeOutcome serve(const ServeRequest& req) {
     ServeRun run;
     run.mode = m;
     run.rate = r;
-    // Requests go to the replicas in turn; each serves its own.
+    // Requests go to the replicas in turn; each serves its own with a cache of its own. The
+    // merged log: every request and step (steps in time order, each with its replica), the
+    // captures and preemptions of all, the cache's peak of the fullest.
+    double area = 0;
     for (std::int64_t k = 0; k < replicas; ++k) {
       std::vector<runtime::ServeArrival> mine;
       for (std::size_t i = static_cast<std::size_t>(k); i < all.size(); i += static_cast<std::size_t>(replicas))
         mine.push_back(all[i]);
+      if (mine.empty()) continue;  // more replicas than requests
       runtime::ServeLog log = runtime::serve(mine, c, fn);
+      for (auto& s : log.steps) s.replica = k;
+      area += log.mean_in_system * (log.end_s - mine.front().arrival_s);
       if (k == 0) {
         run.log = std::move(log);
         continue;
       }
-      const double area = run.log.mean_in_system * (run.log.end_s - all.front().arrival_s) +
-                          log.mean_in_system * (log.end_s - mine.front().arrival_s);
       run.log.end_s = std::max(run.log.end_s, log.end_s);
-      run.log.mean_in_system = area / (run.log.end_s - all.front().arrival_s);
       for (auto& x : log.requests) run.log.requests.push_back(x);
       for (auto& x : log.steps) run.log.steps.push_back(x);
       run.log.preemptions += log.preemptions;
       run.log.capture_s += log.capture_s;
+      run.log.startup_s = std::max(run.log.startup_s, log.startup_s);
+      for (std::size_t b = 0; b < log.captures.size(); ++b) run.log.captures[b] += log.captures[b];
       run.log.peak_kv_blocks = std::max(run.log.peak_kv_blocks, log.peak_kv_blocks);
       run.log.kv_blocks_left += log.kv_blocks_left;
-      run.log.admissions_over_budget += log.admissions_over_budget;
     }
-    if (replicas > 1)
+    if (replicas > 1) {
       std::stable_sort(run.log.requests.begin(), run.log.requests.end(),
                        [](const auto& a, const auto& b) { return a.arrival_s < b.arrival_s; });
+      std::stable_sort(run.log.steps.begin(), run.log.steps.end(),
+                       [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+      run.log.mean_in_system = area / (run.log.end_s - all.front().arrival_s);
+    }
     return run;
   };
 
@@ -496,8 +557,16 @@ ServeOutcome serve(const ServeRequest& req) {
   for (LaunchMode m : req.launch) out.runs.push_back(run_mode(m, arrivals, rate));
   for (std::size_t i = 0; i < req.rates.size(); ++i)
     for (LaunchMode m : req.launch) out.sweep.push_back(run_mode(m, swept[i], req.rates[i]));
-  // One decode step per launch mode at the batch sizes compared, at the mean context.
-  const std::int64_t context = std::max<std::int64_t>(1, req.prompt_tokens + req.output_tokens / 2);
+  // One decode step per launch mode at the batch sizes compared, at the requests' mean context
+  // halfway through their output.
+  double prompt_mean = 0, output_mean = 0;
+  for (const auto& a : arrivals) {
+    prompt_mean += static_cast<double>(a.prompt_tokens);
+    output_mean += static_cast<double>(a.output_tokens);
+  }
+  prompt_mean /= static_cast<double>(arrivals.size());
+  output_mean /= static_cast<double>(arrivals.size());
+  const auto context = std::max<std::int64_t>(1, std::llround(prompt_mean + output_mean / 2));
   for (std::int64_t b : req.decode_batches) {
     if (b < 1 || b > req.max_seqs)
       throw InputError(
@@ -511,9 +580,10 @@ ServeOutcome serve(const ServeRequest& req) {
       q.shape.decode_seqs = b;
       q.shape.decode_context = context;
       q.mode = m;
-      q.steps = m == LaunchMode::MultiStep ? req.multi_step : 1;
+      if (m == LaunchMode::MultiStep && req.multi_step == 1) q.mode = LaunchMode::Graph;
+      q.steps = q.mode == LaunchMode::MultiStep ? req.multi_step : 1;
       runtime::StepCost c = costs(q);
-      if (m == LaunchMode::MultiStep) {  // per decode step
+      if (q.mode == LaunchMode::MultiStep) {  // per decode step
         c.time_s /= static_cast<double>(q.steps);
         for (double& v : c.phase_s) v /= static_cast<double>(q.steps);
       }
@@ -524,7 +594,9 @@ ServeOutcome serve(const ServeRequest& req) {
   out.simulations = costs.simulated();
 
   out.header = {{"workload", shape.name},
-                {"description", shape.description},
+                {"description", fmt::format("{} layers, hidden {}, {} heads, MLP {}, vocabulary {}; fp16 weights, "
+                                            "inference",
+                                            shape.layers, shape.hidden, shape.heads, shape.ffn, shape.vocab)},
                 {"chip", cfg.chip.name},
                 {"server", cfg.server.name},
                 {"devices", req.devices},
@@ -543,13 +615,13 @@ ServeOutcome serve(const ServeRequest& req) {
                   {"block_bytes_per_rank", block_bytes},
                   {"tokens", blocks * req.block_size},
                   {"memory_utilization", req.memory_utilization},
-                  {"other_bytes_per_rank", others}}},
+                  {"weights_and_activations_bytes_per_rank", others}}},
                 {"requests",
                  {{"source", req.arrivals.empty() ? "poisson" : req.arrivals},
                   {"rate", rate},
                   {"requests", static_cast<std::int64_t>(arrivals.size())},
-                  {"prompt_tokens", req.prompt_tokens},
-                  {"output_tokens", req.output_tokens},
+                  {"prompt_tokens_mean", prompt_mean},
+                  {"output_tokens_mean", output_mean},
                   {"length_spread", req.length_spread},
                   {"seed", req.seed}}},
                 {"scheduler",
@@ -581,7 +653,7 @@ runtime::StepCost serving_step_cost(const ServeRequest& req, const runtime::Step
       std::max({q.shape.decode_context, q.shape.prefill_context, req.prompt_tokens + req.output_tokens});
   StepCosts costs(cfg, shape, layout,
                   req.graph_buckets.empty() ? runtime::default_graph_buckets(req.max_seqs) : req.graph_buckets,
-                  ceil_div(longest, req.block_size) * req.block_size,
+                  req.max_seqs, ceil_div(longest, req.block_size) * req.block_size,
                   req.chunked_prefill ? req.max_batched_tokens : std::max(req.prompt_tokens, q.shape.prefill_tokens),
                   q.steps, nullptr);
   return interpolated ? costs(q) : costs.exact(q.mode, q.shape);

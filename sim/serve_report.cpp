@@ -59,7 +59,8 @@ ordered_json run_json(const ServeRun& run, bool timeline) {
   const double first = log.requests.empty() ? 0 : log.requests.front().arrival_s;
   const double last = log.requests.empty() ? 0 : log.requests.back().arrival_s;
   const double duration = log.end_s - first;
-  const double arrival_rate = run.rate > 0 ? run.rate : (last > first ? (n - 1) / (last - first) : 0);
+  // The arrival rate as measured (a Poisson process's differs from the rate asked by chance).
+  const double arrival_rate = last > first ? (n - 1) / (last - first) : 0;
   // Decode steps: their time and phases per decode step (a multi-step launch's k steps each).
   std::int64_t decode_steps = 0, prefill_steps = 0, mixed_steps = 0, launches = 0, batch = 0, padded = 0;
   double decode_s = 0;
@@ -90,7 +91,8 @@ ordered_json run_json(const ServeRun& run, bool timeline) {
       {"tpot_ms", distribution_ms(tpot)},
       {"e2e_ms", distribution_ms(e2e)},
       {"little",
-       {{"arrival_rate", arrival_rate},
+       {{"offered_rate", run.rate},
+        {"arrival_rate", arrival_rate},
         {"mean_latency_s", n > 0 ? latency / n : 0},
         {"rate_x_latency", arrival_rate * (n > 0 ? latency / n : 0)},
         {"mean_in_system", log.mean_in_system}}},
@@ -109,18 +111,22 @@ ordered_json run_json(const ServeRun& run, bool timeline) {
       {"peak_blocks", log.peak_kv_blocks},
       {"peak_fraction",
        log.kv_blocks > 0 ? static_cast<double>(log.peak_kv_blocks) / static_cast<double>(log.kv_blocks) : 0},
-      {"blocks_left_at_end", log.kv_blocks_left}};
+      {"blocks_in_use_at_end", log.kv_blocks_left}};
   if (timeline) {
-    // At most 200 points: the steps' ends, thinned evenly.
+    // Replica 0's cache (each replica has its own), at most 200 points: its steps' ends, thinned evenly.
+    std::vector<const runtime::ServedStep*> own;
+    for (const auto& s : log.steps)
+      if (s.replica == 0) own.push_back(&s);
     ordered_json t = ordered_json::array();
-    const std::size_t every = std::max<std::size_t>(1, (log.steps.size() + 199) / 200);
-    for (std::size_t i = 0; i < log.steps.size(); i += every)
-      t.push_back({log.steps[i].end_s, log.steps[i].kv_blocks_used});
+    const std::size_t every = std::max<std::size_t>(1, (own.size() + 199) / 200);
+    for (std::size_t i = 0; i < own.size(); i += every) t.push_back({own[i]->end_s, own[i]->kv_blocks_used});
     kv["timeline"] = t;
   }
   j["kv_cache"] = kv;
   if (run.mode != LaunchMode::Eager) {
-    j["graph"] = {{"captures", log.captures}, {"capture_s", log.capture_s}};
+    std::int64_t buckets = 0;
+    for (auto c : log.captures) buckets += c > 0;
+    j["graph"] = {{"captures", log.captures}, {"buckets_captured", buckets}, {"capture_s", log.capture_s}};
   }
   return j;
 }
@@ -166,26 +172,41 @@ std::string ServeOutcome::text() const {
                      kv["blocks"].get<std::int64_t>(), kv["block_size"].get<std::int64_t>(),
                      kv["tokens"].get<std::int64_t>(), kv["block_bytes_per_rank"].get<double>() / 1048576.0);
   const auto& q = r["requests"];
-  out += fmt::format("requests: {} ({}{}), prompt {} and output {} tokens{}\n", q["requests"].get<std::int64_t>(),
-                     q["source"].get<std::string>(),
+  out += fmt::format("requests: {} ({}{}), prompt {:.0f} and output {:.0f} tokens on average{}\n",
+                     q["requests"].get<std::int64_t>(), q["source"].get<std::string>(),
                      q["rate"].get<double>() > 0 ? fmt::format(" at {} req/s", q["rate"].get<double>()) : "",
-                     q["prompt_tokens"].get<std::int64_t>(), q["output_tokens"].get<std::int64_t>(),
+                     q["prompt_tokens_mean"].get<double>(), q["output_tokens_mean"].get<double>(),
                      q["length_spread"].get<double>() > 0
                          ? fmt::format(" (each +-{:.0f}%)", q["length_spread"].get<double>() * 100)
                          : "");
   out += "\n";
-  out += fmt::format("{:<11} {:>8} {:>9} {:>17} {:>17} {:>15} {:>10} {:>9} {:>8}\n", "launch", "req/s", "tok/s",
-                     "TTFT p50/p99 ms", "TPOT p50/p99 ms", "e2e p50/p99 s", "decode ms", "KV peak", "preempt");
+  out += fmt::format("{:<11} {:>8} {:>9} {:>17} {:>17} {:>15} {:>10} {:>14} {:>8}\n", "launch", "req/s", "out tok/s",
+                     "TTFT p50/p99 ms", "TPOT p50/p99 ms", "e2e p50/p99 s", "decode ms", "KV peak blocks", "preempt");
   for (const auto& run : r["runs"]) {
     out += fmt::format(
-        "{:<11} {:>8.2f} {:>9.1f} {:>17} {:>17} {:>15} {:>10.2f} {:>8.0f}% {:>8}\n", run["launch"].get<std::string>(),
+        "{:<11} {:>8.2f} {:>9.1f} {:>17} {:>17} {:>15} {:>10.2f} {:>14} {:>8}\n", run["launch"].get<std::string>(),
         run["requests_per_s"].get<double>(), run["output_tokens_per_s"].get<double>(),
         fmt::format("{:.1f}/{:.1f}", run["ttft_ms"]["p50"].get<double>(), run["ttft_ms"]["p99"].get<double>()),
         fmt::format("{:.2f}/{:.2f}", run["tpot_ms"]["p50"].get<double>(), run["tpot_ms"]["p99"].get<double>()),
         fmt::format("{:.2f}/{:.2f}", run["e2e_ms"]["p50"].get<double>() / 1e3,
                     run["e2e_ms"]["p99"].get<double>() / 1e3),
-        run["decode_step_ms"]["mean"].get<double>(), run["kv_cache"]["peak_fraction"].get<double>() * 100,
+        run["decode_step_ms"]["mean"].get<double>(),
+        fmt::format("{} ({:.1f}%)", run["kv_cache"]["peak_blocks"].get<std::int64_t>(),
+                    run["kv_cache"]["peak_fraction"].get<double>() * 100),
         run["preemptions"].get<std::int64_t>());
+  }
+  for (const auto& run : r["runs"]) {
+    if (run.contains("graph"))
+      out += fmt::format("{}: {} bucket graph(s) captured in {:.2f} s, {} (not in the figures above)\n",
+                         run["launch"].get<std::string>(), run["graph"]["buckets_captured"].get<std::int64_t>(),
+                         run["graph"]["capture_s"].get<double>(),
+                         r["scheduler"]["capture"] == "startup" ? "before serving" : "each at its first use");
+    const double offered = run["little"]["arrival_rate"].get<double>(), served = run["requests_per_s"].get<double>();
+    if (served < 0.9 * offered)
+      out += fmt::format(
+          "{}: requests arrive at {:.2f}/s but complete at {:.2f}/s: the queue grows with the "
+          "requests served, the latencies are not steady\n",
+          run["launch"].get<std::string>(), offered, served);
   }
   out += "\nwhere a decode step's time goes in the runs (ms per decode step):\n";
   out += fmt::format("{:<11}", "launch");
@@ -199,8 +220,10 @@ std::string ServeOutcome::text() const {
                        run["steps"]["mean_decode_batch"].get<double>());
   }
   if (!decode_steps.empty()) {
-    out += fmt::format("\none decode step by batch size (context {} keys), ms; the phases of each below:\n",
-                       decode_steps.front().context);
+    out += fmt::format(
+        "\none decode step by batch size, ms, at {} keys per sequence (the mean prompt and half the mean output), "
+        "without the scheduler's work; the phases of each below:\n",
+        decode_steps.front().context);
     out += fmt::format("{:>6}", "batch");
     for (auto m : modes) out += fmt::format(" {:>11}", runtime::launch_mode_name(m));
     out += modes.size() > 1 ? fmt::format("   {} / {}\n", runtime::launch_mode_name(modes.front()),
@@ -226,7 +249,7 @@ std::string ServeOutcome::text() const {
   }
   if (!sweep.empty()) {
     out += "\nrate sweep:\n";
-    out += fmt::format("{:>8} {:<11} {:>8} {:>9} {:>12} {:>12} {:>12}\n", "rate", "launch", "req/s", "tok/s",
+    out += fmt::format("{:>8} {:<11} {:>8} {:>9} {:>12} {:>12} {:>12}\n", "rate", "launch", "req/s", "out tok/s",
                        "TTFT p50 ms", "TPOT p50 ms", "e2e p99 s");
     for (const auto& run : r["sweep"])
       out += fmt::format("{:>8} {:<11} {:>8.2f} {:>9.1f} {:>12.1f} {:>12.2f} {:>12.2f}\n", run["rate"].get<double>(),
@@ -311,12 +334,12 @@ std::string ServeOutcome::html() const {
        std::to_string(r["devices"].get<std::int64_t>()) + " x " + runtime::escape_xml(r["chip"].get<std::string>()) +
        "</h1>";
   h += fmt::format(
-      "<p>tensor parallel {}, {} replica(s); KV cache {} blocks of {} tokens; {} requests ({}), prompt {} "
-      "and output {} tokens.</p>",
+      "<p>tensor parallel {}, {} replica(s); KV cache {} blocks of {} tokens; {} requests ({}), prompt {:.0f} "
+      "and output {:.0f} tokens on average.</p>",
       r["tensor_parallel"].get<std::int64_t>(), r["replicas"].get<std::int64_t>(),
       r["kv_cache"]["blocks"].get<std::int64_t>(), r["kv_cache"]["block_size"].get<std::int64_t>(),
       r["requests"]["requests"].get<std::int64_t>(), runtime::escape_xml(r["requests"]["source"].get<std::string>()),
-      r["requests"]["prompt_tokens"].get<std::int64_t>(), r["requests"]["output_tokens"].get<std::int64_t>());
+      r["requests"]["prompt_tokens_mean"].get<double>(), r["requests"]["output_tokens_mean"].get<double>());
   h += "<h2>Runs</h2><table><tr><th>launch</th><th>req/s</th><th>output tok/s</th><th>TTFT p50 ms</th><th>TTFT p99 "
        "ms</th><th>TPOT p50 ms</th><th>TPOT p99 ms</th><th>e2e p50 s</th><th>e2e p99 s</th><th>decode step "
        "ms</th><th>KV peak</th><th>preemptions</th></tr>";

@@ -325,11 +325,15 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
     each launch mode of ``launch`` ("eager", "graph", "multi-step", a list of them, or "all").
     ``shape``: layers, hidden, heads, ffn, vocab over the preset's; ``rates``: a sweep (each launch mode
     at each rate; ``html`` then charts latency against throughput)."""
+    if not isinstance(chunked_prefill, bool):
+        raise InputError(f"chunked_prefill: True or False, got {chunked_prefill!r}")
     a: List[Any] = ["serve", "--workload", workload, *_preset_args(server, chip)]
     if gpt_size is not None:
         a += ["--gpt-size", gpt_size]
     modes = launch if isinstance(launch, str) else ",".join(launch)
-    a += ["--launch", modes, "--rate", rate, "--requests", requests, "--prompt-tokens", prompt_tokens,
+    if arrivals is None:
+        a += ["--rate", rate, "--requests", requests]
+    a += ["--launch", modes, "--prompt-tokens", prompt_tokens,
           "--output-tokens", output_tokens, "--length-spread", length_spread, "--seed", seed,
           "--devices", devices, "--tensor-parallel", tensor_parallel, "--max-seqs", max_seqs,
           "--max-batched-tokens", max_batched_tokens, "--chunked-prefill", "true" if chunked_prefill else "false",

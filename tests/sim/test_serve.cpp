@@ -95,6 +95,16 @@ TEST(Serve, InterpolatedStepCostsAgreeWithSimulatingTheShape) {
   EXPECT_GT(worst_decode, 0);  // the points are between anchors, not on them
 }
 
+TEST(Serve, BatchesPastTheLargestBucketAreCostedAtTheirSize) {
+  // Captured graphs up to batch 2 only: an eager batch of 128 is still costed as 128 sequences.
+  ServeRequest r = llama_tp4();
+  r.graph_buckets = {1, 2};
+  const auto interpolated = decode(r, LaunchMode::Eager, 100, 576, true),
+             exact = decode(r, LaunchMode::Eager, 100, 576);
+  EXPECT_NEAR(interpolated.time_s / exact.time_s, 1, 0.03);
+  EXPECT_GT(exact.time_s, decode(r, LaunchMode::Eager, 2, 576).time_s * 1.05);
+}
+
 ServeRequest small(const std::string& arrivals) {
   ServeRequest r;
   r.config = test::config_request();
@@ -165,6 +175,23 @@ TEST(Serve, ErrorsNameTheKeyAndWhatToDo) {
     EXPECT_NE(std::string(e.what()).find("at most"), std::string::npos) << e.what();
   }
   r.kv_blocks = 0;
+  r.block_size = 0;
+  try {
+    serve(r);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "block_size");
+  }
+  r.block_size = 128;
+  r.sampling = "host";
+  r.launch = {LaunchMode::MultiStep};
+  try {
+    serve(r);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "sampling");
+  }
+  r.sampling = "device";
   r.tensor_parallel = 3;
   r.devices = 3;
   try {
@@ -184,6 +211,13 @@ TEST(Serve, ErrorsNameTheKeyAndWhatToDo) {
     EXPECT_NE(std::string(e.what()).find("unknown key 'prompt'"), std::string::npos) << e.what();
   }
   std::filesystem::remove(bad);
+  // More replicas than requests: the idle replicas serve nothing.
+  ServeRequest few = small("");
+  few.arrivals.clear();
+  few.requests = 2;
+  few.devices = 4;
+  const ServeOutcome out = serve(few);
+  EXPECT_EQ(out.runs[0].log.requests.size(), 2u);
 }
 
 }  // namespace
