@@ -23,6 +23,7 @@ packages=(
   dataset-fashion-mnist
   python3-numpy python3-torch python3-torchvision python3-onnx
   pybind11-dev python3-dev python3-pytest python3-pandas python3-matplotlib python3-dask python3-distributed
+  python3-optuna
 )
 [ $fuzz -eq 1 ] && packages+=(clang libfuzzer-14-dev)
 

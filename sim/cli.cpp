@@ -14,7 +14,10 @@
 #include <sstream>
 #include <tuple>
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
 #include <functional>
 #include <string>
 #include <vector>
@@ -63,6 +66,7 @@ const char* kUsage =
     "  sweep     run the strategies over values of sink_size or any parameter (--param, --values)\n"
     "  advise-fusion  search AllReduce fusion splits (all_reduce_fusion) for the shortest step\n"
     "  serve     LLM serving: requests batched continuously over a paged KV cache, per launch mode\n"
+    "  tune      search a job's knobs for the best configuration, and say why (Optuna; python3 -m ascendsim tune)\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
     "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
     "  params    every configuration parameter with unit, default and description\n"
@@ -902,6 +906,37 @@ int cmd_sweep(int argc, char* argv[]) {
   if (o.json != "-") std::cout << out.table();
   files.commit();
   return 0;
+}
+
+/// `ascendsim tune`: the search runs in Python (Optuna, python3 -m ascendsim tune, docs/tune.md);
+/// this runs it with Debian's interpreter, the build tree's package first when the binary is in one.
+int cmd_tune(int argc, char* argv[]) {
+  std::vector<std::string> args = {"/usr/bin/python3", "-m", "ascendsim", "tune"};
+  for (int a = 1; a < argc; ++a) args.emplace_back(argv[a]);
+  std::string path;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path tree = exe.parent_path().parent_path() / "python";
+  if (!ec && std::filesystem::exists(tree / "ascendsim" / "__init__.py")) path = tree.string();
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += (path.empty() ? "" : ":") + std::string(old);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("PYTHONPATH=", 0) != 0) env.emplace_back(*e);
+  if (!path.empty()) env.push_back("PYTHONPATH=" + path);
+  std::vector<char*> argp, envp;
+  for (auto& s : args) argp.push_back(s.data());
+  argp.push_back(nullptr);
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::cout.flush();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0].c_str(), nullptr, nullptr, argp.data(), envp.data()) != 0)
+    throw InputError("tune: cannot run /usr/bin/python3 (the search needs Debian's python3 with python3-optuna)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw InputError("tune: lost the search's process");
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
 }
 
 int cmd_serve(int argc, char* argv[]) {
@@ -1785,6 +1820,7 @@ int dispatch(const std::string& command, int argc, char* argv[]) {
   if (command == "op") return cmd_op(argc, argv);
   if (command == "sweep") return cmd_sweep(argc, argv);
   if (command == "serve") return cmd_serve(argc, argv);
+  if (command == "tune") return cmd_tune(argc, argv);
   if (command == "advise-fusion") return cmd_advise_fusion(argc, argv);
   if (command == "params") return cmd_params(argc, argv);
   if (command == "chips") return cmd_chips(argc, argv);

@@ -106,6 +106,21 @@ ordered_json run_json(const ServeRun& run, bool timeline) {
       {"decode_step_ms", {{"mean", decode_s * per * 1e3}, {"phases", phases_ms(phases, per)}}},
       {"preemptions", log.preemptions},
   };
+  // Overloaded: the queue grows while requests arrive — the last quarter's requests wait far longer
+  // for their first token than the first quarter's.
+  {
+    const std::size_t q = ttft.size() / 4;
+    if (q >= 2) {
+      const double early =
+          percentile(std::vector<double>(ttft.begin(), ttft.begin() + static_cast<std::ptrdiff_t>(q)), 50);
+      const double late = percentile(std::vector<double>(ttft.end() - static_cast<std::ptrdiff_t>(q), ttft.end()), 50);
+      j["overloaded"] = late > std::max(4 * early, early + 1.0);
+      j["early_ttft_s"] = early;
+      j["late_ttft_s"] = late;
+    } else {
+      j["overloaded"] = false;
+    }
+  }
   ordered_json kv = {
       {"blocks", log.kv_blocks},
       {"peak_blocks", log.peak_kv_blocks},
@@ -201,12 +216,22 @@ std::string ServeOutcome::text() const {
                          run["launch"].get<std::string>(), run["graph"]["buckets_captured"].get<std::int64_t>(),
                          run["graph"]["capture_s"].get<double>(),
                          r["scheduler"]["capture"] == "startup" ? "before serving" : "each at its first use");
-    const double offered = run["little"]["arrival_rate"].get<double>(), served = run["requests_per_s"].get<double>();
-    if (served < 0.9 * offered)
+    const double comm = run["decode_step_ms"]["phases"]["comm"].get<double>(),
+                 step = run["decode_step_ms"]["mean"].get<double>();
+    if (step > 0 && comm > 0.5 * step)
       out += fmt::format(
-          "{}: requests arrive at {:.2f}/s but complete at {:.2f}/s: the queue grows with the "
-          "requests served, the latencies are not steady\n",
-          run["launch"].get<std::string>(), offered, served);
+          "{}: exposed communication is {:.0f}% of a decode step; each collective's ring step costs "
+          "hccl.step_latency_us = {} us on the {} server (the presets of servers for the chip have "
+          "their own: `ascendsim servers`)\n",
+          run["launch"].get<std::string>(), 100 * comm / step, r["config"]["hccl"]["step_latency_us"].get<double>(),
+          r["server"].get<std::string>());
+    if (run["overloaded"].get<bool>())
+      out += fmt::format(
+          "{}: overloaded — requests arrive at {:.2f}/s, faster than they are served, and the queue "
+          "grows: the last quarter's median time to first token is {:.2f} s, the first quarter's "
+          "{:.2f} s; the latencies grow with the number of requests\n",
+          run["launch"].get<std::string>(), run["little"]["arrival_rate"].get<double>(),
+          run["late_ttft_s"].get<double>(), run["early_ttft_s"].get<double>());
   }
   out += "\nwhere a decode step's time goes in the runs (ms per decode step):\n";
   out += fmt::format("{:<11}", "launch");

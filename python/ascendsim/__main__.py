@@ -1,4 +1,6 @@
 """python3 -m ascendsim sweep: a grid of configurations, locally or on a Dask cluster.
+python3 -m ascendsim tune: the best configuration for a job, and why (docs/tune.md; also
+`ascendsim tune`).
 
     python3 -m ascendsim sweep --workload resnet50 --grid sink_size=1,10,100 \\
         --grid link.h2d_bandwidth_gbps=8,16,32 --strategies loop-sink \\
@@ -12,18 +14,13 @@ is 0 if every point ran, 3 if some failed (they are listed), 2 for bad arguments
 """
 import argparse
 import json
+import os
 import sys
 
 import ascendsim
 
 
-def _value(text):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
+from ascendsim.tune import _parse_value as _value  # a number where the text is one
 
 
 def main(argv=None):
@@ -42,7 +39,33 @@ def main(argv=None):
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a parameter for every point")
     s.add_argument("--scheduler", default=None, help="a Dask scheduler's address, e.g. tcp://host:8786")
     s.add_argument("--json", default=None, help="write every point's report or error to FILE")
+    t = sub.add_parser("tune", help="search the job's knobs for the best configuration (Optuna TPE)")
+    t.add_argument("--workload", default="lenet5")
+    t.add_argument("--strategy", default="non-sink", help="the starting configuration's strategy")
+    t.add_argument("--budget", type=int, default=50, help="trials (simulations), the start included")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--objective", default="samples_per_s", help="samples_per_s or time_to_train")
+    t.add_argument("--fix", action="append", default=[], metavar="KNOB=VALUE", help="hold a knob at a value")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the job (its starting value if it is a knob)")
+    t.add_argument("--epochs", type=int, default=1)
+    t.add_argument("--steps-per-epoch", type=int, default=None)
+    t.add_argument("--batch-size", type=int, default=None)
+    t.add_argument("--search-batch-size", action="store_true",
+                   help="search the batch size too (it changes the training, not only how it runs)")
+    t.add_argument("--devices", type=int, default=1)
+    t.add_argument("--max-devices", type=int, default=None, help="refuse a job on more devices")
+    t.add_argument("--server", default=None)
+    t.add_argument("--chip", default=None)
+    t.add_argument("--scheduler", default=None, help="a Dask scheduler's address, e.g. tcp://host:8786")
+    t.add_argument("--parallel", type=int, default=None,
+                   help="trials per batch (default: the cluster's workers, 1 without --scheduler)")
+    t.add_argument("--json", default=None, help="write the search (every trial) to FILE")
+    t.add_argument("--html", default=None, help="write the report with its trade-off chart to FILE")
+    t.add_argument("--quiet", "-q", action="store_true")
     a = parser.parse_args(argv)
+    if a.command == "tune":
+        return _tune(parser, a)
 
     grid = {}
     for g in a.grid:
@@ -89,6 +112,66 @@ def main(argv=None):
                                                  {"error": p["error"], "kind": p["kind"]})}
                        for p in result.points], f, indent=2)
     return 3 if result.failed else 0
+
+
+def _pairs(parser, items, flag):
+    out = {}
+    for kv in items:
+        key, eq, value = kv.partition("=")
+        if not eq or not key:
+            parser.error(f"{flag} {kv}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _tune(parser, a):
+    import ascendsim.tune as tune
+
+    if a.max_devices is not None and a.devices > a.max_devices:
+        print(f"error: --devices {a.devices} exceeds --max-devices {a.max_devices}", file=sys.stderr)
+        return 2
+    client = None
+    if a.scheduler:
+        from distributed import Client
+
+        client = Client(a.scheduler)
+    job = {"epochs": a.epochs, "devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
+    for key in ("steps_per_epoch", "batch_size", "server", "chip"):
+        if getattr(a, key) is not None:
+            job[key] = getattr(a, key)
+    if a.search_batch_size:
+        job["search_batch_size"] = True
+    progress = None if a.quiet else (lambda d, t: print(f"\rtune: {d}/{t} trials", end="" if d < t else "\n",
+                                                         file=sys.stderr, flush=True))
+    try:
+        result = tune.tune(a.workload, budget=a.budget, seed=a.seed, objective=a.objective, strategy=a.strategy,
+                           fix=_pairs(parser, a.fix, "--fix"), client=client, parallel=a.parallel,
+                           progress=progress, **job)
+    except ascendsim.InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ascendsim.RunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    except ImportError as e:
+        print(f"error: tune needs Optuna: {e} (Debian: apt-get install python3-optuna)", file=sys.stderr)
+        return 2
+    finally:
+        if client is not None:
+            client.close()
+    staged = []
+    if a.json:
+        staged.append((a.json, result.to_json()))
+    if a.html:
+        staged.append((a.html, result.html()))
+    for path, text in staged:
+        with open(path + ".partial", "w") as f:
+            f.write(text)
+    for path, _ in staged:
+        os.replace(path + ".partial", path)
+    if a.json != "-":
+        print(result.text(), end="")
+    return 0
 
 
 if __name__ == "__main__":

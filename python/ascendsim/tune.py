@@ -1,0 +1,491 @@
+"""The best configuration for a training job, and why: ``ascendsim tune`` (docs/tune.md).
+
+A search over the knobs the job exposes — the strategy and loop sink's sink size, the map
+workers, the prefetch and data-queue sizes, the data cache, the AMP level and the batch size —
+with Optuna's TPE sampler (seeded). Each trial is one simulation through the library entry point
+(``ascendsim.train``), in this process or as a task on a Dask cluster. Trials are asked for and
+told in batches of ``parallel`` (1 in one process, the cluster's workers on Dask): the same seed
+and batch give the same answer in one process or on a cluster. A batch's trials are chosen
+without each other's results, so larger batches search less sharply.
+A trial the job cannot run (out of device memory, GetNext timing out) is recorded as infeasible,
+never best.
+
+    >>> import ascendsim.tune as tune
+    >>> r = tune.tune("lenet5", budget=40, seed=1)
+    >>> r.best["config"], r.best["value"] / r.start["value"]
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import InputError, RunError, STRATEGIES, info, params, train
+
+#: What a trial's report is judged by: (the report field, maximise?), over the whole run — every
+#: trial runs the job's steps (loop sink as many sinks as they fill), so its set-up, warm-up and
+#: per-sink costs count as they would for the job.
+OBJECTIVES: Dict[str, Tuple[str, bool]] = {
+    "samples_per_s": ("samples_per_s", True),
+    "time_to_train": ("sim_time_s", False),
+}
+
+
+_PHASES = ("host_data", "h2d", "launch", "device_compute", "d2h", "host_loop", "wait_data", "sync", "comm",
+           "setup", "eval")
+_PHASE_WORDS = {
+    "host_data": "the host waiting for the data pipeline",
+    "h2d": "host-to-device copies",
+    "launch": "op and graph launches",
+    "device_compute": "device compute",
+    "d2h": "copies back to the host",
+    "host_loop": "the framework's per-step work",
+    "wait_data": "the device waiting in GetNext for data",
+    "sync": "synchronisations",
+    "comm": "exposed communication",
+    "setup": "one-time set-up",
+    "eval": "evaluation",
+}
+
+
+class Knob:
+    """One dimension of the search: a run setting (strategy, sink_size, batch_size, amp_level) or
+    a configuration parameter (``pipeline.num_parallel_workers``)."""
+
+    def __init__(self, key: str, kind: str, low: Any = None, high: Any = None, choices: Sequence[Any] = (),
+                 when: Optional[Callable[[Dict[str, Any]], bool]] = None, why: str = "") -> None:
+        self.key, self.kind, self.low, self.high, self.choices, self.when, self.why = (
+            key, kind, low, high, list(choices), when, why)
+
+    def suggest(self, trial: Any) -> Any:
+        if self.kind == "int":
+            return trial.suggest_int(self.key, self.low, self.high, log=self.high / max(1, self.low) >= 16)
+        return trial.suggest_categorical(self.key, self.choices)
+
+
+def _parse_value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
+    """What the search space depends on: steps per epoch, host cores, AMP support."""
+    about = info(workload, batch_size=job.get("batch_size"), server=job.get("server"), chip=job.get("chip"),
+                 overrides=job.get("overrides"))
+    values = {k: v["value"] for k, v in params(job.get("chip"), server=job.get("server")).items()}
+    for key, value in (job.get("overrides") or {}).items():
+        values[key] = _parse_value(str(value))
+    return {"steps_per_epoch": about["steps_per_epoch"], "batch_size": about["batch_size"],
+            "amp_level": about.get("recipe", {}).get("amp_level", "O0"), "host_cpu_cores": values["host.cpu_cores"],
+            "params": values}
+
+
+def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -> List[Knob]:
+    """The knobs a training job exposes, with their ranges."""
+    steps = int(job.get("steps_per_epoch") or facts.get("steps_per_epoch") or 1)
+    cores = int(facts.get("host_cpu_cores") or 32)
+    batch = int(job.get("batch_size") or facts.get("batch_size") or 32)
+    knobs = [
+        Knob("strategy", "cat", choices=list(STRATEGIES), why="how the host drives the device"),
+        Knob("sink_size", "int", 1, max(1, steps), when=lambda c: c.get("strategy") == "loop-sink",
+             why="steps per graph launch under loop sink"),
+        Knob("pipeline.num_parallel_workers", "int", 1, max(1, min(cores, 64)), why="workers of each map() call"),
+        Knob("pipeline.prefetch_size", "int", 1, 256, why="connector capacity between the dataset ops"),
+        Knob("queue.capacity", "int", 2, 128,
+             when=lambda c: c.get("strategy") != "non-sink", why="the device data queue (sink modes)"),
+    ]
+    if job.get("search_batch_size"):
+        # Opt-in: a batch size changes the training itself (its convergence), not only how it runs.
+        knobs.append(Knob("batch_size", "cat",
+                          choices=sorted({max(1, batch // 4), max(1, batch // 2), batch, batch * 2, batch * 4}),
+                          why="samples per step, within device memory"))
+    if int(job.get("epochs", 1)) > 1:
+        knobs.append(Knob("pipeline.cache", "cat", choices=["none", "source", "map"],
+                          why="a data cache after the source or the last deterministic map"))
+    if facts.get("amp_level", "O0") != "O0" or workload.startswith(("resnet", "mobilenet")):
+        knobs.append(Knob("amp_level", "cat", choices=["O0", "O2", "O3"], why="mixed precision"))
+    return knobs
+
+
+def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[str, Any],
+                  strategy: str) -> Dict[str, Any]:
+    """The user's configuration in the knobs' terms (the presets' values where the job sets none)."""
+    overrides = dict(job.get("overrides") or {})
+    params = facts.get("params", {})
+    start: Dict[str, Any] = {}
+    for k in knobs:
+        if k.key == "strategy":
+            start[k.key] = strategy
+        elif k.key == "sink_size":
+            start[k.key] = job.get("sink_size") if job.get("sink_size", -1) not in (None, -1) else k.high
+        elif k.key == "batch_size":
+            start[k.key] = int(job.get("batch_size") or facts.get("batch_size") or 32)
+        elif k.key == "amp_level":
+            start[k.key] = job.get("amp_level") or facts.get("amp_level", "O0")
+        elif k.key in overrides:
+            start[k.key] = _parse_value(str(overrides[k.key]))
+        else:
+            start[k.key] = params.get(k.key)
+    return start
+
+
+def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """A configuration as ``ascendsim.train``'s strategy and keyword arguments."""
+    kw = {k: v for k, v in job.items() if k not in ("overrides", "search_batch_size", "dataset_steps")}
+    overrides = dict(job.get("overrides") or {})
+    strategy = config.get("strategy", "non-sink")
+    for key, value in config.items():
+        if key == "strategy":
+            continue
+        if key in ("sink_size", "batch_size", "amp_level"):
+            kw[key] = value
+        else:
+            overrides[key] = value
+    if strategy != "loop-sink":
+        kw.pop("sink_size", None)
+    elif kw.get("sink_size"):
+        # The job's steps in sinks of this size: as many sinks as its epochs hold (MindSpore's
+        # sink_size makes each "epoch" one sink).
+        steps = int(job.get("epochs", 1)) * int(job.get("dataset_steps") or 1)
+        kw["epochs"] = -(-steps // int(kw["sink_size"]))
+        kw.pop("steps_per_epoch", None)
+    kw["overrides"] = overrides
+    return strategy, kw
+
+
+def run_trial(workload: str, config: Mapping[str, Any], job: Mapping[str, Any]) -> Dict[str, Any]:
+    """One trial (a Dask task): {"config", "report"} or {"config", "infeasible", "kind"}."""
+    try:
+        strategy, kw = _run_kwargs(config, job)
+        report = train(workload, strategy, **kw)
+        return {"config": dict(config), "report": report.to_json()}
+    except (InputError, RunError) as e:
+        text = str(e)
+        kind = ("out of device memory" if "device memory" in text
+                else "GetNext timeout" if "GetNext" in text or "timed out" in text
+                else type(e).__name__)
+        return {"config": dict(config), "infeasible": text, "kind": kind}
+
+
+def _value(trial: Mapping[str, Any], objective: str) -> Optional[float]:
+    if "report" not in trial:
+        return None
+    value: Any = json.loads(trial["report"])["runs"][0]
+    for part in OBJECTIVES[objective][0].split("."):
+        value = value[part]
+    return float(value)
+
+
+def _phases_per_step(trial: Mapping[str, Any]) -> Dict[str, float]:
+    run = json.loads(trial["report"])["runs"][0]
+    steps = max(1, int(run["steps"]))
+    return {p: 1e3 * float(run["breakdown_s"].get(p, 0.0)) / steps for p in _PHASES}
+
+
+def importance(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Knob]) -> Dict[str, float]:
+    """Each knob's main effect: the share of the feasible trials' variance (of the objective's
+    logarithm) that the knob's value explains alone — the between-group variance over the groups
+    of trials with one value (integers in up to eight quantile bins), over the total. A knob that
+    applies only sometimes (sink_size under loop sink) is judged among the trials it applies to.
+    Shares are of the total, so they need not add up to 1 (interactions and noise take the rest)."""
+    feasible = [t for t in trials if t.get("value") is not None and t["value"] > 0]
+    if len(feasible) < 3:
+        return {}
+    ys = [math.log(t["value"]) for t in feasible]
+    mean = sum(ys) / len(ys)
+    total = sum((y - mean) ** 2 for y in ys)
+    out: Dict[str, float] = {}
+    for k in knobs:
+        values = [t["config"].get(k.key) for t in feasible]
+        mine = [y for v, y in zip(values, ys) if v is not None]
+        if len(mine) < 2:
+            continue
+        local = sum(mine) / len(mine)
+        if k.kind == "int":
+            present = sorted(v for v in values if v is not None)
+            if not present:
+                continue
+            edges = sorted({present[min(len(present) - 1, (i * len(present)) // 8)] for i in range(1, 8)})
+            label = lambda v: None if v is None else sum(v >= e for e in edges)
+        else:
+            label = lambda v: v
+        groups: Dict[Any, List[float]] = {}
+        for v, y in zip(values, ys):
+            if v is not None:
+                groups.setdefault(repr(label(v)), []).append(y)
+        between = sum(len(g) * (sum(g) / len(g) - local) ** 2 for g in groups.values())
+        out[k.key] = between / total if total > 0 else 0.0
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _reverted(best: Mapping[str, Any], key: str, start: Mapping[str, Any], knobs: Sequence[Knob]) -> Dict[str, Any]:
+    """The best configuration with one knob back at its starting value (the preset's where the start
+    had none), the knobs that no longer apply dropped."""
+    config: Dict[str, Any] = {}
+    for k in knobs:
+        if k.when is not None and not k.when(config):
+            continue
+        if k.key in best or k.key == key:
+            config[k.key] = start[k.key] if k.key == key else best[k.key]
+        elif k.key in start:
+            config[k.key] = start[k.key]
+    return config
+
+
+def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[Knob],
+             ablations: Mapping[str, Optional[float]], maximise: bool) -> Dict[str, Any]:
+    """What changed — each change with what the best loses without it (its knob back at the start,
+    simulated) —, which phases of a step the changes removed, and what bounds the best."""
+    a, b = _phases_per_step(start), _phases_per_step(best)
+    removed = sorted(((p, a[p] - b[p]) for p in _PHASES if p != "setup"), key=lambda x: -x[1])
+    bound = max((p for p in _PHASES if p != "setup"), key=lambda p: b[p])
+    changes = []
+    for k in knobs:
+        if start["config"].get(k.key) == best["config"].get(k.key):
+            continue
+        without = ablations.get(k.key)
+        worth = None
+        if without is not None and without > 0:
+            worth = best["value"] / without if maximise else without / best["value"]
+        changes.append({"knob": k.key, "from": start["config"].get(k.key), "to": best["config"].get(k.key),
+                        "why": k.why, "worth": worth})
+    changes.sort(key=lambda c: -(c["worth"] if c["worth"] is not None else float("inf")))
+    return {
+        "changes": changes,
+        "removed": [{"phase": p, "from_ms": a[p], "to_ms": b[p], "words": _PHASE_WORDS[p]}
+                    for p, d in removed if d > 1e-6][:3],
+        "bound_by": {"phase": bound, "ms": b[bound], "words": _PHASE_WORDS[bound]},
+    }
+
+
+def _pareto(trials: Sequence[Mapping[str, Any]], cost_key: str, maximise: bool) -> List[Dict[str, Any]]:
+    """The trials no other beats on both the objective and the cost (the host threads of a map call)."""
+    feasible = [t for t in trials if t.get("value") is not None]
+    front = []
+    for t in sorted(feasible, key=lambda t: (t["config"].get(cost_key, 0), -t["value"] if maximise else t["value"])):
+        better = (lambda x, y: x > y) if maximise else (lambda x, y: x < y)
+        if not front or better(t["value"], front[-1]["value"]):
+            front.append({"cost": t["config"].get(cost_key, 0), "value": t["value"], "trial": t["number"]})
+    return front
+
+
+class TuneResult:
+    """A search's trials (in order), the start, the best, the knobs that mattered and why."""
+
+    def __init__(self, data: Dict[str, Any]) -> None:
+        self.data = data
+
+    @property
+    def best(self) -> Dict[str, Any]:
+        return self.data["best"]
+
+    @property
+    def start(self) -> Dict[str, Any]:
+        return self.data["start"]
+
+    @property
+    def trials(self) -> List[Dict[str, Any]]:
+        return self.data["trials"]
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2) + "\n"
+
+    def text(self) -> str:
+        d = self.data
+        obj, (_, maximise) = d["objective"], OBJECTIVES[d["objective"]]
+        unit = "samples/s" if obj == "samples_per_s" else "s of simulated time"
+        lines = [f"tune {d['workload']}: {d['budget']} trials (TPE, seed {d['seed']}), objective {obj} "
+                 f"({'higher' if maximise else 'lower'} is better)",
+                 f"start: {d['start']['value']:.6g} {unit}   best: {d['best']['value']:.6g} {unit} "
+                 f"({d['gain']:.2f}x), trial {d['best']['number']}"]
+        if d["fixed"]:
+            lines.append("fixed: " + ", ".join(f"{k}={v}" for k, v in d["fixed"].items()))
+        worth = [c for c in d["explanation"]["changes"] if c.get("worth") is None and "worth" in c
+                 or (c.get("worth") or 0) >= 1.01]
+        if worth:
+            lines.append("change: " + ", ".join(f"{c['knob']}={c['to']}" for c in worth)
+                         + " (the rest of the best configuration's changes have no effect on their own)")
+        lines.append("")
+        lines.append("what changed:")
+        shown = lambda v: "-" if v is None else v
+        for c in d["explanation"]["changes"]:
+            w = c.get("worth")
+            worth = ("" if w is None and "worth" not in c
+                     else "; without it the best cannot run" if w is None
+                     else f"; worth {w:.2f}x" if w >= 1.01 else "; no effect on its own")
+            lines.append(f"  {c['knob']}: {shown(c['from'])} -> {shown(c['to'])}  ({c['why']}{worth})")
+        if not d["explanation"]["changes"]:
+            lines.append("  nothing: the start is the best found")
+        for r in d["explanation"]["removed"]:
+            lines.append(f"  removed: {r['words']} ({r['phase']}), {r['from_ms']:.4g} -> {r['to_ms']:.4g} ms per step")
+        b = d["explanation"]["bound_by"]
+        lines.append(f"  the best is bound by {b['words']} ({b['phase']}, {b['ms']:.4g} ms per step)")
+        lines.append("")
+        lines.append("across the trials, the share of the objective's variance each knob explains alone (the "
+                     "trials crowd where the search found good values: read it beside each change's worth):")
+        for k, v in list(d["importance"].items())[:5]:
+            lines.append(f"  {k:<32} {100 * v:5.1f}%")
+        infeasible = [t for t in d["trials"] if "infeasible" in t]
+        lines.append("")
+        lines.append(f"{len(d['trials'])} trials, {len(infeasible)} infeasible"
+                     + (": " + ", ".join(sorted({t['kind'] for t in infeasible})) if infeasible else ""))
+        return "\n".join(lines) + "\n"
+
+    def html(self) -> str:
+        d = self.data
+        front = d["pareto"]
+        esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        pts = [(t["config"].get(d["pareto_cost"], 0), t["value"]) for t in d["trials"] if t.get("value") is not None]
+        svg = ""
+        if pts:
+            w, h, l, b, top = 640, 320, 70, 50, 20
+            x1 = max(p[0] for p in pts) or 1
+            y1 = max(p[1] for p in pts) or 1
+            X = lambda x: l + x / x1 * (w - l - 20)
+            Y = lambda y: h - b - y / y1 * (h - b - top)
+            svg = f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img'>"
+            svg += f"<line x1='{l}' y1='{h - b}' x2='{w - 20}' y2='{h - b}' stroke='#444'/>"
+            svg += f"<line x1='{l}' y1='{top}' x2='{l}' y2='{h - b}' stroke='#444'/>"
+            for x, y in pts:
+                svg += f"<circle cx='{X(x):.1f}' cy='{Y(y):.1f}' r='3' fill='#56b4e9'/>"
+            line = " ".join(f"{X(p['cost']):.1f},{Y(p['value']):.1f}" for p in front)
+            svg += f"<polyline fill='none' stroke='#d55e00' stroke-width='2' points='{line}'/>"
+            svg += (f"<text x='{(l + w) / 2}' y='{h - 12}' font-size='12' text-anchor='middle'>"
+                    f"{esc(d['pareto_cost'])} (0 to {x1})</text>")
+            svg += (f"<text x='14' y='{(top + h - b) / 2}' font-size='12' text-anchor='middle' "
+                    f"transform='rotate(-90 14 {(top + h - b) / 2})'>{esc(d['objective'])} (0 to {y1:.4g})</text>")
+            svg += "</svg>"
+        return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ascendsim tune</title>"
+                "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}</style></head><body>"
+                f"<h1>tune {esc(d['workload'])}</h1><h2>Trade-off</h2><p>Every feasible trial; the line is the "
+                f"Pareto front of {esc(d['objective'])} against {esc(d['pareto_cost'])}.</p>{svg}"
+                f"<h2>Report</h2><pre>{esc(self.text())}</pre></body></html>\n")
+
+
+def search(knobs: Sequence[Knob], evaluate: Callable[[List[Dict[str, Any]]], List[Dict[str, Any]]],
+           value: Callable[[Dict[str, Any]], Optional[float]], *, budget: int, seed: int, maximise: bool,
+           fix: Mapping[str, Any], start: Optional[Mapping[str, Any]] = None, parallel: int = 1,
+           progress: Optional[Callable[[int, int], None]] = None) -> List[Dict[str, Any]]:
+    """Optuna's TPE (seeded) over ``knobs``: ``budget`` configurations, asked for and told in
+    batches of ``parallel``, each batch given to ``evaluate`` (configurations -> results, in order),
+    ``value`` a result's objective (None: infeasible, told to Optuna as failed). ``start``, if
+    given, is the first configuration; ``fix`` holds knobs at a value. Returns every trial: its
+    number, configuration, result and value."""
+    import optuna  # Debian python3-optuna
+
+    free = [k for k in knobs if k.key not in fix]
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize" if maximise else "minimize",
+                                sampler=optuna.samplers.TPESampler(seed=seed))
+    if start is not None:
+        study.enqueue_trial({k.key: start[k.key] for k in free
+                             if start.get(k.key) is not None and (k.when is None or k.when(start))})
+    trials: List[Dict[str, Any]] = []
+    while len(trials) < budget:
+        batch = []
+        for _ in range(min(parallel, budget - len(trials))):
+            t = study.ask()
+            # In the knobs' order, so a condition (sink_size under loop sink) sees what it depends on.
+            config: Dict[str, Any] = {}
+            for k in knobs:
+                if k.when is not None and not k.when(config):
+                    continue
+                config[k.key] = fix[k.key] if k.key in fix else k.suggest(t)
+            batch.append((t, config))
+        results = evaluate([c for _, c in batch])
+        for (t, config), r in zip(batch, results):
+            v = value(r)
+            if v is None:
+                study.tell(t, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(t, v)
+            trials.append({"number": len(trials), **r, "config": config, "value": v})
+        if progress:
+            progress(len(trials), budget)
+    return trials
+
+
+def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective: str = "samples_per_s",
+         strategy: str = "non-sink", fix: Optional[Mapping[str, Any]] = None, client: Any = None,
+         parallel: Optional[int] = None, explain: bool = True,
+         progress: Optional[Callable[[int, int], None]] = None, **job: Any) -> TuneResult:
+    """Searches the job's knobs for the best ``objective`` in ``budget`` simulations, the first of
+    them the user's configuration (``strategy`` and the job's settings: epochs, steps_per_epoch,
+    batch_size, devices, server, chip, overrides, ...). ``fix``: knobs held at a value.
+    ``client``: a ``dask.distributed`` client to run each batch of trials on; ``parallel``: the
+    trials of a batch (default: the cluster's workers, 1 without one).
+    ``search_batch_size=True`` adds the batch size to the knobs. ``explain``: after the search,
+    one simulation per knob the best changed, with that knob back at its start, to say what each
+    change is worth (counted apart from the budget)."""
+    if objective not in OBJECTIVES:
+        raise InputError(f"objective: '{objective}': one of {', '.join(OBJECTIVES)}")
+    if not isinstance(budget, int) or budget < 1:
+        raise InputError(f"budget: a number of trials, 1 or more, got {budget!r}")
+    if strategy not in STRATEGIES:
+        raise InputError(f"strategy: '{strategy}': one of {', '.join(STRATEGIES)}")
+    fix = {k: _parse_value(str(v)) for k, v in (fix or {}).items()}
+    facts = _job_facts(workload, job)
+    knobs = knobs_for(workload, job, facts)
+    keys = {k.key for k in knobs}
+    for k in fix:
+        if k not in keys:
+            raise InputError(f"fix: '{k}' is not a knob of this job ({', '.join(sorted(keys))})")
+    job = {**job, "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"])}
+    start = _start_config(knobs, job, facts, strategy)
+    start.update(fix)
+    free = [k for k in knobs if k.key not in fix]
+    maximise = OBJECTIVES[objective][1]
+    if parallel is None:
+        parallel = max(1, len(client.scheduler_info()["workers"])) if client is not None else 1
+    if not isinstance(parallel, int) or parallel < 1:
+        raise InputError(f"parallel: trials per batch, 1 or more, got {parallel!r}")
+    evaluate = lambda configs: ([run_trial(workload, c, job) for c in configs] if client is None else
+                                client.gather(client.map(run_trial, [workload] * len(configs), configs,
+                                                         [job] * len(configs), pure=False)))
+    trials = search(knobs, evaluate, lambda r: _value(r, objective), budget=budget, seed=seed, maximise=maximise,
+                    fix=fix, start=start, parallel=parallel, progress=progress)
+    feasible = [t for t in trials if t["value"] is not None]
+    if not feasible:
+        raise RunError("no trial could run: " + "; ".join(sorted({t["infeasible"] for t in trials}))[:2000])
+    first = trials[0]
+    # The best value; of the trials within a millionth of it (equal but for rounding), the one that
+    # changes the fewest knobs from the start, then the earliest.
+    top = (max if maximise else min)(t["value"] for t in feasible)
+    near = [t for t in feasible if abs(t["value"] - top) <= 1e-6 * abs(top)]
+    changed = lambda t: sum(t["config"].get(k.key) != first["config"].get(k.key) for k in knobs)
+    best = min(near, key=lambda t: (changed(t), t["number"]))
+    if first["value"] is None:
+        raise RunError("the starting configuration cannot run: " + first["infeasible"])
+    # What each change is worth: the best without it.
+    ablations: Dict[str, Optional[float]] = {}
+    if explain:
+        full_start = {**start, **first["config"]}
+        changed = [k.key for k in knobs if first["config"].get(k.key) != best["config"].get(k.key)]
+        configs = [_reverted(best["config"], key, full_start, knobs) for key in changed]
+        for key, r in zip(changed, evaluate(configs) if configs else []):
+            ablations[key] = _value(r, objective)
+    data = {
+        "kind": "tune",
+        "workload": workload,
+        "objective": objective,
+        "budget": budget,
+        "seed": seed,
+        "parallel": parallel,
+        "fixed": fix,
+        "knobs": [{"key": k.key, "kind": k.kind, "low": k.low, "high": k.high, "choices": k.choices, "why": k.why}
+                  for k in knobs],
+        "start": {"config": first["config"], "value": first["value"], "number": 0},
+        "best": {"config": best["config"], "value": best["value"], "number": best["number"]},
+        "gain": best["value"] / first["value"] if maximise else first["value"] / best["value"],
+        "explanation": _explain(first, best, knobs, ablations, maximise),
+        "ablation_simulations": len(ablations),
+        "importance": importance(trials, free),
+        "pareto_cost": "pipeline.num_parallel_workers",
+        "pareto": _pareto(trials, "pipeline.num_parallel_workers", maximise),
+        "trials": [{k: v for k, v in t.items() if k != "report"} for t in trials],
+    }
+    return TuneResult(data)

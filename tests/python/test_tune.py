@@ -1,0 +1,116 @@
+"""ascendsim tune (python/ascendsim/tune.py): the seeded search's answers on the seed LeNet-5 job
+and a data-bound ResNet-50, its determinism, budget and constraints, a synthetic objective with
+a known optimum, infeasible trials, and a Dask cluster's run against one process's."""
+import json
+import subprocess
+import os
+
+import pytest
+
+optuna = pytest.importorskip("optuna")  # Debian python3-optuna
+
+
+def test_lenet_finds_loop_sink_past_the_break_even():
+    import ascendsim
+    import ascendsim.tune as tune
+    r = tune.tune("lenet5", budget=40, seed=1)
+    best = r.best["config"]
+    assert best["strategy"] == "loop-sink"
+    sweep = json.loads(ascendsim.cli("sweep", "--workload", "lenet5", "--param", "sink_size",
+                                     "--values", "1,2,5,10,20,50,100,200,500,1875", "--json", "-", "-q"))
+    assert best["sink_size"] >= sweep["break_even_sink_size"]
+    assert r.best["value"] > 3 * r.start["value"]
+    text = r.text()
+    assert "strategy: non-sink -> loop-sink" in text and "removed: op and graph launches" in text
+    assert text.splitlines()[2].startswith("change: strategy=loop-sink")
+
+
+def test_a_data_bound_resnet_gets_map_workers_until_the_device_bounds_it():
+    import ascendsim.tune as tune
+    r = tune.tune("resnet50", budget=40, seed=1, strategy="loop-sink", steps_per_epoch=20,
+                  overrides={"pipeline.num_parallel_workers": 1})
+    assert r.start["config"]["pipeline.num_parallel_workers"] == 1
+    assert r.best["config"]["pipeline.num_parallel_workers"] >= 8
+    why = r.data["explanation"]
+    assert why["removed"][0]["phase"] == "wait_data" and why["removed"][0]["to_ms"] == 0
+    assert why["bound_by"]["phase"] == "device_compute"
+    assert "removed: the device waiting in GetNext for data (wait_data)" in r.text()
+    workers = next(c for c in why["changes"] if c["knob"] == "pipeline.num_parallel_workers")
+    assert workers["worth"] > 1.5 and why["changes"][0] is workers
+    assert "pipeline.num_parallel_workers" in list(r.data["importance"])[:2]
+
+
+def test_the_same_seed_gives_the_same_answer_and_a_budget_runs_that_many_simulations(monkeypatch):
+    import ascendsim.tune as tune
+    calls = []
+    real = tune.train
+    monkeypatch.setattr(tune, "train", lambda *a, **k: calls.append(1) or real(*a, **k))
+    a = tune.tune("lenet5", budget=13, seed=7, steps_per_epoch=50)
+    # The budget's simulations, then one per knob the best changed (what each change is worth).
+    assert len(a.trials) == 13 and len(calls) == 13 + a.data["ablation_simulations"]
+    assert a.data["ablation_simulations"] == len(a.data["explanation"]["changes"])
+    calls.clear()
+    tune.tune("lenet5", budget=13, seed=7, steps_per_epoch=50, explain=False)
+    assert len(calls) == 13
+    b = tune.tune("lenet5", budget=13, seed=7, steps_per_epoch=50)
+    assert a.to_json() == b.to_json()
+    c = tune.tune("lenet5", budget=13, seed=8, steps_per_epoch=50)
+    assert [t["config"] for t in c.trials] != [t["config"] for t in a.trials]
+
+
+def test_a_fixed_knob_never_changes():
+    import ascendsim.tune as tune
+    r = tune.tune("lenet5", budget=16, seed=2, steps_per_epoch=50,
+                  fix={"pipeline.num_parallel_workers": 4, "strategy": "loop-sink"})
+    for t in r.trials:
+        assert t["config"]["pipeline.num_parallel_workers"] == 4 and t["config"]["strategy"] == "loop-sink"
+    with pytest.raises(tune.InputError, match="not a knob"):
+        tune.tune("lenet5", budget=2, fix={"pipeline.nope": 1})
+
+
+def test_a_synthetic_objective_finds_its_known_optimum_within_the_budget():
+    import ascendsim.tune as tune
+    # 96 configurations, 48 trials; every seed tried finds the one best.
+    knobs = [tune.Knob("x", "int", 10, 41), tune.Knob("y", "cat", choices=["a", "b", "c"])]
+    f = lambda c: -(c["x"] - 21) ** 2 + (50 if c["y"] == "b" else 0)
+    for seed in range(5):
+        trials = tune.search(knobs, lambda configs: [{"v": f(c)} for c in configs], lambda r: r["v"], budget=48,
+                             seed=seed, maximise=True, fix={})
+        best = max(trials, key=lambda t: t["value"])
+        assert best["config"] == {"x": 21, "y": "b"}, seed
+
+
+def test_infeasible_trials_are_recorded_never_best():
+    import ascendsim.tune as tune
+    r = tune.tune("resnet50", budget=16, seed=0, strategy="loop-sink", steps_per_epoch=10, batch_size=64,
+                  search_batch_size=True, overrides={"memory.hbm_gib": 6})
+    bad = [t for t in r.trials if "infeasible" in t]
+    assert bad and all(t["kind"] == "out of device memory" and t["value"] is None for t in bad)
+    assert r.best["number"] not in {t["number"] for t in bad}
+    assert "infeasible: out of device memory" in r.text()
+
+
+def test_a_dask_cluster_gives_the_answer_of_one_process():
+    import ascendsim.tune as tune
+    from distributed import Client, LocalCluster
+    local = tune.tune("lenet5", budget=12, seed=4, steps_per_epoch=40, parallel=2)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        remote = tune.tune("lenet5", budget=12, seed=4, steps_per_epoch=40, client=client)
+    assert remote.data["parallel"] == 2
+    assert remote.to_json() == local.to_json()
+
+
+def test_the_command_line_writes_text_json_and_html(tmp_path):
+    bin = os.environ["ASCENDSIM_BIN"]
+    out = subprocess.run([bin, "tune", "--workload", "lenet5", "--budget", "6", "--steps-per-epoch", "30",
+                          "--json", str(tmp_path / "t.json"), "--html", str(tmp_path / "t.html"), "-q"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("tune lenet5: 6 trials")
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert data["kind"] == "tune" and len(data["trials"]) == 6
+    assert "<svg" in (tmp_path / "t.html").read_text()
+    bad = subprocess.run([bin, "tune", "--workload", "lenet5", "--objective", "fastest", "-q"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "objective" in bad.stderr
