@@ -222,6 +222,25 @@ void BM_ServeLlama7b10kRequests(benchmark::State& state) {
 }
 BENCHMARK(BM_ServeLlama7b10kRequests)->DenseRange(0, 2)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// `ascendsim tune`: 200 trials of a data-bound single-device ResNet-50 job (one map worker, loop
+/// sink, 20 steps), the search, its simulations and the explanation's, through the command line
+/// (Optuna runs in Python); trials per wall second.
+void BM_Tune200ResNet50Trials(benchmark::State& state) {
+  const std::string cmd = std::string(ASCENDSIM_BIN) +
+                          " tune --workload resnet50 --strategy loop-sink --steps-per-epoch 20 --set "
+                          "pipeline.num_parallel_workers=1 --budget 200 --seed 1 -q > /dev/null";
+  double trials = 0;
+  for (auto _ : state) {
+    if (std::system(cmd.c_str()) != 0) {
+      state.SkipWithError("ascendsim tune failed (is python3-optuna installed?)");
+      return;
+    }
+    trials += 200;
+  }
+  state.counters["trials_per_s"] = benchmark::Counter(trials, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Tune200ResNet50Trials)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
 void BM_ResNet50Devices4096LongRun(benchmark::State& state) { run_and_count(state, resnet50_on(4096, 1000)); }

@@ -510,6 +510,8 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"capture", "--capture"},
                                                        {"graph_buckets", "--graph-buckets"},
                                                        {"decode_batches", "--decode-batches"},
+                                                       {"slo_ttft_ms", "--slo-ttft-ms"},
+                                                       {"slo_tpot_ms", "--slo-tpot-ms"},
                                                        {"layers", "--layers"},
                                                        {"hidden", "--hidden"},
                                                        {"heads", "--heads"},
@@ -1000,7 +1002,11 @@ int cmd_serve(int argc, char* argv[]) {
       "latency against throughput)")(
       "decode-batches", po::value(&batches),
       "batch sizes of the one-decode-step comparison (default 1,8,32,128), at the requests' mean prompt and half "
-      "their mean output")("json", po::value(&json), "write the JSON report to FILE (- for stdout)")(
+      "their mean output")("slo-ttft-ms", po::value(&req.slo_ttft_ms)->default_value(req.slo_ttft_ms, "2000"),
+                           "the time to first token a request must meet to count in the goodput")(
+      "slo-tpot-ms", po::value(&req.slo_tpot_ms)->default_value(req.slo_tpot_ms, "100"),
+      "the time per output token a request must meet to count in the goodput")(
+      "json", po::value(&json), "write the JSON report to FILE (- for stdout)")(
       "html", po::value(&html), "write the HTML report to FILE")("quiet,q", po::bool_switch(&quiet),
                                                                  "no progress lines");
   if (!parse(argc, argv, desc, "serve")) return 0;

@@ -246,6 +246,10 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
       r.sampling = scalar(v, at, key);
     else if (key == "capture")
       r.capture = scalar(v, at, key);
+    else if (key == "slo_ttft_ms")
+      r.slo_ttft_ms = real(v, at, key);
+    else if (key == "slo_tpot_ms")
+      r.slo_tpot_ms = real(v, at, key);
     else if (key == "graph_buckets") {
       r.graph_buckets.clear();
       for (const auto& b : list(v, key)) r.graph_buckets.push_back(whole(b, at, key));
@@ -264,7 +268,7 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
           "server, chip, set, devices, tensor_parallel, launch, rate, requests, prompt_tokens, "
           "output_tokens, length_spread, arrivals, seed, max_seqs, max_batched_tokens, chunked_prefill, "
           "block_size, kv_blocks, memory_utilization, multi_step, sampling, capture, graph_buckets, rates, "
-          "decode_batches)");
+          "decode_batches, slo_ttft_ms, slo_tpot_ms)");
     }
   }
   return r;
@@ -389,6 +393,7 @@ void add_serving_figures(DiffResult& d, const std::string& run, const ordered_js
     add_figure(d, run, name, x, y, tolerance);
   };
   for (const char* k : {"duration_s", "requests_per_s", "output_tokens_per_s"}) figure(k, a[k], b[k]);
+  figure("goodput.requests_per_s", a["goodput"]["requests_per_s"], b["goodput"]["requests_per_s"]);
   for (const char* m : {"ttft_ms", "tpot_ms", "e2e_ms"})
     for (const char* q : {"mean", "p50", "p90", "p99"}) figure(std::string(m) + "." + q, a[m][q], b[m][q]);
   figure("decode_step_ms.mean", a["decode_step_ms"]["mean"], b["decode_step_ms"]["mean"]);

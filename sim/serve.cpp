@@ -183,7 +183,15 @@ class StepCosts {
             doubling(16, std::min(std::max<std::int64_t>(16, max_tokens), layout.kv_blocks * layout.block_size), true)),
         m_prompts(doubling(1, max_seqs)),
         m_multi_step(multi_step),
-        m_progress(progress) {}
+        m_progress(progress) {
+    // What a step's cost depends on besides its shape: every parameter, the model, the layout
+    // (not the cache's size, which only has to fit: serve() checks it before any step).
+    SystemConfig copy = cfg;
+    m_identity = bind_params(copy).to_json().dump() + "|" +
+                 fmt::format("{}/{}/{}/{}/{}/{}/{}/{}|{}/{}/{}|{}", static_cast<int>(shape.kind), shape.layers,
+                             shape.hidden, shape.heads, shape.ffn, shape.vocab, shape.max_positions, shape.seq,
+                             layout.tensor_parallel, layout.block_size, layout.sample_on_device, multi_step);
+  }
 
   runtime::StepCost operator()(const runtime::StepQuery& q) {
     if (q.mode == LaunchMode::MultiStep && q.steps != m_multi_step)
@@ -242,6 +250,17 @@ class StepCosts {
     const auto key = std::make_pair(static_cast<int>(mode), s);
     const auto found = m_memo.find(key);
     if (found != m_memo.end()) return found->second;
+    // A shape simulated by an earlier call of this process with the same configuration, model and
+    // layout costs the same (the simulation is deterministic): taken from the process's cache.
+    const std::string global = m_identity + "|" + std::to_string(static_cast<int>(mode)) + "|" +
+                               std::to_string(s.decode_seqs) + "," + std::to_string(s.decode_context) + "," +
+                               std::to_string(s.prefill_seqs) + "," + std::to_string(s.prefill_tokens) + "," +
+                               std::to_string(s.prefill_context);
+    {
+      const auto& cache = process_cache();
+      const auto hit = cache.find(global);
+      if (hit != cache.end()) return m_memo.emplace(key, hit->second).first->second;
+    }
     if (m_progress)
       *m_progress << "simulating a " << runtime::launch_mode_name(mode) << " step: " << s.describe() << "\n";
     const workloads::Workload w = step_workload(m_shape, s, m_layout);
@@ -297,6 +316,8 @@ class StepCosts {
       c.capture_s = eager_s + m_cfg.host.graph_load_us * 1e-6;
     }
     for (double v : c.phase_s) c.time_s += v;
+    auto& cache = process_cache();
+    if (cache.size() < kProcessCacheShapes) cache.emplace(global, c);
     return m_memo.emplace(key, c).first->second;
   }
 
@@ -309,6 +330,13 @@ class StepCosts {
   std::int64_t m_multi_step;
   std::ostream* m_progress;
   std::map<std::pair<int, StepShape>, runtime::StepCost> m_memo;
+  std::string m_identity;
+  /// Shapes kept across calls (a tuning search serves many times in one process): up to this many.
+  static constexpr std::size_t kProcessCacheShapes = 100000;
+  static std::map<std::string, runtime::StepCost>& process_cache() {
+    static std::map<std::string, runtime::StepCost> cache;
+    return cache;
+  }
 };
 
 /// The KV cache: what device memory leaves after the weights and the largest step's activations
@@ -378,6 +406,10 @@ void check_request(const ServeRequest& req) {
   if (!(req.memory_utilization > 0 && req.memory_utilization <= 1))
     throw InputError("memory_utilization", "memory_utilization", "a fraction in (0, 1]");
   if (req.launch.empty()) throw InputError("launch", "launch", "give at least one launch mode");
+  if (!(req.slo_ttft_ms > 0) || !(req.slo_tpot_ms > 0))
+    throw InputError(req.slo_ttft_ms > 0 ? "slo_tpot_ms" : "slo_ttft_ms",
+                     req.slo_ttft_ms > 0 ? "slo_tpot_ms" : "slo_ttft_ms",
+                     "a service level is a positive number of milliseconds");
   for (std::size_t i = 0; i < req.launch.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (req.launch[i] == req.launch[j])
@@ -516,6 +548,8 @@ ServeOutcome serve(const ServeRequest& req) {
     ServeRun run;
     run.mode = m;
     run.rate = r;
+    run.slo_ttft_s = req.slo_ttft_ms * 1e-3;
+    run.slo_tpot_s = req.slo_tpot_ms * 1e-3;
     // Requests go to the replicas in turn; each serves its own with a cache of its own. The
     // merged log: every request and step (steps in time order, each with its replica), the
     // captures and preemptions of all, the cache's peak of the fullest.
@@ -631,7 +665,8 @@ ServeOutcome serve(const ServeRequest& req) {
                   {"multi_step", req.multi_step},
                   {"sampling", req.sampling},
                   {"capture", req.capture},
-                  {"graph_buckets", buckets}}}};
+                  {"graph_buckets", buckets}}},
+                {"slo", {{"ttft_ms", req.slo_ttft_ms}, {"tpot_ms", req.slo_tpot_ms}}}};
   {
     SystemConfig copy = cfg;
     out.config = bind_params(copy).to_json();

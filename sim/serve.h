@@ -53,6 +53,8 @@ struct ServeRequest {
   std::vector<double> rates;                ///< [rates] a sweep of request rates (each launch mode at each)
   /// [decode_batches] batch sizes of the launch-mode comparison of one decode step
   std::vector<std::int64_t> decode_batches = {1, 8, 32, 128};
+  /// [slo_ttft_ms, slo_tpot_ms] the service levels a request must meet to count in the goodput
+  double slo_ttft_ms = 2000, slo_tpot_ms = 100;
   std::ostream* progress = nullptr;
 };
 
@@ -60,6 +62,7 @@ struct ServeRequest {
 struct ServeRun {
   runtime::LaunchMode mode = runtime::LaunchMode::Eager;
   double rate = 0;  ///< the request rate (0: a trace)
+  double slo_ttft_s = 0, slo_tpot_s = 0;  ///< the service levels of the goodput
   runtime::ServeLog log;
 };
 

@@ -45,9 +45,10 @@ ordered_json phases_ms(const std::array<double, runtime::kServePhases>& p, doubl
 ordered_json run_json(const ServeRun& run, bool timeline) {
   const runtime::ServeLog& log = run.log;
   std::vector<double> ttft, tpot, e2e;
-  std::int64_t out_tokens = 0, in_tokens = 0;
+  std::int64_t out_tokens = 0, in_tokens = 0, good = 0;
   double latency = 0;
   for (const auto& r : log.requests) {
+    good += r.ttft_s() <= run.slo_ttft_s && r.tpot_s() <= run.slo_tpot_s;
     ttft.push_back(r.ttft_s());
     e2e.push_back(r.e2e_s());
     if (r.output_tokens > 1) tpot.push_back(r.tpot_s());
@@ -105,6 +106,10 @@ ordered_json run_json(const ServeRun& run, bool timeline) {
         {"mean_padded_batch", decode_steps > 0 ? static_cast<double>(padded) / static_cast<double>(decode_steps) : 0}}},
       {"decode_step_ms", {{"mean", decode_s * per * 1e3}, {"phases", phases_ms(phases, per)}}},
       {"preemptions", log.preemptions},
+      {"goodput",
+       {{"requests_within_slo", good},
+        {"fraction", n > 0 ? static_cast<double>(good) / n : 0},
+        {"requests_per_s", duration > 0 ? static_cast<double>(good) / duration : 0}}},
   };
   // Overloaded: the queue grows while requests arrive — the last quarter's requests wait far longer
   // for their first token than the first quarter's.

@@ -319,7 +319,7 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
           memory_utilization: float = 0.9, multi_step: int = 8, sampling: str = "device",
           capture: str = "startup", graph_buckets: Optional[Sequence[int]] = None,
           rates: Optional[Sequence[float]] = None, decode_batches: Optional[Sequence[int]] = None,
-          html: Optional[str] = None) -> ServeReport:
+          slo_ttft_ms: float = 2000, slo_tpot_ms: float = 100, html: Optional[str] = None) -> ServeReport:
     """LLM serving (``ascendsim serve``, docs/serving.md): ``requests`` arriving at ``rate`` per second
     (or from the JSONL file ``arrivals``) served with continuous batching over a paged KV cache, under
     each launch mode of ``launch`` ("eager", "graph", "multi-step", a list of them, or "all").
@@ -338,7 +338,8 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
           "--devices", devices, "--tensor-parallel", tensor_parallel, "--max-seqs", max_seqs,
           "--max-batched-tokens", max_batched_tokens, "--chunked-prefill", "true" if chunked_prefill else "false",
           "--block-size", block_size, "--kv-blocks", kv_blocks, "--memory-utilization", memory_utilization,
-          "--multi-step", multi_step, "--sampling", sampling, "--capture", capture]
+          "--multi-step", multi_step, "--sampling", sampling, "--capture", capture,
+          "--slo-ttft-ms", slo_ttft_ms, "--slo-tpot-ms", slo_tpot_ms]
     if arrivals is not None:
         a += ["--arrivals", arrivals]
     for key, value in (shape or {}).items():

@@ -44,7 +44,20 @@ def main(argv=None):
     t.add_argument("--strategy", default="non-sink", help="the starting configuration's strategy")
     t.add_argument("--budget", type=int, default=50, help="trials (simulations), the start included")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--objective", default="samples_per_s", help="samples_per_s or time_to_train")
+    t.add_argument("--objective", default="samples_per_s",
+                   help="samples_per_s or time_to_train (training), serving_goodput (LLM serving)")
+    for flag, kind, what in (("--gpt-size", str, "serving: workload gpt's shape"),
+                             ("--tensor-parallel", int, "serving: ranks of a replica"),
+                             ("--rate", float, "serving: requests per second"),
+                             ("--requests", int, "serving: requests"),
+                             ("--prompt-tokens", int, "serving: prompt length"),
+                             ("--output-tokens", int, "serving: output length"),
+                             ("--slo-ttft-ms", float, "serving: the goodput's time to first token"),
+                             ("--slo-tpot-ms", float, "serving: the goodput's time per output token"),
+                             ("--layers", int, "serving: the model's layers"), ("--hidden", int, "serving: width"),
+                             ("--heads", int, "serving: heads"), ("--ffn", int, "serving: MLP width"),
+                             ("--vocab", int, "serving: vocabulary")):
+        t.add_argument(flag, type=kind, default=None, help=what)
     t.add_argument("--fix", action="append", default=[], metavar="KNOB=VALUE", help="hold a knob at a value")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of the job (its starting value if it is a knob)")
@@ -135,8 +148,23 @@ def _tune(parser, a):
         from distributed import Client
 
         client = Client(a.scheduler)
-    job = {"epochs": a.epochs, "devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
-    for key in ("steps_per_epoch", "batch_size", "server", "chip"):
+    serving = ("gpt_size", "tensor_parallel", "rate", "requests", "prompt_tokens", "output_tokens", "slo_ttft_ms",
+               "slo_tpot_ms")
+    job = {"devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
+    shape = {k: getattr(a, k) for k in ("layers", "hidden", "heads", "ffn", "vocab") if getattr(a, k) is not None}
+    if a.objective == "serving_goodput":
+        keys = serving + ("server", "chip")
+        if shape:
+            job["shape"] = shape
+    else:
+        job["epochs"] = a.epochs
+        keys = ("steps_per_epoch", "batch_size", "server", "chip")
+        given = [k for k in serving + tuple(shape) if getattr(a, k) is not None]
+        if given:
+            print(f"error: --{given[0].replace('_', '-')} is a serving setting: give --objective serving_goodput",
+                  file=sys.stderr)
+            return 2
+    for key in keys:
         if getattr(a, key) is not None:
             job[key] = getattr(a, key)
     if a.search_batch_size:

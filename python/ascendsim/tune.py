@@ -20,7 +20,7 @@ import json
 import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import InputError, RunError, STRATEGIES, info, params, train
+from . import LAUNCH_MODES, InputError, RunError, STRATEGIES, info, params, serve, train
 
 #: What a trial's report is judged by: (the report field, maximise?), over the whole run — every
 #: trial runs the job's steps (loop sink as many sinks as they fill), so its set-up, warm-up and
@@ -28,6 +28,9 @@ from . import InputError, RunError, STRATEGIES, info, params, train
 OBJECTIVES: Dict[str, Tuple[str, bool]] = {
     "samples_per_s": ("samples_per_s", True),
     "time_to_train": ("sim_time_s", False),
+    # LLM serving (``ascendsim serve``): requests per second served within the service levels
+    # (slo_ttft_ms, slo_tpot_ms).
+    "serving_goodput": ("goodput.requests_per_s", True),
 }
 
 
@@ -45,6 +48,9 @@ _PHASE_WORDS = {
     "comm": "exposed communication",
     "setup": "one-time set-up",
     "eval": "evaluation",
+    "scheduler": "the serving scheduler's host work",
+    "sampling": "sampling on the host",
+    "device": "device compute",
 }
 
 
@@ -157,9 +163,30 @@ def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str,
     return strategy, kw
 
 
+#: Serving's knobs and the defaults of ``ascendsim.serve`` they start from.
+_SERVE_START = {"launch": "eager", "multi_step": 8, "max_seqs": 256, "max_batched_tokens": 8192,
+                "chunked_prefill": False}
+
+
+def serving_knobs(job: Mapping[str, Any]) -> List[Knob]:
+    """The knobs of an LLM serving job."""
+    return [
+        Knob("launch", "cat", choices=list(LAUNCH_MODES), why="how each step is launched"),
+        Knob("multi_step", "int", 2, 32, when=lambda c: c.get("launch") == "multi-step",
+             why="decode steps per launch"),
+        Knob("max_seqs", "int", 8, 512, why="sequences per step"),
+        Knob("chunked_prefill", "cat", choices=[False, True], why="prompts in chunks beside the decode tokens"),
+        Knob("max_batched_tokens", "int", 1024, 16384, why="tokens per step"),
+    ]
+
+
 def run_trial(workload: str, config: Mapping[str, Any], job: Mapping[str, Any]) -> Dict[str, Any]:
     """One trial (a Dask task): {"config", "report"} or {"config", "infeasible", "kind"}."""
     try:
+        if job.get("serving"):
+            kw = {k: v for k, v in job.items() if k != "serving"}
+            report = serve(workload, **{**kw, **config}, decode_batches=[1])
+            return {"config": dict(config), "report": report.to_json()}
         strategy, kw = _run_kwargs(config, job)
         report = train(workload, strategy, **kw)
         return {"config": dict(config), "report": report.to_json()}
@@ -182,6 +209,8 @@ def _value(trial: Mapping[str, Any], objective: str) -> Optional[float]:
 
 def _phases_per_step(trial: Mapping[str, Any]) -> Dict[str, float]:
     run = json.loads(trial["report"])["runs"][0]
+    if "decode_step_ms" in run:  # serving: a decode step's phases
+        return {p: float(v) for p, v in run["decode_step_ms"]["phases"].items()}
     steps = max(1, int(run["steps"]))
     return {p: 1e3 * float(run["breakdown_s"].get(p, 0.0)) / steps for p in _PHASES}
 
@@ -241,8 +270,8 @@ def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[
     """What changed — each change with what the best loses without it (its knob back at the start,
     simulated) —, which phases of a step the changes removed, and what bounds the best."""
     a, b = _phases_per_step(start), _phases_per_step(best)
-    removed = sorted(((p, a[p] - b[p]) for p in _PHASES if p != "setup"), key=lambda x: -x[1])
-    bound = max((p for p in _PHASES if p != "setup"), key=lambda p: b[p])
+    removed = sorted(((p, a[p] - b[p]) for p in a if p != "setup"), key=lambda x: -x[1])
+    bound = max((p for p in a if p != "setup"), key=lambda p: b[p])
     changes = []
     for k in knobs:
         if start["config"].get(k.key) == best["config"].get(k.key):
@@ -252,13 +281,13 @@ def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[
         if without is not None and without > 0:
             worth = best["value"] / without if maximise else without / best["value"]
         changes.append({"knob": k.key, "from": start["config"].get(k.key), "to": best["config"].get(k.key),
-                        "why": k.why, "worth": worth})
+                        "why": k.why, "worth": worth, "without": without})
     changes.sort(key=lambda c: -(c["worth"] if c["worth"] is not None else float("inf")))
     return {
         "changes": changes,
-        "removed": [{"phase": p, "from_ms": a[p], "to_ms": b[p], "words": _PHASE_WORDS[p]}
+        "removed": [{"phase": p, "from_ms": a[p], "to_ms": b[p], "words": _PHASE_WORDS.get(p, p)}
                     for p, d in removed if d > 1e-6][:3],
-        "bound_by": {"phase": bound, "ms": b[bound], "words": _PHASE_WORDS[bound]},
+        "bound_by": {"phase": bound, "ms": b[bound], "words": _PHASE_WORDS.get(bound, bound)},
     }
 
 
@@ -297,11 +326,13 @@ class TuneResult:
     def text(self) -> str:
         d = self.data
         obj, (_, maximise) = d["objective"], OBJECTIVES[d["objective"]]
-        unit = "samples/s" if obj == "samples_per_s" else "s of simulated time"
+        unit = {"samples_per_s": "samples/s", "time_to_train": "s of simulated time",
+                "serving_goodput": "requests/s within the service levels"}[obj]
         lines = [f"tune {d['workload']}: {d['budget']} trials (TPE, seed {d['seed']}), objective {obj} "
                  f"({'higher' if maximise else 'lower'} is better)",
                  f"start: {d['start']['value']:.6g} {unit}   best: {d['best']['value']:.6g} {unit} "
-                 f"({d['gain']:.2f}x), trial {d['best']['number']}"]
+                 + (f"({d['gain']:.2f}x), " if d["gain"] is not None else "(from none), ")
+                 + f"trial {d['best']['number']}"]
         if d["fixed"]:
             lines.append("fixed: " + ", ".join(f"{k}={v}" for k, v in d["fixed"].items()))
         worth = [c for c in d["explanation"]["changes"] if c.get("worth") is None and "worth" in c
@@ -315,6 +346,7 @@ class TuneResult:
         for c in d["explanation"]["changes"]:
             w = c.get("worth")
             worth = ("" if w is None and "worth" not in c
+                     else f"; without it {c['without']:.4g}" if w is None and c.get("without") is not None
                      else "; without it the best cannot run" if w is None
                      else f"; worth {w:.2f}x" if w >= 1.01 else "; no effect on its own")
             lines.append(f"  {c['knob']}: {shown(c['from'])} -> {shown(c['to'])}  ({c['why']}{worth})")
@@ -324,6 +356,8 @@ class TuneResult:
             lines.append(f"  removed: {r['words']} ({r['phase']}), {r['from_ms']:.4g} -> {r['to_ms']:.4g} ms per step")
         b = d["explanation"]["bound_by"]
         lines.append(f"  the best is bound by {b['words']} ({b['phase']}, {b['ms']:.4g} ms per step)")
+        if d["objective"] == "serving_goodput":
+            lines.append("  (serving: the phases of a decode step)")
         lines.append("")
         lines.append("across the trials, the share of the objective's variance each knob explains alone (the "
                      "trials crowd where the search found good values: read it beside each change's worth):")
@@ -428,14 +462,21 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     if strategy not in STRATEGIES:
         raise InputError(f"strategy: '{strategy}': one of {', '.join(STRATEGIES)}")
     fix = {k: _parse_value(str(v)) for k, v in (fix or {}).items()}
-    facts = _job_facts(workload, job)
-    knobs = knobs_for(workload, job, facts)
+    fix = {k: (v == "true" if v in ("true", "false") else v) for k, v in fix.items()}
+    serving = objective == "serving_goodput"
+    if serving:
+        knobs = serving_knobs(job)
+        start = {k.key: job.get(k.key, _SERVE_START[k.key]) for k in knobs}
+        job = {**{k: v for k, v in job.items() if k not in _SERVE_START}, "serving": True}
+    else:
+        facts = _job_facts(workload, job)
+        knobs = knobs_for(workload, job, facts)
+        job = {**job, "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"])}
+        start = _start_config(knobs, job, facts, strategy)
     keys = {k.key for k in knobs}
     for k in fix:
         if k not in keys:
             raise InputError(f"fix: '{k}' is not a knob of this job ({', '.join(sorted(keys))})")
-    job = {**job, "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"])}
-    start = _start_config(knobs, job, facts, strategy)
     start.update(fix)
     free = [k for k in knobs if k.key not in fix]
     maximise = OBJECTIVES[objective][1]
@@ -480,12 +521,13 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
                   for k in knobs],
         "start": {"config": first["config"], "value": first["value"], "number": 0},
         "best": {"config": best["config"], "value": best["value"], "number": best["number"]},
-        "gain": best["value"] / first["value"] if maximise else first["value"] / best["value"],
+        "gain": ((best["value"] / first["value"] if first["value"] else None) if maximise
+                 else first["value"] / best["value"]),
         "explanation": _explain(first, best, knobs, ablations, maximise),
         "ablation_simulations": len(ablations),
         "importance": importance(trials, free),
-        "pareto_cost": "pipeline.num_parallel_workers",
-        "pareto": _pareto(trials, "pipeline.num_parallel_workers", maximise),
+        "pareto_cost": "max_seqs" if serving else "pipeline.num_parallel_workers",
+        "pareto": _pareto(trials, "max_seqs" if serving else "pipeline.num_parallel_workers", maximise),
         "trials": [{k: v for k, v in t.items() if k != "report"} for t in trials],
     }
     return TuneResult(data)

@@ -114,3 +114,17 @@ def test_the_command_line_writes_text_json_and_html(tmp_path):
     bad = subprocess.run([bin, "tune", "--workload", "lenet5", "--objective", "fastest", "-q"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "objective" in bad.stderr
+
+
+def test_serving_goodput_finds_a_launch_mode_that_meets_the_service_level():
+    # A tight time per output token that op-by-op launches cannot meet: the search leaves eager,
+    # and without that change nothing is served within it.
+    import ascendsim.tune as tune
+    shape = {"layers": 2, "hidden": 256, "heads": 4, "ffn": 1024, "vocab": 2000}
+    r = tune.tune("gpt", objective="serving_goodput", budget=16, seed=0, shape=shape, rate=200, requests=300,
+                  slo_tpot_ms=0.5)
+    assert r.start["config"]["launch"] == "eager" and r.start["value"] == 0
+    assert r.best["config"]["launch"] != "eager" and r.best["value"] > 100
+    launch = next(c for c in r.data["explanation"]["changes"] if c["knob"] == "launch")
+    assert launch["without"] == 0
+    assert r.data["explanation"]["removed"][0]["phase"] in ("launch", "scheduler")
