@@ -143,6 +143,9 @@ def _tune(parser, a):
     if a.max_devices is not None and a.devices > a.max_devices:
         print(f"error: --devices {a.devices} exceeds --max-devices {a.max_devices}", file=sys.stderr)
         return 2
+    if a.max_devices is not None and a.max_devices < 1:
+        print(f"error: --max-devices {a.max_devices}: at least 1", file=sys.stderr)
+        return 2
     client = None
     if a.scheduler:
         from distributed import Client
@@ -151,6 +154,8 @@ def _tune(parser, a):
     serving = ("gpt_size", "tensor_parallel", "rate", "requests", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms")
     job = {"devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
+    if a.max_devices is not None:
+        job["max_devices"] = a.max_devices
     shape = {k: getattr(a, k) for k in ("layers", "hidden", "heads", "ffn", "vocab") if getattr(a, k) is not None}
     if a.objective == "serving_goodput":
         keys = serving + ("server", "chip")

@@ -114,7 +114,29 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
                           why="a data cache after the source or the last deterministic map"))
     if facts.get("amp_level", "O0") != "O0" or workload.startswith(("resnet", "mobilenet")):
         knobs.append(Knob("amp_level", "cat", choices=["O0", "O2", "O3"], why="mixed precision"))
+    max_devices = job.get("max_devices")
+    if max_devices:
+        # The cluster's size: powers of two up to the limit (the Pareto chart's cost).
+        knobs.append(Knob("devices", "cat", choices=[d for d in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+                                                       if d <= max_devices], why="devices of the run"))
+    devices = max_devices or int(job.get("devices", 1))
+    if workload in TRANSFORMERS and devices > 1:
+        # The parallel layout: tensor parallelism within a server, pipeline stages, the rest data
+        # parallel; a layout the model or the cluster cannot take is an infeasible trial.
+        layouts = [f"tp{t}-pp{p}" for t in (1, 2, 4, 8) for p in (1, 2, 4, 8) if t <= 8 and t * p <= devices]
+        knobs += [
+            Knob("layout", "cat", choices=layouts,
+                 why="tensor-parallel group (Megatron) and pipeline stages (1F1B); the rest data parallel"),
+            Knob("micro_batches", "cat", choices=[1, 2, 4, 8, 16], when=lambda c: not str(c.get("layout", "")).endswith("pp1"),
+                 why="micro-batches of a pipeline step"),
+            Knob("optimizer_shard", "cat", choices=[False, True], why="the optimizer state sharded (ZeRO-1)"),
+            Knob("recompute", "cat", choices=[False, True], why="activations recomputed in the backward pass"),
+        ]
     return knobs
+
+
+#: The built-in transformers (their parallel layout is a knob on more than one device).
+TRANSFORMERS = ("gpt", "gpt2-small", "gpt2-medium", "llama-7b", "bert-base", "bert-large")
 
 
 def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[str, Any],
@@ -132,6 +154,12 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
             start[k.key] = int(job.get("batch_size") or facts.get("batch_size") or 32)
         elif k.key == "amp_level":
             start[k.key] = job.get("amp_level") or facts.get("amp_level", "O0")
+        elif k.key in ("devices", "micro_batches"):
+            start[k.key] = int(job.get(k.key) or 1)
+        elif k.key == "layout":
+            start[k.key] = f"tp{int(job.get('tensor_parallel') or 1)}-pp{int(job.get('pipeline_stages') or 1)}"
+        elif k.key in ("optimizer_shard", "recompute"):
+            start[k.key] = bool(job.get(k.key, False))
         elif k.key in overrides:
             start[k.key] = _parse_value(str(overrides[k.key]))
         else:
@@ -141,14 +169,17 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
 
 def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
     """A configuration as ``ascendsim.train``'s strategy and keyword arguments."""
-    kw = {k: v for k, v in job.items() if k not in ("overrides", "search_batch_size", "dataset_steps")}
+    kw = {k: v for k, v in job.items() if k not in ("overrides", "search_batch_size", "dataset_steps", "max_devices")}
     overrides = dict(job.get("overrides") or {})
     strategy = config.get("strategy", "non-sink")
     for key, value in config.items():
         if key == "strategy":
             continue
-        if key in ("sink_size", "batch_size", "amp_level"):
+        if key in ("sink_size", "batch_size", "amp_level", "devices", "micro_batches", "optimizer_shard", "recompute"):
             kw[key] = value
+        elif key == "layout":
+            tp, pp = value.split("-")
+            kw["tensor_parallel"], kw["pipeline_stages"] = int(tp[2:]), int(pp[2:])
         else:
             overrides[key] = value
     if strategy != "loop-sink":
@@ -194,7 +225,7 @@ def run_trial(workload: str, config: Mapping[str, Any], job: Mapping[str, Any]) 
         text = str(e)
         kind = ("out of device memory" if "device memory" in text
                 else "GetNext timeout" if "GetNext" in text or "timed out" in text
-                else type(e).__name__)
+                else f"refused ({text.split(':')[0]})")
         return {"config": dict(config), "infeasible": text, "kind": kind}
 
 
@@ -501,6 +532,7 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     best = min(near, key=lambda t: (changed(t), t["number"]))
     if first["value"] is None:
         raise RunError("the starting configuration cannot run: " + first["infeasible"])
+    cost = ("max_seqs" if serving else "devices" if "devices" in keys else "pipeline.num_parallel_workers")
     # What each change is worth: the best without it.
     ablations: Dict[str, Optional[float]] = {}
     if explain:
@@ -526,8 +558,8 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         "explanation": _explain(first, best, knobs, ablations, maximise),
         "ablation_simulations": len(ablations),
         "importance": importance(trials, free),
-        "pareto_cost": "max_seqs" if serving else "pipeline.num_parallel_workers",
-        "pareto": _pareto(trials, "max_seqs" if serving else "pipeline.num_parallel_workers", maximise),
+        "pareto_cost": cost,
+        "pareto": _pareto(trials, cost, maximise),
         "trials": [{k: v for k, v in t.items() if k != "report"} for t in trials],
     }
     return TuneResult(data)

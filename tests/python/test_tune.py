@@ -128,3 +128,19 @@ def test_serving_goodput_finds_a_launch_mode_that_meets_the_service_level():
     launch = next(c for c in r.data["explanation"]["changes"] if c["knob"] == "launch")
     assert launch["without"] == 0
     assert r.data["explanation"]["removed"][0]["phase"] in ("launch", "scheduler")
+
+
+def test_a_transformer_searches_its_layout_within_the_device_limit():
+    import ascendsim.tune as tune
+    shape = {"layers": 4, "hidden": 256, "heads": 4, "seq_length": 128}
+    r = tune.tune("gpt", budget=12, seed=3, batch_size=8, steps_per_epoch=4, strategy="graph-sink", shape=shape,
+                  max_devices=4, explain=False)
+    keys = [k["key"] for k in r.data["knobs"]]
+    assert "layout" in keys and "devices" in keys and r.data["pareto_cost"] == "devices"
+    layouts = next(k["choices"] for k in r.data["knobs"] if k["key"] == "layout")
+    assert all(int(l.split("-")[0][2:]) * int(l.split("-")[1][2:]) <= 4 for l in layouts)
+    for t in r.trials:
+        assert t["config"]["devices"] <= 4
+    front = r.data["pareto"]
+    assert [p["cost"] for p in front] == sorted(p["cost"] for p in front)
+    assert all(a["value"] < b["value"] for a, b in zip(front, front[1:]))
