@@ -365,11 +365,16 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
          chip: Optional[str] = None,
          overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
          model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
-         ub_fusion: Optional[bool] = None, frozen: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+         ub_fusion: Optional[bool] = None, frozen: Optional[Sequence[str]] = None,
+         shape: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
     (``ascendsim info --json``); ``ub_fusion=True`` with the backend's UB fusion (``graph_passes``
-    then ends with its ops and bytes)."""
+    then ends with its ops and bytes); ``shape`` a transformer's size over its preset's."""
     a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
+    for key, value in (shape or {}).items():
+        if key not in _SHAPE_KEYS:
+            raise InputError(f"shape: unknown key '{key}' (known: {', '.join(_SHAPE_KEYS)})")
+        a += ["--" + key.replace("_", "-"), int(value)]
     if frozen:
         a += ["--frozen", ",".join(frozen)]
     if ub_fusion is not None:

@@ -66,6 +66,8 @@ def main(argv=None):
     t.add_argument("--batch-size", type=int, default=None)
     t.add_argument("--search-batch-size", action="store_true",
                    help="search the batch size too (it changes the training, not only how it runs)")
+    t.add_argument("--search-amp", action="store_true",
+                   help="search the AMP level too (it changes the training's numerics)")
     t.add_argument("--devices", type=int, default=1)
     t.add_argument("--max-devices", type=int, default=None, help="refuse a job on more devices")
     t.add_argument("--server", default=None)
@@ -140,17 +142,12 @@ def _pairs(parser, items, flag):
 def _tune(parser, a):
     import ascendsim.tune as tune
 
-    if a.max_devices is not None and a.devices > a.max_devices:
-        print(f"error: --devices {a.devices} exceeds --max-devices {a.max_devices}", file=sys.stderr)
-        return 2
     if a.max_devices is not None and a.max_devices < 1:
         print(f"error: --max-devices {a.max_devices}: at least 1", file=sys.stderr)
         return 2
-    client = None
-    if a.scheduler:
-        from distributed import Client
-
-        client = Client(a.scheduler)
+    if a.max_devices is not None and a.devices > a.max_devices:
+        print(f"error: --devices {a.devices} exceeds --max-devices {a.max_devices}", file=sys.stderr)
+        return 2
     serving = ("gpt_size", "tensor_parallel", "rate", "requests", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms")
     job = {"devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
@@ -161,6 +158,14 @@ def _tune(parser, a):
         keys = serving + ("server", "chip")
         if shape:
             job["shape"] = shape
+        training = [f for f, v in (("--search-batch-size", a.search_batch_size), ("--search-amp", a.search_amp),
+                                   ("--epochs", a.epochs != 1), ("--steps-per-epoch", a.steps_per_epoch is not None),
+                                   ("--batch-size", a.batch_size is not None), ("--strategy", a.strategy != "non-sink"))
+                    if v]
+        if training:
+            print(f"error: {training[0]} is a training setting; a serving job (--objective serving_goodput) takes "
+                  "serving's", file=sys.stderr)
+            return 2
     else:
         job["epochs"] = a.epochs
         keys = ("steps_per_epoch", "batch_size", "server", "chip")
@@ -174,9 +179,23 @@ def _tune(parser, a):
             job[key] = getattr(a, key)
     if a.search_batch_size:
         job["search_batch_size"] = True
+    if a.search_amp:
+        job["search_amp"] = True
+    if a.quiet:
+        import warnings
+
+        warnings.simplefilter("ignore")
     progress = None if a.quiet else (lambda d, t: print(f"\rtune: {d}/{t} trials", end="" if d < t else "\n",
                                                          file=sys.stderr, flush=True))
+    client = None
     try:
+        if a.scheduler:
+            from distributed import Client
+
+            try:
+                client = Client(a.scheduler, timeout=30)
+            except (OSError, TimeoutError) as e:
+                raise ascendsim.InputError(f"--scheduler {a.scheduler}: cannot connect ({e})")
         result = tune.tune(a.workload, budget=a.budget, seed=a.seed, objective=a.objective, strategy=a.strategy,
                            fix=_pairs(parser, a.fix, "--fix"), client=client, parallel=a.parallel,
                            progress=progress, **job)
@@ -193,7 +212,9 @@ def _tune(parser, a):
         if client is not None:
             client.close()
     staged = []
-    if a.json:
+    if a.json == "-":
+        print(result.to_json(), end="")
+    elif a.json:
         staged.append((a.json, result.to_json()))
     if a.html:
         staged.append((a.html, result.html()))

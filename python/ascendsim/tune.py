@@ -80,8 +80,11 @@ def _parse_value(text: str) -> Any:
 
 def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
     """What the search space depends on: steps per epoch, host cores, AMP support."""
+    if job.get("config"):
+        raise InputError("config: tune starts from the presets and --set; give the file's values with --set "
+                         "(overrides), so the start and the knobs' ranges are the job's")
     about = info(workload, batch_size=job.get("batch_size"), server=job.get("server"), chip=job.get("chip"),
-                 overrides=job.get("overrides"))
+                 overrides=job.get("overrides"), shape=job.get("shape"), amp_level=job.get("amp_level"))
     values = {k: v["value"] for k, v in params(job.get("chip"), server=job.get("server")).items()}
     for key, value in (job.get("overrides") or {}).items():
         values[key] = _parse_value(str(value))
@@ -97,7 +100,9 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
     batch = int(job.get("batch_size") or facts.get("batch_size") or 32)
     knobs = [
         Knob("strategy", "cat", choices=list(STRATEGIES), why="how the host drives the device"),
-        Knob("sink_size", "int", 1, max(1, steps), when=lambda c: c.get("strategy") == "loop-sink",
+        # Sizes that divide the job's steps, so every sink size runs the same steps.
+        Knob("sink_size", "cat", choices=_divisors(int(job.get("epochs", 1)) * steps),
+             when=lambda c: c.get("strategy") == "loop-sink" and not job.get("search_batch_size"),
              why="steps per graph launch under loop sink"),
         Knob("pipeline.num_parallel_workers", "int", 1, max(1, min(cores, 64)), why="workers of each map() call"),
         Knob("pipeline.prefetch_size", "int", 1, 256, why="connector capacity between the dataset ops"),
@@ -112,7 +117,8 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
     if int(job.get("epochs", 1)) > 1:
         knobs.append(Knob("pipeline.cache", "cat", choices=["none", "source", "map"],
                           why="a data cache after the source or the last deterministic map"))
-    if facts.get("amp_level", "O0") != "O0" or workload.startswith(("resnet", "mobilenet")):
+    if job.get("search_amp"):
+        # Opt-in as the batch size: a precision changes the training's numerics.
         knobs.append(Knob("amp_level", "cat", choices=["O0", "O2", "O3"], why="mixed precision"))
     max_devices = job.get("max_devices")
     if max_devices:
@@ -139,6 +145,10 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
 TRANSFORMERS = ("gpt", "gpt2-small", "gpt2-medium", "llama-7b", "bert-base", "bert-large")
 
 
+def _divisors(n: int) -> List[int]:
+    return [d for d in range(1, n + 1) if n % d == 0] if n <= 1_000_000 else [1, n]
+
+
 def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[str, Any],
                   strategy: str) -> Dict[str, Any]:
     """The user's configuration in the knobs' terms (the presets' values where the job sets none)."""
@@ -149,7 +159,7 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
         if k.key == "strategy":
             start[k.key] = strategy
         elif k.key == "sink_size":
-            start[k.key] = job.get("sink_size") if job.get("sink_size", -1) not in (None, -1) else k.high
+            start[k.key] = job.get("sink_size") if job.get("sink_size", -1) not in (None, -1) else k.choices[-1]
         elif k.key == "batch_size":
             start[k.key] = int(job.get("batch_size") or facts.get("batch_size") or 32)
         elif k.key == "amp_level":
@@ -169,7 +179,8 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
 
 def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
     """A configuration as ``ascendsim.train``'s strategy and keyword arguments."""
-    kw = {k: v for k, v in job.items() if k not in ("overrides", "search_batch_size", "dataset_steps", "max_devices")}
+    kw = {k: v for k, v in job.items()
+          if k not in ("overrides", "search_batch_size", "search_amp", "dataset_steps", "dataset_batch", "max_devices")}
     overrides = dict(job.get("overrides") or {})
     strategy = config.get("strategy", "non-sink")
     for key, value in config.items():
@@ -182,14 +193,21 @@ def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str,
             kw["tensor_parallel"], kw["pipeline_stages"] = int(tp[2:]), int(pp[2:])
         else:
             overrides[key] = value
+    steps = int(job.get("dataset_steps") or 1)
+    if "batch_size" in config:
+        # The job's samples at this batch size: its steps scaled (at least one).
+        steps = max(1, steps * int(job.get("batch_size") or job.get("dataset_batch") or 1) // int(config["batch_size"]))
+        kw["steps_per_epoch"] = steps
     if strategy != "loop-sink":
         kw.pop("sink_size", None)
-    elif kw.get("sink_size"):
-        # The job's steps in sinks of this size: as many sinks as its epochs hold (MindSpore's
-        # sink_size makes each "epoch" one sink).
-        steps = int(job.get("epochs", 1)) * int(job.get("dataset_steps") or 1)
-        kw["epochs"] = -(-steps // int(kw["sink_size"]))
-        kw.pop("steps_per_epoch", None)
+    else:
+        # The job's steps in sinks of this size (it divides them): as many sinks as its epochs
+        # hold, MindSpore's sink_size making each "epoch" one sink; one epoch a sink without a size.
+        total = int(job.get("epochs", 1)) * steps
+        sink = int(kw.get("sink_size") or steps)
+        kw["sink_size"] = sink
+        kw["epochs"] = total // sink
+        kw["steps_per_epoch"] = steps
     kw["overrides"] = overrides
     return strategy, kw
 
@@ -238,6 +256,25 @@ def _value(trial: Mapping[str, Any], objective: str) -> Optional[float]:
     return float(value)
 
 
+def _applied(trial: Mapping[str, Any]) -> Dict[str, Any]:
+    """What the simulator ran, read back from a trial's report: its strategy and sink size, and the
+    value of each configuration parameter the trial set ({"applied": {...}}; none if infeasible)."""
+    if "report" not in trial:
+        return {}
+    report = json.loads(trial["report"])
+    run = report["runs"][0]
+    out: Dict[str, Any] = {}
+    for key in trial["config"]:
+        if key in ("strategy", "sink_size") and key in run:
+            out[key] = run[key]
+        elif "." in key:
+            section, name = key.split(".", 1)
+            value = report.get("config", {}).get(section, {}).get(name)
+            if value is not None:
+                out[key] = value
+    return {"applied": out, **({"steps": run["steps"]} if isinstance(run.get("steps"), int) else {})}
+
+
 def _phases_per_step(trial: Mapping[str, Any]) -> Dict[str, float]:
     run = json.loads(trial["report"])["runs"][0]
     if "decode_step_ms" in run:  # serving: a decode step's phases
@@ -248,14 +285,16 @@ def _phases_per_step(trial: Mapping[str, Any]) -> Dict[str, float]:
 
 def importance(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Knob]) -> Dict[str, float]:
     """Each knob's main effect: the share of the feasible trials' variance (of the objective's
-    logarithm) that the knob's value explains alone — the between-group variance over the groups
-    of trials with one value (integers in up to eight quantile bins), over the total. A knob that
-    applies only sometimes (sink_size under loop sink) is judged among the trials it applies to.
-    Shares are of the total, so they need not add up to 1 (interactions and noise take the rest)."""
-    feasible = [t for t in trials if t.get("value") is not None and t["value"] > 0]
+    logarithm, a zero counted as a thousandth of the best) that the knob's value explains alone —
+    omega squared over the groups of trials with one value (integers in up to eight quantile
+    bins): the between-group variance less what as many groups of noise would show, over the
+    total. A knob that applies only sometimes (sink_size under loop sink) is judged among the
+    trials it applies to. Shares are of the total, so they need not add up to 1."""
+    feasible = [t for t in trials if t.get("value") is not None and t["value"] >= 0]
     if len(feasible) < 3:
         return {}
-    ys = [math.log(t["value"]) for t in feasible]
+    floor = 1e-3 * max(t["value"] for t in feasible) or 1.0  # a zero (no goodput) as a thousandth of the best
+    ys = [math.log(t["value"] + floor) for t in feasible]
     mean = sum(ys) / len(ys)
     total = sum((y - mean) ** 2 for y in ys)
     out: Dict[str, float] = {}
@@ -278,7 +317,12 @@ def importance(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Knob]) -> Di
             if v is not None:
                 groups.setdefault(repr(label(v)), []).append(y)
         between = sum(len(g) * (sum(g) / len(g) - local) ** 2 for g in groups.values())
-        out[k.key] = between / total if total > 0 else 0.0
+        within = sum((y - sum(g) / len(g)) ** 2 for g in groups.values() for y in g)
+        # Omega squared: the between-group variance beyond what as many groups of noise would show.
+        dof = len(mine) - len(groups)
+        noise = within / dof if dof > 0 else 0.0
+        effect = between - (len(groups) - 1) * noise
+        out[k.key] = max(0.0, effect / (total + noise)) if total > 0 else 0.0
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -297,23 +341,27 @@ def _reverted(best: Mapping[str, Any], key: str, start: Mapping[str, Any], knobs
 
 
 def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[Knob],
-             ablations: Mapping[str, Optional[float]], maximise: bool) -> Dict[str, Any]:
+             ablations: Mapping[str, Optional[float]], maximise: bool, ablated: bool = True) -> Dict[str, Any]:
     """What changed — each change with what the best loses without it (its knob back at the start,
     simulated) —, which phases of a step the changes removed, and what bounds the best."""
-    a, b = _phases_per_step(start), _phases_per_step(best)
-    removed = sorted(((p, a[p] - b[p]) for p in a if p != "setup"), key=lambda x: -x[1])
-    bound = max((p for p in a if p != "setup"), key=lambda p: b[p])
+    b = _phases_per_step(best)
+    a = _phases_per_step(start) if "report" in start else {p: 0.0 for p in b}  # an infeasible start: none
+    removed = sorted(((p, a[p] - b[p]) for p in a if p != "setup"), key=lambda x: -x[1]) if "report" in start else []
+    bound = max((p for p in b if p != "setup"), key=lambda p: b[p])
     changes = []
     for k in knobs:
         if start["config"].get(k.key) == best["config"].get(k.key):
             continue
-        without = ablations.get(k.key)
-        worth = None
-        if without is not None and without > 0:
-            worth = best["value"] / without if maximise else without / best["value"]
-        changes.append({"knob": k.key, "from": start["config"].get(k.key), "to": best["config"].get(k.key),
-                        "why": k.why, "worth": worth, "without": without})
-    changes.sort(key=lambda c: -(c["worth"] if c["worth"] is not None else float("inf")))
+        entry = {"knob": k.key, "from": start["config"].get(k.key), "to": best["config"].get(k.key), "why": k.why}
+        if ablated and k.key in ablations:
+            without = ablations[k.key]
+            worth = None
+            if without is not None and without > 0:
+                worth = best["value"] / without if maximise else without / best["value"]
+            entry.update({"worth": worth, "without": without})
+        changes.append(entry)
+    changes.sort(key=lambda c: -(c["worth"] if c.get("worth") is not None else
+                                 float("inf") if "without" in c else 0.0))
     return {
         "changes": changes,
         "removed": [{"phase": p, "from_ms": a[p], "to_ms": b[p], "words": _PHASE_WORDS.get(p, p)}
@@ -361,12 +409,15 @@ class TuneResult:
                 "serving_goodput": "requests/s within the service levels"}[obj]
         lines = [f"tune {d['workload']}: {d['budget']} trials (TPE, seed {d['seed']}), objective {obj} "
                  f"({'higher' if maximise else 'lower'} is better)",
-                 f"start: {d['start']['value']:.6g} {unit}   best: {d['best']['value']:.6g} {unit} "
+                 (f"start: {d['start']['value']:.6g} {unit}" if d["start"]["value"] is not None
+                  else f"start: cannot run ({d['start']['kind']})")
+                 + f"   best: {d['best']['value']:.6g} {unit} "
                  + (f"({d['gain']:.2f}x), " if d["gain"] is not None else "(from none), ")
-                 + f"trial {d['best']['number']}"]
+                 + (f"trial {d['best']['number']}" if isinstance(d["best"]["number"], int)
+                    else f"the {d['best']['number']}")]
         if d["fixed"]:
             lines.append("fixed: " + ", ".join(f"{k}={v}" for k, v in d["fixed"].items()))
-        worth = [c for c in d["explanation"]["changes"] if c.get("worth") is None and "worth" in c
+        worth = [c for c in d["explanation"]["changes"] if "without" in c and c.get("worth") is None
                  or (c.get("worth") or 0) >= 1.01]
         if worth:
             lines.append("change: " + ", ".join(f"{c['knob']}={c['to']}" for c in worth)
@@ -376,10 +427,11 @@ class TuneResult:
         shown = lambda v: "-" if v is None else v
         for c in d["explanation"]["changes"]:
             w = c.get("worth")
-            worth = ("" if w is None and "worth" not in c
-                     else f"; without it {c['without']:.4g}" if w is None and c.get("without") is not None
+            worth = ("" if "without" not in c
+                     else f"; without it {c['without']:.4g}" if w is None and c["without"] is not None
                      else "; without it the best cannot run" if w is None
-                     else f"; worth {w:.2f}x" if w >= 1.01 else "; no effect on its own")
+                     else f"; worth {w:.2f}x" if w >= 1.01
+                     else f"; costs {100 * (1 - w):.0f}% on its own" if w < 0.99 else "; no effect on its own")
             lines.append(f"  {c['knob']}: {shown(c['from'])} -> {shown(c['to'])}  ({c['why']}{worth})")
         if not d["explanation"]["changes"]:
             lines.append("  nothing: the start is the best found")
@@ -492,8 +544,12 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         raise InputError(f"budget: a number of trials, 1 or more, got {budget!r}")
     if strategy not in STRATEGIES:
         raise InputError(f"strategy: '{strategy}': one of {', '.join(STRATEGIES)}")
-    fix = {k: _parse_value(str(v)) for k, v in (fix or {}).items()}
-    fix = {k: (v == "true" if v in ("true", "false") else v) for k, v in fix.items()}
+    def fixed_value(v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        return v.lower() == "true" if v.lower() in ("true", "false") else _parse_value(v)
+
+    fix = {k: fixed_value(v) for k, v in (fix or {}).items()}
     serving = objective == "serving_goodput"
     if serving:
         knobs = serving_knobs(job)
@@ -502,12 +558,26 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     else:
         facts = _job_facts(workload, job)
         knobs = knobs_for(workload, job, facts)
-        job = {**job, "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"])}
+        job = {**job, "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"]),
+           "dataset_batch": int(job.get("batch_size") or facts["batch_size"])}
         start = _start_config(knobs, job, facts, strategy)
     keys = {k.key for k in knobs}
     for k in fix:
         if k not in keys:
             raise InputError(f"fix: '{k}' is not a knob of this job ({', '.join(sorted(keys))})")
+    for k in knobs:  # a fixed value, and the start's, within the knob's range
+        for what, v in (("fix", fix.get(k.key)), ("start", start.get(k.key))):
+            if v is None or (what == "start" and k.key in fix):
+                continue
+            ok = (isinstance(v, int) and not isinstance(v, bool) and k.low <= v <= k.high) if k.kind == "int" \
+                else v in k.choices
+            if not ok and what == "fix":
+                raise InputError(f"fix: {k.key}={v!r} is outside the knob's "
+                                 + (f"range {k.low} to {k.high}" if k.kind == "int" else f"choices {k.choices}"))
+            if not ok:
+                raise InputError(f"{k.key}: the job's {v!r} is outside what tune searches ("
+                                 + (f"{k.low} to {k.high}" if k.kind == "int" else f"{k.choices}")
+                                 + f"); fix it with fix {k.key}={v} or start from a value within")
     start.update(fix)
     free = [k for k in knobs if k.key not in fix]
     maximise = OBJECTIVES[objective][1]
@@ -530,17 +600,30 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     near = [t for t in feasible if abs(t["value"] - top) <= 1e-6 * abs(top)]
     changed = lambda t: sum(t["config"].get(k.key) != first["config"].get(k.key) for k in knobs)
     best = min(near, key=lambda t: (changed(t), t["number"]))
-    if first["value"] is None:
-        raise RunError("the starting configuration cannot run: " + first["infeasible"])
+
     cost = ("max_seqs" if serving else "devices" if "devices" in keys else "pipeline.num_parallel_workers")
     # What each change is worth: the best without it.
     ablations: Dict[str, Optional[float]] = {}
+    ablation_runs = 0
     if explain:
+        # One simulation per change that applies to the best (a knob its strategy does not use is
+        # no change of its own); an ablation better than the best becomes the best.
         full_start = {**start, **first["config"]}
-        changed = [k.key for k in knobs if first["config"].get(k.key) != best["config"].get(k.key)]
-        configs = [_reverted(best["config"], key, full_start, knobs) for key in changed]
-        for key, r in zip(changed, evaluate(configs) if configs else []):
-            ablations[key] = _value(r, objective)
+        for _ in range(2):  # a second round for a best found by the first
+            changed = [k.key for k in knobs if k.key in best["config"]
+                       and first["config"].get(k.key) != best["config"].get(k.key)]
+            configs = [_reverted(best["config"], key, full_start, knobs) for key in changed]
+            results = evaluate(configs) if configs else []
+            ablation_runs += len(configs)
+            ablations = {key: _value(r, objective) for key, r in zip(changed, results)}
+            better = [(key, c, r) for key, c, r in zip(changed, configs, results)
+                      if ablations[key] is not None and abs(ablations[key] - best["value"]) > 1e-6 * abs(best["value"])
+                      and (ablations[key] > best["value"] if maximise else ablations[key] < best["value"])]
+            if not better:
+                break
+            key, config, r = max(better, key=lambda x: ablations[x[0]] if maximise else -ablations[x[0]])
+            best = {**r, "number": f"explanation's run with {key} back at its start", "config": config,
+                    "value": ablations[key]}
     data = {
         "kind": "tune",
         "workload": workload,
@@ -551,15 +634,16 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         "fixed": fix,
         "knobs": [{"key": k.key, "kind": k.kind, "low": k.low, "high": k.high, "choices": k.choices, "why": k.why}
                   for k in knobs],
-        "start": {"config": first["config"], "value": first["value"], "number": 0},
+        "start": {"config": first["config"], "value": first["value"], "number": 0,
+                  **({"infeasible": first["infeasible"], "kind": first["kind"]} if first["value"] is None else {})},
         "best": {"config": best["config"], "value": best["value"], "number": best["number"]},
-        "gain": ((best["value"] / first["value"] if first["value"] else None) if maximise
-                 else first["value"] / best["value"]),
-        "explanation": _explain(first, best, knobs, ablations, maximise),
-        "ablation_simulations": len(ablations),
+        "gain": (None if first["value"] is None else (best["value"] / first["value"] if first["value"] else None)
+                 if maximise else first["value"] / best["value"]),
+        "explanation": _explain(first, best, knobs, ablations, maximise, explain),
+        "ablation_simulations": ablation_runs,
         "importance": importance(trials, free),
         "pareto_cost": cost,
         "pareto": _pareto(trials, cost, maximise),
-        "trials": [{k: v for k, v in t.items() if k != "report"} for t in trials],
+        "trials": [{**{k: v for k, v in t.items() if k != "report"}, **_applied(t)} for t in trials],
     }
     return TuneResult(data)
