@@ -1086,6 +1086,12 @@ int cmd_info(int argc, char* argv[]) {
   j["chip"] = cfg.chip.name;
   j["batch_size"] = w.batch_size;
   j["parameters"] = workloads::parameter_count(whole.graph);
+  {
+    // The gradients all_reduce_fusion's indices count, in the rank's training graph.
+    std::int64_t gradients = 0;
+    for (const auto& t : w.graph.tensors()) gradients += t.role == workloads::TensorRole::Parameter;
+    j["gradients"] = w.training ? gradients : 0;
+  }
   j["forward_macs_per_sample"] = workloads::forward_macs(whole.graph) / whole.batch_size;
   j["ops_per_step"] = static_cast<std::int64_t>(g.step_tasks.size());
   j["ops_per_step_sink"] = static_cast<std::int64_t>(g.sink_tasks.size());

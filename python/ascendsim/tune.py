@@ -89,6 +89,7 @@ def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
     for key, value in (job.get("overrides") or {}).items():
         values[key] = _parse_value(str(value))
     return {"steps_per_epoch": about["steps_per_epoch"], "batch_size": about["batch_size"],
+            "gradients": about.get("gradients", 0),
             "amp_level": about.get("recipe", {}).get("amp_level", "O0"), "host_cpu_cores": values["host.cpu_cores"],
             "params": values}
 
@@ -117,6 +118,8 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
     if int(job.get("epochs", 1)) > 1:
         knobs.append(Knob("pipeline.cache", "cat", choices=["none", "source", "map"],
                           why="a data cache after the source or the last deterministic map"))
+        knobs.append(Knob("pipeline.cache_gib", "int", 1, 1024, when=lambda c: c.get("pipeline.cache") not in (None, "none"),
+                          why="the data cache's size (a server's ranks share it)"))
     if job.get("search_amp"):
         # Opt-in as the batch size: a precision changes the training's numerics.
         knobs.append(Knob("amp_level", "cat", choices=["O0", "O2", "O3"], why="mixed precision"))
@@ -126,6 +129,11 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
         knobs.append(Knob("devices", "cat", choices=[d for d in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                                                        if d <= max_devices], why="devices of the run"))
     devices = max_devices or int(job.get("devices", 1))
+    if workload not in TRANSFORMERS and devices > 1 and int(facts.get("gradients") or 0) > 1:
+        # AllReduce fusion groups (all_reduce_fusion): one group, or a split at a share of the
+        # gradients (in the order the backward pass produces them).
+        knobs.append(Knob("all_reduce_fusion", "cat", choices=["one group", "25%", "50%", "75%", "33%+67%"],
+                          why="the gradients' AllReduce groups"))
     if workload in TRANSFORMERS and devices > 1:
         # The parallel layout: tensor parallelism within a server, pipeline stages, the rest data
         # parallel; a layout the model or the cluster cannot take is an infeasible trial.
@@ -170,6 +178,11 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
             start[k.key] = f"tp{int(job.get('tensor_parallel') or 1)}-pp{int(job.get('pipeline_stages') or 1)}"
         elif k.key in ("optimizer_shard", "recompute"):
             start[k.key] = bool(job.get(k.key, False))
+        elif k.key == "all_reduce_fusion":
+            start[k.key] = "one group"
+            if job.get("all_reduce_fusion"):
+                raise InputError("all_reduce_fusion: tune searches the groups from one group; leave the job's "
+                                 "split out (or fix all_reduce_fusion)")
         elif k.key in overrides:
             start[k.key] = _parse_value(str(overrides[k.key]))
         else:
@@ -180,7 +193,8 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
 def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
     """A configuration as ``ascendsim.train``'s strategy and keyword arguments."""
     kw = {k: v for k, v in job.items()
-          if k not in ("overrides", "search_batch_size", "search_amp", "dataset_steps", "dataset_batch", "max_devices")}
+          if k not in ("overrides", "search_batch_size", "search_amp", "dataset_steps", "dataset_batch", "max_devices",
+                       "gradients")}
     overrides = dict(job.get("overrides") or {})
     strategy = config.get("strategy", "non-sink")
     for key, value in config.items():
@@ -188,6 +202,10 @@ def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str,
             continue
         if key in ("sink_size", "batch_size", "amp_level", "devices", "micro_batches", "optimizer_shard", "recompute"):
             kw[key] = value
+        elif key == "all_reduce_fusion":
+            g = int(job.get("gradients") or 1)
+            kw[key] = ([] if value == "one group" else
+                       [round(float(f.strip("%")) / 100 * (g - 1)) for f in value.split("+")])
         elif key == "layout":
             tp, pp = value.split("-")
             kw["tensor_parallel"], kw["pipeline_stages"] = int(tp[2:]), int(pp[2:])
@@ -558,7 +576,8 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     else:
         facts = _job_facts(workload, job)
         knobs = knobs_for(workload, job, facts)
-        job = {**job, "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"]),
+        job = {**job, "gradients": facts.get("gradients", 0),
+           "dataset_steps": int(job.get("steps_per_epoch") or facts["steps_per_epoch"]),
            "dataset_batch": int(job.get("batch_size") or facts["batch_size"])}
         start = _start_config(knobs, job, facts, strategy)
     keys = {k.key for k in knobs}

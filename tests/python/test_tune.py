@@ -167,3 +167,14 @@ def test_an_infeasible_start_still_finds_and_explains_a_best(tmp_path):
     assert "start: cannot run (GetNext timeout)" in r.text()
     quiet = tune.tune("lenet5", budget=6, seed=0, steps_per_epoch=30, explain=False)
     assert "; worth" not in quiet.text() and "cannot run" not in quiet.text()
+
+
+def test_a_data_parallel_job_searches_its_allreduce_groups():
+    import ascendsim.tune as tune
+    r = tune.tune("resnet50", budget=6, seed=0, devices=8, strategy="loop-sink", steps_per_epoch=10,
+                  fix={"all_reduce_fusion": "50%"}, explain=False)
+    assert any(k["key"] == "all_reduce_fusion" for k in r.data["knobs"])
+    assert all(t["value"] and t["config"]["all_reduce_fusion"] == "50%" for t in r.trials)
+    kw = tune._run_kwargs({"strategy": "loop-sink", "all_reduce_fusion": "33%+67%"},
+                          {"gradients": 161, "dataset_steps": 10})[1]
+    assert kw["all_reduce_fusion"] == [53, 107]
