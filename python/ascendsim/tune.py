@@ -88,7 +88,8 @@ def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
     values = {k: v["value"] for k, v in params(job.get("chip"), server=job.get("server")).items()}
     for key, value in (job.get("overrides") or {}).items():
         values[key] = _parse_value(str(value))
-    return {"steps_per_epoch": about["steps_per_epoch"], "batch_size": about["batch_size"],
+    maps = [s["stage"] for s in about.get("pipeline_tree", []) if s.get("kind") == "map"]
+    return {"steps_per_epoch": about["steps_per_epoch"], "batch_size": about["batch_size"], "map_calls": maps,
             "gradients": about.get("gradients", 0),
             "amp_level": about.get("recipe", {}).get("amp_level", "O0"), "host_cpu_cores": values["host.cpu_cores"],
             "params": values}
@@ -105,7 +106,10 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
         Knob("sink_size", "cat", choices=_divisors(int(job.get("epochs", 1)) * steps),
              when=lambda c: c.get("strategy") == "loop-sink" and not job.get("search_batch_size"),
              why="steps per graph launch under loop sink"),
-        Knob("pipeline.num_parallel_workers", "int", 1, max(1, min(cores, 64)), why="workers of each map() call"),
+        *([Knob(f"map_workers.{i + 1}", "int", 1, max(1, min(cores, 64)), why=f"workers of {name}")
+           for i, name in enumerate(facts.get("map_calls") or [])]
+          or [Knob("pipeline.num_parallel_workers", "int", 1, max(1, min(cores, 64)),
+                   why="workers of each map() call")]),
         Knob("pipeline.prefetch_size", "int", 1, 256, why="connector capacity between the dataset ops"),
         Knob("queue.capacity", "int", 2, 128,
              when=lambda c: c.get("strategy") != "non-sink", why="the device data queue (sink modes)"),
@@ -183,6 +187,12 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
             if job.get("all_reduce_fusion"):
                 raise InputError("all_reduce_fusion: tune searches the groups from one group; leave the job's "
                                  "split out (or fix all_reduce_fusion)")
+        elif k.key.startswith("map_workers."):
+            listed = str(overrides.get("pipeline.map_workers", params.get("pipeline.map_workers") or "")).split(",")
+            i = int(k.key.split(".")[1]) - 1
+            default = _parse_value(str(overrides.get("pipeline.num_parallel_workers",
+                                                     params.get("pipeline.num_parallel_workers", 8))))
+            start[k.key] = _parse_value(listed[i]) if i < len(listed) and listed[i].strip() else default
         elif k.key in overrides:
             start[k.key] = _parse_value(str(overrides[k.key]))
         else:
@@ -197,8 +207,11 @@ def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str,
                        "gradients")}
     overrides = dict(job.get("overrides") or {})
     strategy = config.get("strategy", "non-sink")
+    calls = sorted((int(k.split(".")[1]), v) for k, v in config.items() if k.startswith("map_workers."))
+    if calls:  # each map() call's workers, in the script's order
+        overrides["pipeline.map_workers"] = ",".join(str(v) for _, v in calls)
     for key, value in config.items():
-        if key == "strategy":
+        if key == "strategy" or key.startswith("map_workers."):
             continue
         if key in ("sink_size", "batch_size", "amp_level", "devices", "micro_batches", "optimizer_shard", "recompute"):
             kw[key] = value
@@ -282,9 +295,14 @@ def _applied(trial: Mapping[str, Any]) -> Dict[str, Any]:
     report = json.loads(trial["report"])
     run = report["runs"][0]
     out: Dict[str, Any] = {}
+    listed = str(report.get("config", {}).get("pipeline", {}).get("map_workers") or "").split(",")
     for key in trial["config"]:
         if key in ("strategy", "sink_size") and key in run:
             out[key] = run[key]
+        elif key.startswith("map_workers."):
+            i = int(key.split(".")[1]) - 1
+            if i < len(listed) and listed[i].strip():
+                out[key] = int(listed[i])
         elif "." in key:
             section, name = key.split(".", 1)
             value = report.get("config", {}).get(section, {}).get(name)
@@ -388,14 +406,21 @@ def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[
     }
 
 
+def _cost(config: Mapping[str, Any], cost_key: str) -> Any:
+    """A configuration's cost: a knob's value, or (map_workers) the map calls' threads in all."""
+    if cost_key == "map_workers":
+        return sum(v for k, v in config.items() if k.startswith("map_workers."))
+    return config.get(cost_key, 0)
+
+
 def _pareto(trials: Sequence[Mapping[str, Any]], cost_key: str, maximise: bool) -> List[Dict[str, Any]]:
-    """The trials no other beats on both the objective and the cost (the host threads of a map call)."""
+    """The trials no other beats on both the objective and the cost."""
     feasible = [t for t in trials if t.get("value") is not None]
     front = []
-    for t in sorted(feasible, key=lambda t: (t["config"].get(cost_key, 0), -t["value"] if maximise else t["value"])):
+    for t in sorted(feasible, key=lambda t: (_cost(t["config"], cost_key), -t["value"] if maximise else t["value"])):
         better = (lambda x, y: x > y) if maximise else (lambda x, y: x < y)
         if not front or better(t["value"], front[-1]["value"]):
-            front.append({"cost": t["config"].get(cost_key, 0), "value": t["value"], "trial": t["number"]})
+            front.append({"cost": _cost(t["config"], cost_key), "value": t["value"], "trial": t["number"]})
     return front
 
 
@@ -474,7 +499,7 @@ class TuneResult:
         d = self.data
         front = d["pareto"]
         esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        pts = [(t["config"].get(d["pareto_cost"], 0), t["value"]) for t in d["trials"] if t.get("value") is not None]
+        pts = [(_cost(t["config"], d["pareto_cost"]), t["value"]) for t in d["trials"] if t.get("value") is not None]
         svg = ""
         if pts:
             w, h, l, b, top = 640, 320, 70, 50, 20
@@ -620,7 +645,8 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     changed = lambda t: sum(t["config"].get(k.key) != first["config"].get(k.key) for k in knobs)
     best = min(near, key=lambda t: (changed(t), t["number"]))
 
-    cost = ("max_seqs" if serving else "devices" if "devices" in keys else "pipeline.num_parallel_workers")
+    cost = ("max_seqs" if serving else "devices" if "devices" in keys
+            else "map_workers" if any(k.startswith("map_workers.") for k in keys) else "pipeline.num_parallel_workers")
     # What each change is worth: the best without it.
     ablations: Dict[str, Optional[float]] = {}
     ablation_runs = 0

@@ -32,15 +32,16 @@ def test_a_data_bound_resnet_gets_map_workers_until_the_device_bounds_it():
     import ascendsim.tune as tune
     r = tune.tune("resnet50", budget=40, seed=1, strategy="loop-sink", steps_per_epoch=20,
                   overrides={"pipeline.num_parallel_workers": 1})
-    assert r.start["config"]["pipeline.num_parallel_workers"] == 1
-    assert r.best["config"]["pipeline.num_parallel_workers"] >= 8
+    # The decoding map() call's workers (map_workers.1), the label's TypeCast apart.
+    assert r.start["config"]["map_workers.1"] == 1 and r.start["config"]["map_workers.2"] == 1
+    assert r.best["config"]["map_workers.1"] >= 8
     why = r.data["explanation"]
     assert why["removed"][0]["phase"] == "wait_data" and why["removed"][0]["to_ms"] == 0
     assert why["bound_by"]["phase"] == "device_compute"
     assert "removed: the device waiting in GetNext for data (wait_data)" in r.text()
-    workers = next(c for c in why["changes"] if c["knob"] == "pipeline.num_parallel_workers")
+    workers = next(c for c in why["changes"] if c["knob"] == "map_workers.1")
     assert workers["worth"] > 1.5 and why["changes"][0] is workers
-    assert "pipeline.num_parallel_workers" in list(r.data["importance"])[:2]
+    assert "map_workers.1" in list(r.data["importance"])[:2]
 
 
 def test_the_same_seed_gives_the_same_answer_and_a_budget_runs_that_many_simulations(monkeypatch):
@@ -65,15 +66,15 @@ def test_the_same_seed_gives_the_same_answer_and_a_budget_runs_that_many_simulat
 def test_a_fixed_knob_never_changes():
     import ascendsim.tune as tune
     r = tune.tune("lenet5", budget=16, seed=2, steps_per_epoch=50,
-                  fix={"pipeline.num_parallel_workers": 4, "strategy": "loop-sink"})
+                  fix={"map_workers.1": 4, "strategy": "loop-sink"})
     for t in r.trials:
-        assert t["config"]["pipeline.num_parallel_workers"] == 4 and t["config"]["strategy"] == "loop-sink"
+        assert t["config"]["map_workers.1"] == 4 and t["config"]["strategy"] == "loop-sink"
         # What reached the simulator, read back from the run's report.
-        assert t["applied"]["pipeline.num_parallel_workers"] == 4 and t["applied"]["strategy"] == "loop-sink"
+        assert t["applied"]["map_workers.1"] == 4 and t["applied"]["strategy"] == "loop-sink"
     with pytest.raises(tune.InputError, match="not a knob"):
         tune.tune("lenet5", budget=2, fix={"pipeline.nope": 1})
     with pytest.raises(tune.InputError, match="outside the knob's range"):
-        tune.tune("lenet5", budget=2, fix={"pipeline.num_parallel_workers": 0})
+        tune.tune("lenet5", budget=2, fix={"map_workers.1": 0})
 
 
 def test_a_synthetic_objective_finds_its_known_optimum_within_the_budget():
@@ -162,7 +163,7 @@ def test_an_infeasible_start_still_finds_and_explains_a_best(tmp_path):
                   overrides={"pipeline.num_parallel_workers": 1, "aicpu.op_timeout_s": 0.02})
     assert r.start["value"] is None and r.start["kind"] == "GetNext timeout"
     assert r.best["value"] > 0 and r.data["gain"] is None
-    workers = next(c for c in r.data["explanation"]["changes"] if c["knob"] == "pipeline.num_parallel_workers")
+    workers = next(c for c in r.data["explanation"]["changes"] if c["knob"] == "map_workers.1")
     assert workers["without"] is None
     assert "start: cannot run (GetNext timeout)" in r.text()
     quiet = tune.tune("lenet5", budget=6, seed=0, steps_per_epoch=30, explain=False)
