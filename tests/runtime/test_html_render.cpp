@@ -415,3 +415,29 @@ TEST_F(HtmlRender, SweepChartKeepsItsMarkInside) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(HtmlRender, ServingChartsKeepTheirLabelsInside) {
+  const fs::path html = m_dir / "serve.html";
+  ASSERT_EQ(run("serve --workload gpt --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 2000 --requests 60 "
+                "--launch all --max-seqs 32 --decode-batches 1,8,32 --rates 10,40 -q --html " +
+                html.string()),
+            0)
+      << slurp(m_dir / "stderr");
+  RENDER_OR_SKIP(page, html);
+  expect_labels_fit(*page);
+  EXPECT_EQ(page->charts.size(), 4u);  // the decode step by batch, the cache, two latency charts
+}
+
+TEST_F(HtmlRender, TuneChartKeepsItsLabelsInside) {
+  if (std::system("/usr/bin/python3 -c 'import optuna' 2>/dev/null") != 0)
+    GTEST_SKIP() << "python3-optuna is not installed (scripts/test.sh installs it)";
+  const fs::path html = m_dir / "tune.html";
+  ASSERT_EQ(run("tune --workload lenet5 --budget 8 --steps-per-epoch 30 -q --html " + html.string()), 0)
+      << slurp(m_dir / "stderr");
+  RENDER_OR_SKIP(page, html);
+  expect_labels_fit(*page);
+}
+
+}  // namespace
