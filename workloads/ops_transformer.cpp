@@ -377,13 +377,12 @@ void register_transformer_ops(OpRegistry& r) {
            d.elements = d.elements / 3 * 2;  // the keys and values: read, and written at their slots
            return d;
          }});
-  // PagedAttention: the queries of `shape` = {B, Sq} sequences (B x Sq rows of qkv, from the
-  // first) against each sequence's keys and values, read from the cache blocks its row of the
-  // block table [B', max_blocks] lists (int32), as many as its context length [B'] -> the
-  // context [T, N * D]; a sixth input, the context another PagedAttention wrote, is updated in
-  // place (a step with decode and prefill parts). `count`: the mean keys a sequence reads;
-  // `causal`: fresh prompts (count == Sq), each query seeing the keys up to its own
-  // (FlashAttention-style prefill); else each query sees all its sequence's keys (decode: one
+  // PagedAttention: the queries of `shape` = {B, Sq} sequences (B x Sq of qkv's rows; a step's
+  // decode rows come first, its prompts' after them) against each sequence's keys and values, read from the cache
+  // blocks its row of the block table [B', max_blocks] lists (int32), as many as its context length [B'] -> the context
+  // [T, N * D]; a sixth input, the context another PagedAttention wrote, is updated in place (a step with decode and
+  // prefill parts). `count`: the mean keys a sequence reads; `causal`: fresh prompts (count == Sq), each query seeing
+  // the keys up to its own (FlashAttention-style prefill); else each query sees all its sequence's keys (decode: one
   // query; a prompt's later chunk). Timed as the fused attention kernel over B x N (sequence,
   // head) pairs, the keys streamed from HBM tile by tile.
   r.add(layout(OpDef{"PagedAttention",
