@@ -245,7 +245,7 @@ def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str,
 
 #: Serving's knobs and the defaults of ``ascendsim.serve`` they start from.
 _SERVE_START = {"launch": "eager", "multi_step": 8, "max_seqs": 256, "max_batched_tokens": 8192,
-                "chunked_prefill": False}
+                "chunked_prefill": False, "tensor_parallel": 1}
 
 
 def serving_knobs(job: Mapping[str, Any]) -> List[Knob]:
@@ -257,7 +257,8 @@ def serving_knobs(job: Mapping[str, Any]) -> List[Knob]:
         Knob("max_seqs", "int", 8, 512, why="sequences per step"),
         Knob("chunked_prefill", "cat", choices=[False, True], why="prompts in chunks beside the decode tokens"),
         Knob("max_batched_tokens", "int", 1024, 16384, why="tokens per step"),
-    ]
+    ] + ([Knob("tensor_parallel", "cat", choices=[t for t in (1, 2, 4, 8) if int(job.get("devices", 1)) % t == 0],
+               why="ranks of a replica (the rest of the devices replicas)")] if int(job.get("devices", 1)) > 1 else [])
 
 
 def run_trial(workload: str, config: Mapping[str, Any], job: Mapping[str, Any]) -> Dict[str, Any]:

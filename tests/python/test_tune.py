@@ -137,6 +137,10 @@ def test_serving_goodput_finds_a_launch_mode_that_meets_the_service_level():
     launch = next(c for c in r.data["explanation"]["changes"] if c["knob"] == "launch")
     assert launch["without"] == 0
     assert r.data["explanation"]["removed"][0]["phase"] in ("launch", "scheduler")
+    # On four devices the replica's tensor-parallel group is a knob too.
+    four = tune.tune("gpt", objective="serving_goodput", budget=6, seed=0, shape=shape, rate=200, requests=100,
+                     devices=4, explain=False)
+    assert next(k for k in four.data["knobs"] if k["key"] == "tensor_parallel")["choices"] == [1, 2, 4]
 
 
 def test_a_transformer_searches_its_layout_within_the_device_limit():
