@@ -69,7 +69,8 @@ def main(argv=None):
     t.add_argument("--search-amp", action="store_true",
                    help="search the AMP level too (it changes the training's numerics)")
     t.add_argument("--devices", type=int, default=1)
-    t.add_argument("--max-devices", type=int, default=None, help="refuse a job on more devices")
+    t.add_argument("--max-devices", type=int, default=None,
+                   help="search the devices too, in powers of two up to N")
     t.add_argument("--server", default=None)
     t.add_argument("--chip", default=None)
     t.add_argument("--scheduler", default=None, help="a Dask scheduler's address, e.g. tcp://host:8786")
@@ -164,7 +165,8 @@ def _tune(parser, a):
                     if v]
         if training:
             print(f"error: {training[0]} is a training setting; a serving job (--objective serving_goodput) takes "
-                  "serving's", file=sys.stderr)
+                  "serving's settings (--gpt-size, --tensor-parallel, --rate, --requests, --prompt-tokens, "
+                  "--output-tokens, --slo-ttft-ms, --slo-tpot-ms, --layers, ...)", file=sys.stderr)
             return 2
     else:
         job["epochs"] = a.epochs
@@ -185,8 +187,17 @@ def _tune(parser, a):
         import warnings
 
         warnings.simplefilter("ignore")
-    progress = None if a.quiet else (lambda d, t: print(f"\rtune: {d}/{t} trials", end="" if d < t else "\n",
-                                                         file=sys.stderr, flush=True))
+    tty = sys.stderr.isatty()
+    progress = None if a.quiet else (lambda d, t: print(f"\rtune: {d}/{t} trials" if tty else f"tune: {d}/{t} trials",
+                                                         end="" if tty and d < t else "\n", file=sys.stderr,
+                                                         flush=True))
+    for flag, path in (("--json", a.json), ("--html", a.html)):  # writable, before any trial runs
+        if path and path != "-":
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+                print(f"error: {flag} {path}: {folder} is not a directory this process can write to",
+                      file=sys.stderr)
+                return 2
     client = None
     try:
         if a.scheduler:

@@ -124,6 +124,9 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
                           why="a data cache after the source or the last deterministic map"))
         knobs.append(Knob("pipeline.cache_gib", "int", 1, 1024, when=lambda c: c.get("pipeline.cache") not in (None, "none"),
                           why="the data cache's size (a server's ranks share it)"))
+    if job.get("search_amp") and not (workload.startswith(("resnet", "mobilenet")) or workload in TRANSFORMERS):
+        raise InputError(f"search_amp: {workload} trains in fp32 only; the AMP level applies to the ResNet, "
+                         "MobileNetV2 and transformer workloads")
     if job.get("search_amp"):
         # Opt-in as the batch size: a precision changes the training's numerics.
         knobs.append(Knob("amp_level", "cat", choices=["O0", "O2", "O3"], why="mixed precision"))
@@ -275,7 +278,7 @@ def run_trial(workload: str, config: Mapping[str, Any], job: Mapping[str, Any]) 
         text = str(e)
         kind = ("out of device memory" if "device memory" in text
                 else "GetNext timeout" if "GetNext" in text or "timed out" in text
-                else f"refused ({text.split(':')[0]})")
+                else "refused by the simulator")
         return {"config": dict(config), "infeasible": text, "kind": kind}
 
 
@@ -357,7 +360,9 @@ def importance(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Knob]) -> Di
         within = sum((y - sum(g) / len(g)) ** 2 for g in groups.values() for y in g)
         # Omega squared: the between-group variance beyond what as many groups of noise would show.
         dof = len(mine) - len(groups)
-        noise = within / dof if dof > 0 else 0.0
+        if dof < 1:
+            continue  # a group per trial: no estimate of the noise
+        noise = within / dof
         effect = between - (len(groups) - 1) * noise
         out[k.key] = max(0.0, effect / (total + noise)) if total > 0 else 0.0
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -378,7 +383,8 @@ def _reverted(best: Mapping[str, Any], key: str, start: Mapping[str, Any], knobs
 
 
 def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[Knob],
-             ablations: Mapping[str, Optional[float]], maximise: bool, ablated: bool = True) -> Dict[str, Any]:
+             ablations: Mapping[str, Optional[float]], maximise: bool, ablated: bool = True,
+             baseline: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """What changed — each change with what the best loses without it (its knob back at the start,
     simulated) —, which phases of a step the changes removed, and what bounds the best."""
     b = _phases_per_step(best)
@@ -389,7 +395,12 @@ def _explain(start: Mapping[str, Any], best: Mapping[str, Any], knobs: Sequence[
     for k in knobs:
         if start["config"].get(k.key) == best["config"].get(k.key):
             continue
+        base = (baseline or {}).get(k.key)
+        if k.key not in start["config"] and base == best["config"].get(k.key):
+            continue  # a knob the start did not use, at the value it would have had
         entry = {"knob": k.key, "from": start["config"].get(k.key), "to": best["config"].get(k.key), "why": k.why}
+        if k.key not in start["config"] and base is not None:
+            entry["preset"] = base
         if ablated and k.key in ablations:
             without = ablations[k.key]
             worth = None
@@ -453,12 +464,14 @@ class TuneResult:
                 "serving_goodput": "requests/s within the service levels"}[obj]
         lines = [f"tune {d['workload']}: {d['budget']} trials (TPE, seed {d['seed']}), objective {obj} "
                  f"({'higher' if maximise else 'lower'} is better)",
-                 (f"start: {d['start']['value']:.6g} {unit}" if d["start"]["value"] is not None
-                  else f"start: cannot run ({d['start']['kind']})")
+                 ("start" + (" (with " + ", ".join(f"{k}={v}" for k, v in d["fixed"].items()) + " fixed)"
+                             if d["fixed"] else "")
+                  + (f": {d['start']['value']:.6g} {unit}" if d["start"]["value"] is not None
+                     else f": cannot run ({d['start']['kind']})"))
                  + f"   best: {d['best']['value']:.6g} {unit} "
                  + (f"({d['gain']:.2f}x), " if d["gain"] is not None else "(from none), ")
-                 + (f"trial {d['best']['number']}" if isinstance(d["best"]["number"], int)
-                    else f"the {d['best']['number']}")]
+                 + (f"trial {d['best']['number']}" if d["best"]["number"] is not None
+                    else f"found by {d['best']['found_by']}")]
         if d["fixed"]:
             lines.append("fixed: " + ", ".join(f"{k}={v}" for k, v in d["fixed"].items()))
         worth = [c for c in d["explanation"]["changes"] if "without" in c and c.get("worth") is None
@@ -476,7 +489,8 @@ class TuneResult:
                      else "; without it the best cannot run" if w is None
                      else f"; worth {w:.2f}x" if w >= 1.01
                      else f"; costs {100 * (1 - w):.0f}% on its own" if w < 0.99 else "; no effect on its own")
-            lines.append(f"  {c['knob']}: {shown(c['from'])} -> {shown(c['to'])}  ({c['why']}{worth})")
+            was = str(shown(c["from"])) + (f" (preset {c['preset']})" if "preset" in c else "")
+            lines.append(f"  {c['knob']}: {was} -> {shown(c['to'])}  ({c['why']}{worth})")
         if not d["explanation"]["changes"]:
             lines.append("  nothing: the start is the best found")
         for r in d["explanation"]["removed"]:
@@ -486,8 +500,11 @@ class TuneResult:
         if d["objective"] == "serving_goodput":
             lines.append("  (serving: the phases of a decode step)")
         lines.append("")
-        lines.append("across the trials, the share of the objective's variance each knob explains alone (the "
-                     "trials crowd where the search found good values: read it beside each change's worth):")
+        lines.append("across the trials, the share of the objective's variance each knob explains alone, knob by "
+                     "knob (the shares do not add up; the trials crowd where the search found good values: read "
+                     "them beside each change's worth):")
+        if not d["importance"]:
+            lines.append("  too few feasible trials to tell")
         for k, v in list(d["importance"].items())[:5]:
             lines.append(f"  {k:<32} {100 * v:5.1f}%")
         infeasible = [t for t in d["trials"] if "infeasible" in t]
@@ -501,6 +518,7 @@ class TuneResult:
         front = d["pareto"]
         esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         pts = [(_cost(t["config"], d["pareto_cost"]), t["value"]) for t in d["trials"] if t.get("value") is not None]
+        pts.append((_cost(d["best"]["config"], d["pareto_cost"]), d["best"]["value"]))  # an explanation's best too
         svg = ""
         if pts:
             w, h, l, b, top = 640, 320, 70, 50, 20
@@ -588,6 +606,11 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         raise InputError(f"budget: a number of trials, 1 or more, got {budget!r}")
     if strategy not in STRATEGIES:
         raise InputError(f"strategy: '{strategy}': one of {', '.join(STRATEGIES)}")
+    for key in ("epochs", "steps_per_epoch", "batch_size"):
+        if job.get(key) is not None and (not isinstance(job[key], int) or job[key] < 1):
+            raise InputError(f"{key}: a whole number, 1 or more, got {job[key]!r}")
+    if objective == "serving_goodput" and workload not in ("gpt", "gpt2-small", "gpt2-medium", "llama-7b"):
+        raise InputError(f"workload: '{workload}' is not a decoder to serve (gpt, gpt2-small, gpt2-medium, llama-7b)")
     def fixed_value(v: Any) -> Any:
         if not isinstance(v, str):
             return v
@@ -614,6 +637,9 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         for what, v in (("fix", fix.get(k.key)), ("start", start.get(k.key))):
             if v is None or (what == "start" and k.key in fix):
                 continue
+            if k.kind == "int" and isinstance(v, float) and v.is_integer():
+                v = int(v)
+                (fix if what == "fix" else start)[k.key] = v
             ok = (isinstance(v, int) and not isinstance(v, bool) and k.low <= v <= k.high) if k.kind == "int" \
                 else v in k.choices
             if not ok and what == "fix":
@@ -622,7 +648,7 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
             if not ok:
                 raise InputError(f"{k.key}: the job's {v!r} is outside what tune searches ("
                                  + (f"{k.low} to {k.high}" if k.kind == "int" else f"{k.choices}")
-                                 + f"); fix it with fix {k.key}={v} or start from a value within")
+                                 + "); start from a value within it (--set), or hold the knob with --fix at one")
     start.update(fix)
     free = [k for k in knobs if k.key not in fix]
     maximise = OBJECTIVES[objective][1]
@@ -655,7 +681,7 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         # One simulation per change that applies to the best (a knob its strategy does not use is
         # no change of its own); an ablation better than the best becomes the best.
         full_start = {**start, **first["config"]}
-        for _ in range(2):  # a second round for a best found by the first
+        for round_ in range(5):  # until no run beats the best; the last round judges the final best
             changed = [k.key for k in knobs if k.key in best["config"]
                        and first["config"].get(k.key) != best["config"].get(k.key)]
             configs = [_reverted(best["config"], key, full_start, knobs) for key in changed]
@@ -665,11 +691,11 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
             better = [(key, c, r) for key, c, r in zip(changed, configs, results)
                       if ablations[key] is not None and abs(ablations[key] - best["value"]) > 1e-6 * abs(best["value"])
                       and (ablations[key] > best["value"] if maximise else ablations[key] < best["value"])]
-            if not better:
+            if not better or round_ == 4:
                 break
             key, config, r = max(better, key=lambda x: ablations[x[0]] if maximise else -ablations[x[0]])
-            best = {**r, "number": f"explanation's run with {key} back at its start", "config": config,
-                    "value": ablations[key]}
+            best = {**r, "number": None, "found_by": f"the explanation, with {key} back at its start",
+                    "config": config, "value": ablations[key]}
     data = {
         "kind": "tune",
         "workload": workload,
@@ -682,10 +708,11 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
                   for k in knobs],
         "start": {"config": first["config"], "value": first["value"], "number": 0,
                   **({"infeasible": first["infeasible"], "kind": first["kind"]} if first["value"] is None else {})},
-        "best": {"config": best["config"], "value": best["value"], "number": best["number"]},
+        "best": {"config": best["config"], "value": best["value"], "number": best["number"],
+                 **({"found_by": best["found_by"]} if "found_by" in best else {})},
         "gain": (None if first["value"] is None else (best["value"] / first["value"] if first["value"] else None)
                  if maximise else first["value"] / best["value"]),
-        "explanation": _explain(first, best, knobs, ablations, maximise, explain),
+        "explanation": _explain(first, best, knobs, ablations, maximise, explain, {**start, **first["config"]}),
         "ablation_simulations": ablation_runs,
         "importance": importance(trials, free),
         "pareto_cost": cost,
