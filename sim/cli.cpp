@@ -1051,9 +1051,10 @@ int cmd_serve(int argc, char* argv[]) {
   files.add(html, "--html");
   if (!quiet) req.progress = &std::cerr;
   const ServeOutcome out = serve(req);
-  if (!json.empty()) files.stage(json, out.report().dump(2) + "\n");
-  if (!html.empty()) files.stage(html, out.html());
-  if (json != "-") std::cout << out.text();
+  const nlohmann::ordered_json report = out.report();
+  if (!json.empty()) files.stage(json, report.dump(2) + "\n");
+  if (!html.empty()) files.stage(html, out.html(report));
+  if (json != "-") std::cout << out.text(report);
   files.commit();
   return 0;
 }

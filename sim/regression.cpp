@@ -159,18 +159,25 @@ bool boolean(const YAML::Node& v, const std::string& at, const std::string& key)
   return b == "true";
 }
 
-double real(const YAML::Node& v, const std::string& at, const std::string& key) {
-  const std::string s = scalar(v, at, key);
+/// `s` as a number if all of it is one.
+std::optional<double> whole_real(const std::string& s) {
   std::size_t used = 0;
-  double x = 0;
+  double v = 0;
   try {
-    x = std::stod(s, &used);
+    v = std::stod(s, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != s.size() || s.empty() || !std::isfinite(x))
-    throw InputError(at + ": '" + key + "' is a number, got " + s);
-  return x;
+  if (s.empty() || used != s.size()) return std::nullopt;
+  return v;
+}
+
+double number(const YAML::Node& n, const std::string& at, const std::string& key) {
+  const std::string s = scalar(n, at, key);
+  const std::optional<double> parsed = whole_real(s);
+  const double v = parsed.value_or(0);
+  if (!parsed || !std::isfinite(v)) throw InputError(at + ": '" + key + "' expects a number, got '" + s + "'");
+  return v;
 }
 
 /// A serving run of a suite (`serve: true`), its keys those of ServeRequest.
@@ -215,7 +222,7 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
       r.launch.clear();
       for (const auto& m : list(v, key)) r.launch.push_back(runtime::parse_launch_mode(scalar(m, at, key)));
     } else if (key == "rate")
-      r.rate = real(v, at, key);
+      r.rate = number(v, at, key);
     else if (key == "requests")
       r.requests = whole(v, at, key);
     else if (key == "prompt_tokens")
@@ -223,7 +230,7 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
     else if (key == "output_tokens")
       r.output_tokens = whole(v, at, key);
     else if (key == "length_spread")
-      r.length_spread = real(v, at, key);
+      r.length_spread = number(v, at, key);
     else if (key == "arrivals")
       r.arrivals = scalar(v, at, key);
     else if (key == "seed")
@@ -239,7 +246,7 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
     else if (key == "kv_blocks")
       r.kv_blocks = whole(v, at, key);
     else if (key == "memory_utilization")
-      r.memory_utilization = real(v, at, key);
+      r.memory_utilization = number(v, at, key);
     else if (key == "multi_step")
       r.multi_step = whole(v, at, key);
     else if (key == "sampling")
@@ -247,14 +254,14 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
     else if (key == "capture")
       r.capture = scalar(v, at, key);
     else if (key == "slo_ttft_ms")
-      r.slo_ttft_ms = real(v, at, key);
+      r.slo_ttft_ms = number(v, at, key);
     else if (key == "slo_tpot_ms")
-      r.slo_tpot_ms = real(v, at, key);
+      r.slo_tpot_ms = number(v, at, key);
     else if (key == "graph_buckets") {
       r.graph_buckets.clear();
       for (const auto& b : list(v, key)) r.graph_buckets.push_back(whole(b, at, key));
     } else if (key == "rates") {
-      for (const auto& b : list(v, key)) r.rates.push_back(real(b, at, key));
+      for (const auto& b : list(v, key)) r.rates.push_back(number(b, at, key));
     } else if (key == "decode_batches") {
       r.decode_batches.clear();
       for (const auto& b : list(v, key)) r.decode_batches.push_back(whole(b, at, key));
@@ -510,28 +517,6 @@ std::string diff_junit(const DiffResult& d, double tolerance) {
 }
 
 namespace {
-
-/// `s` as a number if all of it is one.
-std::optional<double> whole_real(const std::string& s) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (s.empty() || used != s.size()) return std::nullopt;
-  return v;
-}
-
-double number(const YAML::Node& n, const std::string& at, const std::string& key) {
-  const std::string s = scalar(n, at, key);
-  const std::optional<double> parsed = whole_real(s);
-  const double v = parsed.value_or(0);
-  if (!parsed || !std::isfinite(v))
-    throw InputError(at + ": '" + key + "' expects a number, got '" + s + "'");
-  return v;
-}
 
 /// The `fit:` section: per parameter key, min, max and why.
 std::vector<FitBounds> parse_fit_bounds(const YAML::Node& fit, const std::string& path, const std::string& config_dir) {

@@ -84,6 +84,9 @@ struct ServeOutcome {
   nlohmann::ordered_json report() const;
   std::string text() const;
   std::string html() const;
+  /// The same, from report() already made.
+  std::string text(const nlohmann::ordered_json& report) const;
+  std::string html(const nlohmann::ordered_json& report) const;
 };
 
 ServeOutcome serve(const ServeRequest& req);

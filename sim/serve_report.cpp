@@ -16,22 +16,28 @@ using runtime::ServePhase;
 
 namespace {
 
-double percentile(std::vector<double> v, double p) {
+/// The p-th percentile of sorted values, linearly interpolated.
+double percentile_of_sorted(const std::vector<double>& v, double p) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
   const double x = p / 100 * static_cast<double>(v.size() - 1);
   const auto i = static_cast<std::size_t>(std::floor(x));
   const double f = x - static_cast<double>(i);
   return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
-ordered_json distribution_ms(const std::vector<double>& s) {
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return percentile_of_sorted(v, p);
+}
+
+ordered_json distribution_ms(std::vector<double> s) {
+  std::sort(s.begin(), s.end());
   double sum = 0;
   for (double v : s) sum += v;
   return {{"mean", s.empty() ? 0 : sum / static_cast<double>(s.size()) * 1e3},
-          {"p50", percentile(s, 50) * 1e3},
-          {"p90", percentile(s, 90) * 1e3},
-          {"p99", percentile(s, 99) * 1e3}};
+          {"p50", percentile_of_sorted(s, 50) * 1e3},
+          {"p90", percentile_of_sorted(s, 90) * 1e3},
+          {"p99", percentile_of_sorted(s, 99) * 1e3}};
 }
 
 ordered_json phases_ms(const std::array<double, runtime::kServePhases>& p, double scale = 1) {
@@ -181,8 +187,9 @@ ordered_json ServeOutcome::report() const {
   return j;
 }
 
-std::string ServeOutcome::text() const {
-  const ordered_json r = report();
+std::string ServeOutcome::text() const { return text(report()); }
+
+std::string ServeOutcome::text(const ordered_json& r) const {
   std::string out;
   out += fmt::format("{} on {} x {} ({} server), tensor parallel {}, {} replica(s)\n", r["workload"].get<std::string>(),
                      r["devices"].get<std::int64_t>(), r["chip"].get<std::string>(), r["server"].get<std::string>(),
@@ -353,8 +360,9 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
 
 }  // namespace
 
-std::string ServeOutcome::html() const {
-  const ordered_json r = report();
+std::string ServeOutcome::html() const { return html(report()); }
+
+std::string ServeOutcome::html(const ordered_json& r) const {
   std::string h = "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ascendsim serve: " +
                   runtime::escape_xml(r["workload"].get<std::string>()) +
                   "</title><style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
@@ -468,7 +476,7 @@ std::string ServeOutcome::html() const {
          line_chart("TPOT p50 against output throughput", "output tokens/s", "TPOT p50 (ms)", tpot, colors) +
          line_chart("end-to-end p99 against output throughput", "output tokens/s", "e2e p99 (s)", e2e, colors);
   }
-  h += "<h2>Report</h2><pre>" + runtime::escape_xml(text()) + "</pre></body></html>\n";
+  h += "<h2>Report</h2><pre>" + runtime::escape_xml(text(r)) + "</pre></body></html>\n";
   return h;
 }
 
