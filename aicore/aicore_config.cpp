@@ -33,6 +33,12 @@ void AicoreConfig::declare(sim::ParamSet& ps) {
   ps.integer("aicore.ub_kib", ub_kib, "KiB", 1, 1 << 20, "Unified Buffer (Vector operand store) per core");
   ps.integer("aicore.block_start_cycles", block_start_cycles, "cycles", 0, 1 << 24,
              "fixed cost of starting one block on a core (scalar prologue, parameters, i-cache)");
+  ps.text("aicore.model", model, {"analytic", "event"},
+          "how each op is timed: analytic (a pipe schedule of each block's tiles, fast) or event (every pipe a "
+          "SystemC process synchronised by set_flag/wait_flag, L2 as an LRU; docs/aicore.md)");
+  ps.boolean("aicore.double_buffer", double_buffer,
+             "event model: two halves (ping-pong) in every buffer where the tiling fits twice; false: one, so each "
+             "pipe waits for its consumer to free the buffer");
   ps.boolean("aicore.flash_attention", flash_attention,
              "the backend has the fused attention kernel FlashAttentionScore (the transformers use it by default)");
 }

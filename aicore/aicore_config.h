@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "sim/core/params.h"
 
@@ -31,6 +32,10 @@ struct AicoreConfig {
   /// The backend's kernel library has the fused attention kernel (FlashAttentionScore): CANN
   /// provides it for the Atlas A2 (Ascend 910B) series.
   bool flash_attention = false;  ///< per block: scalar prologue, parameter load, i-cache warm-up
+  /// How ops are timed: "analytic" (pipe_schedule.h) or "event" (event_model.h).
+  std::string model = "analytic";
+  /// Event model: ping-pong halves in every buffer the tiling fits twice (false: one of each).
+  bool double_buffer = true;
 
   void declare(sim::ParamSet& ps);
   /// Cores that run vector-only ops.

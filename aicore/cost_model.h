@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "aicore/aicore_config.h"
 #include "aicore/op_desc.h"
@@ -16,6 +18,20 @@ namespace ascendsim::aicore {
 
 enum class Bound { Cube, Vector, Memory, Overhead };
 const char* bound_name(Bound b);
+
+/// When each pipe of the busiest block was busy (the event model's record), in cycles from the
+/// op's start: the block's start-up first, then the pipes.
+struct PipeTimeline {
+  struct Interval {
+    double start = 0, end = 0;
+  };
+  std::array<std::vector<Interval>, kPipeCount> pipes;
+  std::int64_t steps = 0;                ///< steps the block ran (k-steps of its output tiles, or tiles)
+  std::array<int, kPipeCount> halves{};  ///< buffer halves of each pipe's output (2: ping-pong)
+  bool merged = false;                   ///< short gaps merged to keep at most kTimelineIntervals per pipe
+};
+/// Busy intervals kept per pipe of an op's timeline in a run's cost (the trace's pipe tracks).
+inline constexpr std::size_t kTimelineIntervals = 64;
 
 struct OpCost {
   std::int64_t blocks = 1;     ///< blocks the op is split into (at most one per core)
@@ -28,7 +44,16 @@ struct OpCost {
   double mte_bytes = 0;        ///< all bytes MTE2 and MTE3 move (L2 hits included)
   Bound bound = Bound::Overhead;
   Tiling tiling;
+  /// The event model's record of the busiest block's pipes (null from the analytic model).
+  std::shared_ptr<const PipeTimeline> timeline;
 };
+
+/// A pipe's busy cycles over the busiest block's cycles, start-up included: the CANN profiler's
+/// op summary ratios (aic_mac_ratio for the Cube, aic_mte2_ratio, ...).
+double pipe_ratio(const OpCost& c, Pipe p);
+/// The op summary's ratio columns and the pipe each measures: aic_ the AI core's Cube-side pipes,
+/// aiv_ the Vector unit's (inside the AI core on the 910, on the vector cores of the 910B).
+const std::vector<std::pair<const char*, Pipe>>& op_summary_ratios();
 
 class CostModel {
  public:
@@ -37,8 +62,9 @@ class CostModel {
   virtual OpCost estimate(const OpDesc& desc) const = 0;
 };
 
-/// The DaVinci pipe model: per-op tiling, a pipe-level schedule of each block's tiles with flag
-/// synchronisation and ping-pong buffers, blocks spread over the cores sharing HBM and L2.
+/// The cost model `core.model` names: "analytic" (the DaVinci pipe model: per-op tiling, a
+/// pipe-level schedule of each block's tiles with flag synchronisation and ping-pong buffers,
+/// blocks spread over the cores sharing HBM and L2) or "event" (aicore/event_model.h).
 std::unique_ptr<CostModel> make_pipe_cost_model(const AicoreConfig& core, const MemoryConfig& mem);
 
 /// Memoises another model per unique OpDesc. Thread-safe.

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "aicore/cost_model.h"
+#include "aicore/event_model.h"
 
 namespace ascendsim::aicore {
 
@@ -41,17 +42,17 @@ class DaVinciCostModel final : public CostModel {
     c.blocks = c.tiling.blocks;
     c.macs = static_cast<double>(d.macs());
     PipeSchedule schedule(static_cast<double>(m_core.flag_sync_cycles));
-    double block_hbm_bytes = 0, share = 1;
     if (is_attention(d.kind))
-      attention(d, c, schedule, block_hbm_bytes, share);
+      attention(d, c, schedule);
     else if (c.tiling.cube)
-      cube(d, c, schedule, block_hbm_bytes, share);
+      cube(d, c, schedule);
     else
-      vector(d, c, schedule, block_hbm_bytes, share);
+      vector(d, c, schedule);
     const double hbm_per_cycle = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz;
     c.pipe_busy = schedule.busy();
     c.overhead_cycles = static_cast<double>(m_core.block_start_cycles);
-    const double hbm_floor = block_hbm_bytes / (hbm_per_cycle * share);
+    // However the blocks share it, the op's HBM bytes take at least this long.
+    const double hbm_floor = c.gm_bytes / hbm_per_cycle;
     c.block_cycles = std::max(schedule.makespan(), hbm_floor) + c.overhead_cycles;
     c.time_s = c.block_cycles / (m_core.freq_ghz * 1e9);
     c.bound = classify(c, hbm_floor);
@@ -70,7 +71,7 @@ class DaVinciCostModel final : public CostModel {
     return Bound::Memory;
   }
 
-  void cube(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {
+  void cube(const OpDesc& d, OpCost& c, PipeSchedule& schedule) const {
     const CubeTiling& t = c.tiling.c;
     const double b = static_cast<double>(precision_bytes(d.precision));
     const double ob = static_cast<double>(precision_bytes(d.out_precision));
@@ -78,74 +79,111 @@ class DaVinciCostModel final : public CostModel {
                                                                                      : m_core.cube_fp16_macs_per_cycle);
     const auto tiles = static_cast<double>(t.batch * t.tiles_m * t.tiles_n);
     const auto steps = static_cast<double>(t.k_steps);
-    share = std::min(1.0, static_cast<double>(t.tiles_per_block * t.k_steps_per_block) / (tiles * steps));
 
-    const double a_item = static_cast<double>(t.m_t * t.k_t) * b * t.a_gm_factor;
-    const double b_item = static_cast<double>(t.k_t * t.n_t) * b * t.b_gm_factor;
+    // Edge tiles are smaller than m_t x n_t x k_t: the op's bytes come from the mean tile of all,
+    // the busiest block's steps from the mean of its own tiles (deal_cube_tiles; the event model
+    // runs each tile at its size).
+    const double gm_m = static_cast<double>(t.M) / static_cast<double>(t.tiles_m);
+    const double gm_n = static_cast<double>(t.N) / static_cast<double>(t.tiles_n);
+    const double gm_k = static_cast<double>(t.K) / static_cast<double>(t.k_steps);
+    const double a_item = gm_m * gm_k * b * t.a_gm_factor;
+    const double b_item = gm_k * gm_n * b * t.b_gm_factor;
+    const CubeDeal deal = deal_cube_tiles(d, c.tiling, m_mem.l2_mib * 1024 * 1024);
+    const double me = deal.mean_m, ne = deal.mean_n, ke = deal.mean_k, mn = deal.mean_mn;
     const double total_read = tiles * steps * (a_item + b_item);
     const double unique = static_cast<double>(t.batch) * (static_cast<double>(t.M * t.K) * b * t.a_gm_factor +
                                                           static_cast<double>(t.K * t.N) * b * t.b_gm_factor);
     // Fraction of operand reads that miss L2: all re-reads hit while the operands fit; otherwise
     // only re-reads among the output tiles in flight together, which the blocks cover as a
-    // rows x cols patch of the output chosen to share the most.
-    double miss = unique / total_read;
-    if (unique > m_mem.l2_mib * 1024 * 1024) {
-      // The tiles in flight lie in one product (one of a batch) as far as it has them.
-      const std::int64_t active = std::min<std::int64_t>(c.blocks / t.k_split, t.tiles_m * t.tiles_n);
-      double fetched = static_cast<double>(active) * (a_item + b_item);
-      for (std::int64_t rows = 1; rows <= std::min(t.tiles_m, active); ++rows) {
-        const std::int64_t cols = ceil_div(active, rows);
-        if (cols <= t.tiles_n)
-          fetched = std::min(fetched, static_cast<double>(rows) * a_item + static_cast<double>(cols) * b_item);
-      }
-      miss = std::max(miss, fetched / (static_cast<double>(active) * (a_item + b_item)));
+    // rows x cols patch of the output chosen to share the most. The first round of tiles finds
+    // L2 cold: all it reads of the patch misses.
+    // The tiles in flight lie in one product (one of a batch) as far as it has them.
+    const std::int64_t in_flight = std::min<std::int64_t>(c.blocks / t.k_split, t.tiles_m * t.tiles_n);
+    double fetched = static_cast<double>(in_flight) * (a_item + b_item);
+    for (std::int64_t rows = 1; rows <= std::min(t.tiles_m, in_flight); ++rows) {
+      const std::int64_t cols = ceil_div(in_flight, rows);
+      if (cols <= t.tiles_n)
+        fetched = std::min(fetched, static_cast<double>(rows) * a_item + static_cast<double>(cols) * b_item);
     }
+    const double patch_miss = fetched / (static_cast<double>(in_flight) * (a_item + b_item));
+    double miss = unique / total_read;
+    if (unique > m_mem.l2_mib * 1024 * 1024) miss = std::max(miss, patch_miss);
     miss = std::clamp(miss, 0.0, 1.0);
-    const double out_item = static_cast<double>(t.m_t * t.n_t) * (t.k_split > 1 ? 4.0 : ob);
-    c.mte_bytes = total_read + tiles * static_cast<double>(t.k_split) * out_item;
-    c.gm_bytes = total_read * miss + tiles * static_cast<double>(t.k_split) * out_item;
-    block_hbm_bytes = c.gm_bytes * share;
-
-    const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
-    const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
-    const double in_bytes = a_item + b_item;
-    PipeCycles inner{};
-    inner[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
-    inner[static_cast<std::size_t>(Pipe::Mte2)] = std::max({in_bytes / static_cast<double>(m_core.mte2_bytes_per_cycle),
-                                                            in_bytes * miss / hbm, in_bytes * (1 - miss) / l2});
-    inner[static_cast<std::size_t>(Pipe::Mte1)] =
-        (static_cast<double>(t.m_t * t.k_t) * t.a_mte1_factor + static_cast<double>(t.k_t * t.n_t) * t.b_mte1_factor) *
-        b / static_cast<double>(m_core.mte1_bytes_per_cycle);
-    inner[static_cast<std::size_t>(Pipe::Cube)] = static_cast<double>(t.m_t * t.n_t * t.k_t) / macs_per_cycle;
-    // The last k-step of an output tile also drains L0C, converts and stores the result.
-    PipeCycles last = inner;
-    const double out_elems = static_cast<double>(t.m_t * t.n_t);
-    last[static_cast<std::size_t>(Pipe::FixPipe)] =
-        out_elems * 4.0 / static_cast<double>(m_core.fixpipe_bytes_per_cycle);
-    last[static_cast<std::size_t>(Pipe::Vector)] =
-        out_elems * ob / static_cast<double>(m_core.vector_bytes_per_cycle) +
-        static_cast<double>(m_core.vector_issue_cycles *
-                            ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
-    last[static_cast<std::size_t>(Pipe::Mte3)] =
-        std::max(out_item / static_cast<double>(m_core.mte3_bytes_per_cycle), out_item / hbm);
-    if (d.epilogue_ops > 0 || d.epilogue_operands > 0) {
-      // UB fusion: the consumers' Vector work on the tile in the UB, their other operands'
-      // tiles fetched by MTE2; the result is stored once, after them.
-      const double epi_in = out_elems * static_cast<double>(d.epilogue_operands) * ob;
-      last[static_cast<std::size_t>(Pipe::Vector)] +=
-          out_elems * static_cast<double>(d.epilogue_ops) * ob / static_cast<double>(m_core.vector_bytes_per_cycle) +
-          static_cast<double>(m_core.vector_issue_cycles * d.epilogue_ops *
-                              ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
-      last[static_cast<std::size_t>(Pipe::Mte2)] +=
-          std::max(epi_in / static_cast<double>(m_core.mte2_bytes_per_cycle), epi_in / hbm);
-      c.mte_bytes += tiles * epi_in;
-      c.gm_bytes += tiles * epi_in;
-      block_hbm_bytes = c.gm_bytes * share;
+    const double first_reads = static_cast<double>(in_flight) * steps * (a_item + b_item);
+    const double first_miss = total_read > first_reads ? std::min(patch_miss, miss * total_read / first_reads) : miss;
+    const double later_miss =
+        total_read > first_reads
+            ? std::clamp((miss * total_read - first_miss * first_reads) / (total_read - first_reads), 0.0, 1.0)
+            : miss;
+    const double out_b = t.k_split > 1 ? 4.0 : ob;
+    const auto out_elements = static_cast<double>(t.batch * t.M * t.N);
+    c.mte_bytes = total_read + out_elements * static_cast<double>(t.k_split) * out_b;
+    c.gm_bytes = total_read * miss + out_elements * static_cast<double>(t.k_split) * out_b;
+    if (d.epilogue_ops > 0 || d.epilogue_operands > 0) {  // UB fusion: the consumers' other operands
+      c.mte_bytes += out_elements * static_cast<double>(d.epilogue_operands) * ob;
+      c.gm_bytes += out_elements * static_cast<double>(d.epilogue_operands) * ob;
     }
     // A fused reduction's per-channel sums, added atomically into GM once per output tile.
     c.gm_bytes += static_cast<double>(d.epilogue_sums) * 4.0 * static_cast<double>(t.tiles_m);
 
-    run_tiles(schedule, inner, last, t.k_steps_per_block, t.tiles_per_block);
+    const double in_bytes = (me * t.a_gm_factor + ne * t.b_gm_factor) * ke * b;
+    const double out_item = mn * out_b;
+    const double out_elems = mn;
+    // A k-step when `active` output tiles (each with k_split blocks) are in flight: the blocks
+    // share HBM and L2 in proportion to their traffic, the busiest block's tile against the mean.
+    auto tile_steps = [&](std::int64_t active, double round_miss) -> std::pair<PipeCycles, PipeCycles> {
+      const double share = std::min(1.0, in_bytes / (static_cast<double>(active * t.k_split) * (a_item + b_item)));
+      const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
+      const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
+      PipeCycles inner{};
+      inner[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
+      inner[static_cast<std::size_t>(Pipe::Mte2)] =
+          std::max({in_bytes / static_cast<double>(m_core.mte2_bytes_per_cycle), in_bytes * round_miss / hbm,
+                    in_bytes * (1 - round_miss) / l2});
+      inner[static_cast<std::size_t>(Pipe::Mte1)] = (me * ke * t.a_mte1_factor + ke * ne * t.b_mte1_factor) * b /
+                                                    static_cast<double>(m_core.mte1_bytes_per_cycle);
+      inner[static_cast<std::size_t>(Pipe::Cube)] = mn * ke / macs_per_cycle;
+      // The last k-step of an output tile also drains L0C, converts and stores the result.
+      PipeCycles last = inner;
+      last[static_cast<std::size_t>(Pipe::FixPipe)] =
+          out_elems * 4.0 / static_cast<double>(m_core.fixpipe_bytes_per_cycle);
+      last[static_cast<std::size_t>(Pipe::Vector)] =
+          out_elems * ob / static_cast<double>(m_core.vector_bytes_per_cycle) +
+          static_cast<double>(m_core.vector_issue_cycles *
+                              ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
+      last[static_cast<std::size_t>(Pipe::Mte3)] =
+          std::max(out_item / static_cast<double>(m_core.mte3_bytes_per_cycle), out_item / hbm);
+      if (d.epilogue_ops > 0 || d.epilogue_operands > 0) {
+        // UB fusion: the consumers' Vector work on the tile in the UB, their other operands'
+        // tiles fetched by MTE2; the result is stored once, after them.
+        const double epi_in = out_elems * static_cast<double>(d.epilogue_operands) * ob;
+        last[static_cast<std::size_t>(Pipe::Vector)] +=
+            out_elems * static_cast<double>(d.epilogue_ops) * ob / static_cast<double>(m_core.vector_bytes_per_cycle) +
+            static_cast<double>(
+                m_core.vector_issue_cycles * d.epilogue_ops *
+                ceil_div(static_cast<std::int64_t>(out_elems * ob), 255 * m_core.vector_bytes_per_cycle));
+        last[static_cast<std::size_t>(Pipe::Mte2)] +=
+            std::max(epi_in / static_cast<double>(m_core.mte2_bytes_per_cycle), epi_in / hbm);
+      }
+      return {inner, last};
+    };
+    // The busiest block's tiles: one per round, the first round's against a cold L2, then those
+    // of the full rounds, then one in the last round if it has fewer tiles than blocks and the
+    // busiest block is among them.
+    const std::int64_t block_steps = std::min(t.k_steps_per_block, t.k_steps);
+    const std::int64_t all = t.batch * t.tiles_m * t.tiles_n;
+    const std::int64_t full = all / deal.per_round, rest = all % deal.per_round;
+    const std::int64_t in_full = std::min(full, deal.busiest_tiles);
+    auto run = [&](std::int64_t active, double round_miss, std::int64_t count) {
+      if (count <= 0) return;
+      const auto [inner, last] = tile_steps(active, round_miss);
+      run_tiles(schedule, inner, last, block_steps, count);
+    };
+    if (in_full > 0) {
+      run(deal.per_round, first_miss, 1);
+      run(deal.per_round, later_miss, in_full - 1);
+    }
+    if (deal.busiest_tiles > in_full) run(rest, in_full > 0 ? later_miss : first_miss, deal.busiest_tiles - in_full);
   }
 
   /// Fused attention, one (head, tile) unit after another, each a run of inner steps over the
@@ -158,7 +196,7 @@ class DaVinciCostModel final : public CostModel {
   /// partial sums added into GM in fp32. The Vector passes run on the block's vector cores (two
   /// per Cube core on a split design). K and V re-read by later query tiles (Q, dO by later key
   /// tiles) hit L2 while the heads in flight keep them there.
-  void attention(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {
+  void attention(const OpDesc& d, OpCost& c, PipeSchedule& schedule) const {
     const CubeTiling& t = c.tiling.c;
     const bool forward = d.kind == OpKind::FlashAttention;
     const double b = 2, f32 = 4;  // fp16 operands, fp32 scores and accumulators
@@ -168,7 +206,7 @@ class DaVinciCostModel final : public CostModel {
         static_cast<double>(m_core.vector_bytes_per_cycle) *
         (m_core.vector_cores > 0 ? static_cast<double>(m_core.vector_cores) / static_cast<double>(m_core.cores) : 1.0);
     const auto units = static_cast<double>(t.batch * (forward ? t.tiles_m : t.tiles_n));
-    share = std::min(1.0, static_cast<double>(t.tiles_per_block) / units);
+    const double share = std::min(1.0, static_cast<double>(t.tiles_per_block) / units);
     const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
     const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
     // Per inner step: what streams in (other operand's tiles), the Cube's and the Vector's work,
@@ -211,43 +249,75 @@ class DaVinciCostModel final : public CostModel {
         std::max(own_in / static_cast<double>(m_core.mte2_bytes_per_cycle), own_in / hbm);
     last[static_cast<std::size_t>(Pipe::Mte3)] +=
         std::max(own_out / static_cast<double>(m_core.mte3_bytes_per_cycle), own_out / hbm);
-    const double steps = static_cast<double>(t.k_steps);
-    c.mte_bytes = units * (steps * (streamed + atomic) + own_in + own_out);
-    c.gm_bytes = units * (steps * (streamed * miss + atomic) + own_in + own_out);
-    block_hbm_bytes = c.gm_bytes * share;
-    run_tiles(schedule, inner, last, t.k_steps, t.tiles_per_block);
+    // The busiest block's units (deal_attention_units: balanced under a causal mask), runs of
+    // units of equal length at a time; every unit's streamed tiles for the bytes.
+    const auto dealt = deal_attention_units(d, c.tiling);
+    double all_steps = 0, busiest = -1;
+    std::size_t at_most = 0;
+    for (std::size_t block = 0; block < dealt.size(); ++block) {
+      double load = 0;
+      for (std::int64_t u : dealt[block]) {
+        const auto r = attention_range(d, t, u);
+        load += static_cast<double>(r.second - r.first);
+      }
+      all_steps += load;
+      if (load > busiest) {
+        busiest = load;
+        at_most = block;
+      }
+    }
+    c.mte_bytes = all_steps * (streamed + atomic) + units * (own_in + own_out);
+    c.gm_bytes = all_steps * (streamed * miss + atomic) + units * (own_in + own_out);
+    const auto& mine = dealt[at_most];
+    for (std::size_t i = 0; i < mine.size();) {
+      const auto r = attention_range(d, t, mine[i]);
+      std::size_t j = i + 1;
+      while (j < mine.size() && attention_range(d, t, mine[j]) == r) ++j;
+      run_tiles(schedule, inner, last, r.second - r.first, static_cast<std::int64_t>(j - i));
+      i = j;
+    }
   }
 
-  void vector(const OpDesc& d, OpCost& c, PipeSchedule& schedule, double& block_hbm_bytes, double& share) const {
+  /// Tiles dealt to the blocks in rounds, each round's blocks sharing the HBM: block 0 has a tile
+  /// in every full round and one in the last, shorter round.
+  void vector(const OpDesc& d, OpCost& c, PipeSchedule& schedule) const {
     const VectorTiling& v = c.tiling.v;
     const double ib = static_cast<double>(precision_bytes(d.precision));
     const double ob = static_cast<double>(precision_bytes(d.out_precision));
-    share = std::min(1.0, static_cast<double>(v.tiles_per_block) / static_cast<double>(v.tiles));
-    const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
-    const auto te = static_cast<double>(v.tile_elements);
-    const double read = te * v.read_per_element * ib;
-    const double write = te * v.write_per_element * ob;
-    const std::int64_t repeats = ceil_div(static_cast<std::int64_t>(te * ib), 255 * m_core.vector_bytes_per_cycle);
-    PipeCycles tile{};
-    tile[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
-    tile[static_cast<std::size_t>(Pipe::Mte2)] =
-        std::max(read / static_cast<double>(m_core.mte2_bytes_per_cycle), read / hbm);
-    tile[static_cast<std::size_t>(Pipe::Vector)] =
-        te * v.ops_per_element * ib / static_cast<double>(m_core.vector_bytes_per_cycle) +
-        static_cast<double>(m_core.vector_issue_cycles * v.instructions_per_pass * repeats);
-    tile[static_cast<std::size_t>(Pipe::Mte3)] =
-        std::max(write / static_cast<double>(m_core.mte3_bytes_per_cycle), write / hbm);
+    auto tile = [&](std::int64_t active, std::int64_t elements) {
+      const auto te = static_cast<double>(elements);
+      const double read = te * v.read_per_element * ib;
+      const double write = te * v.write_per_element * ob;
+      const std::int64_t repeats = ceil_div(static_cast<std::int64_t>(te * ib), 255 * m_core.vector_bytes_per_cycle);
+      const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz / static_cast<double>(active);
+      PipeCycles p{};
+      p[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
+      p[static_cast<std::size_t>(Pipe::Mte2)] =
+          std::max(read / static_cast<double>(m_core.mte2_bytes_per_cycle), read / hbm);
+      p[static_cast<std::size_t>(Pipe::Vector)] =
+          te * v.ops_per_element * ib / static_cast<double>(m_core.vector_bytes_per_cycle) +
+          static_cast<double>(m_core.vector_issue_cycles * v.instructions_per_pass * repeats);
+      p[static_cast<std::size_t>(Pipe::Mte3)] =
+          std::max(write / static_cast<double>(m_core.mte3_bytes_per_cycle), write / hbm);
+      return p;
+    };
     const auto e = static_cast<double>(v.elements);
     c.gm_bytes = e * (v.read_per_element * ib + v.write_per_element * ob);
     c.mte_bytes = c.gm_bytes;
-    block_hbm_bytes = (read + write) * static_cast<double>(v.tiles_per_block);
-    schedule.run(tile, v.tiles_per_block);
+    // Block 0's tile in the last round is the first of that round: the op's last, shorter tile
+    // only when it is alone.
+    const std::int64_t full = v.tiles / c.blocks, rest = v.tiles % c.blocks;
+    schedule.run(tile(c.blocks, v.tile_elements), full);
+    if (rest > 0)
+      schedule.run(tile(rest, std::min(v.tile_elements, v.elements - full * c.blocks * v.tile_elements)), 1);
   }
 
   /// `tiles` output tiles of `steps` k-steps each (the last one drains the result). Once whole
   /// tiles repeat with a constant shift, the rest is extrapolated.
   static void run_tiles(PipeSchedule& s, const PipeCycles& inner, const PipeCycles& last, std::int64_t steps,
                         std::int64_t tiles) {
+    PipeCycles works{};
+    for (std::size_t p = 0; p < kPipeCount; ++p) works[p] = inner[p] + last[p];
     PipeSchedule::State prev_shift{};
     int stable = 0;
     for (std::int64_t i = 0; i < tiles; ++i) {
@@ -256,19 +326,19 @@ class DaVinciCostModel final : public CostModel {
       s.run(inner, steps - 1);
       s.run(last, 1);
       PipeSchedule::State shift{};
-      bool same = i > 0, uniform = true;
-      for (std::size_t r = 0; r < 2; ++r)
+      bool same = i > 0;
+      for (std::size_t r = 0; r < shift.size(); ++r)
         for (std::size_t p = 0; p < kPipeCount; ++p) {
           shift[r][p] = s.state()[r][p] - before[r][p];
           same = same && std::fabs(shift[r][p] - prev_shift[r][p]) < 1e-6;
-          uniform = uniform && std::fabs(shift[r][p] - shift[0][0]) < 1e-6;
         }
       stable = same ? stable + 1 : 0;
       prev_shift = shift;
-      if (stable >= 2 && uniform && i + 1 < tiles) {
+      double period = 0;
+      if (stable >= 2 && i + 1 < tiles && PipeSchedule::uniform_shift(before, s.state(), works, period)) {
         PipeCycles per_tile{};
         for (std::size_t p = 0; p < kPipeCount; ++p) per_tile[p] = s.busy()[p] - busy_before[p];
-        s.advance(shift[0][0], per_tile, steps, tiles - i - 1);
+        s.advance(period, per_tile, steps, tiles - i - 1);
         return;
       }
     }
@@ -280,7 +350,20 @@ class DaVinciCostModel final : public CostModel {
 
 }  // namespace
 
+double pipe_ratio(const OpCost& c, Pipe p) {
+  return c.block_cycles > 0 ? c.pipe_busy[static_cast<std::size_t>(p)] / c.block_cycles : 0.0;
+}
+
+const std::vector<std::pair<const char*, Pipe>>& op_summary_ratios() {
+  static const std::vector<std::pair<const char*, Pipe>> columns = {
+      {"aic_mac_ratio", Pipe::Cube},  {"aic_scalar_ratio", Pipe::Scalar},   {"aic_mte1_ratio", Pipe::Mte1},
+      {"aic_mte2_ratio", Pipe::Mte2}, {"aic_fixpipe_ratio", Pipe::FixPipe}, {"aiv_vec_ratio", Pipe::Vector},
+      {"aiv_mte3_ratio", Pipe::Mte3}};
+  return columns;
+}
+
 std::unique_ptr<CostModel> make_pipe_cost_model(const AicoreConfig& core, const MemoryConfig& mem) {
+  if (core.model == "event") return make_event_cost_model(core, mem);
   return std::make_unique<DaVinciCostModel>(core, mem);
 }
 

@@ -29,10 +29,13 @@ const char* pipe_name(Pipe p) {
 
 void PipeSchedule::push(const PipeCycles& d) {
   std::array<double, kPipeCount> end{}, release{};
+  auto& last_end = m_state[1];
+  auto& freed_before = m_state[2];  // the half the pipe wrote two of its own tiles ago
+  auto& freed_last = m_state[3];
   double ready = 0;  // the tile's data is available to the next pipe (flag seen)
   for (std::size_t s = 0; s < kPipeCount; ++s) {
-    double start = std::max(m_end[1][s], ready);             // the pipe is free and the tile's input is there
-    if (d[s] > 0) start = std::max(start, m_release[0][s]);  // ping-pong half freed by tile i-2
+    double start = std::max(last_end[s], ready);             // the pipe is free and the tile's input is there
+    if (d[s] > 0) start = std::max(start, freed_before[s]);  // its ping-pong half is free
     end[s] = start + d[s];
     if (d[s] > 0) ready = end[s] + m_sync;
     m_busy[s] += d[s];
@@ -44,36 +47,45 @@ void PipeSchedule::push(const PipeCycles& d) {
     while (next < kPipeCount && d[next] == 0) ++next;
     release[s] = next < kPipeCount ? end[next] : end[s];
   }
-  m_end[0] = m_end[1];
-  m_end[1] = end;
-  m_release[0] = m_release[1];
-  m_release[1] = release;
+  m_state[0] = m_state[1];
+  m_state[1] = end;
+  for (std::size_t s = 0; s < kPipeCount; ++s)
+    if (d[s] > 0) {
+      freed_before[s] = freed_last[s];
+      freed_last[s] = release[s];
+    }
   m_makespan = std::max(m_makespan, end[kPipeCount - 1]);
   ++m_tiles;
 }
 
+bool PipeSchedule::uniform_shift(const State& before, const State& after, const PipeCycles& works, double& shift) {
+  shift = after[0][0] - before[0][0];
+  for (std::size_t r = 0; r < after.size(); ++r)
+    for (std::size_t s = 0; s < kPipeCount; ++s)
+      if ((r < 2 || works[s] > 0) && std::fabs(after[r][s] - before[r][s] - shift) >= 1e-6) return false;
+  return true;
+}
+
 void PipeSchedule::run(const PipeCycles& tile, std::int64_t count) {
-  std::array<double, 2 * kPipeCount> prev_delta{};
+  State prev_delta{};
   int stable = 0;
   for (std::int64_t i = 0; i < count; ++i) {
-    const State before = m_end;
+    const State before = m_state;
     push(tile);
-    std::array<double, 2 * kPipeCount> delta{};
-    for (std::size_t s = 0; s < kPipeCount; ++s) {
-      delta[s] = m_end[0][s] - before[0][s];
-      delta[kPipeCount + s] = m_end[1][s] - before[1][s];
-    }
+    State delta{};
+    for (std::size_t r = 0; r < delta.size(); ++r)
+      for (std::size_t s = 0; s < kPipeCount; ++s) delta[r][s] = m_state[r][s] - before[r][s];
     bool same = i > 0;
-    for (std::size_t s = 0; same && s < delta.size(); ++s) same = std::fabs(delta[s] - prev_delta[s]) < 1e-6;
+    for (std::size_t r = 0; same && r < delta.size(); ++r)
+      for (std::size_t s = 0; same && s < kPipeCount; ++s) same = std::fabs(delta[r][s] - prev_delta[r][s]) < 1e-6;
     stable = same ? stable + 1 : 0;
     prev_delta = delta;
-    // Every finish time advances by the same period: the remaining tiles repeat it exactly.
+    // Every tracked time advances by the same period: the remaining tiles repeat it exactly.
+    double shift = 0;
     if (stable >= 2 && i + 1 < count) {
-      bool uniform = true;
-      for (std::size_t s = 1; uniform && s < delta.size(); ++s) uniform = std::fabs(delta[s] - delta[0]) < 1e-6;
-      if (uniform) {
+      if (uniform_shift(before, m_state, tile, shift)) {
         PipeCycles zero{};
-        advance(delta[0], zero, 0, count - i - 1);
+        advance(shift, zero, 0, count - i - 1);
         for (std::size_t s = 0; s < kPipeCount; ++s) m_busy[s] += tile[s] * static_cast<double>(count - i - 1);
         m_tiles += count - i - 1;
         return;
@@ -84,12 +96,10 @@ void PipeSchedule::run(const PipeCycles& tile, std::int64_t count) {
 
 void PipeSchedule::advance(double shift, const PipeCycles& busy, std::int64_t tiles, std::int64_t periods) {
   const double total = shift * static_cast<double>(periods);
-  for (auto& row : m_end)
-    for (auto& e : row) e += total;
-  for (auto& row : m_release)
+  for (auto& row : m_state)
     for (auto& e : row) e += total;
   for (std::size_t s = 0; s < kPipeCount; ++s) m_busy[s] += busy[s] * static_cast<double>(periods);
-  m_makespan = std::max(m_makespan + total, m_end[1][kPipeCount - 1]);
+  m_makespan = std::max(m_makespan + total, m_state[1][kPipeCount - 1]);
   m_tiles += tiles * periods;
 }
 

@@ -5,8 +5,10 @@
 // each (zero where a pipe has nothing to do). A pipe works on one tile at a time, in order, and
 // the buffer between two pipes is ping-pong: a pipe may start tile i only when it has finished
 // tile i-1, the pipe before it that works on tile i has finished it and raised its flag (seen
-// `sync_cycles` later), and the pipe that consumes its output has finished tile i-2 (the half it
-// will write is free). Pipes with nothing to do for a tile pass it straight on. So MTE2 loads
+// `sync_cycles` later), and the pipe that consumed its output two of its own tiles ago has finished
+// with it (the half it will write is free). Pipes with nothing to do for a tile pass it straight
+// on; a pipe that works on every k-th tile only (FixPipe and after, on an output tile's last
+// k-step) still has both of its halves. So MTE2 loads
 // tile i+1 while the Cube works on tile i, and the Vector post-processes while the next Cube tile
 // runs.
 //
@@ -36,19 +38,24 @@ class PipeSchedule {
   const PipeCycles& busy() const { return m_busy; }
   std::int64_t tiles() const { return m_tiles; }
 
-  /// Finish times of the last two tiles, for detecting a periodic regime across groups of runs.
-  using State = std::array<std::array<double, kPipeCount>, 2>;
-  const State& state() const { return m_end; }
+  /// Finish times of the last two tiles and, per pipe, when the halves it wrote for its last two
+  /// tiles were freed: for detecting a periodic regime across groups of runs.
+  using State = std::array<std::array<double, kPipeCount>, 4>;
+  const State& state() const { return m_state; }
   /// Moves the schedule forward by `periods` repetitions of a group of runs that advanced every
   /// finish time by `shift` cycles, added `busy` cycles per pipe and `tiles` tiles each time.
   void advance(double shift, const PipeCycles& busy, std::int64_t tiles, std::int64_t periods);
+  /// True if every time of `after` is that of `before` plus one `shift` (the per-pipe release
+  /// times only for pipes with `works` > 0; the others never move).
+  static bool uniform_shift(const State& before, const State& after, const PipeCycles& works, double& shift);
 
  private:
   void push(const PipeCycles& tile);
 
   double m_sync;
-  State m_end{};      // [0] = tile i-2, [1] = tile i-1
-  State m_release{};  // when the buffer each pipe wrote for that tile was consumed
+  // [0], [1]: finish times of tiles i-2 and i-1; [2], [3]: per pipe, when the halves it wrote for
+  // its own last-but-one and last tile were freed.
+  State m_state{};
   PipeCycles m_busy{};
   double m_makespan = 0;
   std::int64_t m_tiles = 0;

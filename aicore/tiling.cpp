@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace ascendsim::aicore {
 
@@ -69,7 +70,7 @@ CubeTiling gemm_shape(const OpDesc& d) {
   return t;
 }
 
-Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
+Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force) {
   Tiling out;
   out.cube = true;
   CubeTiling t = gemm_shape(d);
@@ -82,12 +83,22 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
   // Pick the L0 tile that fits the buffers and costs the fewest cycles per MAC when the busiest
   // of Cube, MTE1 and MTE2 sets the pace; prefer larger output tiles (less re-reading) on ties.
   double best = 0;
-  for (std::int64_t m : {16, 32, 64, 128, 256, 512}) {
-    if (m > t.M && m != 16) break;
-    for (std::int64_t n : {16, 32, 64, 128, 256, 512}) {
-      if (n > t.N && n != 16) break;
-      for (std::int64_t k = kalign; k <= 1024; k *= 2) {
-        if (k > t.K && k != kalign) break;
+  if (force) {
+    if (force->m < 16 || force->m % 16 || force->n < 16 || force->n % 16 || force->k < kalign || force->k % kalign)
+      throw std::invalid_argument("tile m" + std::to_string(force->m) + " n" + std::to_string(force->n) + " k" +
+                                  std::to_string(force->k) + ": m and n must be multiples of 16 and k of " +
+                                  std::to_string(kalign) + " (the fractal)");
+  }
+  const std::vector<std::int64_t> ms =
+      force ? std::vector<std::int64_t>{force->m} : std::vector<std::int64_t>{16, 32, 64, 128, 256, 512};
+  const std::vector<std::int64_t> ns =
+      force ? std::vector<std::int64_t>{force->n} : std::vector<std::int64_t>{16, 32, 64, 128, 256, 512};
+  for (std::int64_t m : ms) {
+    if (!force && m > t.M && m != 16) break;
+    for (std::int64_t n : ns) {
+      if (!force && n > t.N && n != 16) break;
+      for (std::int64_t k = force ? force->k : kalign; k <= (force ? force->k : 1024); k *= 2) {
+        if (!force && k > t.K && k != kalign) break;
         BufferUse u;
         u.l0a = 2 * m * k * b;
         u.l0b = 2 * k * n * b;
@@ -98,6 +109,13 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
         // working value per element.
         u.ub = 2 * m * n *
                (std::max<std::int64_t>(ob, 2) + d.epilogue_operands * ob + (d.epilogue_ops > 0 ? 4 : 0));
+        if (force) {  // refused with the buffer that overflows (below)
+          out.use = u;
+          t.m_t = m;
+          t.n_t = n;
+          t.k_t = k;
+          break;
+        }
         if (u.l0a > cfg.l0a_kib * 1024 || u.l0b > cfg.l0b_kib * 1024 || u.l0c > cfg.l0c_kib * 1024 ||
             u.l1 > cfg.l1_kib * 1024 || u.ub > cfg.ub_kib * 1024)
           continue;
@@ -137,6 +155,8 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg) {
     t.k_split = 1;
   } else {  // too few output tiles: split K too, partial sums added in a GM workspace
     t.k_split = std::clamp<std::int64_t>(cfg.cores / tiles, 1, t.k_steps);
+    // Parts of equal length: as many as have k-steps to do (12 steps in 10 parts: 6 of 2).
+    t.k_split = ceil_div(t.k_steps, ceil_div(t.k_steps, t.k_split));
     out.blocks = tiles * t.k_split;
     t.tiles_per_block = 1;
   }
@@ -246,7 +266,7 @@ Profile vector_profile(const OpDesc& d) {
   }
 }
 
-Tiling tile_vector(const OpDesc& d, const AicoreConfig& cfg) {
+Tiling tile_vector(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force) {
   Tiling out;
   const Profile p = vector_profile(d);
   const double ib = static_cast<double>(precision_bytes(d.precision));
@@ -262,6 +282,12 @@ Tiling tile_vector(const OpDesc& d, const AicoreConfig& cfg) {
   const std::int64_t align = 32 / static_cast<std::int64_t>(ib);  // one 32-byte Vector block
   std::int64_t tile = static_cast<std::int64_t>(static_cast<double>(cfg.ub_kib * 1024) / 2.0 / per_element);
   tile = std::max<std::int64_t>(align, tile / align * align);
+  if (force) {
+    if (force->m < align || force->m % align)
+      throw std::invalid_argument("tile of " + std::to_string(force->m) + " elements: give a multiple of " +
+                                  std::to_string(align) + " (32 bytes)");
+    tile = force->m;
+  }
   v.tile_elements = std::min(tile, round_up(p.elements, align));
   v.tiles = ceil_div(p.elements, v.tile_elements);
   out.blocks = std::min(cfg.vector_core_count(), v.tiles);
@@ -340,10 +366,112 @@ Tiling tile_attention(const OpDesc& d, const AicoreConfig& cfg) {
 }
 }  // namespace
 
-Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg) {
+CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& tiling, double l2_bytes) {
+  const CubeTiling& t = tiling.c;
+  const double b = static_cast<double>(precision_bytes(d.precision));
+  const double a_item = static_cast<double>(t.m_t * t.k_t) * b * t.a_gm_factor;
+  const double b_item = static_cast<double>(t.k_t * t.n_t) * b * t.b_gm_factor;
+  CubeDeal deal;
+  const std::int64_t active = deal.per_round = std::max<std::int64_t>(1, tiling.blocks / t.k_split);
+  std::int64_t rows = 1, cols = std::min(active, t.tiles_n);
+  double best = static_cast<double>(rows) * a_item + static_cast<double>(cols) * b_item;
+  for (std::int64_t r = 1; r <= std::min(t.tiles_m, active); ++r) {
+    const std::int64_t c = ceil_div(active, r);
+    if (c > t.tiles_n) continue;
+    const double fetched = static_cast<double>(r) * a_item + static_cast<double>(c) * b_item;
+    if (fetched < best) {
+      best = fetched;
+      rows = r;
+      cols = c;
+    }
+  }
+  // Bytes of each operand, and what each sweep reads of them from HBM.
+  const double a_all = a_item * static_cast<double>(t.tiles_m * t.k_steps);
+  const double b_all = b_item * static_cast<double>(t.tiles_n * t.k_steps);
+  auto reread = [&](double bytes, std::int64_t bands) {
+    return bytes > l2_bytes ? bytes * static_cast<double>(bands) : bytes;
+  };
+  const bool along_rows =
+      a_all + reread(b_all, ceil_div(t.tiles_m, rows)) <= b_all + reread(a_all, ceil_div(t.tiles_n, cols));
+  std::vector<std::int64_t>& order = deal.order;
+  order.reserve(static_cast<std::size_t>(t.batch * t.tiles_m * t.tiles_n));
+  auto patch = [&](std::int64_t bi, std::int64_t row, std::int64_t col) {
+    for (std::int64_t i = row; i < std::min(t.tiles_m, row + rows); ++i)
+      for (std::int64_t j = col; j < std::min(t.tiles_n, col + cols); ++j)
+        order.push_back((bi * t.tiles_m + i) * t.tiles_n + j);
+  };
+  for (std::int64_t bi = 0; bi < t.batch; ++bi) {
+    if (along_rows) {
+      for (std::int64_t row = 0; row < t.tiles_m; row += rows)
+        for (std::int64_t col = 0; col < t.tiles_n; col += cols) patch(bi, row, col);
+    } else {
+      for (std::int64_t col = 0; col < t.tiles_n; col += cols)
+        for (std::int64_t row = 0; row < t.tiles_m; row += rows) patch(bi, row, col);
+    }
+  }
+  // The busiest block: the position whose tiles hold the most output.
+  std::vector<double> work(static_cast<std::size_t>(active), 0.0), m(work), n(work);
+  std::vector<std::int64_t> count(static_cast<std::size_t>(active), 0);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::int64_t tile = order[i];
+    const auto rows_here = static_cast<double>(tile_extent(tile / t.tiles_n % t.tiles_m, t.m_t, t.M));
+    const auto cols_here = static_cast<double>(tile_extent(tile % t.tiles_n, t.n_t, t.N));
+    const std::size_t at = i % static_cast<std::size_t>(active);
+    work[at] += rows_here * cols_here;
+    m[at] += rows_here;
+    n[at] += cols_here;
+    ++count[at];
+  }
+  const auto at = static_cast<std::size_t>(std::max_element(work.begin(), work.end()) - work.begin());
+  deal.busiest = static_cast<std::int64_t>(at);
+  deal.busiest_tiles = count[at];
+  deal.mean_m = count[at] ? m[at] / static_cast<double>(count[at]) : static_cast<double>(t.m_t);
+  deal.mean_n = count[at] ? n[at] / static_cast<double>(count[at]) : static_cast<double>(t.n_t);
+  deal.mean_mn = count[at] ? work[at] / static_cast<double>(count[at]) : static_cast<double>(t.m_t * t.n_t);
+  // Part 0 of K: full k-steps but the last of K, when it falls in that part.
+  const std::int64_t steps = std::min(t.k_steps_per_block, t.k_steps);
+  double k = 0;
+  for (std::int64_t s = 0; s < steps; ++s) k += static_cast<double>(tile_extent(s, t.k_t, t.K));
+  deal.mean_k = k / static_cast<double>(std::max<std::int64_t>(1, steps));
+  return deal;
+}
+
+std::pair<std::int64_t, std::int64_t> attention_range(const OpDesc& d, const CubeTiling& c, std::int64_t unit) {
+  const bool forward = d.kind == OpKind::FlashAttention;
+  const std::int64_t own = unit % (forward ? c.tiles_m : c.tiles_n);
+  const std::int64_t across = forward ? c.tiles_n : c.tiles_m;
+  if (!d.causal) return {0, across};
+  if (forward) return {0, std::min(across, own + 1)};
+  return {std::min(across - 1, own), across};
+}
+
+std::vector<std::vector<std::int64_t>> deal_attention_units(const OpDesc& d, const Tiling& t) {
+  const CubeTiling& c = t.c;
+  const std::int64_t units = c.batch * (d.kind == OpKind::FlashAttention ? c.tiles_m : c.tiles_n);
+  auto length = [&](std::int64_t u) {
+    const auto r = attention_range(d, c, u);
+    return r.second - r.first;
+  };
+  std::vector<std::int64_t> order(static_cast<std::size_t>(units));
+  for (std::int64_t u = 0; u < units; ++u) order[static_cast<std::size_t>(u)] = u;
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return length(a) > length(b); });
+  std::vector<std::vector<std::int64_t>> dealt(static_cast<std::size_t>(t.blocks));
+  std::vector<std::int64_t> load(static_cast<std::size_t>(t.blocks), 0);
+  for (std::int64_t u : order) {
+    const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    dealt[least].push_back(u);
+    load[least] += length(u);
+  }
+  return dealt;
+}
+
+Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force) {
   d.validate();
-  if (is_attention(d.kind)) return tile_attention(d, cfg);
-  return is_cube(d.kind) ? tile_cube(d, cfg) : tile_vector(d, cfg);
+  if (is_attention(d.kind)) {
+    if (force) throw std::invalid_argument("a fused attention kernel's tile is its own (Br x Bc); it takes no other");
+    return tile_attention(d, cfg);
+  }
+  return is_cube(d.kind) ? tile_cube(d, cfg, force) : tile_vector(d, cfg, force);
 }
 
 }  // namespace ascendsim::aicore

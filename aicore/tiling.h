@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aicore/aicore_config.h"
 #include "aicore/op_desc.h"
@@ -59,6 +61,47 @@ struct Tiling {
   std::int64_t tile_count() const;
 };
 
-Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg);
+/// Rows (or columns) of output tile `index` of a dimension of `total` cut in tiles of `tile`: the
+/// last one holds the rest.
+inline std::int64_t tile_extent(std::int64_t index, std::int64_t tile, std::int64_t total) {
+  return tile < total - index * tile ? tile : total - index * tile;
+}
+
+/// How a Cube op's output tiles go to the blocks: a round at a time, `per_round` tiles of `order`
+/// (blocks / k_split), each block taking the same position in every round; the busiest block's
+/// position and the mean extents of its tiles (edge tiles are smaller than the L0 tile).
+struct CubeDeal {
+  std::vector<std::int64_t> order;  ///< output tile indices, (product x tiles_m + row) x tiles_n + col
+  std::int64_t per_round = 1;
+  std::int64_t busiest = 0;        ///< position in a round of the block with the most output
+  std::int64_t busiest_tiles = 0;  ///< output tiles that block computes
+  double mean_m = 0, mean_n = 0;   ///< mean rows and columns of its output tiles
+  double mean_mn = 0;              ///< mean elements of its output tiles
+  double mean_k = 0;               ///< mean depth of its k-steps
+};
+/// Tiles are dealt patch by patch, a patch being the rows x cols of output tiles in flight together
+/// that re-read the fewest operand bytes, products of a batch one after another. Patches sweep
+/// along a band of rows (B read once per band) or down a band of columns (A once per band),
+/// whichever moves fewer bytes through HBM when an operand does not fit `l2_bytes`, as a GEMM
+/// kernel chooses its iteration order.
+CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& t, double l2_bytes);
+
+/// Fused attention: the streamed tiles [first, last) of (head, tile) unit `unit` — every key tile
+/// of a query tile (forward) or every query tile of a key tile (gradient), under a causal mask
+/// only those at or below the diagonal.
+std::pair<std::int64_t, std::int64_t> attention_range(const OpDesc& d, const CubeTiling& c, std::int64_t unit);
+/// Fused attention: the units each block runs, longest first to the least loaded block (a causal
+/// mask makes units unequal and the kernel balances them; without one, units go in turn).
+std::vector<std::vector<std::int64_t>> deal_attention_units(const OpDesc& d, const Tiling& t);
+
+/// An L0 tile chosen by hand: m x n x k for a Cube op (multiples of 16; k of 32 for int8), m
+/// elements per tile for a Vector op (a multiple of 32 bytes); n and k unused there.
+struct L0Tile {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+/// The op's tiling: the tiler's choice, or `force` (std::logic_error naming the buffer when a
+/// footprint does not fit, std::invalid_argument when it is not a legal tile).
+Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force = nullptr);
 
 }  // namespace ascendsim::aicore

@@ -162,11 +162,31 @@ void TaskScheduler::trace_ai_task(const Stream& s, const Task& t, const sc_time&
   auto [it, added] = m_trace_labels.try_emplace(&t, 0);
   if (added) {
     const double gbps = t.cost.time_s > 0 ? t.cost.gm_bytes / t.cost.time_s / 1e9 : 0.0;
-    it->second = m_trace->label(t.name, {sim::TraceArg::integer("blocks", t.cost.blocks),
-                                         sim::TraceArg::text("bound", aicore::bound_name(t.cost.bound)),
-                                         sim::TraceArg::number("hbm_gbps", std::round(gbps * 10) / 10)});
+    sim::TraceArgs args = {sim::TraceArg::integer("blocks", t.cost.blocks),
+                           sim::TraceArg::text("bound", aicore::bound_name(t.cost.bound)),
+                           sim::TraceArg::number("hbm_gbps", std::round(gbps * 10) / 10)};
+    if (t.cost.timeline)  // the event model: CANN's op summary ratios, to 0.001
+      for (const auto& [column, pipe] : aicore::op_summary_ratios())
+        args.push_back(sim::TraceArg::number(column, std::round(aicore::pipe_ratio(t.cost, pipe) * 1000) / 1000));
+    it->second = m_trace->label(t.name, args);
   }
   m_trace->span(s.core_track, it->second, start + m_dispatch, end);
+  if (!t.cost.timeline) return;
+  // The event model's record of the busiest block, on AI core 0's pipe tracks, stretched to the
+  // op's span here (longer than its cost where the HBM was shared).
+  const auto& tl = *t.cost.timeline;
+  const sc_time from = start + m_dispatch;
+  if (!(end > from) || !(t.cost.block_cycles > 0)) return;
+  const double ps_per_cycle = static_cast<double>((end - from).value()) / t.cost.block_cycles;
+  auto at = [&](double cycles) {
+    return from + sc_time::from_value(static_cast<std::uint64_t>(cycles * ps_per_cycle));
+  };
+  for (std::size_t p = 0; p < aicore::kPipeCount; ++p) {
+    if (tl.pipes[p].empty()) continue;
+    if (m_pipe_tracks[p] < 0)
+      m_pipe_tracks[p] = m_trace->track(std::string("AI core 0: ") + aicore::pipe_name(static_cast<aicore::Pipe>(p)));
+    for (const auto& i : tl.pipes[p]) m_trace->span(m_pipe_tracks[p], it->second, at(i.start), at(i.end));
+  }
 }
 
 void TaskScheduler::set_active(Stream& s, bool active) {

@@ -12,6 +12,7 @@
 // each other stream its tasks of the iteration and the iteration ends when every stream is done.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -208,6 +209,9 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   bool m_task_runs = true;
   sim::TraceRecorder* m_trace = nullptr;
   int m_aicpu_track = 0;
+  /// Tracks of AI core 0's pipes (the busiest block of every op runs there), made on the first op
+  /// the event model timed; -1 until then.
+  std::array<int, aicore::kPipeCount> m_pipe_tracks{-1, -1, -1, -1, -1, -1, -1};
   int m_rank = 0;
   hostif::ValuesIf* m_values = nullptr;
   std::vector<CommTiming> m_comm_timing;

@@ -57,6 +57,20 @@ void BM_ResNet50Batch256EpochLoopSink(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50Batch256EpochLoopSink)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// ResNet-50 at batch 32, one training step under loop sink with every op timed by the event model
+/// (aicore.model=event): compiling the step, each distinct op simulated pipe by pipe, dominates.
+void BM_ResNet50StepEventModel(benchmark::State& state) {
+  sim::RunRequest req;
+  req.config = test::config_request();
+  req.config.sets.push_back("aicore.model=event");
+  req.workload = "resnet50";
+  req.batch_size = 32;
+  req.steps_per_epoch = 1;
+  req.strategies = {runtime::Strategy::LoopSink};
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50StepEventModel)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// ResNet-50 at batch 256 launched op by op (non-sink), 500 steps: 1,165 launches per step.
 void BM_ResNet50Batch256NonSink(benchmark::State& state) {
   sim::RunRequest req;

@@ -3,14 +3,17 @@
 #include "runtime/data_pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
 
+#include "aicore/event_model.h"
 #include "aicpu/hccl.h"
 #include "runtime/dataset_files.h"
 #include "runtime/graph_compiler.h"
@@ -665,12 +668,21 @@ std::int64_t trace_bytes(const RunRequest& req, const runtime::CompiledGraph& g,
   const auto hbm_samples = static_cast<std::int64_t>(g.device_compute_s * 1e12 / aicore::Hbm::kTraceBinPs) + 2;
   const std::int64_t kOpSpanBytes = json ? 150 : 60, kLaunchSpanBytes = json ? 110 : 36,
                      kHostEventsPerStep = 40 + hbm_samples, kEventBytes = json ? 105 : 30;
+  // The event model: its op summary on each op span, and AI core 0's pipe tracks.
+  std::int64_t pipe_spans = 0, summaries = 0;
+  for (const auto& t : g.step_tasks)
+    if (t.cost.timeline) {
+      ++summaries;
+      for (const auto& pipe : t.cost.timeline->pipes) pipe_spans += static_cast<std::int64_t>(pipe.size());
+    }
+  const std::int64_t kSummaryBytes = json ? 180 : 0;  // Perfetto interns a label's arguments
   std::int64_t bytes = 0;
   for (const auto& s : sessions) {
     const std::int64_t steps =
         std::max<std::int64_t>(0, std::min(req.trace_last_step, s.steps()) - req.trace_first_step);
     const bool op_by_op = s.strategy == runtime::Strategy::NonSink || s.strategy == runtime::Strategy::DataSink;
-    bytes += steps * (ops * (kOpSpanBytes + (op_by_op ? kLaunchSpanBytes : 0)) + kHostEventsPerStep * kEventBytes);
+    bytes += steps * (ops * (kOpSpanBytes + (op_by_op ? kLaunchSpanBytes : 0)) + kHostEventsPerStep * kEventBytes +
+                      summaries * kSummaryBytes + pipe_spans * (kOpSpanBytes + (json ? kSummaryBytes : 0)));
   }
   return bytes;
 }
@@ -779,6 +791,7 @@ OpProfile profile_ops(const RunRequest& req) {
   const workloads::Workload w = build_workload(req, cfg);
   const runtime::CompiledGraph g = compile_for(cfg, w);
   OpProfile p;
+  p.aicore_model = cfg.chip.aicore.model;
   std::map<std::string, std::size_t> at;
   for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
     if (g.step_tasks[i].kind != hostif::TaskKind::AiCore) continue;  // events and collectives
@@ -786,7 +799,10 @@ OpProfile profile_ops(const RunRequest& req) {
     const double ms = t.cost.time_s * 1e3;
     const std::string scope =
         t.name.rfind("Gradients/", 0) == 0 ? "Gradients/" + t.name.substr(10) : "Default/" + t.name;
-    p.ops.push_back({scope + "-op" + std::to_string(i), g.op_types[i], ms, 1});
+    std::vector<double> ratios;
+    for (const auto& column : aicore::op_summary_ratios()) ratios.push_back(aicore::pipe_ratio(t.cost, column.second));
+    p.ops.push_back({scope + "-op" + std::to_string(i), g.op_types[i], ms, 1, t.cost.blocks, t.cost.block_cycles,
+                     std::move(ratios)});
     auto it = at.find(g.op_types[i]);
     if (it == at.end()) {
       it = at.emplace(g.op_types[i], p.types.size()).first;
@@ -800,6 +816,31 @@ OpProfile profile_ops(const RunRequest& req) {
   std::stable_sort(p.types.begin(), p.types.end(),
                    [](const OpProfile::Type& a, const OpProfile::Type& b) { return a.time_ms > b.time_ms; });
   return p;
+}
+
+AicoreModelCheck check_aicore_models(const RunRequest& req) {
+  SystemConfig cfg = load_config(req.config);
+  cfg.chip.aicore.model = "analytic";
+  const workloads::Workload w = build_workload(req, cfg);
+  const runtime::CompiledGraph g = compile_for(cfg, w);
+  const auto event = aicore::make_event_cost_model(cfg.chip.aicore, cfg.chip.memory);
+  AicoreModelCheck out;
+  std::unordered_map<aicore::OpDesc, std::size_t, aicore::OpDescHash> seen;
+  const auto begin = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < g.step_tasks.size(); ++i) {
+    const auto& t = g.step_tasks[i];
+    if (t.kind != hostif::TaskKind::AiCore) continue;
+    auto [it, added] = seen.try_emplace(g.descs[i], out.ops.size());
+    if (!added) {
+      ++out.ops[it->second].count;
+      continue;
+    }
+    const aicore::OpCost e = event->estimate(g.descs[i]);
+    out.ops.push_back({g.op_types[i], g.descs[i].to_string(), 1, t.cost.time_s * 1e6, e.time_s * 1e6,
+                       aicore::bound_name(t.cost.bound), aicore::bound_name(e.bound)});
+  }
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return out;
 }
 
 std::vector<StatInfo> describe_statistics(const RunRequest& req) {

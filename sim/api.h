@@ -148,6 +148,9 @@ struct OpProfile {
     std::string type;        ///< the op type, e.g. "Conv2D"
     double time_ms = 0;      ///< one execution
     std::int64_t count = 0;  ///< executions per step
+    std::int64_t blocks = 0;
+    double cycles = 0;           ///< of the busiest block
+    std::vector<double> ratios;  ///< per aicore::op_summary_ratios() column
   };
   struct Type {
     std::string type;
@@ -158,10 +161,27 @@ struct OpProfile {
   std::vector<Op> ops;      ///< in execution order
   std::vector<Type> types;  ///< largest share first
   double step_ms = 0;       ///< AI-core time of one step
+  std::string aicore_model;  ///< the cost model that timed the ops
 };
 /// The request's workload compiled for its chip: every AI-core op's modelled time (nothing is
 /// simulated; these are the times each task takes in a run).
 OpProfile profile_ops(const RunRequest& req);
+
+/// Every distinct AI-core op of one training step timed by both AI-core models: the analytic pipe
+/// schedule and the event model (docs/aicore.md).
+struct AicoreModelCheck {
+  struct Op {
+    std::string type;        ///< the op type, e.g. "Conv2D"
+    std::string desc;        ///< its description (aicore::OpDesc::to_string)
+    std::int64_t count = 0;  ///< executions per step
+    double analytic_us = 0, event_us = 0;
+    std::string analytic_bound, event_bound;
+    double difference() const { return analytic_us > 0 ? event_us / analytic_us - 1 : 0.0; }
+  };
+  std::vector<Op> ops;  ///< in order of first execution
+  double wall_s = 0;    ///< the event model's simulation time
+};
+AicoreModelCheck check_aicore_models(const RunRequest& req);
 
 /// The request's workload at its batch size, with its default dataset (InputError if unknown),
 /// its ranks placed on servers of the configuration's size.

@@ -26,6 +26,7 @@
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "aicore/event_model.h"
 #include "runtime/calibrate.h"
 #include "runtime/data_pipeline.h"
 #include "runtime/dataset_files.h"
@@ -68,7 +69,8 @@ const char* kUsage =
     "  serve     LLM serving: requests batched continuously over a paged KV cache, per launch mode\n"
     "  tune      search a job's knobs for the best configuration, and say why (Optuna; python3 -m ascendsim tune)\n"
     "  info      parameters, MACs, ops and device memory of a workload\n"
-    "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it\n"
+    "  op        one op on the AI cores: cycles per pipe, tiling, what bounds it (--aicore-model event: timeline)\n"
+    "  aicore-check  every op of a step timed by the analytic and the event AI-core model, side by side\n"
     "  params    every configuration parameter with unit, default and description\n"
     "  stats     every statistic a run reports, with unit and description\n"
     "  profile   AI-core op tables of one step with MindSpore profiler columns (--out DIR)\n"
@@ -231,8 +233,12 @@ po::options_description common_options(Options& o) {
       "true | false: the Ascend backend's UB (buffer) fusion of a kernel with the consumers of its result, e.g. "
       "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default false: its fused kernels come out too fast "
       "against the published figures, docs/validation.md; MindSpore's graph mode applies it; not the AllReduce "
-      "fusion of advise-fusion)")("json", po::value(&o.json)->implicit_value("-"),
-                                  "write the JSON report to FILE ('-' or no value: stdout)");
+      "fusion of advise-fusion)")("aicore-model", po::value<std::string>()->notifier([&o](const std::string& v) {
+    shortcut(o, "aicore.model", "--aicore-model", v);
+  }),
+                                  "analytic | event: how each AI-core op is timed (aicore.model; default analytic; "
+                                  "event simulates every pipe of the busiest block, docs/aicore.md)")(
+      "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
 
@@ -1259,9 +1265,12 @@ int cmd_info(int argc, char* argv[]) {
   return 0;
 }
 
+std::vector<std::string> comma_list(const std::string& s);
+
 int cmd_op(int argc, char* argv[]) {
   Options o;
-  std::string type, dtype = "fp16", out_dtype, pad = "0";
+  std::string type, dtype = "fp16", out_dtype, pad = "0", tile;
+  int columns = 72;
   aicore::OpDesc d;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("type", po::value(&type)->required(), op_types_help().c_str())(
@@ -1288,6 +1297,15 @@ int cmd_op(int argc, char* argv[]) {
       "out-elements", po::value(&d.out_elements),
       "reductions, bias, softmax, one-hot: elements of the reduced side (default 1 for a full reduction)")(
       "operands", po::value(&d.operands)->default_value(2), "addn: number of operands")(
+      "aicore-model", po::value<std::string>()->notifier([&o](const std::string& v) {
+        shortcut(o, "aicore.model", "--aicore-model", v);
+      }),
+      "analytic | event: the pipe schedule, or every pipe of the busiest block simulated with its flags (prints "
+      "the pipes' timeline; aicore.model)")(
+      "tile", po::value(&tile),
+      "event model: the L0 tile instead of the tiler's choice, M,N,K for a Cube op (multiples of 16), or the "
+      "elements per tile of a Vector op")("columns", po::value(&columns)->default_value(columns),
+                                          "event model: width of the timeline chart (10 to 400)")(
       "json", po::value(&o.json)->implicit_value("-"), "write JSON to FILE ('-' or no value: stdout)");
   po::variables_map vm = parse_options(argc, argv, desc, "op");
   if (vm.count("help")) {
@@ -1345,9 +1363,35 @@ int cmd_op(int argc, char* argv[]) {
     throw InputError("--type " + type + ": " + cfg.chip.name +
                      "'s backend has no fused attention kernel (aicore.flash_attention is false); the ascend910b "
                      "preset has it");
+  const bool event = cfg.chip.aicore.model == "event";
+  if (columns < 10 || columns > 400) throw InputError("--columns " + std::to_string(columns) + ": give 10 to 400");
+  std::optional<aicore::L0Tile> forced;
+  if (!tile.empty()) {
+    if (!event) throw InputError("--tile: the event model's (add --aicore-model event)");
+    const auto parts = comma_list(tile);
+    aicore::L0Tile l0;
+    std::vector<std::int64_t*> fields = {&l0.m, &l0.n, &l0.k};
+    const std::size_t want = aicore::is_cube(d.kind) ? 3 : 1;
+    if (parts.size() != want)
+      throw InputError(
+          "--tile '" + tile + "': give " +
+          (want == 3 ? "M,N,K for a Cube op, e.g. 128,256,64" : "the elements per tile of a Vector op, e.g. 8192"));
+    for (std::size_t i = 0; i < want; ++i) {
+      const auto v = whole_number(parts[i]);
+      if (!v || *v <= 0) throw InputError("--tile '" + tile + "': '" + parts[i] + "' is not a positive whole number");
+      *fields[i] = *v;
+    }
+    forced = l0;
+  }
   aicore::OpCost c;
   try {
-    c = aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory)->estimate(d);
+    aicore::EventOptions eo;
+    eo.full_timeline = true;
+    if (event)
+      c = aicore::simulate_tiling(d, aicore::tile_op(d, cfg.chip.aicore, forced ? &*forced : nullptr), cfg.chip.aicore,
+                                  cfg.chip.memory, eo);
+    else
+      c = aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory)->estimate(d);
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   } catch (const std::logic_error& e) {
@@ -1364,6 +1408,7 @@ int cmd_op(int argc, char* argv[]) {
   ordered_json j;
   j["op"] = d.to_string();
   j["chip"] = cfg.chip.name;
+  j["aicore_model"] = cfg.chip.aicore.model;
   j["cycles"] = c.block_cycles;
   j["time_us"] = c.time_s * 1e6;
   j["macs"] = c.macs;
@@ -1387,6 +1432,19 @@ int cmd_op(int argc, char* argv[]) {
                         {"l0b", c.tiling.use.l0b},
                         {"l0c", c.tiling.use.l0c},
                         {"ub", c.tiling.use.ub}};
+  ordered_json ratios = ordered_json::object();
+  for (const auto& [name, pipe] : aicore::op_summary_ratios()) ratios[name] = aicore::pipe_ratio(c, pipe);
+  j["op_summary"] = ratios;
+  if (c.timeline) {  // the event model: when each pipe was busy, cycles from the op's start
+    ordered_json tl = ordered_json::object();
+    tl["steps"] = c.timeline->steps;
+    for (std::size_t p = 0; p < aicore::kPipeCount; ++p) {
+      ordered_json spans = ordered_json::array();
+      for (const auto& i : c.timeline->pipes[p]) spans.push_back({i.start, i.end});
+      tl[aicore::pipe_name(static_cast<aicore::Pipe>(p))] = spans;
+    }
+    j["timeline_cycles"] = tl;
+  }
   if (!o.json.empty()) {
     write_output(o.json, j.dump(2) + "\n");
     if (o.json == "-") return 0;
@@ -1407,6 +1465,27 @@ int cmd_op(int argc, char* argv[]) {
   std::cout << fmt::format("    {:<8} {:>14.0f}\n", "start", c.overhead_cycles);
   std::cout << fmt::format("  buffers (B)     L1 {}  L0A {}  L0B {}  L0C {}  UB {}\n", c.tiling.use.l1,
                            c.tiling.use.l0a, c.tiling.use.l0b, c.tiling.use.l0c, c.tiling.use.ub);
+  std::string summary;
+  for (const auto& [name, pipe] : aicore::op_summary_ratios())
+    summary += fmt::format("{}{} {:.3f}", summary.empty() ? "" : "  ", name, aicore::pipe_ratio(c, pipe));
+  std::cout << "  op summary      " << summary << "\n";
+  if (c.timeline) {
+    const auto& t = *c.timeline;
+    const double end = c.block_cycles;
+    std::cout << fmt::format(
+                     "  pipe timeline of the busiest block ({} steps, {} buffer halves; each column {:.0f} "
+                     "cycles; # busy, + over half, . some):\n",
+                     t.steps, t.halves[0], end / columns)
+              << aicore::timeline_chart(t, 0, end, columns);
+    // The first steps, where the pipes fill: about twelve steps' worth after the start-up.
+    const double first = c.overhead_cycles;
+    const double span =
+        std::min(end - first, 12.0 * (end - first) / static_cast<double>(std::max<std::int64_t>(1, t.steps)));
+    if (t.steps > 12)
+      std::cout << fmt::format("  the first 12 steps (cycles {:.0f} to {:.0f}; each column {:.1f} cycles):\n", first,
+                               first + span, span / columns)
+                << aicore::timeline_chart(t, first, first + span, columns);
+  }
   return 0;
 }
 
@@ -1490,15 +1569,18 @@ int cmd_profile(int argc, char* argv[]) {
   std::string out_dir;
   po::options_description desc = common_options(o);
   desc.add_options()("out", po::value(&out_dir)->required(),
-                     "directory for aicore_op_detail.csv and aicore_op_type.csv (MindSpore profiler columns)");
+                     "directory for aicore_op_detail.csv and aicore_op_type.csv (MindSpore profiler columns) and "
+                     "op_summary.csv (the CANN profiler's op summary: block dim, cycles, each pipe's ratio)");
   if (!parse(argc, argv, desc, "profile")) return 0;
   Outputs files;
   files.directory(out_dir, "--out");
   const OpProfile p = profile_ops(make_request(o, runtime::all_strategies()));
   const std::string detail = (std::filesystem::path(out_dir) / "aicore_op_detail.csv").string();
   const std::string types = (std::filesystem::path(out_dir) / "aicore_op_type.csv").string();
+  const std::string summary = (std::filesystem::path(out_dir) / "op_summary.csv").string();
   files.add(detail, "--out");
   files.add(types, "--out");
+  files.add(summary, "--out");
   std::string d = "full_kernel_name,op_type,execution_time_ms,execution_frequency,percent\n";
   for (const auto& op : p.ops)
     d += fmt::format("{},{},{:.6f},{},{:.4f}\n", op.full_name, op.type, op.time_ms, op.count,
@@ -1506,8 +1588,20 @@ int cmd_profile(int argc, char* argv[]) {
   std::string t = "op_type,execution_time_ms,execution_frequency,percent\n";
   for (const auto& ty : p.types)
     t += fmt::format("{},{:.6f},{},{:.4f}\n", ty.type, ty.time_ms, ty.count, 100 * ty.share);
+  // CANN's op summary: one row per task, its duration and each pipe's share of the busiest block's
+  // cycles (aic_: the Cube side, aiv_: the Vector unit's pipes).
+  std::string s = "Op Name,OP Type,Task Type,Block Dim,Task Duration(us),aicore_model,aic_total_cycles";
+  for (const auto& column : aicore::op_summary_ratios()) s += std::string(",") + column.first;
+  s += "\n";
+  for (const auto& op : p.ops) {
+    s += fmt::format("{},{},AI_CORE,{},{:.3f},{},{:.0f}", op.full_name, op.type, op.blocks, op.time_ms * 1e3,
+                     p.aicore_model, op.cycles);
+    for (double r : op.ratios) s += fmt::format(",{:.4f}", r);
+    s += "\n";
+  }
   files.stage(detail, d);
   files.stage(types, t);
+  files.stage(summary, s);
   files.commit();
   runtime::TextTable table({"op_type", "time ms/step", "count", "share"});
   for (std::size_t i = 0; i < p.types.size() && i < 10; ++i)
@@ -1515,6 +1609,88 @@ int cmd_profile(int argc, char* argv[]) {
                fmt::format("{:.1f}%", 100 * p.types[i].share)});
   std::cout << fmt::format("AI-core time of one step: {:.3f} ms in {} ops; top op types:\n", p.step_ms, p.ops.size())
             << table.render();
+  return 0;
+}
+
+int cmd_aicore_check(int argc, char* argv[]) {
+  Options o;
+  std::string tolerance = "10%";
+  std::int64_t top = 10;
+  po::options_description desc = common_options(o);
+  desc.add_options()("tolerance", po::value(&tolerance)->default_value(tolerance),
+                     "difference between the models that counts as agreement (a percentage)")(
+      "top", po::value(&top)->default_value(top), "ops beyond the tolerance to list (largest first)");
+  if (!parse(argc, argv, desc, "aicore-check")) return 0;
+  const double tol = parse_share(tolerance, "--tolerance", true);
+  if (top < 0) throw InputError("--top " + std::to_string(top) + ": give 0 or more ops to list");
+  const AicoreModelCheck check = check_aicore_models(make_request(o, runtime::all_strategies()));
+  struct Type {
+    std::string type;
+    std::int64_t distinct = 0, count = 0;
+    double analytic = 0, event = 0, worst = 0;
+  };
+  std::vector<Type> types;
+  std::map<std::string, std::size_t> at;
+  std::int64_t within = 0;
+  for (const auto& op : check.ops) {
+    auto it = at.try_emplace(op.type, types.size()).first;
+    if (it->second == types.size()) types.push_back({op.type});
+    Type& t = types[it->second];
+    ++t.distinct;
+    t.count += op.count;
+    t.analytic += op.analytic_us * static_cast<double>(op.count);
+    t.event += op.event_us * static_cast<double>(op.count);
+    if (std::fabs(op.difference()) > std::fabs(t.worst)) t.worst = op.difference();
+    if (std::fabs(op.difference()) <= tol) ++within;
+  }
+  double analytic = 0, event = 0;
+  for (const auto& t : types) {
+    analytic += t.analytic;
+    event += t.event;
+  }
+  ordered_json j;
+  j["workload"] = o.workload;
+  j["tolerance"] = tol;
+  j["ops"] = ordered_json::array();
+  for (const auto& op : check.ops)
+    j["ops"].push_back({{"type", op.type},
+                        {"op", op.desc},
+                        {"count", op.count},
+                        {"analytic_us", op.analytic_us},
+                        {"event_us", op.event_us},
+                        {"difference", op.difference()},
+                        {"analytic_bound", op.analytic_bound},
+                        {"event_bound", op.event_bound}});
+  j["step_analytic_ms"] = analytic / 1e3;
+  j["step_event_ms"] = event / 1e3;
+  if (!o.json.empty()) {
+    write_output(o.json, j.dump(2) + "\n");
+    if (o.json == "-") return 0;
+  }
+  runtime::TextTable table({"op type", "distinct", "per step", "analytic ms", "event ms", "worst op"});
+  for (const auto& t : types)
+    table.add({t.type, std::to_string(t.distinct), std::to_string(t.count), fmt::format("{:.3f}", t.analytic / 1e3),
+               fmt::format("{:.3f}", t.event / 1e3), fmt::format("{:+.1f}%", 100 * t.worst)});
+  std::cout << fmt::format(
+                   "{}: {} distinct AI-core ops of one step timed by both models ({:.1f} s of event simulation)\n",
+                   o.workload, check.ops.size(), check.wall_s)
+            << table.render()
+            << fmt::format("step: analytic {:.3f} ms, event {:.3f} ms ({:+.1f}%); {} of {} ops agree within {:.0f}%\n",
+                           analytic / 1e3, event / 1e3, analytic > 0 ? 100 * (event / analytic - 1) : 0.0, within,
+                           check.ops.size(), 100 * tol);
+  std::vector<const AicoreModelCheck::Op*> beyond;
+  for (const auto& op : check.ops)
+    if (std::fabs(op.difference()) > tol) beyond.push_back(&op);
+  std::stable_sort(beyond.begin(), beyond.end(), [](const auto* a, const auto* b) {
+    return std::fabs(a->difference()) > std::fabs(b->difference());
+  });
+  if (!beyond.empty() && top > 0) {
+    std::cout << "beyond the tolerance (docs/aicore.md says why):\n";
+    for (std::size_t i = 0; i < beyond.size() && static_cast<std::int64_t>(i) < top; ++i)
+      std::cout << fmt::format("  {:+7.1f}%  {:.2f} -> {:.2f} us  {} -> {}  {}\n", 100 * beyond[i]->difference(),
+                               beyond[i]->analytic_us, beyond[i]->event_us, beyond[i]->analytic_bound,
+                               beyond[i]->event_bound, beyond[i]->desc);
+  }
   return 0;
 }
 
@@ -1844,6 +2020,7 @@ int dispatch(const std::string& command, int argc, char* argv[]) {
   if (command == "suite") return cmd_suite(argc, argv);
   if (command == "profile") return cmd_profile(argc, argv);
   if (command == "validate") return cmd_validate(argc, argv);
+  if (command == "aicore-check") return cmd_aicore_check(argc, argv);
   if (command == "calibrate") return cmd_calibrate(argc, argv);
   if (command == "diff") return cmd_diff(argc, argv);
   std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;

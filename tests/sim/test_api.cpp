@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -189,6 +192,47 @@ TEST(Api, TheTraceSizeEstimateIsCloseAndTheTraceStreams) {
       EXPECT_NEAR(static_cast<double>(sim::estimated_trace_bytes(r)), estimate / (2.0 * (r.steps_per_epoch.value())),
                   0.2 * estimate / (2.0 * r.steps_per_epoch.value()));
     }
+}
+
+TEST(Api, TheEventModelsTraceHasATrackPerPipeOfCoreZero) {
+  // With aicore.model=event a trace has AI core 0's pipes, each op's busy intervals inside the
+  // op's span on the AI cores, and the op summary on the span; the size estimate counts them.
+  sim::RunRequest r = lenet(2);
+  r.workload = "resnet50";
+  r.epochs = 1;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.config.sets.push_back("aicore.model=event");
+  r.trace = true;
+  const auto out = sim::run(r);
+  ASSERT_FALSE(out.failed());
+  const auto j = nlohmann::json::parse(out.trace);
+  std::map<int, std::string> tracks;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks[e["tid"].get<int>()] = e["args"]["name"];
+  std::map<std::string, int> tid;
+  for (const auto& [id, name] : tracks) tid[name] = id;
+  for (const char* pipe : {"scalar", "mte2", "mte1", "cube", "fixpipe", "vector", "mte3"})
+    EXPECT_TRUE(tid.count(std::string("AI core 0: ") + pipe)) << pipe;
+  // Every interval on the Cube's track lies inside a span of the same op on the AI cores.
+  std::map<std::string, std::vector<std::pair<double, double>>> ops;
+  int summaries = 0, cube_spans = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == tid["AI cores"]) {
+      ops[e["name"]].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+      if (e["args"].contains("aic_mac_ratio")) ++summaries;
+    }
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == tid["AI core 0: cube"]) {
+      ++cube_spans;
+      const double a = e["ts"].get<double>(), b = a + e["dur"].get<double>();
+      bool inside = false;
+      for (const auto& [from, to] : ops[e["name"]]) inside = inside || (a >= from - 1e-3 && b <= to + 1e-3);
+      EXPECT_TRUE(inside) << e.dump();
+    }
+  EXPECT_GT(cube_spans, 100);
+  EXPECT_GT(summaries, 100);
+  const auto estimate = static_cast<double>(sim::estimated_trace_bytes(r));
+  EXPECT_NEAR(estimate, static_cast<double>(out.trace.size()), 0.35 * static_cast<double>(out.trace.size()));
 }
 
 TEST(Api, EveryStatisticIsDocumentedAndInTheReport) {

@@ -512,6 +512,69 @@ TEST_F(CliTest, OpReportsPipesTilingAndBound) {
   EXPECT_EQ(run("op --type conv2d --n 1 --c 3 --h 4 --w 4 --k 8 --r 7 --s 7").code, 2);
 }
 
+TEST_F(CliTest, OpWithTheEventModelPrintsThePipesTimeline) {
+  const std::string conv = "op --type conv2d --n 32 --c 64 --h 56 --w 56 --k 64 --r 3 --s 3 --pad 1 ";
+  const Result r = run(conv + "--aicore-model event --columns 40");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pipe timeline of the busiest block"));
+  EXPECT_THAT(r.out, HasSubstr("the first 12 steps"));
+  EXPECT_THAT(r.out, HasSubstr("aic_mac_ratio"));
+  // One chart row per pipe, 40 columns between the bars.
+  std::istringstream lines(r.out);
+  int cube_rows = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("  cube     |", 0) == 0) {
+      ++cube_rows;
+      EXPECT_EQ(line.size(), 12u + 40u + 1u) << line;
+      EXPECT_EQ(line.find_first_not_of(" .+#", 12), 52u) << line;
+    }
+  EXPECT_EQ(cube_rows, 2);  // the whole op and its first steps
+  const auto j = nlohmann::json::parse(run(conv + "--aicore-model event --json").out);
+  EXPECT_EQ(j["aicore_model"], "event");
+  ASSERT_TRUE(j.contains("timeline_cycles"));
+  // The Cube's intervals add up to its busy cycles.
+  double cube = 0;
+  for (const auto& i : j["timeline_cycles"]["cube"]) cube += i[1].get<double>() - i[0].get<double>();
+  EXPECT_NEAR(cube, j["pipes"]["cube"].get<double>(), 1e-3 * cube);
+  EXPECT_NEAR(j["op_summary"]["aic_mac_ratio"].get<double>(),
+              j["pipes"]["cube"].get<double>() / j["cycles"].get<double>(), 1e-9);
+  // The analytic model has no timeline; a tile of one's own is the event model's.
+  EXPECT_FALSE(nlohmann::json::parse(run(conv + "--json").out).contains("timeline_cycles"));
+  const Result tiled = run(conv + "--aicore-model event --tile 128,64,64 --json");
+  ASSERT_EQ(tiled.code, 0) << tiled.err;
+  EXPECT_THAT(nlohmann::json::parse(tiled.out)["tiling"].get<std::string>(), HasSubstr("m128 n64 k64"));
+  const Result too_big = run(conv + "--aicore-model event --tile 512,512,512");
+  EXPECT_EQ(too_big.code, 2);
+  EXPECT_THAT(too_big.err, HasSubstr("L0A"));
+  EXPECT_EQ(run(conv + "--tile 128,64,64").code, 2);                       // analytic: no --tile
+  EXPECT_EQ(run(conv + "--aicore-model event --tile 100,64,64").code, 2);  // not a fractal
+  EXPECT_EQ(run(conv + "--aicore-model event --tile 128,64").code, 2);     // three sizes
+  EXPECT_EQ(run(conv + "--aicore-model cycle").code, 2);                   // no such model
+  const Result single = run(conv + "--aicore-model event --set aicore.double_buffer=false --json");
+  ASSERT_EQ(single.code, 0) << single.err;
+  EXPECT_GT(nlohmann::json::parse(single.out)["cycles"].get<double>(), j["cycles"].get<double>());
+}
+
+TEST_F(CliTest, AicoreCheckComparesTheModelsOpByOp) {
+  const Result r = run("aicore-check --workload lenet5 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_GT(j["ops"].size(), 10u);
+  double analytic = 0;
+  for (const auto& op : j["ops"]) {
+    analytic += op["analytic_us"].get<double>() * op["count"].get<double>();
+    EXPECT_NEAR(op["difference"].get<double>(), op["event_us"].get<double>() / op["analytic_us"].get<double>() - 1,
+                1e-12);
+  }
+  EXPECT_NEAR(analytic / 1e3, j["step_analytic_ms"].get<double>(), 1e-9);
+  // The step's AI-core time under the analytic model is the one every run uses.
+  const auto info = nlohmann::json::parse(run("info --workload lenet5 --json").out);
+  EXPECT_NEAR(j["step_analytic_ms"].get<double>(), info["device_compute_per_step_s"].get<double>() * 1e3, 1e-6);
+  const Result text = run("aicore-check --workload lenet5");
+  EXPECT_THAT(text.out, HasSubstr("ops agree within 10%"));
+  EXPECT_EQ(run("aicore-check --workload lenet5 --tolerance x").code, 2);
+}
+
 TEST_F(CliTest, ParamsListsEveryParameterWithUnitAndDescription) {
   const Result r = run("params --chip ascend910b");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -1143,6 +1206,19 @@ TEST_F(CliTest, ProfileWritesMindSporeStyleOpTables) {
   EXPECT_NEAR(share, 100.0, 0.01);
   EXPECT_THAT(detail[0][0], HasSubstr("-op0"));
   EXPECT_THAT(r.out, HasSubstr("top op types"));
+  // CANN's op summary: a row per op, its duration and each pipe's share of its cycles.
+  const auto summary = rows(out / "op_summary.csv");
+  ASSERT_EQ(summary.size(), detail.size());
+  for (std::size_t i = 0; i < summary.size(); ++i) {
+    ASSERT_EQ(summary[i].size(), 14u);
+    EXPECT_EQ(summary[i][0], detail[i][0]);
+    EXPECT_NEAR(std::stod(summary[i][4]), std::stod(detail[i][2]) * 1e3, 1.5e-3);  // us against ms, each rounded
+    for (std::size_t c = 7; c < 14; ++c) {
+      EXPECT_GE(std::stod(summary[i][c]), 0.0);
+      EXPECT_LE(std::stod(summary[i][c]), 1.0);
+    }
+  }
+  EXPECT_EQ(slurp(out / "op_summary.csv").rfind("Op Name,OP Type,Task Type,Block Dim,Task Duration(us)", 0), 0u);
 }
 
 TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
