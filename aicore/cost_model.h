@@ -38,6 +38,9 @@ struct OpCost {
   double block_cycles = 0;     ///< cycles of the busiest block, start-up included
   PipeCycles pipe_busy{};      ///< busy cycles of each pipe in the busiest block
   double overhead_cycles = 0;  ///< block start-up
+  double span_cycles = 0;      ///< the busiest block's pipes, first start to last end
+  double hbm_floor_cycles = 0;  ///< the op's HBM bytes at the whole bandwidth: block_cycles is the
+                                ///< larger of this and span_cycles, plus overhead_cycles
   double time_s = 0;           ///< device time of the whole op
   double macs = 0;             ///< exact multiply-accumulates
   double gm_bytes = 0;         ///< bytes that cross HBM (L2 misses and results)

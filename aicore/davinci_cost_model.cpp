@@ -53,6 +53,8 @@ class DaVinciCostModel final : public CostModel {
     c.overhead_cycles = static_cast<double>(m_core.block_start_cycles);
     // However the blocks share it, the op's HBM bytes take at least this long.
     const double hbm_floor = c.gm_bytes / hbm_per_cycle;
+    c.span_cycles = schedule.makespan();
+    c.hbm_floor_cycles = hbm_floor;
     c.block_cycles = std::max(schedule.makespan(), hbm_floor) + c.overhead_cycles;
     c.time_s = c.block_cycles / (m_core.freq_ghz * 1e9);
     c.bound = classify(c, hbm_floor);

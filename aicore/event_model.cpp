@@ -5,12 +5,13 @@
 #include <cmath>
 #include <deque>
 #include <list>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
 #include <systemc>
+
+#include "sim/core/context.h"
 
 namespace ascendsim::aicore {
 
@@ -141,7 +142,10 @@ Program cube_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& 
   L2Model l2(mem.l2_mib * 1024 * 1024, unique, a_keys + static_cast<std::size_t>(t.batch * t.k_steps * t.tiles_n));
 
   const CubeDeal deal = deal_cube_tiles(d, tiling, mem.l2_mib * 1024 * 1024);
-  const std::vector<std::int64_t>& order = deal.order;
+  const auto per_product = static_cast<std::int64_t>(deal.order.size());
+  auto tile_at = [&](std::int64_t i) {  // the i-th output tile dealt, (product x tiles_m + row) x tiles_n + col
+    return i / per_product * per_product + deal.order[static_cast<std::size_t>(i % per_product)];
+  };
   const std::int64_t busiest = deal.busiest;
   const std::int64_t rounds = ceil_div(tiles, per_round);
   Program p;
@@ -155,7 +159,7 @@ Program cube_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& 
       double me0 = 0, ne0 = 0, ke0 = 0;
       bool own = false;
       for (std::int64_t o = 0; o < active; ++o) {
-        const std::int64_t tile = order[static_cast<std::size_t>(first_tile + o)];
+        const std::int64_t tile = tile_at(first_tile + o);
         const std::int64_t bi = tile / (t.tiles_m * t.tiles_n);
         const std::int64_t i = tile / t.tiles_n % t.tiles_m;
         const std::int64_t j = tile % t.tiles_n;
@@ -209,7 +213,7 @@ Program cube_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& 
     }
     // Results (and fused operands) of the round's tiles.
     for (std::int64_t o = 0; o < active; ++o) {
-      const std::int64_t tile = order[static_cast<std::size_t>(first_tile + o)];
+      const std::int64_t tile = tile_at(first_tile + o);
       const double out_elems = extent(tile / t.tiles_n % t.tiles_m, t.m_t, t.M) * extent(tile % t.tiles_n, t.n_t, t.N);
       const double bytes =
           out_elems * (out_b * static_cast<double>(parts) + static_cast<double>(d.epilogue_operands) * ob);
@@ -267,7 +271,8 @@ Program attention_program(const OpDesc& d, const Tiling& tiling, const AicoreCon
     for (std::int64_t u : list) load.back() += length(u);
   }
   const auto busiest = static_cast<std::size_t>(std::max_element(load.begin(), load.end()) - load.begin());
-  const auto rounds = static_cast<std::int64_t>(dealt[0].size());
+  std::int64_t rounds = 0;
+  for (const auto& list : dealt) rounds = std::max(rounds, static_cast<std::int64_t>(list.size()));
   for (std::int64_t round = 0; round < rounds; ++round) {
     std::vector<std::int64_t> in_round;
     for (const auto& list : dealt)
@@ -349,10 +354,31 @@ struct Flag {
   sc_core::sc_event raised;
 };
 
+/// Keeps at most `keep` intervals, merging across the shortest gaps.
+void merge_gaps(std::vector<PipeTimeline::Interval>& v, std::size_t keep) {
+  if (v.size() <= keep) return;
+  std::vector<double> gaps;
+  gaps.reserve(v.size() - 1);
+  for (std::size_t i = 1; i < v.size(); ++i) gaps.push_back(v[i].start - v[i - 1].end);
+  std::vector<double> sorted = gaps;
+  const std::size_t cut = v.size() - keep;  // gaps to close
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(cut - 1), sorted.end());
+  const double threshold = sorted[cut - 1];
+  std::vector<PipeTimeline::Interval> out{v.front()};
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    if (gaps[i - 1] <= threshold)
+      out.back().end = v[i].end;
+    else
+      out.push_back(v[i]);
+  }
+  v = std::move(out);
+}
+
 class Block : public sc_core::sc_module {
  public:
-  Block(sc_core::sc_module_name name, const Program& p, double sync_cycles)
-      : sc_module(name), m_p(p), m_sync(sync_cycles, sc_core::SC_NS) {
+  /// `keep`: intervals kept per pipe, the shortest gaps merged whenever there are twice as many.
+  Block(sc_core::sc_module_name name, const Program& p, double sync_cycles, std::size_t keep)
+      : sc_module(name), m_p(p), m_sync(sync_cycles, sc_core::SC_NS), m_keep(keep) {
     for (std::size_t q = 0; q < kPipeCount; ++q)
       for (int h = 0; h < p.halves[q]; ++h) m_free[q].ready.push_back(sc_core::SC_ZERO_TIME);
     for (std::size_t q = 0; q < kPipeCount; ++q)
@@ -363,6 +389,7 @@ class Block : public sc_core::sc_module {
   PipeCycles busy{};
   std::array<std::int64_t, kPipeCount> done{};  ///< steps each pipe finished
   std::array<std::string, kPipeCount> waiting;  ///< what each pipe waits for, while it does
+  bool merged = false;                          ///< short gaps between intervals were merged
 
   /// True when every pipe has been through every step.
   bool finished() const {
@@ -419,58 +446,18 @@ class Block : public sc_core::sc_module {
       v.back().end = end;
     else
       v.push_back({start, end});
+    if (v.size() >= 2 * m_keep) {
+      merge_gaps(v, m_keep);
+      merged = true;
+    }
   }
 
   const Program& m_p;
   sc_time m_sync;
+  std::size_t m_keep;
   std::array<Flag, kPipeCount> m_free;                          ///< per pipe: free halves of its output
   std::array<std::array<Flag, kPipeCount>, kPipeCount> m_full;  ///< [producer][consumer]: a step's data in
 };
-
-/// A SystemC context of its own for one op, the caller's restored afterwards. Refused while the
-/// caller's simulation runs (ops are timed when a graph is compiled, before it starts).
-class OwnContext {
- public:
-  OwnContext() : m_previous(sc_core::sc_curr_simcontext), m_previous_default(sc_core::sc_default_global_context) {
-    if (m_previous && sc_core::sc_is_running(m_previous))
-      throw std::logic_error("the event model times ops before a simulation starts, not while it runs");
-    m_context = new sc_core::sc_simcontext;
-    sc_core::sc_curr_simcontext = m_context;
-    sc_core::sc_default_global_context = m_context;
-  }
-  ~OwnContext() {
-    delete m_context;
-    sc_core::sc_curr_simcontext = m_previous;
-    sc_core::sc_default_global_context = m_previous_default;
-  }
-  OwnContext(const OwnContext&) = delete;
-  OwnContext& operator=(const OwnContext&) = delete;
-
- private:
-  sc_core::sc_simcontext* m_previous;
-  sc_core::sc_simcontext* m_previous_default;
-  sc_core::sc_simcontext* m_context;
-};
-
-/// Keeps at most `keep` intervals, merging across the shortest gaps.
-void merge_gaps(std::vector<PipeTimeline::Interval>& v, std::size_t keep) {
-  if (v.size() <= keep) return;
-  std::vector<double> gaps;
-  gaps.reserve(v.size() - 1);
-  for (std::size_t i = 1; i < v.size(); ++i) gaps.push_back(v[i].start - v[i - 1].end);
-  std::vector<double> sorted = gaps;
-  const std::size_t cut = v.size() - keep;  // gaps to close
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(cut - 1), sorted.end());
-  const double threshold = sorted[cut - 1];
-  std::vector<PipeTimeline::Interval> out{v.front()};
-  for (std::size_t i = 1; i < v.size(); ++i) {
-    if (gaps[i - 1] <= threshold)
-      out.back().end = v[i].end;
-    else
-      out.push_back(v[i]);
-  }
-  v = std::move(out);
-}
 
 Bound classify(const OpCost& c, double hbm_floor) {
   const auto& b = c.pipe_busy;
@@ -483,18 +470,8 @@ Bound classify(const OpCost& c, double hbm_floor) {
   return Bound::Memory;
 }
 
-/// SystemC's current context is one per process: one op at a time.
-std::mutex g_systemc;
-
-/// Steps beyond which an op is refused (memory and time): about a minute of simulation.
-constexpr std::size_t kMaxSteps = 20'000'000;
-
 OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, const AicoreConfig& core,
                    const EventOptions& opt) {
-  if (p.steps.size() > kMaxSteps)
-    throw std::logic_error(d.to_string() + ": " + std::to_string(p.steps.size()) +
-                           " steps in its busiest block, more than the event model takes (" +
-                           std::to_string(kMaxSteps) + "); time it with aicore.model: analytic");
   OpCost c;
   c.tiling = tiling;
   c.blocks = tiling.blocks;
@@ -504,25 +481,32 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
   auto timeline = std::make_shared<PipeTimeline>();
   double makespan = 0;
   {
-    std::lock_guard<std::mutex> lock(g_systemc);
-    OwnContext context;
-    Block block("block", p, static_cast<double>(core.flag_sync_cycles));
+    // Ops are timed when a graph is compiled, before its simulation starts.
+    if (sc_core::sc_curr_simcontext && sc_core::sc_is_running(sc_core::sc_curr_simcontext))
+      throw EventModelError("the event model times ops before a simulation starts, not while it runs");
+    sim::ScopedContext context;
+    Block block("block", p, static_cast<double>(core.flag_sync_cycles),
+                opt.full_timeline ? kFullTimelineIntervals : kTimelineIntervals);
     sc_core::sc_start();
+    sim::clear_dead_stack();
     if (!block.finished()) {
       std::string who;
       for (std::size_t q = 0; q < kPipeCount; ++q)
         if (!block.waiting[q].empty())
           who +=
               std::string(who.empty() ? "" : "; ") + pipe_name(static_cast<Pipe>(q)) + " waits for " + block.waiting[q];
-      throw std::logic_error(d.to_string() + ": the pipes' flags deadlocked: " + who);
+      throw EventModelError(d.to_string() + ": the pipes' flags deadlocked: " + who);
     }
     c.pipe_busy = block.busy;
+    timeline->merged = block.merged;
     for (std::size_t q = 0; q < kPipeCount; ++q) {
       if (!block.intervals[q].empty()) makespan = std::max(makespan, block.intervals[q].back().end);
       timeline->pipes[q] = std::move(block.intervals[q]);
     }
   }
   c.overhead_cycles = static_cast<double>(core.block_start_cycles);
+  c.span_cycles = makespan;
+  c.hbm_floor_cycles = p.hbm_floor;
   c.block_cycles = std::max(makespan, p.hbm_floor) + c.overhead_cycles;
   c.time_s = c.block_cycles / (core.freq_ghz * 1e9);
   c.bound = classify(c, p.hbm_floor);
@@ -533,8 +517,9 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
       i.start += c.overhead_cycles;
       i.end += c.overhead_cycles;
     }
-    if (!opt.full_timeline && v.size() > kTimelineIntervals) {
-      merge_gaps(v, kTimelineIntervals);
+    const std::size_t keep = opt.full_timeline ? kFullTimelineIntervals : kTimelineIntervals;
+    if (v.size() > keep) {
+      merge_gaps(v, keep);
       timeline->merged = true;
     }
   }
@@ -556,6 +541,27 @@ class EventCostModel final : public CostModel {
 
 OpCost simulate_tiling(const OpDesc& d, const Tiling& t, const AicoreConfig& core, const MemoryConfig& mem,
                        const EventOptions& opt) {
+  // The busiest block's steps, counted before they are built.
+  std::int64_t steps = 0;
+  if (t.attention) {
+    for (const auto& units : deal_attention_units(d, t)) {
+      std::int64_t load = 0;
+      for (std::int64_t u : units) {
+        const auto r = attention_range(d, t.c, u);
+        load += r.second - r.first;
+      }
+      steps = std::max(steps, load);
+    }
+  } else if (t.cube) {
+    steps =
+        deal_cube_tiles(d, t, mem.l2_mib * 1024 * 1024).busiest_tiles * std::min(t.c.k_steps_per_block, t.c.k_steps);
+  } else {
+    steps = t.v.tiles_per_block;
+  }
+  if (steps > kMaxSteps)
+    throw EventModelError(d.to_string() + ": " + std::to_string(steps) +
+                          " steps in its busiest block, more than the event model takes (" + std::to_string(kMaxSteps) +
+                          ", about 20 s); time it with aicore.model: analytic");
   Program p = t.attention ? attention_program(d, t, core, mem)
               : t.cube    ? cube_program(d, t, core, mem)
                           : vector_program(d, t, core, mem);

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,20 @@
 namespace ascendsim::aicore {
 
 struct EventOptions {
-  /// Keep every busy interval of every pipe (for `ascendsim op`'s timeline); otherwise at most
-  /// kTimelineIntervals per pipe, the shortest gaps merged.
+  /// Keep up to kFullTimelineIntervals busy intervals per pipe (`ascendsim op`'s timeline);
+  /// otherwise at most kTimelineIntervals. The shortest gaps are merged to keep within either.
   bool full_timeline = false;
+};
+inline constexpr std::size_t kFullTimelineIntervals = std::size_t{1} << 16;
+
+/// Steps of the busiest block beyond which the event model refuses an op.
+inline constexpr std::int64_t kMaxSteps = 2'000'000;
+
+/// What the event model will not do: an op of more than kMaxSteps steps, a call while a
+/// simulation runs, or flags that deadlock (which no tiling the tiler accepts can cause).
+class EventModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// The event model of one op. Throws std::logic_error when the tiling does not fit the buffers

@@ -267,6 +267,7 @@ void OpDesc::validate() const {
 
 std::string OpDesc::to_string() const {
   std::string s = std::string(op_kind_name(kind)) + "/" + precision_name(precision);
+  if (out_precision != precision) s += std::string("->") + precision_name(out_precision);
   const std::string epilogue =
       epilogue_ops || epilogue_operands || epilogue_sums
           ? " +ub(ops=" + std::to_string(epilogue_ops) + " in=" + std::to_string(epilogue_operands) +

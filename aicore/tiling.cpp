@@ -1,6 +1,8 @@
 #include "aicore/tiling.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <numeric>
 #include <stdexcept>
 #include <vector>
 
@@ -84,10 +86,16 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force) 
   // of Cube, MTE1 and MTE2 sets the pace; prefer larger output tiles (less re-reading) on ties.
   double best = 0;
   if (force) {
+    const std::string name =
+        "tile m" + std::to_string(force->m) + " n" + std::to_string(force->n) + " k" + std::to_string(force->k);
     if (force->m < 16 || force->m % 16 || force->n < 16 || force->n % 16 || force->k < kalign || force->k % kalign)
-      throw std::invalid_argument("tile m" + std::to_string(force->m) + " n" + std::to_string(force->n) + " k" +
-                                  std::to_string(force->k) + ": m and n must be multiples of 16 and k of " +
-                                  std::to_string(kalign) + " (the fractal)");
+      throw std::invalid_argument(name + ": m and n must be multiples of 16, k of " + std::to_string(kalign) +
+                                  " (the fractal" + (kalign == 16 ? "" : "; int8 packs 32 along k") + ")");
+    // Far beyond any buffer; keeps the footprints' arithmetic in range.
+    constexpr std::int64_t kLargest = 4096;
+    if (force->m > kLargest || force->n > kLargest || force->k > kLargest)
+      throw std::invalid_argument(name + ": at most " + std::to_string(kLargest) +
+                                  " along each axis (no L0 buffer holds more)");
   }
   const std::vector<std::int64_t> ms =
       force ? std::vector<std::int64_t>{force->m} : std::vector<std::int64_t>{16, 32, 64, 128, 256, 512};
@@ -283,9 +291,9 @@ Tiling tile_vector(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force
   std::int64_t tile = static_cast<std::int64_t>(static_cast<double>(cfg.ub_kib * 1024) / 2.0 / per_element);
   tile = std::max<std::int64_t>(align, tile / align * align);
   if (force) {
-    if (force->m < align || force->m % align)
+    if (force->m < align || force->m % align || force->m > (std::int64_t{1} << 24))
       throw std::invalid_argument("tile of " + std::to_string(force->m) + " elements: give a multiple of " +
-                                  std::to_string(align) + " (32 bytes)");
+                                  std::to_string(align) + " (32 bytes), at most 16777216");
     tile = force->m;
   }
   v.tile_elements = std::min(tile, round_up(p.elements, align));
@@ -394,34 +402,53 @@ CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& tiling, double l2_bytes)
   const bool along_rows =
       a_all + reread(b_all, ceil_div(t.tiles_m, rows)) <= b_all + reread(a_all, ceil_div(t.tiles_n, cols));
   std::vector<std::int64_t>& order = deal.order;
-  order.reserve(static_cast<std::size_t>(t.batch * t.tiles_m * t.tiles_n));
-  auto patch = [&](std::int64_t bi, std::int64_t row, std::int64_t col) {
+  order.reserve(static_cast<std::size_t>(t.tiles_m * t.tiles_n));
+  auto patch = [&](std::int64_t row, std::int64_t col) {
     for (std::int64_t i = row; i < std::min(t.tiles_m, row + rows); ++i)
-      for (std::int64_t j = col; j < std::min(t.tiles_n, col + cols); ++j)
-        order.push_back((bi * t.tiles_m + i) * t.tiles_n + j);
+      for (std::int64_t j = col; j < std::min(t.tiles_n, col + cols); ++j) order.push_back(i * t.tiles_n + j);
   };
-  for (std::int64_t bi = 0; bi < t.batch; ++bi) {
-    if (along_rows) {
-      for (std::int64_t row = 0; row < t.tiles_m; row += rows)
-        for (std::int64_t col = 0; col < t.tiles_n; col += cols) patch(bi, row, col);
-    } else {
-      for (std::int64_t col = 0; col < t.tiles_n; col += cols)
-        for (std::int64_t row = 0; row < t.tiles_m; row += rows) patch(bi, row, col);
+  if (along_rows) {
+    for (std::int64_t row = 0; row < t.tiles_m; row += rows)
+      for (std::int64_t col = 0; col < t.tiles_n; col += cols) patch(row, col);
+  } else {
+    for (std::int64_t col = 0; col < t.tiles_n; col += cols)
+      for (std::int64_t row = 0; row < t.tiles_m; row += rows) patch(row, col);
+  }
+  // The busiest block: the position whose tiles hold the most output. Positions repeat every
+  // active / gcd(tiles per product, active) products: count that many, scale to the batch.
+  const auto per_product = static_cast<std::int64_t>(order.size());
+  std::vector<double> work(static_cast<std::size_t>(active), 0.0), m(work), n(work), cnt(work);
+  std::vector<double> part_work(work), part_m(work), part_n(work), part_cnt(work);
+  const std::int64_t period = active / std::gcd(per_product, active);
+  const std::int64_t counted = std::min(t.batch, period), periods = t.batch / counted, rest = t.batch % counted;
+  for (std::int64_t bi = 0; bi < counted; ++bi) {
+    if (bi == rest) {  // the products after the last whole period
+      part_work = work;
+      part_m = m;
+      part_n = n;
+      part_cnt = cnt;
+    }
+    for (std::int64_t j = 0; j < per_product; ++j) {
+      const std::int64_t tile = order[static_cast<std::size_t>(j)];
+      const auto at = static_cast<std::size_t>((bi * per_product + j) % active);
+      const auto rows_here = static_cast<double>(tile_extent(tile / t.tiles_n, t.m_t, t.M));
+      const auto cols_here = static_cast<double>(tile_extent(tile % t.tiles_n, t.n_t, t.N));
+      work[at] += rows_here * cols_here;
+      m[at] += rows_here;
+      n[at] += cols_here;
+      cnt[at] += 1;
     }
   }
-  // The busiest block: the position whose tiles hold the most output.
-  std::vector<double> work(static_cast<std::size_t>(active), 0.0), m(work), n(work);
-  std::vector<std::int64_t> count(static_cast<std::size_t>(active), 0);
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const std::int64_t tile = order[i];
-    const auto rows_here = static_cast<double>(tile_extent(tile / t.tiles_n % t.tiles_m, t.m_t, t.M));
-    const auto cols_here = static_cast<double>(tile_extent(tile % t.tiles_n, t.n_t, t.N));
-    const std::size_t at = i % static_cast<std::size_t>(active);
-    work[at] += rows_here * cols_here;
-    m[at] += rows_here;
-    n[at] += cols_here;
-    ++count[at];
+  for (std::size_t at = 0; at < work.size(); ++at) {
+    const auto p = static_cast<double>(periods);
+    const bool partial = rest > 0;
+    work[at] = work[at] * p + (partial ? part_work[at] : 0.0);
+    m[at] = m[at] * p + (partial ? part_m[at] : 0.0);
+    n[at] = n[at] * p + (partial ? part_n[at] : 0.0);
+    cnt[at] = cnt[at] * p + (partial ? part_cnt[at] : 0.0);
   }
+  std::vector<std::int64_t> count(cnt.size());
+  for (std::size_t at = 0; at < cnt.size(); ++at) count[at] = static_cast<std::int64_t>(cnt[at] + 0.5);
   const auto at = static_cast<std::size_t>(std::max_element(work.begin(), work.end()) - work.begin());
   deal.busiest = static_cast<std::int64_t>(at);
   deal.busiest_tiles = count[at];
@@ -447,20 +474,23 @@ std::pair<std::int64_t, std::int64_t> attention_range(const OpDesc& d, const Cub
 
 std::vector<std::vector<std::int64_t>> deal_attention_units(const OpDesc& d, const Tiling& t) {
   const CubeTiling& c = t.c;
-  const std::int64_t units = c.batch * (d.kind == OpKind::FlashAttention ? c.tiles_m : c.tiles_n);
-  auto length = [&](std::int64_t u) {
-    const auto r = attention_range(d, c, u);
-    return r.second - r.first;
-  };
-  std::vector<std::int64_t> order(static_cast<std::size_t>(units));
-  for (std::int64_t u = 0; u < units; ++u) order[static_cast<std::size_t>(u)] = u;
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return length(a) > length(b); });
+  const std::int64_t per_head = d.kind == OpKind::FlashAttention ? c.tiles_m : c.tiles_n;
   std::vector<std::vector<std::int64_t>> dealt(static_cast<std::size_t>(t.blocks));
-  std::vector<std::int64_t> load(static_cast<std::size_t>(t.blocks), 0);
-  for (std::int64_t u : order) {
-    const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    dealt[least].push_back(u);
-    load[least] += length(u);
+  std::size_t next = 0;
+  auto deal = [&](std::initializer_list<std::int64_t> units) {
+    for (std::int64_t u : units) dealt[next].push_back(u);
+    next = (next + 1) % dealt.size();
+  };
+  for (std::int64_t head = 0; head < c.batch; ++head) {
+    const std::int64_t first = head * per_head;
+    if (!d.causal) {
+      for (std::int64_t i = 0; i < per_head; ++i) deal({first + i});
+      continue;
+    }
+    // A unit near the start of the diagonal with one near its end: their lengths add up to the
+    // same, so every block gets the same work, and head by head the heads in flight stay few.
+    for (std::int64_t i = 0; i < per_head / 2; ++i) deal({first + i, first + per_head - 1 - i});
+    if (per_head % 2) deal({first + per_head / 2});
   }
   return dealt;
 }

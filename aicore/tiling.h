@@ -71,7 +71,9 @@ inline std::int64_t tile_extent(std::int64_t index, std::int64_t tile, std::int6
 /// (blocks / k_split), each block taking the same position in every round; the busiest block's
 /// position and the mean extents of its tiles (edge tiles are smaller than the L0 tile).
 struct CubeDeal {
-  std::vector<std::int64_t> order;  ///< output tile indices, (product x tiles_m + row) x tiles_n + col
+  /// One product's output tiles in dealing order (row x tiles_n + col); a batch's products follow
+  /// one another: global index i is tile order[i % size] of product i / size.
+  std::vector<std::int64_t> order;
   std::int64_t per_round = 1;
   std::int64_t busiest = 0;        ///< position in a round of the block with the most output
   std::int64_t busiest_tiles = 0;  ///< output tiles that block computes
@@ -90,8 +92,8 @@ CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& t, double l2_bytes);
 /// of a query tile (forward) or every query tile of a key tile (gradient), under a causal mask
 /// only those at or below the diagonal.
 std::pair<std::int64_t, std::int64_t> attention_range(const OpDesc& d, const CubeTiling& c, std::int64_t unit);
-/// Fused attention: the units each block runs, longest first to the least loaded block (a causal
-/// mask makes units unequal and the kernel balances them; without one, units go in turn).
+/// Fused attention: the units each block runs, dealt in turn head by head; under a causal mask
+/// (units of unequal length) in pairs whose lengths add up to the same, so the blocks balance.
 std::vector<std::vector<std::int64_t>> deal_attention_units(const OpDesc& d, const Tiling& t);
 
 /// An L0 tile chosen by hand: m x n x k for a Cube op (multiples of 16; k of 32 for int8), m

@@ -181,12 +181,13 @@ void TaskScheduler::trace_ai_task(const Stream& s, const Task& t, const sc_time&
   auto at = [&](double cycles) {
     return from + sc_time::from_value(static_cast<std::uint64_t>(cycles * ps_per_cycle));
   };
-  for (std::size_t p = 0; p < aicore::kPipeCount; ++p) {
-    if (tl.pipes[p].empty()) continue;
-    if (m_pipe_tracks[p] < 0)
+  if (m_pipe_tracks[0] < 0)  // all seven, in the pipes' order
+    for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
       m_pipe_tracks[p] = m_trace->track(std::string("AI core 0: ") + aicore::pipe_name(static_cast<aicore::Pipe>(p)));
-    for (const auto& i : tl.pipes[p]) m_trace->span(m_pipe_tracks[p], it->second, at(i.start), at(i.end));
-  }
+  auto [name, named] = m_pipe_labels.try_emplace(&t, 0);  // the op's name alone: its span has the arguments
+  if (named) name->second = m_trace->label(t.name);
+  for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
+    for (const auto& i : tl.pipes[p]) m_trace->span(m_pipe_tracks[p], name->second, at(i.start), at(i.end));
 }
 
 void TaskScheduler::set_active(Stream& s, bool active) {

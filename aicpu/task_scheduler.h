@@ -212,6 +212,7 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   /// Tracks of AI core 0's pipes (the busiest block of every op runs there), made on the first op
   /// the event model timed; -1 until then.
   std::array<int, aicore::kPipeCount> m_pipe_tracks{-1, -1, -1, -1, -1, -1, -1};
+  std::unordered_map<const Task*, int> m_pipe_labels;  ///< per task: its pipe spans' label
   int m_rank = 0;
   hostif::ValuesIf* m_values = nullptr;
   std::vector<CommTiming> m_comm_timing;

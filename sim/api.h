@@ -151,6 +151,7 @@ struct OpProfile {
     std::int64_t blocks = 0;
     double cycles = 0;           ///< of the busiest block
     std::vector<double> ratios;  ///< per aicore::op_summary_ratios() column
+    std::string bound;           ///< what bounds it (aicore::bound_name)
   };
   struct Type {
     std::string type;
@@ -178,8 +179,9 @@ struct AicoreModelCheck {
     std::string analytic_bound, event_bound;
     double difference() const { return analytic_us > 0 ? event_us / analytic_us - 1 : 0.0; }
   };
-  std::vector<Op> ops;  ///< in order of first execution
-  double wall_s = 0;    ///< the event model's simulation time
+  std::vector<Op> ops;               ///< in order of first execution
+  std::vector<std::string> skipped;  ///< ops the event model refused (too many steps), with why
+  double wall_s = 0;                 ///< the event model's simulation time
 };
 AicoreModelCheck check_aicore_models(const RunRequest& req);
 

@@ -1367,11 +1367,14 @@ int cmd_op(int argc, char* argv[]) {
   if (columns < 10 || columns > 400) throw InputError("--columns " + std::to_string(columns) + ": give 10 to 400");
   std::optional<aicore::L0Tile> forced;
   if (!tile.empty()) {
-    if (!event) throw InputError("--tile: the event model's (add --aicore-model event)");
+    if (!event) throw InputError("--tile works with the event model only: add --aicore-model event");
     const auto parts = comma_list(tile);
     aicore::L0Tile l0;
     std::vector<std::int64_t*> fields = {&l0.m, &l0.n, &l0.k};
     const std::size_t want = aicore::is_cube(d.kind) ? 3 : 1;
+    if (aicore::is_attention(d.kind))
+      throw InputError(
+          "--tile: a fused attention kernel has its own Br x Bc tiles (docs/aicore.md); it takes no other");
     if (parts.size() != want)
       throw InputError(
           "--tile '" + tile + "': give " +
@@ -1392,10 +1395,13 @@ int cmd_op(int argc, char* argv[]) {
                                   cfg.chip.memory, eo);
     else
       c = aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory)->estimate(d);
+  } catch (const aicore::EventModelError& e) {
+    throw InputError(e.what());
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
-  } catch (const std::logic_error& e) {
-    throw InputError(std::string(e.what()) + " — check the buffer sizes of the configuration");
+  } catch (const std::logic_error& e) {  // a footprint the buffers cannot hold
+    throw InputError(std::string(e.what()) +
+                     (forced ? " — choose a smaller --tile" : " — check the buffer sizes of the configuration"));
   }
   const auto& core = cfg.chip.aicore;
   const double peak_macs =
@@ -1410,6 +1416,8 @@ int cmd_op(int argc, char* argv[]) {
   j["chip"] = cfg.chip.name;
   j["aicore_model"] = cfg.chip.aicore.model;
   j["cycles"] = c.block_cycles;
+  j["span_cycles"] = c.span_cycles;
+  j["hbm_floor_cycles"] = c.hbm_floor_cycles;
   j["time_us"] = c.time_s * 1e6;
   j["macs"] = c.macs;
   j["gm_bytes"] = c.gm_bytes;
@@ -1450,8 +1458,19 @@ int cmd_op(int argc, char* argv[]) {
     if (o.json == "-") return 0;
   }
   std::cout << fmt::format("{} on {}\n", d.to_string(), cfg.chip.name);
-  std::cout << fmt::format("  time            {:.3f} us ({:.0f} cycles of the busiest block, {} blocks)\n",
-                           c.time_s * 1e6, c.block_cycles, c.blocks);
+  std::cout << fmt::format("  time            {:.3f} us ({:.0f} cycles, {} blocks)\n", c.time_s * 1e6, c.block_cycles,
+                           c.blocks);
+  // What the cycles are: the busiest block's pipes, unless the op's HBM bytes take longer.
+  if (c.hbm_floor_cycles > c.span_cycles)
+    std::cout << fmt::format(
+        "  cycles          {:.0f} start-up + {:.0f} for the op's {:.0f} B through HBM at {} GB/s "
+        "(the busiest block's pipes take {:.0f})\n",
+        c.overhead_cycles, c.hbm_floor_cycles, c.gm_bytes, cfg.chip.memory.hbm_bandwidth_gbps, c.span_cycles);
+  else
+    std::cout << fmt::format(
+        "  cycles          {:.0f} start-up + {:.0f} of the busiest block's pipes (the op's HBM "
+        "bytes alone would take {:.0f})\n",
+        c.overhead_cycles, c.span_cycles, c.hbm_floor_cycles);
   std::cout << fmt::format("  bound           {}\n", aicore::bound_name(c.bound));
   std::cout << fmt::format("  tiling          {}\n", c.tiling.describe());
   if (c.macs > 0)
@@ -1592,12 +1611,12 @@ int cmd_profile(int argc, char* argv[]) {
   // cycles (aic_: the Cube side, aiv_: the Vector unit's pipes).
   std::string s = "Op Name,OP Type,Task Type,Block Dim,Task Duration(us),aicore_model,aic_total_cycles";
   for (const auto& column : aicore::op_summary_ratios()) s += std::string(",") + column.first;
-  s += "\n";
+  s += ",bound\n";
   for (const auto& op : p.ops) {
     s += fmt::format("{},{},AI_CORE,{},{:.3f},{},{:.0f}", op.full_name, op.type, op.blocks, op.time_ms * 1e3,
                      p.aicore_model, op.cycles);
     for (double r : op.ratios) s += fmt::format(",{:.4f}", r);
-    s += "\n";
+    s += "," + op.bound + "\n";
   }
   files.stage(detail, d);
   files.stage(types, t);
@@ -1663,6 +1682,7 @@ int cmd_aicore_check(int argc, char* argv[]) {
                         {"event_bound", op.event_bound}});
   j["step_analytic_ms"] = analytic / 1e3;
   j["step_event_ms"] = event / 1e3;
+  j["not_compared"] = check.skipped;
   if (!o.json.empty()) {
     write_output(o.json, j.dump(2) + "\n");
     if (o.json == "-") return 0;
@@ -1675,7 +1695,7 @@ int cmd_aicore_check(int argc, char* argv[]) {
                    "{}: {} distinct AI-core ops of one step timed by both models ({:.1f} s of event simulation)\n",
                    o.workload, check.ops.size(), check.wall_s)
             << table.render()
-            << fmt::format("step: analytic {:.3f} ms, event {:.3f} ms ({:+.1f}%); {} of {} ops agree within {:.0f}%\n",
+            << fmt::format("step: analytic {:.3f} ms, event {:.3f} ms ({:+.1f}%); {} of {} ops agree within {:.3g}%\n",
                            analytic / 1e3, event / 1e3, analytic > 0 ? 100 * (event / analytic - 1) : 0.0, within,
                            check.ops.size(), 100 * tol);
   std::vector<const AicoreModelCheck::Op*> beyond;
@@ -1684,6 +1704,7 @@ int cmd_aicore_check(int argc, char* argv[]) {
   std::stable_sort(beyond.begin(), beyond.end(), [](const auto* a, const auto* b) {
     return std::fabs(a->difference()) > std::fabs(b->difference());
   });
+  for (const auto& s : check.skipped) std::cout << "not compared: " << s << "\n";
   if (!beyond.empty() && top > 0) {
     std::cout << "beyond the tolerance (docs/aicore.md says why):\n";
     for (std::size_t i = 0; i < beyond.size() && static_cast<std::int64_t>(i) < top; ++i)

@@ -208,6 +208,10 @@ void check_combinations(const SystemConfig& cfg) {
   if (cfg.pipeline.shard_id >= cfg.pipeline.num_shards)
     throw InputError("pipeline.shard_id " + std::to_string(cfg.pipeline.shard_id) +
                      " is not below pipeline.num_shards " + std::to_string(cfg.pipeline.num_shards));
+  if (!a.double_buffer && a.model != "event")
+    throw InputError(
+        "aicore.double_buffer = false is the event model's: the analytic model always schedules two "
+        "halves; set aicore.model=event (--aicore-model event) as well");
 }
 
 SystemConfig load_config(const ConfigRequest& req) {

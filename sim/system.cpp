@@ -1,5 +1,7 @@
 #include "sim/system.h"
 
+#include "aicore/event_model.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -107,6 +109,8 @@ runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Wor
   aicore::CachedCostModel model(aicore::make_pipe_cost_model(cfg.chip.aicore, cfg.chip.memory));
   try {
     return runtime::compile(w, model, cfg.chip.queue.capacity);
+  } catch (const aicore::EventModelError& e) {  // an op too large for the event model
+    throw InputError(e.what());
   } catch (const std::invalid_argument& e) {  // a request the graph cannot take (all_reduce_fusion)
     throw InputError(e.what());
   } catch (const std::logic_error& e) {  // the tiler found no tile that fits the configured buffers

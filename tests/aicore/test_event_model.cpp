@@ -6,9 +6,11 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <systemc>
 
 #include "aicore/cost_model.h"
 #include "aicore/event_model.h"
@@ -208,6 +210,108 @@ TEST(EventModel, ChosenByTheConfiguration) {
   EXPECT_LE(pipe_ratio(c, Pipe::Cube), 1);
 }
 
+/// The 910B's AI cores: 24 with a Cube, two vector cores each, the fused attention kernel.
+AicoreConfig split_cores() {
+  AicoreConfig c;
+  c.cores = 24;
+  c.vector_cores = 48;
+  c.flash_attention = true;
+  return c;
+}
+
+OpDesc attention(bool forward, std::int64_t heads, std::int64_t m, std::int64_t n, bool causal) {
+  OpDesc d;
+  d.kind = forward ? OpKind::FlashAttention : OpKind::FlashAttentionGrad;
+  d.batch = heads;
+  d.m = m;
+  d.n = n;
+  d.k = 128;
+  d.causal = causal;
+  return d;
+}
+
+TEST(EventModel, AttentionRunsEveryUnitOfTheBusiestBlock) {
+  // The busiest block runs every streamed tile of each of its units, whichever block that is and
+  // however the causal mask makes the units unequal; the Cube's busy cycles are 2 (forward) or 5
+  // (gradient) Br x Bc x D products per step.
+  const AicoreConfig core = split_cores();
+  for (bool forward : {true, false})
+    for (bool causal : {false, true})
+      for (const auto& [heads, m, n] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+               {7, 3000, 1024}, {3, 1920, 1920}, {1, 3200, 3200}, {32, 2048, 2048}}) {
+        if (causal && m != n) continue;
+        const OpDesc d = attention(forward, heads, m, n, causal);
+        const Tiling t = tile_op(d, core);
+        std::int64_t busiest = 0, all = 0;
+        for (const auto& units : deal_attention_units(d, t)) {
+          std::int64_t load = 0;
+          for (std::int64_t u : units) {
+            const auto r = attention_range(d, t.c, u);
+            load += r.second - r.first;
+          }
+          busiest = std::max(busiest, load);
+          all += static_cast<std::int64_t>(units.size());
+        }
+        EXPECT_EQ(all, heads * (forward ? t.c.tiles_m : t.c.tiles_n)) << d.to_string();
+        const OpCost c = simulate_op(d, core, MemoryConfig{});
+        ASSERT_TRUE(c.timeline);
+        EXPECT_EQ(c.timeline->steps, busiest) << d.to_string();
+        const double per_step = (forward ? 2.0 : 5.0) * static_cast<double>(t.c.m_t * t.c.n_t * t.c.K) / 4096.0;
+        EXPECT_NEAR(c.pipe_busy[at(Pipe::Cube)], static_cast<double>(busiest) * per_step, 1e-6) << d.to_string();
+        // Under the mask the blocks balance: the busiest has at most one unit's worth above the mean.
+        if (causal) {
+          const double mean =
+              static_cast<double>(heads * t.c.tiles_m * (t.c.tiles_m + 1) / 2) / static_cast<double>(t.blocks);
+          EXPECT_LE(static_cast<double>(busiest), mean + static_cast<double>(t.c.tiles_m + 1)) << d.to_string();
+        }
+      }
+}
+
+TEST(EventModel, AnOpTooLargeIsRefusedBeforeItIsBuiltAndTheCallersContextStays) {
+  sc_core::sc_simcontext* before = sc_core::sc_get_curr_simcontext();
+  OpDesc d = matmul(4096, 4096, 4096);
+  d.batch = 65536;
+  try {
+    simulate_op(d, AicoreConfig{}, MemoryConfig{});
+    ADD_FAILURE() << "not refused";
+  } catch (const EventModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("aicore.model: analytic"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sc_core::sc_get_curr_simcontext(), before);
+  // A tile far beyond any buffer is refused as such, not overflowed.
+  const L0Tile huge{std::int64_t{1} << 62, 16, 16};
+  EXPECT_THROW(tile_op(matmul(64, 64, 64), AicoreConfig{}, &huge), std::invalid_argument);
+  // After a refusal the model still runs, in a context of its own.
+  EXPECT_GT(simulate_op(matmul(256, 256, 256), AicoreConfig{}, MemoryConfig{}).time_s, 0);
+  EXPECT_EQ(sc_core::sc_get_curr_simcontext(), before);
+}
+
+TEST(EventModel, TheBusiestBlockOfABatchIsCountedOverItsPeriod) {
+  // deal_cube_tiles counts a batch's products over the period in which block positions repeat:
+  // the same as dealing every tile.
+  for (const std::int64_t batch : {1, 3, 7, 40, 1000}) {
+    OpDesc d = matmul(80, 48, 64);  // 5 x 3 tiles of 16 or 5 x 1 of 16 x 48: a few per product
+    d.batch = batch;
+    const AicoreConfig core;
+    const Tiling t = tile_op(d, core);
+    const CubeDeal deal = deal_cube_tiles(d, t, 32.0 * 1024 * 1024);
+    const auto per_product = static_cast<std::int64_t>(deal.order.size());
+    std::vector<double> work(static_cast<std::size_t>(deal.per_round), 0.0);
+    std::vector<std::int64_t> count(work.size(), 0);
+    for (std::int64_t i = 0; i < batch * per_product; ++i) {
+      const std::int64_t tile = deal.order[static_cast<std::size_t>(i % per_product)];
+      const auto at = static_cast<std::size_t>(i % deal.per_round);
+      work[at] += static_cast<double>(tile_extent(tile / t.c.tiles_n, t.c.m_t, t.c.M) *
+                                      tile_extent(tile % t.c.tiles_n, t.c.n_t, t.c.N));
+      ++count[at];
+    }
+    const auto busiest = static_cast<std::size_t>(std::max_element(work.begin(), work.end()) - work.begin());
+    EXPECT_EQ(deal.busiest, static_cast<std::int64_t>(busiest)) << batch;
+    EXPECT_EQ(deal.busiest_tiles, count[busiest]) << batch;
+    EXPECT_NEAR(deal.mean_mn * static_cast<double>(count[busiest]), work[busiest], 1e-6) << batch;
+  }
+}
+
 TEST(EventModel, FuzzedTilingsRunOrAreRefusedNeverDeadlock) {
   // Random ops, buffer sizes, L0 tiles and buffering: the tiler refuses a tile that does not fit
   // (naming the buffer); every other one runs to its last step with every pipe's work done.
@@ -230,12 +334,37 @@ TEST(EventModel, FuzzedTilingsRunOrAreRefusedNeverDeadlock) {
     mem.l2_mib = static_cast<double>(pick(0, 8)) / 2;
     OpDesc d;
     L0Tile tile;
-    switch (pick(0, 2)) {
+    switch (pick(0, 3)) {
       case 0:
         d = matmul(pick(1, 700), pick(1, 700), pick(1, 900));
         d.batch = pick(1, 3);
-        tile = {16 * pick(1, 16), 16 * pick(1, 16), 16 * pick(1, 32)};
+        if (pick(0, 3) == 0) d.precision = d.out_precision = Precision::INT8;
+        if (pick(0, 3) == 0) {  // a UB-fused epilogue
+          d.epilogue_ops = pick(0, 3);
+          d.epilogue_operands = pick(0, 1);
+          d.epilogue_sums = pick(0, 1) * d.n;
+        }
+        tile = {16 * pick(1, 16), 16 * pick(1, 16), (d.precision == Precision::INT8 ? 32 : 16) * pick(1, 16)};
         break;
+      case 3: {  // fused attention: its own tiles; the fuzz is in the shape, the mask and the cores
+        core.flash_attention = true;
+        core.vector_cores = pick(0, 1) * 2 * core.cores;
+        const bool causal = pick(0, 1) == 1;
+        const std::int64_t s = pick(1, 1200);
+        d = attention(pick(0, 1) == 1, pick(1, 9), s, causal ? s : pick(1, 1200), causal);
+        d.k = 16 * pick(1, 16);
+        Tiling t;
+        try {
+          t = tile_op(d, core);
+        } catch (const std::logic_error&) {
+          ++refused;
+          continue;
+        }
+        const OpCost c = simulate_tiling(d, t, core, mem);
+        EXPECT_GT(c.timeline->steps, 0) << d.to_string();
+        ++ran;
+        continue;
+      }
       case 1:
         d.kind = pick(0, 1) ? OpKind::Conv2DBackpropFilter : OpKind::Conv2D;
         d.batch = pick(1, 4);
