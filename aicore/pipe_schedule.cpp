@@ -45,7 +45,7 @@ void PipeSchedule::push(const PipeCycles& d) {
   for (std::size_t s = 0; s + 1 < kPipeCount; ++s) {
     std::size_t next = s + 1;
     while (next < kPipeCount && d[next] == 0) ++next;
-    release[s] = next < kPipeCount ? end[next] : end[s];
+    release[s] = next < kPipeCount ? end[next] + m_sync : end[s];  // the freeing flag is seen sync later
   }
   m_state[0] = m_state[1];
   m_state[1] = end;

@@ -136,9 +136,16 @@ Tiling tile_cube(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force) 
                             static_cast<double>(b) / static_cast<double>(cfg.mte2_bytes_per_cycle);
         // Padding waste at the problem's edges counts against a tile.
         const double useful = static_cast<double>(t.M * t.N) / static_cast<double>(round_up(t.M, m) * round_up(t.N, n));
+        // So does a last round of tiles that leaves cores idle: the busiest core computes
+        // ceil(tiles / cores) tiles while the mean is tiles / cores.
+        const std::int64_t out_tiles = t.batch * ceil_div(t.M, m) * ceil_div(t.N, n);
+        const double rounds_used =
+            out_tiles >= cfg.cores
+                ? static_cast<double>(out_tiles) / static_cast<double>(ceil_div(out_tiles, cfg.cores) * cfg.cores)
+                : 1.0;
         // Ties on the busiest pipe go to the tile that moves fewer bytes per MAC (less GM pressure).
         const double score =
-            macs * useful /
+            macs * useful * rounds_used /
             (std::max({cube, mte1, mte2}) + static_cast<double>(cfg.scalar_tile_cycles) + 0.01 * (mte1 + mte2));
         if (score > best * (1 + 1e-9)) {
           best = score;
