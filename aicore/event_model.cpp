@@ -481,9 +481,11 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
   auto timeline = std::make_shared<PipeTimeline>();
   double makespan = 0;
   {
-    // Ops are timed when a graph is compiled, before its simulation starts.
+    // Ops are timed when a graph is compiled, before its simulation starts (checked under the
+    // lock that guards SystemC's current context).
+    std::unique_lock<std::recursive_mutex> lock(sim::systemc_mutex());
     if (sc_core::sc_curr_simcontext && sc_core::sc_is_running(sc_core::sc_curr_simcontext))
-      throw EventModelError("the event model times ops before a simulation starts, not while it runs");
+      throw std::logic_error("the event model times ops before a simulation starts, not while it runs");
     sim::ScopedContext context;
     Block block("block", p, static_cast<double>(core.flag_sync_cycles),
                 opt.full_timeline ? kFullTimelineIntervals : kTimelineIntervals);
@@ -495,7 +497,7 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
         if (!block.waiting[q].empty())
           who +=
               std::string(who.empty() ? "" : "; ") + pipe_name(static_cast<Pipe>(q)) + " waits for " + block.waiting[q];
-      throw EventModelError(d.to_string() + ": the pipes' flags deadlocked: " + who);
+      throw std::logic_error(d.to_string() + ": the pipes' flags deadlocked: " + who);
     }
     c.pipe_busy = block.busy;
     timeline->merged = block.merged;

@@ -39,15 +39,17 @@ inline constexpr std::size_t kFullTimelineIntervals = std::size_t{1} << 16;
 /// Steps of the busiest block beyond which the event model refuses an op.
 inline constexpr std::int64_t kMaxSteps = 2'000'000;
 
-/// What the event model will not do: an op of more than kMaxSteps steps, a call while a
-/// simulation runs, or flags that deadlock (which no tiling the tiler accepts can cause).
+/// An op the event model will not simulate: its busiest block has more than kMaxSteps steps.
+/// (A call while a simulation runs, or flags that deadlock — which no tiling the tiler accepts can
+/// cause — are std::logic_error: faults, not input.)
 class EventModelError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-/// The event model of one op. Throws std::logic_error when the tiling does not fit the buffers
-/// (the tiler's refusal) or the pipes' flags deadlock (naming the waiting pipes).
+/// The event model of one op. Throws EventModelError for an op too large to simulate,
+/// std::logic_error when the tiling does not fit the buffers (the tiler's refusal) or the pipes'
+/// flags deadlock (naming the waiting pipes).
 OpCost simulate_op(const OpDesc& d, const AicoreConfig& core, const MemoryConfig& mem, const EventOptions& opt = {});
 
 /// The event model of one op with a given tiling (tile_op() with a forced L0 tile: a user's or a

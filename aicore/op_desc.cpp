@@ -189,6 +189,10 @@ void OpDesc::validate() const {
     positive(k, "k");
     if (is_attention(kind) && precision == Precision::FP32)
       throw std::invalid_argument(std::string(op_kind_name(kind)) + ": the fused attention kernel runs in fp16");
+    if (is_attention(kind) && causal && m != n)
+      throw std::invalid_argument(
+          std::string(op_kind_name(kind)) + ": a causal mask here is a decoder's over its own " +
+          "sequence: give as many keys as queries (m = n), not " + std::to_string(m) + " and " + std::to_string(n));
   } else if (takes_nchw(kind)) {
     positive(batch, "n");
     positive(cin, "c");

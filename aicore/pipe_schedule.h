@@ -6,7 +6,8 @@
 // the buffer between two pipes is ping-pong: a pipe may start tile i only when it has finished
 // tile i-1, the pipe before it that works on tile i has finished it and raised its flag (seen
 // `sync_cycles` later), and the pipe that consumed its output two of its own tiles ago has finished
-// with it (the half it will write is free). Pipes with nothing to do for a tile pass it straight
+// with it and its freeing flag has been seen (`sync_cycles` later again: the half it will write is
+// free). Pipes with nothing to do for a tile pass it straight
 // on; a pipe that works on every k-th tile only (FixPipe and after, on an output tile's last
 // k-step) still has both of its halves. So MTE2 loads
 // tile i+1 while the Cube works on tile i, and the Vector post-processes while the next Cube tile

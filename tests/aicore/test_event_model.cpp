@@ -230,10 +230,10 @@ OpDesc attention(bool forward, std::int64_t heads, std::int64_t m, std::int64_t 
   return d;
 }
 
-TEST(EventModel, AttentionRunsEveryUnitOfTheBusiestBlock) {
-  // The busiest block runs every streamed tile of each of its units, whichever block that is and
-  // however the causal mask makes the units unequal; the Cube's busy cycles are 2 (forward) or 5
-  // (gradient) Br x Bc x D products per step.
+TEST(EventModel, AttentionRunsEveryStepOfItsBusiestBlock) {
+  // The simulated block runs every streamed tile of each unit of the busiest block, however the
+  // causal mask makes the units unequal; the Cube's busy cycles are 2 (forward) or 5 (gradient)
+  // Br x Bc x D products per step; every unit is dealt once.
   const AicoreConfig core = split_cores();
   for (bool forward : {true, false})
     for (bool causal : {false, true})
@@ -289,11 +289,15 @@ TEST(EventModel, AnOpTooLargeIsRefusedBeforeItIsBuiltAndTheCallersContextStays) 
 TEST(EventModel, TheBusiestBlockOfABatchIsCountedOverItsPeriod) {
   // deal_cube_tiles counts a batch's products over the period in which block positions repeat:
   // the same as dealing every tile.
-  for (const std::int64_t batch : {1, 3, 7, 40, 1000}) {
-    OpDesc d = matmul(80, 48, 64);  // 5 x 3 tiles of 16 or 5 x 1 of 16 x 48: a few per product
+  // 15 tiles of 16 x 16 per product on 32 cores: positions repeat every 32 products; batches
+  // below, at and beyond the period, with and without a remainder.
+  for (const std::int64_t batch : {1, 3, 7, 31, 32, 33, 40, 64, 1000}) {
+    OpDesc d = matmul(80, 48, 64);
     d.batch = batch;
     const AicoreConfig core;
-    const Tiling t = tile_op(d, core);
+    const L0Tile tile{16, 16, 16};
+    const Tiling t = tile_op(d, core, &tile);
+    ASSERT_EQ(t.c.tiles_m * t.c.tiles_n, 15);
     const CubeDeal deal = deal_cube_tiles(d, t, 32.0 * 1024 * 1024);
     const auto per_product = static_cast<std::int64_t>(deal.order.size());
     std::vector<double> work(static_cast<std::size_t>(deal.per_round), 0.0);

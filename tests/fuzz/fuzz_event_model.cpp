@@ -92,6 +92,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::logic_error&) {  // refused: a footprint the buffers cannot hold, or no tile
     return 0;
   }
+  // Many small tiles on few cores make hundreds of thousands of steps: seconds each under the
+  // sanitizers. The flags' logic is the same at any length; keep the inputs fast.
+  const std::int64_t steps = t.attention ? t.c.tiles_per_block * t.c.k_steps
+                             : t.cube    ? t.c.tiles_per_block * t.c.k_steps_per_block
+                                         : t.v.tiles_per_block;
+  if (steps > 20000) return 0;
   const OpCost c = simulate_tiling(d, t, core, mem);  // a deadlock throws: a finding
   if (!(c.block_cycles > 0) || !c.timeline || c.timeline->steps <= 0) __builtin_trap();
   return 0;
