@@ -14,8 +14,9 @@
 //
 // Memory: the other blocks run the same programme at the same time, so each step's GM reads are
 // those of every block in that round: an LRU model of the chip's L2 (memory.l2_mib) decides which
-// tiles of the operands hit, and the round's misses share the HBM, its hits the L2 bandwidth, in
-// proportion to the simulated block's share of the traffic. Edge tiles have their own sizes.
+// tiles of the operands hit; a step's loads last at least the round's misses at the whole HBM
+// bandwidth and its hits at the whole L2 bandwidth (the blocks of a round move together), and its
+// stores the round's stores at the HBM bandwidth. Edge tiles have their own sizes.
 #pragma once
 
 #include <array>
