@@ -388,8 +388,27 @@ class Block : public sc_core::sc_module {
   std::array<std::vector<PipeTimeline::Interval>, kPipeCount> intervals;
   PipeCycles busy{};
   std::array<std::int64_t, kPipeCount> done{};  ///< steps each pipe finished
-  std::array<std::string, kPipeCount> waiting;  ///< what each pipe waits for, while it does
-  bool merged = false;                          ///< short gaps between intervals were merged
+  /// What a pipe waits for, while it does: the flag of producer `from` for step `step` (from <
+  /// kPipeCount), or a free half of its own output buffer (from == kPipeCount).
+  struct Wait {
+    bool active = false;
+    std::size_t from = 0;
+    std::size_t step = 0;
+  };
+  std::array<Wait, kPipeCount> waiting{};
+  PipeCycles starved{};  ///< cycles each pipe waited for its input (the producer's flag)
+  PipeCycles blocked{};  ///< cycles each pipe waited for a free half of its output
+  bool merged = false;   ///< short gaps between intervals were merged
+
+  /// What pipe `q` waits for, in words (a deadlock's report).
+  std::string waiting_for(std::size_t q) const {
+    const Wait& w = waiting[q];
+    const std::string step = " (step " + std::to_string(w.step) + ")";
+    if (w.from < kPipeCount)
+      return std::string("wait_flag ") + pipe_name(static_cast<Pipe>(w.from)) + " -> " +
+             pipe_name(static_cast<Pipe>(q)) + step;
+    return std::string("a free half of ") + pipe_name(static_cast<Pipe>(q)) + "'s output buffer" + step;
+  }
 
   /// True when every pipe has been through every step.
   bool finished() const {
@@ -401,13 +420,16 @@ class Block : public sc_core::sc_module {
  private:
   static bool works(const Step& s, std::size_t q) { return s.d[q] > 0; }
 
-  void wait_flag(Flag& f, std::size_t q, const std::string& what) {
-    waiting[q] = what;
+  /// Waits for `f` (from producer `from`, or kPipeCount: a free half); the time goes to `waited`.
+  void wait_flag(Flag& f, std::size_t q, std::size_t from, std::size_t step, double& waited) {
+    const sc_time since = sc_core::sc_time_stamp();
+    waiting[q] = {true, from, step};
     while (f.ready.empty()) wait(f.raised);
     const sc_time when = f.ready.front();
     f.ready.pop_front();
     if (when > sc_core::sc_time_stamp()) wait(when - sc_core::sc_time_stamp());
-    waiting[q].clear();
+    waiting[q].active = false;
+    waited += (sc_core::sc_time_stamp() - since).to_seconds() * 1e9;
   }
   void set_flag(Flag& f) {
     f.ready.push_back(sc_core::sc_time_stamp() + m_sync);
@@ -425,12 +447,8 @@ class Block : public sc_core::sc_module {
       prev = prev > 0 ? prev - 1 : kPipeCount;
       next = q + 1;
       while (next < kPipeCount && !works(s, next)) ++next;
-      const std::string step = " (step " + std::to_string(i) + ")";
-      if (prev < kPipeCount)
-        wait_flag(m_full[prev][q], q,
-                  std::string("wait_flag ") + pipe_name(static_cast<Pipe>(prev)) + " -> " + pipe_name(pipe) + step);
-      if (cube ? s.first : next < kPipeCount)
-        wait_flag(m_free[q], q, std::string("a free half of ") + pipe_name(pipe) + "'s output buffer" + step);
+      if (prev < kPipeCount) wait_flag(m_full[prev][q], q, prev, i, starved[q]);
+      if (cube ? s.first : next < kPipeCount) wait_flag(m_free[q], q, kPipeCount, i, blocked[q]);
       const sc_time start = sc_core::sc_time_stamp();
       wait(sc_time(s.d[q], sc_core::SC_NS));
       record(q, start.to_seconds() * 1e9, sc_core::sc_time_stamp().to_seconds() * 1e9);
@@ -494,13 +512,15 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
     if (!block.finished()) {
       std::string who;
       for (std::size_t q = 0; q < kPipeCount; ++q)
-        if (!block.waiting[q].empty())
-          who +=
-              std::string(who.empty() ? "" : "; ") + pipe_name(static_cast<Pipe>(q)) + " waits for " + block.waiting[q];
+        if (block.waiting[q].active)
+          who += std::string(who.empty() ? "" : "; ") + pipe_name(static_cast<Pipe>(q)) + " waits for " +
+                 block.waiting_for(q);
       throw std::logic_error(d.to_string() + ": the pipes' flags deadlocked: " + who);
     }
     c.pipe_busy = block.busy;
     timeline->merged = block.merged;
+    timeline->starved = block.starved;
+    timeline->blocked = block.blocked;
     for (std::size_t q = 0; q < kPipeCount; ++q) {
       if (!block.intervals[q].empty()) makespan = std::max(makespan, block.intervals[q].back().end);
       timeline->pipes[q] = std::move(block.intervals[q]);

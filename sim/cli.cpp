@@ -1452,6 +1452,11 @@ int cmd_op(int argc, char* argv[]) {
       tl[aicore::pipe_name(static_cast<aicore::Pipe>(p))] = spans;
     }
     j["timeline_cycles"] = tl;
+    ordered_json waits = ordered_json::object();
+    for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
+      waits[aicore::pipe_name(static_cast<aicore::Pipe>(p))] = {{"input", c.timeline->starved[p]},
+                                                                {"free_half", c.timeline->blocked[p]}};
+    j["pipes_waiting"] = waits;
   }
   if (!o.json.empty()) {
     write_output(o.json, j.dump(2) + "\n");
@@ -1478,9 +1483,18 @@ int cmd_op(int argc, char* argv[]) {
                              2.0 * peak_macs / 1e12, 100.0 * achieved / (2.0 * peak_macs / 1e12));
   std::cout << fmt::format("  memory          {:.0f} B through HBM ({:.0f} B moved by MTE), {:.2f} FLOP/B\n",
                            c.gm_bytes, c.mte_bytes, intensity);
-  std::cout << "  pipe busy (cycles, busiest block):\n";
-  for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
-    std::cout << fmt::format("    {:<8} {:>14.0f}\n", aicore::pipe_name(static_cast<aicore::Pipe>(p)), c.pipe_busy[p]);
+  if (c.timeline) {  // the event model: where each pipe's time went, working or waiting
+    std::cout << "  pipe cycles (busiest block): busy, waiting for its input, waiting for a free half of its output\n";
+    for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
+      std::cout << fmt::format("    {:<8} {:>14.0f} {:>14.0f} {:>14.0f}\n",
+                               aicore::pipe_name(static_cast<aicore::Pipe>(p)), c.pipe_busy[p], c.timeline->starved[p],
+                               c.timeline->blocked[p]);
+  } else {
+    std::cout << "  pipe busy (cycles, busiest block):\n";
+    for (std::size_t p = 0; p < aicore::kPipeCount; ++p)
+      std::cout << fmt::format("    {:<8} {:>14.0f}\n", aicore::pipe_name(static_cast<aicore::Pipe>(p)),
+                               c.pipe_busy[p]);
+  }
   std::cout << fmt::format("    {:<8} {:>14.0f}\n", "start", c.overhead_cycles);
   std::cout << fmt::format("  buffers (B)     L1 {}  L0A {}  L0B {}  L0C {}  UB {}\n", c.tiling.use.l1,
                            c.tiling.use.l0a, c.tiling.use.l0b, c.tiling.use.l0c, c.tiling.use.ub);

@@ -70,6 +70,10 @@ TEST(EventModel, StreamingOpTakesItsBytesOverTheMteBandwidthPlusTheFill) {
   EXPECT_NEAR(c.block_cycles - c.overhead_cycles, tiles * read + fill, 1e-3);
   // The reads: exactly the bytes over MTE2's bandwidth.
   EXPECT_NEAR(c.pipe_busy[at(Pipe::Mte2)], static_cast<double>(d.elements) * 2 / 128.0, 1e-6);
+  // MTE2 sets the pace: it never waits for a free half, only for its first issue.
+  ASSERT_TRUE(c.timeline);
+  EXPECT_EQ(c.timeline->blocked[at(Pipe::Mte2)], 0);
+  EXPECT_NEAR(c.timeline->starved[at(Pipe::Mte2)], static_cast<double>(core.scalar_tile_cycles) + sync, 1e-3);
   EXPECT_NEAR(c.block_cycles - c.overhead_cycles, static_cast<double>(d.elements) * 2 / 128.0, 2e-3 * c.block_cycles);
 }
 
@@ -167,6 +171,20 @@ TEST(EventModel, BusyCyclesAreTheStepsWorkAndTheSpanBoundsThem) {
   for (std::size_t p = 0; p < kPipeCount; ++p) EXPECT_LE(c.pipe_busy[p] + c.overhead_cycles, c.block_cycles + 1e-6);
   ASSERT_TRUE(c.timeline);
   EXPECT_EQ(c.timeline->steps, t.tiles_per_block * t.k_steps);
+  // Until its last step ends a pipe is always working or waiting (for its input or for a free
+  // half of its output): busy + waits = that end, from the block's start (to the picosecond the
+  // simulation rounds each step's work to: 0.001 cycle per step at most).
+  for (std::size_t p = 0; p < kPipeCount; ++p) {
+    if (c.timeline->pipes[p].empty()) continue;
+    const double end = c.timeline->pipes[p].back().end - c.overhead_cycles;
+    EXPECT_NEAR(c.pipe_busy[p] + c.timeline->starved[p] + c.timeline->blocked[p], end,
+                1e-3 * static_cast<double>(c.timeline->steps))
+        << pipe_name(Pipe(p));
+  }
+  // A Cube-bound op: the Cube hardly waits; MTE2, faster, waits for the Cube to free its halves.
+  EXPECT_LT(c.timeline->starved[at(Pipe::Cube)] + c.timeline->blocked[at(Pipe::Cube)],
+            0.05 * c.pipe_busy[at(Pipe::Cube)]);
+  EXPECT_GT(c.timeline->blocked[at(Pipe::Mte2)], 0.1 * c.pipe_busy[at(Pipe::Mte2)]);
   for (const auto& pipe : c.timeline->pipes) {
     EXPECT_LE(pipe.size(), kTimelineIntervals);
     for (std::size_t i = 1; i < pipe.size(); ++i) EXPECT_GT(pipe[i].start, pipe[i - 1].end);

@@ -536,6 +536,11 @@ TEST_F(CliTest, OpWithTheEventModelPrintsThePipesTimeline) {
   double cube = 0;
   for (const auto& i : j["timeline_cycles"]["cube"]) cube += i[1].get<double>() - i[0].get<double>();
   EXPECT_NEAR(cube, j["pipes"]["cube"].get<double>(), 1e-3 * cube);
+  // Where the pipes waited: the Cube, which bounds this op, hardly at all.
+  ASSERT_TRUE(j.contains("pipes_waiting"));
+  EXPECT_LT(j["pipes_waiting"]["cube"]["input"].get<double>() + j["pipes_waiting"]["cube"]["free_half"].get<double>(),
+            0.05 * cube);
+  EXPECT_THAT(r.out, HasSubstr("waiting for its input"));
   EXPECT_NEAR(j["op_summary"]["aic_mac_ratio"].get<double>(),
               j["pipes"]["cube"].get<double>() / j["cycles"].get<double>(), 1e-9);
   // The analytic model has no timeline; a tile of one's own is the event model's.
