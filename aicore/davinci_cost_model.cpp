@@ -8,6 +8,7 @@
 // faster than its share of HBM allows, reads and writes together.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "aicore/cost_model.h"
 #include "aicore/event_model.h"
@@ -254,20 +255,9 @@ class DaVinciCostModel final : public CostModel {
     // The busiest block's units (deal_attention_units: balanced under a causal mask), runs of
     // units of equal length at a time; every unit's streamed tiles for the bytes.
     const auto dealt = deal_attention_units(d, c.tiling);
-    double all_steps = 0, busiest = -1;
-    std::size_t at_most = 0;
-    for (std::size_t block = 0; block < dealt.size(); ++block) {
-      double load = 0;
-      for (std::int64_t u : dealt[block]) {
-        const auto r = attention_range(d, t, u);
-        load += static_cast<double>(r.second - r.first);
-      }
-      all_steps += load;
-      if (load > busiest) {
-        busiest = load;
-        at_most = block;
-      }
-    }
+    const std::vector<std::int64_t> loads = attention_loads(d, t, dealt);
+    const auto at_most = static_cast<std::size_t>(std::max_element(loads.begin(), loads.end()) - loads.begin());
+    const auto all_steps = static_cast<double>(std::accumulate(loads.begin(), loads.end(), std::int64_t{0}));
     c.mte_bytes = all_steps * (streamed + atomic) + units * (own_in + own_out);
     c.gm_bytes = all_steps * (streamed * miss + atomic) + units * (own_in + own_out);
     const auto& mine = dealt[at_most];

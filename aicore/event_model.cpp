@@ -118,7 +118,8 @@ std::array<int, kPipeCount> buffer_halves(const AicoreConfig& core) {
 /// A Cube op: output tiles dealt to the blocks a round at a time as deal_cube_tiles() orders them
 /// (with K split, B / k_split tiles at a time, each block one part of K), every round's reads
 /// through L2.
-Program cube_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& core, const MemoryConfig& mem) {
+Program cube_program(const OpDesc& d, const Tiling& tiling, const CubeDeal& deal, const AicoreConfig& core,
+                     const MemoryConfig& mem) {
   const CubeTiling& t = tiling.c;
   const Rates r = rates(core, mem);
   const double b = static_cast<double>(precision_bytes(d.precision));
@@ -141,7 +142,6 @@ Program cube_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& 
   const auto a_keys = static_cast<std::size_t>(t.batch * t.tiles_m * t.k_steps);
   L2Model l2(mem.l2_mib * 1024 * 1024, unique, a_keys + static_cast<std::size_t>(t.batch * t.k_steps * t.tiles_n));
 
-  const CubeDeal deal = deal_cube_tiles(d, tiling, mem.l2_mib * 1024 * 1024);
   const auto per_product = static_cast<std::int64_t>(deal.order.size());
   auto tile_at = [&](std::int64_t i) {  // the i-th output tile dealt, (product x tiles_m + row) x tiles_n + col
     return i / per_product * per_product + deal.order[static_cast<std::size_t>(i % per_product)];
@@ -229,7 +229,8 @@ Program cube_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& 
 /// Fused attention: (head, tile) units dealt to the blocks in turn, each streaming the other
 /// operand's tiles (a causal mask: only those at or below the diagonal), every round's streamed
 /// tiles through L2. The per-step work is the analytic model's (davinci_cost_model.cpp).
-Program attention_program(const OpDesc& d, const Tiling& tiling, const AicoreConfig& core, const MemoryConfig& mem) {
+Program attention_program(const OpDesc& d, const Tiling& tiling, const std::vector<std::vector<std::int64_t>>& dealt,
+                          const std::vector<std::int64_t>& load, const AicoreConfig& core, const MemoryConfig& mem) {
   const CubeTiling& t = tiling.c;
   const Rates r = rates(core, mem);
   const bool forward = d.kind == OpKind::FlashAttention;
@@ -262,14 +263,8 @@ Program attention_program(const OpDesc& d, const Tiling& tiling, const AicoreCon
           static_cast<double>(ceil_div(static_cast<std::int64_t>(br * bc * f32), 255 * core.vector_bytes_per_cycle));
   Program p;
   p.halves = buffer_halves(core);
-  // Round r is every block's r-th unit; the busiest block is simulated.
+  // Round r is every block's r-th unit; the busiest block (the largest `load`) is simulated.
   auto length = [&](std::int64_t u) { return range(u).second - range(u).first; };
-  const std::vector<std::vector<std::int64_t>> dealt = deal_attention_units(d, tiling);
-  std::vector<std::int64_t> load;
-  for (const auto& list : dealt) {
-    load.push_back(0);
-    for (std::int64_t u : list) load.back() += length(u);
-  }
   const auto busiest = static_cast<std::size_t>(std::max_element(load.begin(), load.end()) - load.begin());
   std::int64_t rounds = 0;
   for (const auto& list : dealt) rounds = std::max(rounds, static_cast<std::int64_t>(list.size()));
@@ -563,31 +558,26 @@ class EventCostModel final : public CostModel {
 
 OpCost simulate_tiling(const OpDesc& d, const Tiling& t, const AicoreConfig& core, const MemoryConfig& mem,
                        const EventOptions& opt) {
-  // The busiest block's steps, counted before they are built.
-  std::int64_t steps = 0;
+  // The busiest block's steps are counted, from the tiles' dealing, before they are built.
+  auto refuse_beyond_limit = [&](std::int64_t steps) {
+    if (steps > kMaxSteps)
+      throw EventModelError(d.to_string() + ": " + std::to_string(steps) +
+                            " steps in its busiest block, more than the event model takes (" +
+                            std::to_string(kMaxSteps) + ", about 20 s); time it with aicore.model: analytic");
+  };
   if (t.attention) {
-    for (const auto& units : deal_attention_units(d, t)) {
-      std::int64_t load = 0;
-      for (std::int64_t u : units) {
-        const auto r = attention_range(d, t.c, u);
-        load += r.second - r.first;
-      }
-      steps = std::max(steps, load);
-    }
-  } else if (t.cube) {
-    steps =
-        deal_cube_tiles(d, t, mem.l2_mib * 1024 * 1024).busiest_tiles * std::min(t.c.k_steps_per_block, t.c.k_steps);
-  } else {
-    steps = t.v.tiles_per_block;
+    const auto dealt = deal_attention_units(d, t);
+    const std::vector<std::int64_t> loads = attention_loads(d, t.c, dealt);
+    refuse_beyond_limit(*std::max_element(loads.begin(), loads.end()));
+    return run_program(d, t, attention_program(d, t, dealt, loads, core, mem), core, opt);
   }
-  if (steps > kMaxSteps)
-    throw EventModelError(d.to_string() + ": " + std::to_string(steps) +
-                          " steps in its busiest block, more than the event model takes (" + std::to_string(kMaxSteps) +
-                          ", about 20 s); time it with aicore.model: analytic");
-  Program p = t.attention ? attention_program(d, t, core, mem)
-              : t.cube    ? cube_program(d, t, core, mem)
-                          : vector_program(d, t, core, mem);
-  return run_program(d, t, p, core, opt);
+  if (t.cube) {
+    const CubeDeal deal = deal_cube_tiles(d, t, mem.l2_mib * 1024 * 1024);
+    refuse_beyond_limit(deal.busiest_tiles * std::min(t.c.k_steps_per_block, t.c.k_steps));
+    return run_program(d, t, cube_program(d, t, deal, core, mem), core, opt);
+  }
+  refuse_beyond_limit(t.v.tiles_per_block);
+  return run_program(d, t, vector_program(d, t, core, mem), core, opt);
 }
 
 OpCost simulate_op(const OpDesc& d, const AicoreConfig& core, const MemoryConfig& mem, const EventOptions& opt) {

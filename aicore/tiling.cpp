@@ -502,6 +502,21 @@ std::vector<std::vector<std::int64_t>> deal_attention_units(const OpDesc& d, con
   return dealt;
 }
 
+std::vector<std::int64_t> attention_loads(const OpDesc& d, const CubeTiling& c,
+                                          const std::vector<std::vector<std::int64_t>>& dealt) {
+  std::vector<std::int64_t> loads;
+  loads.reserve(dealt.size());
+  for (const auto& units : dealt) {
+    std::int64_t load = 0;
+    for (std::int64_t u : units) {
+      const auto r = attention_range(d, c, u);
+      load += r.second - r.first;
+    }
+    loads.push_back(load);
+  }
+  return loads;
+}
+
 Tiling tile_op(const OpDesc& d, const AicoreConfig& cfg, const L0Tile* force) {
   d.validate();
   if (is_attention(d.kind)) {

@@ -95,6 +95,9 @@ std::pair<std::int64_t, std::int64_t> attention_range(const OpDesc& d, const Cub
 /// Fused attention: the units each block runs, dealt in turn head by head; under a causal mask
 /// (units of unequal length) in pairs whose lengths add up to the same, so the blocks balance.
 std::vector<std::vector<std::int64_t>> deal_attention_units(const OpDesc& d, const Tiling& t);
+/// The streamed tiles (inner steps) each block of `dealt` runs.
+std::vector<std::int64_t> attention_loads(const OpDesc& d, const CubeTiling& c,
+                                          const std::vector<std::vector<std::int64_t>>& dealt);
 
 /// An L0 tile chosen by hand: m x n x k for a Cube op (multiples of 16; k of 32 for int8), m
 /// elements per tile for a Vector op (a multiple of 32 bytes); n and k unused there.
