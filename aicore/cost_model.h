@@ -28,7 +28,6 @@ struct PipeTimeline {
   std::array<std::vector<Interval>, kPipeCount> pipes;
   std::int64_t steps = 0;                ///< steps the block ran (k-steps of its output tiles, or tiles)
   std::array<int, kPipeCount> halves{};  ///< buffer halves of each pipe's output (2: ping-pong)
-  bool merged = false;                   ///< short gaps merged to keep at most kTimelineIntervals per pipe
   /// Cycles each pipe waited for its input (its producer's flag: the data was not there yet) and
   /// for a free half of its output (its consumer had not finished with it). Until a pipe's last
   /// step ends, it is always working or waiting: busy + starved + blocked is that end.

@@ -393,7 +393,6 @@ class Block : public sc_core::sc_module {
   std::array<Wait, kPipeCount> waiting{};
   PipeCycles starved{};  ///< cycles each pipe waited for its input (the producer's flag)
   PipeCycles blocked{};  ///< cycles each pipe waited for a free half of its output
-  bool merged = false;   ///< short gaps between intervals were merged
 
   /// What pipe `q` waits for, in words (a deadlock's report).
   std::string waiting_for(std::size_t q) const {
@@ -459,10 +458,7 @@ class Block : public sc_core::sc_module {
       v.back().end = end;
     else
       v.push_back({start, end});
-    if (v.size() >= 2 * m_keep) {
-      merge_gaps(v, m_keep);
-      merged = true;
-    }
+    if (v.size() >= 2 * m_keep) merge_gaps(v, m_keep);
   }
 
   const Program& m_p;
@@ -513,7 +509,6 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
       throw std::logic_error(d.to_string() + ": the pipes' flags deadlocked: " + who);
     }
     c.pipe_busy = block.busy;
-    timeline->merged = block.merged;
     timeline->starved = block.starved;
     timeline->blocked = block.blocked;
     for (std::size_t q = 0; q < kPipeCount; ++q) {
@@ -535,10 +530,7 @@ OpCost run_program(const OpDesc& d, const Tiling& tiling, const Program& p, cons
       i.end += c.overhead_cycles;
     }
     const std::size_t keep = opt.full_timeline ? kFullTimelineIntervals : kTimelineIntervals;
-    if (v.size() > keep) {
-      merge_gaps(v, keep);
-      timeline->merged = true;
-    }
+    merge_gaps(v, keep);
   }
   c.timeline = std::move(timeline);
   return c;
