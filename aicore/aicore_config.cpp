@@ -46,7 +46,10 @@ void AicoreConfig::declare(sim::ParamSet& ps) {
 void MemoryConfig::declare(sim::ParamSet& ps) {
   ps.real("memory.hbm_gib", hbm_gib, "GiB", 0.125, 1 << 16, "device memory capacity");
   ps.real("memory.hbm_bandwidth_gbps", hbm_bandwidth_gbps, "GB/s", 1, 1e6,
-          "device memory bandwidth shared by all cores");
+          "device memory bandwidth at its pins (the peak)");
+  ps.real("memory.hbm_efficiency", hbm_efficiency, "fraction", 0.05, 1,
+          "fraction of the peak the chip's traffic sustains (refresh, bus turnarounds, bank conflicts); every "
+          "consumer shares hbm_bandwidth_gbps x hbm_efficiency");
   ps.real("memory.l2_mib", l2_mib, "MiB", 0, 1 << 16, "on-chip L2 cache: operands re-read while they fit hit it");
   ps.real("memory.l2_bandwidth_gbps", l2_bandwidth_gbps, "GB/s", 1, 1e6, "L2 bandwidth shared by all cores");
   ps.boolean("memory.hbm_contention", hbm_contention,

@@ -49,7 +49,7 @@ class DaVinciCostModel final : public CostModel {
       cube(d, c, schedule);
     else
       vector(d, c, schedule);
-    const double hbm_per_cycle = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz;
+    const double hbm_per_cycle = m_mem.hbm_gbps() / m_core.freq_ghz;
     c.pipe_busy = schedule.busy();
     c.overhead_cycles = static_cast<double>(m_core.block_start_cycles);
     // However the blocks share it, the op's HBM bytes take at least this long.
@@ -136,7 +136,7 @@ class DaVinciCostModel final : public CostModel {
     // share HBM and L2 in proportion to their traffic, the busiest block's tile against the mean.
     auto tile_steps = [&](std::int64_t active, double round_miss) -> std::pair<PipeCycles, PipeCycles> {
       const double share = std::min(1.0, in_bytes / (static_cast<double>(active * t.k_split) * (a_item + b_item)));
-      const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
+      const double hbm = m_mem.hbm_gbps() / m_core.freq_ghz * share;
       const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
       PipeCycles inner{};
       inner[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
@@ -210,7 +210,7 @@ class DaVinciCostModel final : public CostModel {
         (m_core.vector_cores > 0 ? static_cast<double>(m_core.vector_cores) / static_cast<double>(m_core.cores) : 1.0);
     const auto units = static_cast<double>(t.batch * (forward ? t.tiles_m : t.tiles_n));
     const double share = std::min(1.0, static_cast<double>(t.tiles_per_block) / units);
-    const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz * share;
+    const double hbm = m_mem.hbm_gbps() / m_core.freq_ghz * share;
     const double l2 = m_mem.l2_bandwidth_gbps / m_core.freq_ghz * share;
     // Per inner step: what streams in (other operand's tiles), the Cube's and the Vector's work,
     // the scores moved out of L0C.
@@ -281,7 +281,7 @@ class DaVinciCostModel final : public CostModel {
       const double read = te * v.read_per_element * ib;
       const double write = te * v.write_per_element * ob;
       const std::int64_t repeats = ceil_div(static_cast<std::int64_t>(te * ib), 255 * m_core.vector_bytes_per_cycle);
-      const double hbm = m_mem.hbm_bandwidth_gbps / m_core.freq_ghz / static_cast<double>(active);
+      const double hbm = m_mem.hbm_gbps() / m_core.freq_ghz / static_cast<double>(active);
       PipeCycles p{};
       p[static_cast<std::size_t>(Pipe::Scalar)] = static_cast<double>(m_core.scalar_tile_cycles);
       p[static_cast<std::size_t>(Pipe::Mte2)] =

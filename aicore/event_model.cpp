@@ -93,7 +93,7 @@ Rates rates(const AicoreConfig& core, const MemoryConfig& mem) {
           static_cast<double>(core.mte3_bytes_per_cycle),
           static_cast<double>(core.fixpipe_bytes_per_cycle),
           static_cast<double>(core.vector_bytes_per_cycle),
-          mem.hbm_bandwidth_gbps / core.freq_ghz,
+          mem.hbm_gbps() / core.freq_ghz,
           mem.l2_bandwidth_gbps / core.freq_ghz,
           static_cast<double>(core.vector_issue_cycles)};
 }

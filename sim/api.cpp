@@ -563,7 +563,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
     const double s =
         aicpu::Hccl::cost(cfg.chip.hccl, kind,
                           aicpu::Hccl::span_of(cfg.chip.hccl, members, static_cast<int>(w.parallel.devices_per_server)),
-                          static_cast<double>(c.bytes), cfg.chip.memory.hbm_bandwidth_gbps)
+                          static_cast<double>(c.bytes), cfg.chip.memory.hbm_gbps())
             .seconds;
     collectives.push_back({{"name", c.name},
                            {"kind", c.kind},

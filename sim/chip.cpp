@@ -4,7 +4,7 @@ namespace ascendsim::sim {
 
 Chip::Chip(sc_core::sc_module_name name, const SystemConfig& cfg, BreakdownAccountant& account)
     : sc_module(name),
-      hbm("hbm", cfg.chip.memory.hbm_bandwidth_gbps, cfg.chip.memory.hbm_contention),
+      hbm("hbm", cfg.chip.memory.hbm_gbps(), cfg.chip.memory.hbm_contention),
       cores("aicore", cfg.chip.aicore.cores, cfg.chip.aicore.vector_cores),
       scheduler("scheduler", cfg.chip.aicpu, cores, account),
       hostif("hostif", cfg.link, cfg.chip.queue) {

@@ -231,13 +231,13 @@ po::options_description common_options(Options& o) {
         o.recipe.ub_fusion = v == "true";
       }),
       "true | false: the Ascend backend's UB (buffer) fusion of a kernel with the consumers of its result, e.g. "
-      "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default false: its fused kernels come out too fast "
-      "against the published figures, docs/validation.md; MindSpore's graph mode applies it; not the AllReduce "
-      "fusion of advise-fusion)")("aicore-model", po::value<std::string>()->notifier([&o](const std::string& v) {
-    shortcut(o, "aicore.model", "--aicore-model", v);
-  }),
-                                  "analytic | event: how each AI-core op is timed (aicore.model; default analytic; "
-                                  "event simulates every pipe of the busiest block, docs/aicore.md)")(
+      "Conv2D + BNTrainingReduce, BNTrainingUpdate + ReLU (default true, as MindSpore's graph mode; not the "
+      "AllReduce fusion of advise-fusion)")(
+      "aicore-model", po::value<std::string>()->notifier([&o](const std::string& v) {
+        shortcut(o, "aicore.model", "--aicore-model", v);
+      }),
+      "analytic | event: how each AI-core op is timed (aicore.model; default analytic; "
+      "event simulates every pipe of the busiest block, docs/aicore.md)")(
       "json", po::value(&o.json)->implicit_value("-"), "write the JSON report to FILE ('-' or no value: stdout)");
   return d;
 }
@@ -1425,6 +1425,7 @@ int cmd_op(int argc, char* argv[]) {
   j["achieved_tflops"] = achieved;
   j["peak_tflops"] = 2.0 * peak_macs / 1e12;
   j["hbm_bandwidth_gbps"] = cfg.chip.memory.hbm_bandwidth_gbps;
+  j["hbm_sustained_gbps"] = cfg.chip.memory.hbm_gbps();
   j["arithmetic_intensity_flop_per_byte"] = intensity;
   j["bound"] = aicore::bound_name(c.bound);
   j["blocks"] = c.blocks;
@@ -1468,9 +1469,9 @@ int cmd_op(int argc, char* argv[]) {
   // What the cycles are: the busiest block's pipes, unless the op's HBM bytes take longer.
   if (c.hbm_floor_cycles > c.span_cycles)
     std::cout << fmt::format(
-        "  cycles          {:.0f} start-up + {:.0f} for the op's {:.0f} B through HBM at {} GB/s "
+        "  cycles          {:.0f} start-up + {:.0f} for the op's {:.0f} B through HBM at {:.0f} GB/s "
         "(the busiest block's pipes take {:.0f})\n",
-        c.overhead_cycles, c.hbm_floor_cycles, c.gm_bytes, cfg.chip.memory.hbm_bandwidth_gbps, c.span_cycles);
+        c.overhead_cycles, c.hbm_floor_cycles, c.gm_bytes, cfg.chip.memory.hbm_gbps(), c.span_cycles);
   else
     std::cout << fmt::format(
         "  cycles          {:.0f} start-up + {:.0f} of the busiest block's pipes (the op's HBM "

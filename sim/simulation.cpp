@@ -96,7 +96,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
     const std::int64_t stage_ranks = devices / static_cast<std::int64_t>(graphs.size());
     run.ranks = static_cast<std::size_t>(devices);
     run.hccl = std::make_unique<aicpu::Hccl>((name + "_hccl").c_str(), cfg.chip.hccl, static_cast<int>(devices),
-                                             cfg.chip.memory.hbm_bandwidth_gbps,
+                                             cfg.chip.memory.hbm_gbps(),
                                              static_cast<int>(workload.parallel.devices_per_server));
     const std::int64_t per_server = workload.parallel.devices_per_server;
     const std::int64_t servers = devices / per_server;

@@ -244,7 +244,7 @@ runtime::RunResult System::result() {
     for (std::size_t i = 0; i < to.size(); ++i)
       lost_to[aicore::hbm_source_name(static_cast<aicore::HbmSource>(i))] = 1e3 * to[i] / steps;
     r.contention = {
-        {"hbm_gbps", m_cfg.chip.memory.hbm_bandwidth_gbps},
+        {"hbm_gbps", m_cfg.chip.memory.hbm_gbps()},
         {"hbm_shared", m_cfg.chip.memory.hbm_contention},
         {"hbm_lost_ms_per_step",
          {{"compute_stream", 1e3 * m_chip.scheduler.hbm_lost_s(true) / steps},

@@ -1490,7 +1490,7 @@ Workload Importer::build() {
   recipe.loss_scale = o.loss_scale.value_or(1);
   if (!(recipe.loss_scale >= 1 && recipe.loss_scale <= 16777216)) fail("loss scale must lie in [1, 16777216]");
   recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-  recipe.ub_fusion = o.ub_fusion.value_or(false);
+  recipe.ub_fusion = o.ub_fusion.value_or(true);
   m_compute = recipe.amp_level == "O0" ? DType::F32 : DType::F16;
   m_master = recipe.amp_level == "O3" ? DType::F16 : DType::F32;
   m_bn_fp32 = recipe.amp_level == "O0" || (recipe.amp_level == "O2" && recipe.keep_batchnorm_fp32);

@@ -32,7 +32,7 @@ std::string Recipe::describe() const {
   return "amp " + amp_level +
          (amp_level == "O2" && has_batchnorm ? (keep_batchnorm_fp32 ? ", BatchNorm fp32" : ", BatchNorm fp16") : "") +
          ", loss scale " + scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") +
-         (ub_fusion ? ", UB fusion" : "") + (flash_attention ? ", FlashAttention" : "") +
+         (ub_fusion ? "" : ", no UB fusion") + (flash_attention ? ", FlashAttention" : "") +
          (recompute ? ", layers recomputed" : "") +
          (optimizer_shard > 1 ? ", optimizer state sharded over " + std::to_string(optimizer_shard) + " ranks" : "") +
          (optimizer == "lars"    ? ", LARS"
@@ -66,7 +66,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
       throw std::invalid_argument("mlp-slice trains in fp32 without loss scaling (amp O0), as seed 002's script");
     Workload w = make_mlp_slice(batch_size);
     w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-    w.recipe.ub_fusion = o.ub_fusion.value_or(false);
+    w.recipe.ub_fusion = o.ub_fusion.value_or(true);
     return w;
   }
   if (name == "lenet5") {
@@ -76,7 +76,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
           "ResNet and MobileNetV2 workloads");
     Workload w = make_lenet5(batch_size);
     w.recipe.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-    w.recipe.ub_fusion = o.ub_fusion.value_or(false);
+    w.recipe.ub_fusion = o.ub_fusion.value_or(true);
     return w;
   }
   if (auto shape = transformer_shape(name)) {
@@ -103,7 +103,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     r.amp_level = o.amp_level.value_or("O2");
     r.loss_scale = o.loss_scale.value_or(65536);
     r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-    r.ub_fusion = o.ub_fusion.value_or(false);
+    r.ub_fusion = o.ub_fusion.value_or(true);
     r.flash_attention = o.flash_attention.value_or(false);
     if (r.flash_attention && r.amp_level == "O0")
       throw std::invalid_argument(
@@ -116,7 +116,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
   r.keep_batchnorm_fp32 = o.keep_batchnorm_fp32.value_or(false);
   r.loss_scale = o.loss_scale.value_or(1024);
   r.graph_kernel_fusion = o.graph_kernel_fusion.value_or(false);
-  r.ub_fusion = o.ub_fusion.value_or(false);
+  r.ub_fusion = o.ub_fusion.value_or(true);
   r.optimizer = o.optimizer.value_or("momentum");
   for (const auto& s : resnet_specs())
     if (s.name == name) return make_resnet(s, batch_size, r);

@@ -23,10 +23,9 @@ struct Recipe {
   bool has_batchnorm = true;         ///< false: the network has none (transformers); describe() omits it
   double loss_scale = 1;             ///< fixed loss scale (1: none)
   bool graph_kernel_fusion = false;  ///< `enable_graph_kernel`: fuse element-wise chains into one kernel
-  /// The Ascend backend's UB (buffer) fusion (on by default in MindSpore's graph mode; off here
-  /// until HBM contention is modelled, docs/model.md "UB fusion"): a kernel and the consumers of
-  /// its result it computes while the result is still in the Unified Buffer, as one kernel.
-  bool ub_fusion = false;
+  /// The Ascend backend's UB (buffer) fusion, on by default in graph mode: a kernel and the consumers
+  /// of its result it computes while the result is still in the Unified Buffer, as one kernel.
+  bool ub_fusion = true;
   /// "momentum", or "lars": LARS over Momentum (MindSpore's nn.LARS, the large-batch optimizer of
   /// MLPerf ResNet-50 submissions) on the weights.
   std::string optimizer = "momentum";

@@ -220,7 +220,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``model`` runs an ONNX file instead of ``workload`` (its batch size its own unless symbolic);
     ``mode="infer"`` runs the forward pass only; ``loss="none"`` trains a model ending in its loss.
     ``functional=True`` also computes the values (``seed``, ``init``: "script" or "he-uniform").
-    ``ub_fusion=True`` turns on the backend's UB fusion (off by default: docs/model.md, "UB fusion");
+    ``ub_fusion=False`` turns off the backend's UB fusion (on by default, as MindSpore's graph mode);
     ``overrides={"memory.hbm_contention": False}`` gives every consumer of the HBM all of it.
     ``accuracy_curve`` (a CSV of epoch,accuracy) with ``target_accuracy`` (a fraction) trains to the
     first evaluation (every ``eval_every`` epochs) at which the curve reaches it, instead of
@@ -368,8 +368,8 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
          ub_fusion: Optional[bool] = None, frozen: Optional[Sequence[str]] = None,
          shape: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
-    (``ascendsim info --json``); ``ub_fusion=True`` with the backend's UB fusion (``graph_passes``
-    then ends with its ops and bytes); ``shape`` a transformer's size over its preset's."""
+    (``ascendsim info --json``); ``graph_passes`` ends with the backend's UB fusion, its ops and
+    bytes (``ub_fusion=False``: without it); ``shape`` a transformer's size over its preset's."""
     a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
     for key, value in (shape or {}).items():
         if key not in _SHAPE_KEYS:

@@ -26,7 +26,7 @@ def test_serve_reports_each_launch_mode_in_serving_units(tmp_path):
     # Batch 1 against batch 128: the gap shrinks.
     b1, b128 = r["decode_step_by_batch"]
     ratio = lambda p: p["modes"]["eager"]["step_ms"] / p["modes"]["graph"]["step_ms"]
-    assert ratio(b1) > 2 and ratio(b128) < 1.2
+    assert ratio(b1) > 1.5 and ratio(b128) < 1.2
     for run in r.runs:
         assert run["requests"] == 60 and run["kv_cache"]["blocks_in_use_at_end"] == 0
         assert run["ttft_ms"]["p50"] <= run["ttft_ms"]["p99"]

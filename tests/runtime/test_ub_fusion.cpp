@@ -219,8 +219,7 @@ TEST(UbFusion, OffGivesTheGraphWithoutThePassAndFusionOnlyShortensTheDeviceCompu
     off.ub_fusion = false;
     on.ub_fusion = true;
     const Workload on_w = workloads::make_workload(name, 32, on), off_w = workloads::make_workload(name, 32, off);
-    // Off by default until HBM contention is modelled (docs/model.md, "UB fusion").
-    EXPECT_FALSE(workloads::make_workload(name, 32).recipe.ub_fusion);
+    EXPECT_TRUE(workloads::make_workload(name, 32).recipe.ub_fusion);  // MindSpore's graph mode on Ascend
     const runtime::CompiledGraph without = runtime::compile(off_w, model(), 16);
     // The pipeline as it was: the default passes, no ub_fusion.
     const runtime::CompiledGraph reference = runtime::compile(off_w, model(), 16, runtime::default_passes());

@@ -448,8 +448,9 @@ TEST(DataParallel, TwoGroupsHideCommunicationThatOneGroupExposes) {
             one.comm_groups[0]["bytes"].get<std::int64_t>());
   EXPECT_EQ(one.comm_groups[0]["bytes"], 25557032 * 4);
   for (const auto& g : two.comm_groups)
-    EXPECT_DOUBLE_EQ(g["all_reduce_ms"].get<double>(),
-                     1e3 * aicpu::Hccl::ring_all_reduce_s({}, 8, g["bytes"].get<double>(), 1200));
+    EXPECT_DOUBLE_EQ(
+        g["all_reduce_ms"].get<double>(),
+        1e3 * aicpu::Hccl::ring_all_reduce_s({}, 8, g["bytes"].get<double>(), aicore::MemoryConfig{}.hbm_gbps()));
   // The first group's AllReduce runs under the rest of the backward pass: a shorter tail, less
   // exposed communication, a shorter step.
   EXPECT_LT(two.steps.tail.stats().mean_ms, one.steps.tail.stats().mean_ms);
@@ -642,7 +643,9 @@ TEST(DataParallel, ScalingToThousandsOfDevicesAttributesEveryPointOfLostEfficien
       for (double v : p.lost[0]) EXPECT_EQ(v, 0);
     }
     if (p.devices <= 2) {
-      EXPECT_EQ(p.lost[0][1], 0);  // rank 3 is not in the run yet
+      // Rank 3 is not in the run yet: what is left is the ranks' own small differences (a batch's
+      // DMA sharing the HBM with a different kernel on each), a hundredth of the 4-device wait.
+      EXPECT_LT(p.lost[0][1], 1e-3);
     }
     if (p.devices >= 2) {
       EXPECT_GT(p.lost[0][0], 0);  // the gradients' AllReduce
@@ -972,7 +975,8 @@ TEST(DataParallelHbm, TheFirstGroupsAllReduceSharesTheHbmWithTheBackwardPass) {
               1e-6 * hbm["flow_bytes"].get<double>());
   EXPECT_EQ(hbm["flows_short"].get<double>(), 0);
   // In any window the chip's HBM moved no more than its bandwidth allows: the trace's counter of
-  // each chip's traffic never exceeds 1200 GB/s, and reaches it where kernels share it.
+  // each chip's traffic never exceeds its sustained bandwidth (846 GB/s), and reaches it where
+  // kernels share it.
   const auto trace = nlohmann::json::parse(on_out.trace)["traceEvents"];
   double peak = 0;
   int samples = 0;
@@ -982,8 +986,9 @@ TEST(DataParallelHbm, TheFirstGroupsAllReduceSharesTheHbmWithTheBackwardPass) {
       ++samples;
     }
   EXPECT_GT(samples, 100);
-  EXPECT_LE(peak, 1200.05);  // (the counter is rounded to 0.1 GB/s)
-  EXPECT_GT(peak, 1100);
+  const double bandwidth = aicore::MemoryConfig{}.hbm_gbps();
+  EXPECT_LE(peak, bandwidth + 0.05);  // (the counter is rounded to 0.1 GB/s)
+  EXPECT_GT(peak, 0.9 * bandwidth);
 }
 
 }  // namespace
