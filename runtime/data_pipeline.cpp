@@ -104,6 +104,17 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
     m_random_cached = false;
     for (std::size_t i = 0; i < m_cache_after; ++i) m_random_cached = m_random_cached || recipe.maps[i].random();
   }
+  // Every stage after the source receives a row through a connector: a map call only if the cache
+  // does not serve all of its ops (a cached row enters the tree above them).
+  for (int served_by_cache = 0; served_by_cache < 2; ++served_by_cache) {
+    const std::size_t first = served_by_cache ? m_cache_after : 0;  // maps the cache serves
+    for (std::size_t k = 1; k < m_stages.size(); ++k) {
+      const Stage& st = m_stages[k];
+      const bool served = st.kind == Stage::Kind::Map &&
+                          std::all_of(st.ops.begin(), st.ops.end(), [&](std::size_t op) { return op < first; });
+      m_handoff_ns[static_cast<std::size_t>(served_by_cache)][k] = served ? 0.0 : host.row_handoff_us * 1e3;
+    }
+  }
   // Bytes a cached sample takes: the raw record, or the mean sample after the cached maps.
   Shape s(recipe.dataset.sample(0));
   double cached_bytes = static_cast<double>(recipe.dataset.record_bytes);
@@ -198,13 +209,8 @@ const std::vector<double>& PipelineCosts::rows(std::int64_t b) const {
   const std::size_t n = m_stages.size();
   costs.resize(static_cast<std::size_t>(m_batch) * (n + 1));
   const bool first = b < m_steps_per_epoch;
-  for (std::int64_t j = 0; j < m_batch; ++j) {
-    const SampleCost c = sample(sample_index(b, j), first);
-    double* row = &costs[static_cast<std::size_t>(j) * (n + 1)];
-    row[0] = c.read;
-    for (std::size_t s = 1; s < n; ++s) row[s] = c.stage[s];
-    row[n] = c.io;
-  }
+  for (std::int64_t j = 0; j < m_batch; ++j)
+    sample_into(sample_index(b, j), first, &costs[static_cast<std::size_t>(j) * (n + 1)]);
   return m_rows.emplace(b, std::move(costs)).first->second;
 }
 
@@ -293,19 +299,33 @@ double PipelineCosts::crop_area(std::size_t op, double h, double w) const {
 }
 
 PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_epoch) const {
+  std::array<double, kMaxStages + 1> row{};
+  sample_into(index, first_epoch, row.data());
+  const std::size_t n = m_stages.size();
+  SampleCost cost;
+  cost.read = row[0];
+  for (std::size_t s = 1; s < n; ++s) cost.stage[s] = row[s];
+  cost.io = row[n];
+  return cost;
+}
+
+void PipelineCosts::sample_into(std::int64_t index, bool first_epoch, double* row) const {
+  const std::size_t n = m_stages.size();
+  double* const stages = row;  // [1, n): row[0] is the read, set below
+  std::fill(stages + 1, stages + n, 0.0);
+  double read = 0, io = 0;
   const auto g = m_recipe.dataset.sample(index);
   const bool hit = !first_epoch && cached(index);
   const bool write = first_epoch && cached(index);
   const double spill = spilled(index) ? m_host.cache_spill_ns_per_byte : 0.0;  // local disk, both ways
-  SampleCost cost;
   Shape s(g);
   const double file_bytes = static_cast<double>(g.file_bytes);
   const bool source_cache = m_source_cache;
   // Reader: the file, or the cache.
   if (hit && source_cache)
-    cost.read = file_bytes * (m_host.cache_read_ns_per_byte + spill);
+    read = file_bytes * (m_host.cache_read_ns_per_byte + spill);
   else
-    cost.read =
+    read =
         file_bytes * (m_host.read_ns_per_byte + (write && source_cache ? m_host.cache_write_ns_per_byte + spill : 0)) +
         (write && source_cache ? m_host.cache_insert_us * 1e3 : 0);
   const std::size_t first = hit ? m_cache_after : 0;  // maps the cache serves
@@ -354,38 +374,32 @@ PipelineCosts::SampleCost PipelineCosts::sample(std::int64_t index, bool first_e
     }
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
     if (i < first) continue;  // served by the cache
-    double& stage = cost.stage[m_stage_of_op[i]];
+    double& stage = stages[m_stage_of_op[i]];
     stage += ns + m_host.map_op_overhead_us * 1e3;
     if (write && i + 1 == m_cache_after)
       stage += (m_host.cache_write_ns_per_byte + spill) * cache_bytes + m_host.cache_insert_us * 1e3;
   }
-  if (hit && m_cache_after > 0) cost.read = (m_host.cache_read_ns_per_byte + spill) * cache_bytes;  // not the file
-  // Every stage after the source receives the row through a connector: a map call only if the
-  // cache does not serve all of its ops (a cached row enters the tree above them).
-  const double handoff_ns = m_host.row_handoff_us * 1e3;
-  for (std::size_t k = 1; k < m_stages.size(); ++k) {
-    const Stage& st = m_stages[k];
-    const bool served = st.kind == Stage::Kind::Map && std::all_of(st.ops.begin(), st.ops.end(), [&](std::size_t op) {
-                          return op < first;
-                        });
-    if (!served) cost.stage[k] += handoff_ns;
-  }
-  cost.stage[m_batch_stage] += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
-  cost.read *= 1e-9;
-  for (auto& v : cost.stage) v *= 1e-9;
+  if (hit && m_cache_after > 0) read = (m_host.cache_read_ns_per_byte + spill) * cache_bytes;  // not the file
+  // Every stage after the source receives the row through a connector (m_handoff_ns).
+  const auto& handoff = m_handoff_ns[first > 0 ? 1 : 0];
+  for (std::size_t k = 1; k < n; ++k) stages[k] += handoff[k];
+  stages[m_batch_stage] += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
+  read *= 1e-9;
+  for (std::size_t k = 1; k < n; ++k) stages[k] *= 1e-9;
   // Storage: a file read (not a cache hit, nor in the page cache after the first epoch) waits
   // its latency, shared by the reads in flight, and its bytes at this rank's share of the
   // storage's bandwidth (the server's ranks read at once).
   const double in_flight = static_cast<double>(std::max<std::int64_t>(1, m_host.storage_parallel_reads));
   if (!hit && !(!first_epoch && page_cached(index))) {
-    cost.io = m_host.storage_file_latency_us * 1e-6 / in_flight;
+    io = m_host.storage_file_latency_us * 1e-6 / in_flight;
     if (m_host.storage_bandwidth_gbps > 0)
-      cost.io += file_bytes * static_cast<double>(std::max<std::int64_t>(1, m_pipe.cache_sharers)) /
-                 (m_host.storage_bandwidth_gbps * 1e9);
+      io += file_bytes * static_cast<double>(std::max<std::int64_t>(1, m_pipe.cache_sharers)) /
+            (m_host.storage_bandwidth_gbps * 1e9);
   } else if (!hit) {  // in the page cache: the open's revalidation only
-    cost.io = m_host.storage_revalidate_us * 1e-6 / in_flight;
+    io = m_host.storage_revalidate_us * 1e-6 / in_flight;
   }
-  return cost;
+  row[0] = read;
+  row[n] = io;
 }
 
 double PipelineCosts::read_s(std::int64_t b) const {

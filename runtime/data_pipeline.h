@@ -102,6 +102,9 @@ class PipelineCosts {
     std::array<double, kMaxStages> stage{};  ///< per stage after the source (index 0 unused)
   };
   SampleCost sample(std::int64_t index, bool first_epoch) const;
+  /// The same into a row of `rows`' layout: [0] the read, [1, stages) the stages, [stages] the
+  /// storage wait.
+  void sample_into(std::int64_t index, bool first_epoch, double* row) const;
   void build_stages();
   /// Reader and worker time of rows [first, last) of batch `b`, in one pass over its samples.
   SampleCost batch(std::int64_t b, std::int64_t first, std::int64_t last) const;
@@ -127,6 +130,8 @@ class PipelineCosts {
   const workloads::DataRecipe& m_recipe;
   std::vector<Stage> m_stages;
   std::vector<std::size_t> m_stage_of_op;  ///< the stage of each map op
+  /// Per stage, the row's hand-off into it (ns): [0] a row the cache does not serve, [1] one it does.
+  std::array<std::array<double, kMaxStages>, 2> m_handoff_ns{};
   std::size_t m_batch_stage = 0;
   std::int64_t m_batch, m_steps_per_epoch;
   std::size_t m_cache_after = 0;  ///< maps served by the cache (0 with a source cache)
