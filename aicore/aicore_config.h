@@ -47,7 +47,7 @@ struct MemoryConfig {
   double hbm_bandwidth_gbps = 1200;
   /// Fraction of hbm_bandwidth_gbps (the pins' peak) that the chip's traffic sustains; the 910's,
   /// fitted to its published training figures (configs/chips/ascend910.yaml).
-  double hbm_efficiency = 0.705;
+  double hbm_efficiency = 0.7025;
   double l2_mib = 32;
   double l2_bandwidth_gbps = 4000;
   /// Share hbm_bandwidth_gbps among kernels, DMA and collectives (aicore/hbm.h); false: each sees all of it.

@@ -97,9 +97,10 @@ class DaVinciCostModel final : public CostModel {
     const double unique = static_cast<double>(t.batch) * (static_cast<double>(t.M * t.K) * b * t.a_gm_factor +
                                                           static_cast<double>(t.K * t.N) * b * t.b_gm_factor);
     // Fraction of operand reads that miss L2: all re-reads hit while the operands fit; otherwise
-    // only re-reads among the output tiles in flight together, which the blocks cover as a
-    // rows x cols patch of the output chosen to share the most. The first round of tiles finds
-    // L2 cold: all it reads of the patch misses.
+    // what the sweep of patches fetches (deal_cube_tiles: an operand that fits L2 once, the other
+    // once per band), and at least the first read of every byte. The blocks cover a rows x cols
+    // patch of the output chosen to share the most; the first round of tiles finds L2 cold: all
+    // it reads of the patch misses.
     // The tiles in flight lie in one product (one of a batch) as far as it has them.
     const std::int64_t in_flight = std::min<std::int64_t>(c.blocks / t.k_split, t.tiles_m * t.tiles_n);
     double fetched = static_cast<double>(in_flight) * (a_item + b_item);
@@ -110,7 +111,18 @@ class DaVinciCostModel final : public CostModel {
     }
     const double patch_miss = fetched / (static_cast<double>(in_flight) * (a_item + b_item));
     double miss = unique / total_read;
-    if (unique > m_mem.l2_mib * 1024 * 1024) miss = std::max(miss, patch_miss);
+    const double l2_bytes = m_mem.l2_mib * 1024 * 1024;
+    if (unique > l2_bytes) {
+      // One product's operands as the sweep fetches them: along bands of rows, A once and B once
+      // per band unless it fits L2; down bands of columns the other way; the cheaper sweep.
+      const double a_once = static_cast<double>(t.M * t.K) * b * t.a_gm_factor,
+                   b_once = static_cast<double>(t.K * t.N) * b * t.b_gm_factor;
+      auto reread = [&](double bytes, std::int64_t bands) {
+        return bytes > l2_bytes ? bytes * static_cast<double>(bands) : bytes;
+      };
+      const double swept = std::min(a_once + reread(b_once, deal.bands_m), b_once + reread(a_once, deal.bands_n));
+      miss = std::max(miss, static_cast<double>(t.batch) * swept / total_read);
+    }
     miss = std::clamp(miss, 0.0, 1.0);
     const double first_reads = static_cast<double>(in_flight) * steps * (a_item + b_item);
     const double first_miss = total_read > first_reads ? std::min(patch_miss, miss * total_read / first_reads) : miss;

@@ -406,8 +406,9 @@ CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& tiling, double l2_bytes)
   auto reread = [&](double bytes, std::int64_t bands) {
     return bytes > l2_bytes ? bytes * static_cast<double>(bands) : bytes;
   };
-  const bool along_rows =
-      a_all + reread(b_all, ceil_div(t.tiles_m, rows)) <= b_all + reread(a_all, ceil_div(t.tiles_n, cols));
+  deal.bands_m = ceil_div(t.tiles_m, rows);
+  deal.bands_n = ceil_div(t.tiles_n, cols);
+  const bool along_rows = a_all + reread(b_all, deal.bands_m) <= b_all + reread(a_all, deal.bands_n);
   std::vector<std::int64_t>& order = deal.order;
   order.reserve(static_cast<std::size_t>(t.tiles_m * t.tiles_n));
   auto patch = [&](std::int64_t row, std::int64_t col) {

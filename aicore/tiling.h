@@ -80,6 +80,8 @@ struct CubeDeal {
   double mean_m = 0, mean_n = 0;   ///< mean rows and columns of its output tiles
   double mean_mn = 0;              ///< mean elements of its output tiles
   double mean_k = 0;               ///< mean depth of its k-steps
+  /// Bands of the sweep: the patches' rows of output tiles and columns (see below).
+  std::int64_t bands_m = 1, bands_n = 1;
 };
 /// Tiles are dealt patch by patch, a patch being the rows x cols of output tiles in flight together
 /// that re-read the fewest operand bytes, products of a batch one after another. Patches sweep

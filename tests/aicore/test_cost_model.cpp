@@ -156,7 +156,7 @@ TEST(DaVinciCostModel, NoOpBeatsItsRoofline) {
   for (const auto& d : sample_ops()) {
     const OpCost c = model->estimate(d);
     EXPECT_GE(c.time_s * (1 + 1e-12), c.macs / peak_macs_per_s(core, d.precision)) << d.to_string();
-    EXPECT_GE(c.time_s * (1 + 1e-12), c.gm_bytes / (mem.hbm_bandwidth_gbps * 1e9)) << d.to_string();
+    EXPECT_GE(c.time_s * (1 + 1e-12), c.gm_bytes / (mem.hbm_gbps() * 1e9)) << d.to_string();
     EXPECT_GT(c.time_s, 0) << d.to_string();
     EXPECT_LE(c.blocks, is_cube(d.kind) ? core.cores : core.vector_core_count()) << d.to_string();
   }

@@ -975,7 +975,7 @@ TEST(DataParallelHbm, TheFirstGroupsAllReduceSharesTheHbmWithTheBackwardPass) {
               1e-6 * hbm["flow_bytes"].get<double>());
   EXPECT_EQ(hbm["flows_short"].get<double>(), 0);
   // In any window the chip's HBM moved no more than its bandwidth allows: the trace's counter of
-  // each chip's traffic never exceeds its sustained bandwidth (846 GB/s), and reaches it where
+  // each chip's traffic never exceeds its sustained bandwidth (843 GB/s), and reaches it where
   // kernels share it.
   const auto trace = nlohmann::json::parse(on_out.trace)["traceEvents"];
   double peak = 0;
