@@ -113,14 +113,12 @@ class DaVinciCostModel final : public CostModel {
     double miss = unique / total_read;
     const double l2_bytes = m_mem.l2_mib * 1024 * 1024;
     if (unique > l2_bytes) {
-      // One product's operands as the sweep fetches them: along bands of rows, A once and B once
-      // per band unless it fits L2; down bands of columns the other way; the cheaper sweep.
+      // One product's operands as the sweep the tiles are dealt in fetches them (swept_bytes), on
+      // their own sizes, not their full L0 tiles.
       const double a_once = static_cast<double>(t.M * t.K) * b * t.a_gm_factor,
                    b_once = static_cast<double>(t.K * t.N) * b * t.b_gm_factor;
-      auto reread = [&](double bytes, std::int64_t bands) {
-        return bytes > l2_bytes ? bytes * static_cast<double>(bands) : bytes;
-      };
-      const double swept = std::min(a_once + reread(b_once, deal.bands_m), b_once + reread(a_once, deal.bands_n));
+      const double swept =
+          swept_bytes(a_once, b_once, deal.along_rows ? deal.rows_sweep : deal.cols_sweep, deal.along_rows, l2_bytes);
       miss = std::max(miss, static_cast<double>(t.batch) * swept / total_read);
     }
     miss = std::clamp(miss, 0.0, 1.0);

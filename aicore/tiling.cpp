@@ -381,6 +381,13 @@ Tiling tile_attention(const OpDesc& d, const AicoreConfig& cfg) {
 }
 }  // namespace
 
+double swept_bytes(double a_bytes, double b_bytes, const CubeDeal::Sweep& sweep, bool along_rows, double l2_bytes) {
+  const double held = along_rows ? a_bytes : b_bytes, other = along_rows ? b_bytes : a_bytes;
+  const auto bands = static_cast<double>(sweep.bands);
+  return (held / bands <= l2_bytes ? held : held * static_cast<double>(sweep.rounds_per_band)) +
+         (other <= l2_bytes ? other : other * bands);
+}
+
 CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& tiling, double l2_bytes) {
   const CubeTiling& t = tiling.c;
   const double b = static_cast<double>(precision_bytes(d.precision));
@@ -403,12 +410,15 @@ CubeDeal deal_cube_tiles(const OpDesc& d, const Tiling& tiling, double l2_bytes)
   // Bytes of each operand, and what each sweep reads of them from HBM.
   const double a_all = a_item * static_cast<double>(t.tiles_m * t.k_steps);
   const double b_all = b_item * static_cast<double>(t.tiles_n * t.k_steps);
-  auto reread = [&](double bytes, std::int64_t bands) {
-    return bytes > l2_bytes ? bytes * static_cast<double>(bands) : bytes;
-  };
-  deal.bands_m = ceil_div(t.tiles_m, rows);
-  deal.bands_n = ceil_div(t.tiles_n, cols);
-  const bool along_rows = a_all + reread(b_all, deal.bands_m) <= b_all + reread(a_all, deal.bands_n);
+  // A band is as many rows of tiles (columns) as a patch, or as a round holds when it spans more.
+  const std::int64_t band_rows = std::min(t.tiles_m, std::max(rows, ceil_div(active, t.tiles_n)));
+  const std::int64_t band_cols = std::min(t.tiles_n, std::max(cols, ceil_div(active, t.tiles_m)));
+  deal.rows_sweep = {ceil_div(t.tiles_m, band_rows),
+                     std::max<std::int64_t>(1, ceil_div(band_rows * t.tiles_n, active))};
+  deal.cols_sweep = {ceil_div(t.tiles_n, band_cols),
+                     std::max<std::int64_t>(1, ceil_div(band_cols * t.tiles_m, active))};
+  const bool along_rows = deal.along_rows = swept_bytes(a_all, b_all, deal.rows_sweep, true, l2_bytes) <=
+                                            swept_bytes(a_all, b_all, deal.cols_sweep, false, l2_bytes);
   std::vector<std::int64_t>& order = deal.order;
   order.reserve(static_cast<std::size_t>(t.tiles_m * t.tiles_n));
   auto patch = [&](std::int64_t row, std::int64_t col) {

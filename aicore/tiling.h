@@ -80,9 +80,17 @@ struct CubeDeal {
   double mean_m = 0, mean_n = 0;   ///< mean rows and columns of its output tiles
   double mean_mn = 0;              ///< mean elements of its output tiles
   double mean_k = 0;               ///< mean depth of its k-steps
-  /// Bands of the sweep: the patches' rows of output tiles and columns (see below).
-  std::int64_t bands_m = 1, bands_n = 1;
+  /// A sweep of the output: its bands (of rows of tiles, or of columns) and the rounds each takes.
+  struct Sweep {
+    std::int64_t bands = 1, rounds_per_band = 1;
+  };
+  bool along_rows = true;  ///< the patches sweep along bands of rows (else down bands of columns)
+  Sweep rows_sweep, cols_sweep;
 };
+/// HBM bytes of one product's operand reads of `a_bytes` and `b_bytes` under a sweep: the operand
+/// a band holds (A along rows, B down columns) is fetched once while one band of it fits
+/// `l2_bytes`, else once per round of the band; the other once per band unless it fits whole.
+double swept_bytes(double a_bytes, double b_bytes, const CubeDeal::Sweep& sweep, bool along_rows, double l2_bytes);
 /// Tiles are dealt patch by patch, a patch being the rows x cols of output tiles in flight together
 /// that re-read the fewest operand bytes, products of a batch one after another. Patches sweep
 /// along a band of rows (B read once per band) or down a band of columns (A once per band),

@@ -26,7 +26,9 @@ def test_serve_reports_each_launch_mode_in_serving_units(tmp_path):
     # Batch 1 against batch 128: the gap shrinks.
     b1, b128 = r["decode_step_by_batch"]
     ratio = lambda p: p["modes"]["eager"]["step_ms"] / p["modes"]["graph"]["step_ms"]
-    assert ratio(b1) > 1.5 and ratio(b128) < 1.2
+    # (at batch 1 the device's own decode, HBM-bound at the sustained bandwidth, hides part of the
+    # eager launches: about 1.9x)
+    assert ratio(b1) > 1.7 and ratio(b128) < 1.2
     for run in r.runs:
         assert run["requests"] == 60 and run["kv_cache"]["blocks_in_use_at_end"] == 0
         assert run["ttft_ms"]["p50"] <= run["ttft_ms"]["p99"]

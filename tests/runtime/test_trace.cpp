@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "aicore/aicore_config.h"
 #include "runtime/graph_compiler.h"
 #include "sim/config.h"
 #include "sim/kernel.h"
@@ -88,9 +89,9 @@ TEST_F(TraceTest, TraceParsesAndItsEventsMatchTheInteractionCounts) {
     if (tracks.at({pid, e["tid"].get<int>()}) == "AICPU") ++aicpu[pid][name];
     if (tracks.at({pid, e["tid"].get<int>()}) == "AI cores") {
       core_blocks[pid] += e["args"]["blocks"].get<int>();
-      // An op's mean HBM bandwidth never exceeds the chip's (1200 GB/s, rounded to 0.1).
+      // An op's mean HBM bandwidth never exceeds the chip's sustained one (rounded to 0.1).
       EXPECT_GE(e["args"]["hbm_gbps"].get<double>(), 0);
-      EXPECT_LE(e["args"]["hbm_gbps"].get<double>(), 1200.05);
+      EXPECT_LE(e["args"]["hbm_gbps"].get<double>(), aicore::MemoryConfig{}.hbm_gbps() + 0.05);
     }
     EXPECT_GE(e["dur"].get<double>(), 0);
   }

@@ -487,7 +487,7 @@ TEST_F(CliTest, OpReportsPipesTilingAndBound) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   for (const char* key : {"time_us", "macs", "gm_bytes", "achieved_tflops", "peak_tflops", "hbm_bandwidth_gbps",
-                          "bound", "pipes", "tiling", "tiles", "blocks"})
+                          "hbm_sustained_gbps", "bound", "pipes", "tiling", "tiles", "blocks"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["macs"], 32.0 * 56 * 56 * 64 * 64 * 9);
   EXPECT_NEAR(j["peak_tflops"].get<double>(), 262.144, 1e-9);

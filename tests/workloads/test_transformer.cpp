@@ -58,7 +58,8 @@ TEST(Transformer, BatchMatMulGradientsHaveTheirOperandsShapesUnderEveryTranspose
 TEST(Transformer, ABatchOfProductsCostsItsMembers) {
   // 1024 x 1024 x 2048 fp16 products, Cube-bound (4.3 GFLOP per 10 MB of operands): from two on, the
   // batch's output tiles fill every core, so each further product adds the same time (the op's
-  // fixed costs paid once).
+  // fixed costs paid once). (With k = 512 the batch crosses from its pipes to its HBM floor
+  // between 2 and 8 products at the sustained bandwidth, and the steps differ.)
   const aicore::CostModel& model = test::cost_model();
   aicore::OpDesc one;
   one.kind = aicore::OpKind::MatMul;
