@@ -97,8 +97,9 @@ class DaVinciCostModel final : public CostModel {
     const double unique = static_cast<double>(t.batch) * (static_cast<double>(t.M * t.K) * b * t.a_gm_factor +
                                                           static_cast<double>(t.K * t.N) * b * t.b_gm_factor);
     // Fraction of operand reads that miss L2: all re-reads hit while the operands fit; otherwise
-    // what the sweep of patches fetches (deal_cube_tiles: an operand that fits L2 once, the other
-    // once per band), and at least the first read of every byte. The blocks cover a rows x cols
+    // what the sweep of patches the tiles are dealt in fetches (swept_bytes: the operand a band
+    // holds once while a band of it fits L2, the other once while it fits whole), and at least the
+    // first read of every byte. The blocks cover a rows x cols
     // patch of the output chosen to share the most; the first round of tiles finds L2 cold: all
     // it reads of the patch misses.
     // The tiles in flight lie in one product (one of a batch) as far as it has them.
