@@ -20,7 +20,7 @@ struct HostConfig {
   double graph_load_us = 5000;    ///< one-time: host work to load a graph onto the device
   /// One-time, with a cold kernel cache: the kernel compiler's time per distinct AI-core kernel
   /// (an op at its shapes and types), one after another on the rank's process.
-  double kernel_compile_s = 1.2;
+  double kernel_compile_s = 1.34;
   /// warm: the kernels were compiled by an earlier run (MindSpore's kernel_meta directory) and
   /// are loaded from it; cold: this run compiles each distinct kernel before its graph runs.
   std::string kernel_cache = "warm";
