@@ -10,11 +10,11 @@ AiCoreCluster::AiCoreCluster(sc_core::sc_module_name name, std::int64_t cube_cor
       m_split(vector_cores > 0),
       m_stats(*this),
       m_tasks(m_stats.scalar("tasks", "count", "ops executed on the AI cores")),
-      m_busy_s(m_stats.scalar("busy_s", "s", "time at least one AI core was busy")),
-      m_core_busy_s(m_stats.scalar("core_busy_s", "core*s", "sum over cores of busy time")),
+      m_busy_s(m_stats.time_sum("busy_s", "s", "time at least one AI core was busy")),
+      m_core_busy_s(m_stats.time_sum("core_busy_s", "core*s", "sum over cores of busy time")),
       m_core_wait_s(m_stats.scalar("core_wait_s", "s", "time dispatched ops waited for free cores")),
-      m_macs(m_stats.scalar("macs", "MAC", "multiply-accumulates executed")),
-      m_gm_bytes(m_stats.scalar("gm_bytes", "B", "bytes moved between GM and the cores")) {
+      m_macs(m_stats.sum("macs", "MAC", "multiply-accumulates executed")),
+      m_gm_bytes(m_stats.sum("gm_bytes", "B", "bytes moved between GM and the cores")) {
   if (cube_cores < 1) throw std::invalid_argument("AiCoreCluster: at least one AI core");
   m_cube.size = m_cube.free = cube_cores;
   m_vector.size = m_vector.free = m_split ? vector_cores : 0;
@@ -24,28 +24,39 @@ void AiCoreCluster::account(const OpCost& cost, const sc_core::sc_time& start, c
   // Starts never decrease, so the union of busy intervals grows by what lies past m_busy_until.
   const sc_core::sc_time end = start + time;
   if (end > m_busy_until) {
-    m_busy_s += (end - std::max(start, m_busy_until)).to_seconds();
+    m_busy_s.add(end - std::max(start, m_busy_until));
     m_busy_until = end;
   }
-  count(cost, time.to_seconds());
+  count(cost, time);
 }
 
-void AiCoreCluster::count(const OpCost& cost, double seconds) {
+void AiCoreCluster::count(const OpCost& cost, const sc_core::sc_time& time) {
   ++m_tasks;
-  m_core_busy_s += seconds * static_cast<double>(cost.blocks);
+  m_core_busy_s.add(time, cost.blocks);
   m_macs += cost.macs;
   m_gm_bytes += cost.gm_bytes;
 }
 
-void AiCoreCluster::account_free_run(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time,
-                                     double seconds) {
+void AiCoreCluster::account_free_run(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time) {
   if (start < m_busy_until) {  // overlaps what is already counted busy
     account(cost, start, time);
     return;
   }
-  m_busy_s += seconds;  // (end - start).to_seconds(), start past every earlier busy span
+  m_busy_s.add(time);  // start past every earlier busy span
   m_busy_until = start + time;
-  count(cost, seconds);
+  count(cost, time);
+}
+
+void AiCoreCluster::account_free_runs(std::int64_t tasks, const sc_core::sc_time& start, const sc_core::sc_time& end,
+                                      const sim::TimeSum& time, const sim::TimeSum& core_time,
+                                      const sim::ExactSum& macs, const sim::ExactSum& gm_bytes) {
+  if (start < m_busy_until) throw std::logic_error("AiCoreCluster::account_free_runs: starts before the busy time");
+  m_busy_s += time;
+  m_busy_until = end;
+  m_tasks += static_cast<double>(tasks);
+  m_core_busy_s += core_time;
+  m_macs += macs;
+  m_gm_bytes += gm_bytes;
 }
 
 sc_core::sc_time AiCoreCluster::run_shared(const OpCost& cost, const sc_core::sc_time& time) {
@@ -54,10 +65,10 @@ sc_core::sc_time AiCoreCluster::run_shared(const OpCost& cost, const sc_core::sc
   const sc_core::sc_time lost = m_hbm->kernel(sc_core::SC_ZERO_TIME, time, cost.gm_bytes);
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   if (--m_running == 0 && now > m_running_since) {
-    m_busy_s += (now - m_running_since).to_seconds();
+    m_busy_s.add(now - m_running_since);
     m_busy_until = std::max(m_busy_until, now);
   }
-  count(cost, (time + lost).to_seconds());
+  count(cost, time + lost);
   return lost;
 }
 

@@ -38,10 +38,17 @@ class AiCoreCluster : public sc_core::sc_module {
     return m_cube.free == m_cube.size && m_cube.waiting == 0 && m_vector.free == m_vector.size && m_vector.waiting == 0;
   }
   /// Accounts a task that a caller runs on idle cores without waiting here (a run of tasks
-  /// executed with one wait): starts at `start`, lasts `time` (`seconds` = time.to_seconds()).
-  /// Starts must not decrease.
-  void account_free_run(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time,
-                        double seconds);
+  /// executed with one wait): starts at `start`, lasts `time`. Starts must not decrease.
+  void account_free_run(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time);
+  /// Accounts `tasks` consecutive tasks run as account_free_run() would, in one call: the first
+  /// starts at `start` (not before the busy time already counted: see busy_until()), the last
+  /// ends at `end`; `time` their times summed, `core_time` each time by its blocks summed, `macs`
+  /// and `gm_bytes` theirs summed. The statistics are those of the tasks counted one by one.
+  void account_free_runs(std::int64_t tasks, const sc_core::sc_time& start, const sc_core::sc_time& end,
+                         const sim::TimeSum& time, const sim::TimeSum& core_time, const sim::ExactSum& macs,
+                         const sim::ExactSum& gm_bytes);
+  /// The end of the busy time counted so far.
+  const sc_core::sc_time& busy_until() const { return m_busy_until; }
 
   sim::StatsGroup& stats() { return m_stats; }
 
@@ -54,7 +61,7 @@ class AiCoreCluster : public sc_core::sc_module {
   };
   Pool& pool(bool cube) { return cube || !m_split ? m_cube : m_vector; }
   void account(const OpCost& cost, const sc_core::sc_time& start, const sc_core::sc_time& time);
-  void count(const OpCost& cost, double seconds);
+  void count(const OpCost& cost, const sc_core::sc_time& time);
   /// Runs the op on the shared HBM from now; busy time by the number of ops running.
   sc_core::sc_time run_shared(const OpCost& cost, const sc_core::sc_time& time);
 
@@ -67,11 +74,13 @@ class AiCoreCluster : public sc_core::sc_module {
 
   sim::StatsGroup m_stats;
   sim::Scalar& m_tasks;
-  sim::Scalar& m_busy_s;
-  sim::Scalar& m_core_busy_s;
+  // Sums independent of the order of their terms: a run counted in one addition gives the value
+  // of its tasks counted one by one.
+  sim::TimeSum& m_busy_s;
+  sim::TimeSum& m_core_busy_s;
   sim::Scalar& m_core_wait_s;
-  sim::Scalar& m_macs;
-  sim::Scalar& m_gm_bytes;
+  sim::ExactSum& m_macs;
+  sim::ExactSum& m_gm_bytes;
 };
 
 }  // namespace ascendsim::aicore

@@ -39,10 +39,10 @@ Hbm::Hbm(sc_core::sc_module_name name, double bandwidth_gbps, bool contention)
       m_bw(bandwidth_gbps * 1e9),
       m_on(contention),
       m_stats(*this),
-      m_bytes(m_stats.scalar("bytes", "B", "bytes moved through the chip's HBM (kernels and flows)")),
+      m_bytes(m_stats.sum("bytes", "B", "bytes moved through the chip's HBM (kernels and flows)")),
       m_flow_bytes(
-          m_stats.scalar("flow_bytes", "B", "bytes of flows: DMA transfers, collectives' transfers and reductions")),
-      m_kernel_bytes(m_stats.scalar("kernel_bytes", "B", "bytes AI-core kernels moved between HBM and the cores")),
+          m_stats.sum("flow_bytes", "B", "bytes of flows: DMA transfers, collectives' transfers and reductions")),
+      m_kernel_bytes(m_stats.sum("kernel_bytes", "B", "bytes AI-core kernels moved between HBM and the cores")),
       m_flow_short(m_stats.scalar("flows_short", "count",
                                   "flows above the share a memory-bound kernel beside them would leave (they keep "
                                   "their interval)")),

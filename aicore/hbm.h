@@ -73,7 +73,7 @@ class Hbm : public sc_core::sc_module {
   }
   void release() { m_held = false; }
   /// Statistics of kernels a run executed alone (no flow slowed them): their bytes.
-  void account_kernels(double gm_bytes) {
+  void account_kernels(const sim::ExactSum& gm_bytes) {
     m_bytes += gm_bytes;
     m_kernel_bytes += gm_bytes;
   }
@@ -151,9 +151,9 @@ class Hbm : public sc_core::sc_module {
   void emit_counter(std::uint64_t until);
 
   sim::StatsGroup m_stats;
-  sim::Scalar& m_bytes;
-  sim::Scalar& m_flow_bytes;
-  sim::Scalar& m_kernel_bytes;
+  sim::ExactSum& m_bytes;  // order-independent: a run's kernels counted at once give the same
+  sim::ExactSum& m_flow_bytes;
+  sim::ExactSum& m_kernel_bytes;
   sim::Scalar& m_flow_short;
   sim::Scalar& m_lost_s;
   std::array<sim::Scalar*, kHbmSources> m_lost_to{};

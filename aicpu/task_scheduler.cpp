@@ -103,22 +103,23 @@ void TaskScheduler::submit_graph(const TaskList& graph, std::int64_t iterations,
         }
         Run r;
         r.begin = i;
+        r.sums.emplace_back();
         for (; i < tasks.size() && tasks[i]->kind == TaskKind::AiCore; ++i) {
           const Task& t = *tasks[i];
-          if (t.part == StepPart::Forward && r.first_forward == SIZE_MAX) r.first_forward = i - r.begin;
+          const std::size_t j = i - r.begin;
+          if (t.part == StepPart::Forward && r.first_forward == SIZE_MAX) r.first_forward = j;
+          if (t.part == StepPart::Forward) r.last_forward = j;
+          if (t.part == StepPart::Backward) r.last_backward = j;
           r.offset.push_back(r.total);
           r.total += m_dispatch + t.time;
-          r.time_s.push_back(t.time.to_seconds());
-          r.gm_bytes += t.cost.gm_bytes;
-          if (t.part == StepPart::Forward) {
-            r.has_forward = true;
-            r.last_forward = r.total;
-          }
-          if (t.part == StepPart::Backward) {
-            r.has_backward = true;
-            r.last_backward = r.total;
-          }
+          RunSums sum = r.sums.back();
+          sum.time.add(t.time);
+          sum.core_time.add(t.time, t.cost.blocks);
+          sum.macs += t.cost.macs;
+          sum.gm_bytes += t.cost.gm_bytes;
+          r.sums.push_back(sum);
         }
+        r.offset.push_back(r.total);
         r.end = i;
         if (r.end - r.begin >= 2) p.runs[k].push_back(std::move(r));
       }
@@ -368,25 +369,39 @@ void TaskScheduler::run_ops(Stream& s, const Work& first) {
     Planned p;
     p.task = w.task;
     p.arrival = w.arrival;
-    p.time_s = w.task->time.to_seconds();
     p.ends_step = w.ends_step;
     items.push_back(p);
     const bool more = !w.ends_step && !s.queue.empty() && s.queue.front().task &&
                       s.queue.front().task->kind == TaskKind::AiCore;
     if (!more) break;
   }
-  run_planned(s, items, true);
-  if (items.back().ends_step) step_done();
-  m_completed += items.size();
+  const bool ends_step = items.back().ends_step;
+  const std::size_t n = items.size();
+  Window all;
+  run_planned(s, items, all, true);
+  if (ends_step) step_done();
+  m_completed += n;
   if (m_completed == m_submitted) m_drained.notify(sc_core::SC_ZERO_TIME);
 }
 
-sc_time TaskScheduler::plan_items(std::vector<Planned>& items, std::size_t i, sc_time prev_end, bool running,
-                                  bool* changed) {
+sc_time TaskScheduler::planned_end(const std::vector<Planned>& items, const Window& w) {
+  if (!w.run) return items.back().end;
+  const std::size_t after = w.first + items.size();
+  return tail_start(items, w) + (w.run->total - w.run->offset[after]);
+}
+
+sc_time TaskScheduler::dispatch_at(const std::vector<Planned>& items, const Window& w, std::size_t k) {
+  if (k < items.size()) return items[k].ds;
+  const std::size_t after = w.first + items.size();
+  return tail_start(items, w) + (w.run->offset[w.first + k] - w.run->offset[after]);
+}
+
+sc_time TaskScheduler::plan_items(std::vector<Planned>& items, const Window& w, std::size_t i, sc_time prev_end,
+                                  bool running, bool* changed) {
   aicore::Hbm* hbm = m_cores.hbm();
   for (std::size_t j = i; j < items.size(); ++j) {
     Planned& p = items[j];
-    const sc_time planned_ds = p.ds, planned_end = p.end;
+    const sc_time old_ds = p.ds, old_end = p.end;
     if (!(j == i && running)) {
       p.ds = std::max(prev_end, p.arrival);
       p.ks = p.ds + m_dispatch;
@@ -406,18 +421,32 @@ sc_time TaskScheduler::plan_items(std::vector<Planned>& items, std::size_t i, sc
       m_fp_item = j;
     }
     if (changed) {
-      if (p.end != planned_end || p.ds != planned_ds) {
+      if (p.end != old_end || p.ds != old_ds) {
         *changed = true;
       } else if (j > i && hbm && p.end >= hbm->flows_end()) {
-        return items.back().end;  // past every flow and on its old schedule: so is the rest
+        return planned_end(items, w);  // past every flow and on its old schedule: so is the rest
       }
     }
     prev_end = p.end;
+    // The run's next task joins the window if a flow can reach it (it is dispatched at prev_end).
+    const std::size_t next = w.first + j + 1;
+    if (j + 1 == items.size() && w.run && next < w.run->size() && hbm && hbm->affects(prev_end + m_dispatch)) {
+      Planned q;
+      q.task = (*w.tasks)[w.run->begin + next];
+      items.push_back(q);  // `p` is not used past here
+    }
   }
-  return prev_end;
+  if (w.run && !m_step_started && w.run->first_forward != SIZE_MAX &&
+      w.run->first_forward >= w.first + items.size()) {  // the step's first forward task follows the window
+    m_fp_item = w.run->first_forward - w.first;
+    m_marks.fp_start = dispatch_at(items, w, m_fp_item);
+    m_step_started = true;
+  }
+  return planned_end(items, w);
 }
 
-void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, bool announce, bool resume, sc_time begin) {
+void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, Window& w, bool announce, bool resume,
+                                sc_time begin) {
   aicore::Hbm* hbm = m_cores.hbm();
   const bool shared = hbm && hbm->contention();
   const bool tracing = m_trace && m_trace->active();
@@ -432,11 +461,12 @@ void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, bool ann
   };
   sc_time end;
   if (resume) {
-    end = items.back().end;
+    end = planned_end(items, w);
   } else {
     m_fp_item = SIZE_MAX;
     begin = sc_core::sc_time_stamp();
-    end = plan_items(items, 0, begin, false);
+    w.prev_end = begin;
+    end = plan_items(items, w, 0, begin, false);
     announce_from(0, false);
   }
   for (std::size_t i = 0;;) {
@@ -452,31 +482,67 @@ void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, bool ann
     const sc_time now = sc_core::sc_time_stamp();
     if (now >= end) break;
     // Another consumer arrived: the items done so far stand; the rest are planned again from now.
-    while (items[i].end <= now) ++i;
-    Planned& p = items[i];
-    const bool running = now >= p.ks;
+    while (i < items.size() && items[i].end <= now) ++i;
+    if (i == items.size()) {
+      // A task after the window is under way: the window and the tasks that ended alone since are
+      // counted, and the window starts again at that task.
+      const sc_time at = tail_start(items, w);
+      const std::size_t after = w.first + items.size();
+      const auto& offset = w.run->offset;
+      const std::size_t under_way =
+          static_cast<std::size_t>(std::upper_bound(offset.begin() + static_cast<std::ptrdiff_t>(after) + 1,
+                                                    offset.end(), offset[after] + (now - at)) -
+                                   offset.begin()) -
+          1;
+      const std::size_t fp = m_fp_item == SIZE_MAX ? SIZE_MAX : w.first + m_fp_item;
+      count_planned(s, items, w, items.size(), tracing);
+      count_alone(s, *w.run, *w.tasks, after, under_way, at, tracing);
+      Planned q;
+      q.task = (*w.tasks)[w.run->begin + under_way];
+      q.ds = at + (offset[under_way] - offset[after]);
+      q.ks = q.from = q.ds + m_dispatch;
+      q.left = q.task->time;
+      q.end = q.ks + q.left;
+      items.push_back(q);
+      w.first = under_way;
+      w.prev_end = q.ds;
+      m_fp_item = fp != SIZE_MAX && fp >= under_way ? fp - under_way : SIZE_MAX;
+      i = 0;
+    }
+    const bool running = now >= items[i].ks;
     if (running) {
+      Planned& p = items[i];
       hbm->kernel_end(p.from, p.left, p.task->time, p.task->cost.gm_bytes, now, &p.lost_before);
       p.from = now;
     }
-    if (m_fp_item != SIZE_MAX && m_fp_item >= i && items[m_fp_item].ds > now) {
+    if (m_fp_item != SIZE_MAX && m_fp_item >= i && dispatch_at(items, w, m_fp_item) > now) {
       m_step_started = false;  // its first forward task has not begun: planned again
       m_fp_item = SIZE_MAX;
     }
     bool changed = false;
-    end = plan_items(items, i, i > 0 ? items[i - 1].end : begin, running, &changed);
+    end = plan_items(items, w, i, i > 0 ? items[i - 1].end : w.prev_end, running, &changed);
     if (announce && changed) {
       m_account.retract(Device::Busy);
-      announce_from(i, p.ds <= now);
+      announce_from(i, items[i].ds <= now);
     }
     begin = now;
   }
   if (shared) hbm->release();
-  for (const Planned& p : items) {
+  const sc_time at = tail_start(items, w);
+  const std::size_t after = w.first + items.size();
+  count_planned(s, items, w, items.size(), tracing);
+  if (w.run) count_alone(s, *w.run, *w.tasks, after, w.run->size(), at, tracing);
+  if (hbm && tracing) hbm->trace_progress();
+}
+
+void TaskScheduler::count_planned(Stream& s, std::vector<Planned>& items, Window& w, std::size_t n, bool tracing) {
+  aicore::Hbm* hbm = m_cores.hbm();
+  for (std::size_t j = 0; j < n; ++j) {
+    const Planned& p = items[j];
     const Task& t = *p.task;
     const sc_time time = p.end - p.ks;
     const bool alone = time == t.time;
-    count_ai_task(s, t, p.ds, time, alone ? p.time_s : time.to_seconds(), tracing);
+    count_ai_task(s, t, p.ds, time, tracing);
     aicore::HbmLost by = p.lost_before;
     for (std::size_t k = 0; k < by.size(); ++k) by[k] += p.lost_planned[k];
     if (hbm) hbm->account_kernel(p.ks, p.end, t.cost.gm_bytes, alone ? sc_core::SC_ZERO_TIME : time - t.time, &by);
@@ -491,14 +557,46 @@ void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, bool ann
       m_fp_end = p.end;
     }
   }
-  if (hbm && tracing) hbm->trace_progress();
+  if (n == 0) return;
+  w.prev_end = items[n - 1].end;
+  w.first += n;
+  items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+void TaskScheduler::count_alone(const Stream& s, const Run& run, const std::vector<const Task*>& tasks, std::size_t a,
+                                std::size_t b, const sc_time& at, bool tracing) {
+  if (a >= b) return;
+  aicore::Hbm* hbm = m_cores.hbm();
+  const auto& offset = run.offset;
+  const sc_time span = offset[b] - offset[a];
+  if (tracing || m_cores.busy_until() > at + m_dispatch) {  // task by task
+    for (std::size_t j = a; j < b; ++j) {
+      const Task& t = *tasks[run.begin + j];
+      const sc_time ds = at + (offset[j] - offset[a]);
+      count_ai_task(s, t, ds, t.time, tracing);
+      if (hbm) hbm->account_kernel(ds + m_dispatch, ds + m_dispatch + t.time, t.cost.gm_bytes, {});
+    }
+  } else {
+    const RunSums &to = run.sums[b], &from = run.sums[a];
+    m_tasks += static_cast<double>(b - a);
+    m_cores.account_free_runs(static_cast<std::int64_t>(b - a), at + m_dispatch, at + span, to.time - from.time,
+                              to.core_time - from.core_time, to.macs - from.macs, to.gm_bytes - from.gm_bytes);
+    add_busy(span);
+    if (hbm) hbm->account_kernels(to.gm_bytes - from.gm_bytes);
+  }
+  if (run.last_backward != SIZE_MAX && run.last_backward >= a && run.last_backward < b) {
+    m_marks.bp_end = at + (offset[run.last_backward + 1] - offset[a]);
+    m_step_backward = true;
+  }
+  if (run.last_forward != SIZE_MAX && run.last_forward >= a && run.last_forward < b)
+    m_fp_end = at + (offset[run.last_forward + 1] - offset[a]);
 }
 
 sc_time TaskScheduler::count_ai_task(const Stream& s, const Task& t, const sc_time& start, const sc_time& time,
-                                     double time_s, bool tracing) {
+                                     bool tracing) {
   const sc_time end = start + m_dispatch + time;
   ++m_tasks;
-  m_cores.account_free_run(t.cost, start + m_dispatch, time, time_s);
+  m_cores.account_free_run(t.cost, start + m_dispatch, time);
   add_busy(m_dispatch + time);
   if (tracing) trace_ai_task(s, t, start, end);
   return end;
@@ -511,22 +609,20 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
   aicore::Hbm* hbm = m_cores.hbm();
   const sc_time start = sc_core::sc_time_stamp();
   std::vector<Planned>& items = s.items;
-  auto fill = [&] {
-    items.assign(run.end - run.begin, Planned{});
-    for (std::size_t i = run.begin; i < run.end; ++i) {
-      Planned& p = items[i - run.begin];
-      p.task = tasks[i];
-      p.time_s = run.time_s[i - run.begin];
-    }
-  };
+  Window w;
+  w.run = &run;
+  w.tasks = &tasks;
+  const bool tracing = m_trace && m_trace->active();
   if (hbm && hbm->affects(start)) {  // flows under way or announced: planned among them
-    fill();
-    run_planned(s, items, false);
+    Planned p;
+    p.task = tasks[run.begin];
+    items.assign(1, p);
+    run_planned(s, items, w, false);
     return true;
   }
   // Alone on the HBM: the run takes its tasks' times, unless a flow arrives while it runs.
   m_fp_item = SIZE_MAX;
-  if (run.has_forward && !m_step_started) {
+  if (run.first_forward != SIZE_MAX && !m_step_started) {
     m_marks.fp_start = start + run.offset[run.first_forward];
     m_step_started = true;
     m_fp_item = run.first_forward;
@@ -534,35 +630,32 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
   if (hbm && hbm->contention()) {
     wait(run.total, hbm->arrived());
     const sc_time now = sc_core::sc_time_stamp();
-    if (now - start < run.total) {  // a flow arrived: the rest of the run is planned among the flows
-      fill();
-      for (std::size_t j = 0; j < items.size(); ++j) {
-        Planned& p = items[j];
-        p.ds = start + run.offset[j];
-        p.ks = p.from = p.ds + m_dispatch;
-        p.left = p.task->time;
-        p.end = p.ks + p.left;
-      }
-      run_planned(s, items, false, true, start);
+    if (now - start < run.total) {
+      // A flow arrived: the tasks that ended before stand; the rest of the run is planned among
+      // the flows, from the one under way.
+      const std::size_t under_way =
+          static_cast<std::size_t>(std::upper_bound(run.offset.begin() + 1, run.offset.end(), now - start) -
+                                   run.offset.begin()) -
+          1;
+      count_alone(s, run, tasks, 0, under_way, start, tracing);
+      Planned p;
+      p.task = tasks[run.begin + under_way];
+      p.ds = start + run.offset[under_way];
+      p.ks = p.from = p.ds + m_dispatch;
+      p.left = p.task->time;
+      p.end = p.ks + p.left;
+      items.assign(1, p);
+      w.first = under_way;
+      w.prev_end = p.ds;
+      if (m_fp_item != SIZE_MAX) m_fp_item = m_fp_item >= under_way ? m_fp_item - under_way : SIZE_MAX;
+      run_planned(s, items, w, false, true, start);
       return true;
     }
   } else {
     wait(run.total);
   }
-  const bool tracing = m_trace && m_trace->active();
-  for (std::size_t i = run.begin; i < run.end; ++i) {
-    const Task& t = *tasks[i];
-    const sc_time at = start + run.offset[i - run.begin];
-    count_ai_task(s, t, at, t.time, run.time_s[i - run.begin], tracing);
-    if (tracing && hbm) hbm->account_kernel(at + m_dispatch, at + m_dispatch + t.time, t.cost.gm_bytes, {});
-  }
-  if (hbm && !tracing) hbm->account_kernels(run.gm_bytes);
+  count_alone(s, run, tasks, 0, run.size(), start, tracing);
   if (hbm && tracing) hbm->trace_progress();
-  if (run.has_backward) {
-    m_marks.bp_end = start + run.last_backward;
-    m_step_backward = true;
-  }
-  if (run.has_forward) m_fp_end = start + run.last_forward;
   return true;
 }
 

@@ -97,16 +97,24 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
  private:
   /// Consecutive AI core tasks of a graph's stream, run with one wait when no other stream can
   /// take AI cores in between and the cores are all free (see run_planned).
+  /// Statistics of consecutive tasks of a run, summed.
+  struct RunSums {
+    sim::TimeSum time;       ///< on the cores
+    sim::TimeSum core_time;  ///< on the cores, by blocks
+    sim::ExactSum macs;
+    sim::ExactSum gm_bytes;  ///< HBM traffic
+  };
   struct Run {
     std::size_t begin = 0, end = 0;  ///< task indices [begin, end) in the stream's list
     sc_core::sc_time total;          ///< dispatch + time of every task, alone
-    std::size_t first_forward = SIZE_MAX;  ///< the first forward task's index in the run
-    bool has_backward = false, has_forward = false;
-    sc_core::sc_time last_backward;  ///< offset of the last backward task's end
-    sc_core::sc_time last_forward;   ///< offset of the last forward task's end
-    std::vector<sc_core::sc_time> offset;  ///< per task: its dispatch's offset from the run's start, alone
-    std::vector<double> time_s;      ///< per task: time on the cores, in seconds
-    double gm_bytes = 0;             ///< HBM traffic of its tasks
+    /// Indices in the run of the first forward task, and of the last forward and backward ones
+    /// (SIZE_MAX: none).
+    std::size_t first_forward = SIZE_MAX, last_forward = SIZE_MAX, last_backward = SIZE_MAX;
+    /// Per task and one past the last: its dispatch's offset from the run's start, alone (task
+    /// j ends at offset[j + 1]; offset.back() == total).
+    std::vector<sc_core::sc_time> offset;
+    std::vector<RunSums> sums;  ///< prefix sums: sums[j] over tasks [0, j)
+    std::size_t size() const { return end - begin; }
   };
   /// The tasks of one graph iteration, split by stream.
   struct GraphPlan {
@@ -137,9 +145,17 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     const Task* task = nullptr;
     sc_core::sc_time arrival;  ///< its launch's arrival (op-by-op), else zero
     sc_core::sc_time ds, ks, end, from, left;
-    double time_s = 0;  ///< its time alone, in seconds
     bool ends_step = false;
     aicore::HbmLost lost_before{}, lost_planned{};  ///< time lost to flows before `from`, and planned after
+  };
+  /// Which tasks of a run run_planned() plans one by one (its window): [first, first +
+  /// items.size()). Those before it ended alone; those after it follow its last alone, since no
+  /// flow reaches them. The window grows while its next task could meet a flow.
+  struct Window {
+    const Run* run = nullptr;                         ///< nullptr: the items are all there is (op by op)
+    const std::vector<const Task*>* tasks = nullptr;  ///< the stream's list `run` indexes
+    std::size_t first = 0;
+    sc_core::sc_time prev_end;  ///< the end of the task before the window (or when it began)
   };
   struct Stream {
     std::int32_t id = 0;
@@ -170,19 +186,34 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   /// re-planned when another consumer arrives; then counts them and sets the step marks.
   /// `announce`: announce the device's busy and idle spans to the time accounting (op-by-op).
   /// `resume`: the items already hold the plan made at `begin`, and a consumer has just arrived.
-  void run_planned(Stream& s, std::vector<Planned>& items, bool announce, bool resume = false,
+  /// `w`: the run the items are a window of (if any).
+  void run_planned(Stream& s, std::vector<Planned>& items, Window& w, bool announce, bool resume = false,
                    sc_core::sc_time begin = sc_core::SC_ZERO_TIME);
-  /// Plans items [i, end) after `prev_end`; items[i]'s kernel is under way if `running`. Returns
-  /// the last one's end. `changed` (a re-plan: the items hold an earlier plan): set if an item
-  /// moved; once an item ends as planned, after every flow, the rest stand as planned.
-  sc_core::sc_time plan_items(std::vector<Planned>& items, std::size_t i, sc_core::sc_time prev_end, bool running,
-                              bool* changed = nullptr);
+  /// Plans items [i, end) after `prev_end` (growing `w`'s window as needed); items[i]'s kernel is
+  /// under way if `running`. Returns the end of the last item, or of `w`'s run. `changed` (a
+  /// re-plan: the items hold an earlier plan): set if an item moved; once an item ends as
+  /// planned, after every flow, the rest stand as planned.
+  sc_core::sc_time plan_items(std::vector<Planned>& items, const Window& w, std::size_t i, sc_core::sc_time prev_end,
+                              bool running, bool* changed = nullptr);
+  /// Where the tasks after `w`'s window are dispatched from: the window's last end.
+  static sc_core::sc_time tail_start(const std::vector<Planned>& items, const Window& w) {
+    return items.empty() ? w.prev_end : items.back().end;
+  }
+  /// The end of the last item, or of `w`'s run.
+  static sc_core::sc_time planned_end(const std::vector<Planned>& items, const Window& w);
+  /// When the window's task `k` (items[k], or one after the window) is dispatched.
+  static sc_core::sc_time dispatch_at(const std::vector<Planned>& items, const Window& w, std::size_t k);
+  /// Counts the first `n` items as they ran, and drops them from the window.
+  void count_planned(Stream& s, std::vector<Planned>& items, Window& w, std::size_t n, bool tracing);
+  /// Counts tasks [a, b) of `run` that ran alone back to back, a dispatched at `at`; in one sum
+  /// unless traced. Sets the step marks of those among them.
+  void count_alone(const Stream& s, const Run& run, const std::vector<const Task*>& tasks, std::size_t a, std::size_t b,
+                   const sc_core::sc_time& at, bool tracing);
   void name_tracks(Stream& s);
   /// Statistics (and trace) of an AI core task a run executes without its own wait: dispatched at
-  /// `start`; `time_s` its time on the cores, in seconds. Returns
-  /// its end.
+  /// `start`, `time` on the cores. Returns its end.
   sc_core::sc_time count_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start,
-                                 const sc_core::sc_time& time, double time_s, bool tracing);
+                                 const sc_core::sc_time& time, bool tracing);
   /// Records an AI core task that ran from `start` (its dispatch) to `end`.
   void trace_ai_task(const Stream& s, const Task& t, const sc_core::sc_time& start, const sc_core::sc_time& end);
   /// True if nothing can observe the device between `s`'s tasks: no other stream was given AI core

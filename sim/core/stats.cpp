@@ -24,17 +24,34 @@ const StatsGroup* StatsGroup::of(const sc_core::sc_object& owner) {
   return it == registry().end() ? nullptr : it->second;
 }
 
+void StatsGroup::add(Entry e) {
+  for (const auto& x : m_entries)
+    if (x.name == e.name)
+      throw std::logic_error(std::string("stat registered twice: ") + m_owner->name() + "." + e.name);
+  m_entries.push_back(std::move(e));
+}
+
 Scalar& StatsGroup::scalar(const std::string& name, const std::string& unit, const std::string& description) {
-  for (const auto& e : m_entries)
-    if (e.name == name) throw std::logic_error(std::string("stat registered twice: ") + m_owner->name() + "." + name);
   m_scalars.emplace_back();
-  m_entries.push_back({name, unit, description, &m_scalars.back(), {}});
+  add({name, unit, description, &m_scalars.back(), {}});
   return m_scalars.back();
+}
+
+ExactSum& StatsGroup::sum(const std::string& name, const std::string& unit, const std::string& description) {
+  const ExactSum* s = &m_sums.emplace_back();
+  formula(name, unit, description, [s] { return s->value(); });
+  return m_sums.back();
+}
+
+TimeSum& StatsGroup::time_sum(const std::string& name, const std::string& unit, const std::string& description) {
+  const TimeSum* s = &m_time_sums.emplace_back();
+  formula(name, unit, description, [s] { return s->seconds(); });
+  return m_time_sums.back();
 }
 
 void StatsGroup::formula(const std::string& name, const std::string& unit, const std::string& description,
                          std::function<double()> fn) {
-  m_entries.push_back({name, unit, description, nullptr, std::move(fn)});
+  add({name, unit, description, nullptr, std::move(fn)});
 }
 
 nlohmann::ordered_json StatsGroup::to_json() const {

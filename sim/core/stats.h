@@ -6,6 +6,7 @@
 // appears in the report without a hand-written list.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
@@ -36,6 +37,55 @@ class Scalar {
   double m_value = 0;
 };
 
+/// A sum whose value does not depend on the order of its terms, so that tasks counted in one
+/// addition give the very value they give counted one by one: each term is rounded to a multiple
+/// of 2^-20 (exact for integers, and for any value of 2^32 or more) and the multiples are added
+/// exactly. Sums may be subtracted (prefix sums) without rounding.
+class ExactSum {
+ public:
+  ExactSum& operator+=(double v) {
+    const double x = v * 0x1p20 + (v < 0 ? -0.5 : 0.5);  // to the nearest, then toward zero
+    m_fixed += x > -0x1p62 && x < 0x1p62 ? static_cast<std::int64_t>(x) : static_cast<Fixed>(x);
+    return *this;
+  }
+  ExactSum& operator+=(const ExactSum& o) {
+    m_fixed += o.m_fixed;
+    return *this;
+  }
+  friend ExactSum operator-(ExactSum a, const ExactSum& b) {
+    a.m_fixed -= b.m_fixed;
+    return a;
+  }
+  double value() const { return static_cast<double>(m_fixed) * 0x1p-20; }
+
+ private:
+  __extension__ using Fixed = __int128;  // 2^107 before the point
+  Fixed m_fixed = 0;
+};
+
+/// A sum of times, each a whole number of the kernel's time resolution (optionally times a count,
+/// such as the cores an op holds), kept exactly: its value does not depend on the order of its
+/// terms either.
+class TimeSum {
+ public:
+  void add(const sc_core::sc_time& t, std::int64_t times = 1) {
+    m_units += static_cast<Units>(t.value()) * static_cast<Units>(times);
+  }
+  TimeSum& operator+=(const TimeSum& o) {
+    m_units += o.m_units;
+    return *this;
+  }
+  friend TimeSum operator-(TimeSum a, const TimeSum& b) {
+    a.m_units -= b.m_units;
+    return a;
+  }
+  double seconds() const { return static_cast<double>(m_units) * sc_core::sc_get_time_resolution().to_seconds(); }
+
+ private:
+  __extension__ using Units = __int128;
+  Units m_units = 0;
+};
+
 /// A statistic as documentation sees it.
 struct StatInfo {
   std::string path;  ///< "chip.hostif.h2d.bytes"
@@ -53,6 +103,10 @@ class StatsGroup {
 
   /// Registers a counter; the reference stays valid for the group's lifetime.
   Scalar& scalar(const std::string& name, const std::string& unit, const std::string& description);
+  /// Registers a sum independent of the order of its terms (ExactSum).
+  ExactSum& sum(const std::string& name, const std::string& unit, const std::string& description);
+  /// Registers a sum of times (TimeSum), shown in seconds (`unit` "s", or "core*s" and the like).
+  TimeSum& time_sum(const std::string& name, const std::string& unit, const std::string& description);
   /// Registers a value computed at dump time.
   void formula(const std::string& name, const std::string& unit, const std::string& description,
                std::function<double()> fn);
@@ -71,8 +125,12 @@ class StatsGroup {
     Scalar* scalar = nullptr;
     std::function<double()> fn;
   };
+  /// Adds a statistic; its name must be new in the group.
+  void add(Entry e);
   const sc_core::sc_object* m_owner;
   std::deque<Scalar> m_scalars;
+  std::deque<ExactSum> m_sums;
+  std::deque<TimeSum> m_time_sums;
   std::deque<Entry> m_entries;
 };
 

@@ -130,7 +130,8 @@ TEST(Api, AnInputErrorAfterRunsIsThrownCleanly) {
 
 TEST(Api, RunsOfTasksWithOneWaitGiveWhatOneWaitPerTaskGives) {
   // The device runs each step's AI core tasks with one wait; the reference executes them one by
-  // one. Every figure and statistic must agree exactly, and so must the timelines.
+  // one. Every figure and statistic must agree exactly, and so must the timelines. Untraced, a
+  // run counts the tasks that no flow reached in one sum (traced, one by one): the same values.
   // The 8-device run's graph has a communication stream beside the compute stream: runs of
   // tasks there too, with AllReduces ending in the middle of them.
   for (const char* workload : {"lenet5", "resnet50", "resnet50 x 8"}) {
@@ -149,11 +150,13 @@ TEST(Api, RunsOfTasksWithOneWaitGiveWhatOneWaitPerTaskGives) {
       // free core at one instant waits follows the kernel's process order too.
       r.config.sets.push_back("host.cpu_cores=64");
     }
+    const auto untraced = sim::run(r);
     r.trace = true;
     const auto fast = sim::run(r);
     r.one_wait_per_task = true;
     const auto reference = sim::run(r);
     EXPECT_EQ(fast.report().dump(), reference.report().dump()) << workload;
+    EXPECT_EQ(untraced.report().dump(), reference.report().dump()) << workload;
     // Same events; the order in the file follows when each was recorded, and which of two idle
     // pipeline workers takes a slice at the same instant follows the kernel's process order.
     auto events = [](const std::string& trace) {

@@ -351,7 +351,9 @@ TEST(Transformer, OptimizerShardingDividesTheOptimizerStateByTheGroup) {
     ASSERT_TRUE(oc.contains("ReduceScatter")) << wl;
     EXPECT_EQ(oc["ReduceScatter"]["bytes"], oc["AllGather"]["bytes"]) << wl;
     EXPECT_EQ(x.report()["recipe"]["optimizer_shard"], 4) << wl;
-    if (wl == "gpt") EXPECT_EQ(oc["ReduceScatter"]["bytes"].get<std::int64_t>(), 4 * params);
+    if (wl == "gpt") {
+      EXPECT_EQ(oc["ReduceScatter"]["bytes"].get<std::int64_t>(), 4 * params);
+    }
   }
 }
 
@@ -368,7 +370,9 @@ TEST(Transformer, RecomputationTradesTheLayersForwardForTheirActivations) {
   ASSERT_GT(layer_ops, 0);
   EXPECT_EQ(again.graph.ops().size(), base.graph.ops().size() + static_cast<std::size_t>(layer_ops));
   for (const auto& op : again.graph.ops())
-    if (op.name.rfind("Recompute/", 0) == 0) EXPECT_EQ(op.pass, Pass::Backward) << op.name;
+    if (op.name.rfind("Recompute/", 0) == 0) {
+      EXPECT_EQ(op.pass, Pass::Backward) << op.name;
+    }
   // The device's compute grows by exactly the layers' forward kernels; the activations the step
   // holds at its peak shrink.
   const runtime::CompiledGraph a = runtime::compile(base, test::cost_model(), 2),
