@@ -151,7 +151,8 @@ class Hbm : public sc_core::sc_module {
   void emit_counter(std::uint64_t until);
 
   sim::StatsGroup m_stats;
-  sim::ExactSum& m_bytes;  // order-independent: a run's kernels counted at once give the same
+  // Order-independent sums: a run's kernels counted at once give what they give one by one.
+  sim::ExactSum& m_bytes;
   sim::ExactSum& m_flow_bytes;
   sim::ExactSum& m_kernel_bytes;
   sim::Scalar& m_flow_short;

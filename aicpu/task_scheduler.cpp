@@ -399,6 +399,7 @@ sc_time TaskScheduler::dispatch_at(const std::vector<Planned>& items, const Wind
 sc_time TaskScheduler::plan_items(std::vector<Planned>& items, const Window& w, std::size_t i, sc_time prev_end,
                                   bool running, bool* changed) {
   aicore::Hbm* hbm = m_cores.hbm();
+  std::size_t planned = items.size();  // items [i, planned) planned now; the rest stand as they were
   for (std::size_t j = i; j < items.size(); ++j) {
     Planned& p = items[j];
     const sc_time old_ds = p.ds, old_end = p.end;
@@ -424,7 +425,8 @@ sc_time TaskScheduler::plan_items(std::vector<Planned>& items, const Window& w, 
       if (p.end != old_end || p.ds != old_ds) {
         *changed = true;
       } else if (j > i && hbm && p.end >= hbm->flows_end()) {
-        return planned_end(items, w);  // past every flow and on its old schedule: so is the rest
+        planned = j + 1;  // past every flow and on its old schedule: so is the rest
+        break;
       }
     }
     prev_end = p.end;
@@ -436,6 +438,12 @@ sc_time TaskScheduler::plan_items(std::vector<Planned>& items, const Window& w, 
       items.push_back(q);  // `p` is not used past here
     }
   }
+  for (std::size_t j = planned; j < items.size() && !m_step_started; ++j)  // it may stand among the rest
+    if (items[j].task->part == StepPart::Forward) {
+      m_marks.fp_start = items[j].ds;
+      m_step_started = true;
+      m_fp_item = j;
+    }
   if (w.run && !m_step_started && w.run->first_forward != SIZE_MAX &&
       w.run->first_forward >= w.first + items.size()) {  // the step's first forward task follows the window
     m_fp_item = w.run->first_forward - w.first;
@@ -612,7 +620,7 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
   Window w;
   w.run = &run;
   w.tasks = &tasks;
-  const bool tracing = m_trace && m_trace->active();
+  auto tracing = [&] { return m_trace && m_trace->active(); };  // asked when counting: a step may end meanwhile
   if (hbm && hbm->affects(start)) {  // flows under way or announced: planned among them
     Planned p;
     p.task = tasks[run.begin];
@@ -637,7 +645,7 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
           static_cast<std::size_t>(std::upper_bound(run.offset.begin() + 1, run.offset.end(), now - start) -
                                    run.offset.begin()) -
           1;
-      count_alone(s, run, tasks, 0, under_way, start, tracing);
+      count_alone(s, run, tasks, 0, under_way, start, tracing());
       Planned p;
       p.task = tasks[run.begin + under_way];
       p.ds = start + run.offset[under_way];
@@ -654,8 +662,9 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
   } else {
     wait(run.total);
   }
-  count_alone(s, run, tasks, 0, run.size(), start, tracing);
-  if (hbm && tracing) hbm->trace_progress();
+  const bool traced = tracing();
+  count_alone(s, run, tasks, 0, run.size(), start, traced);
+  if (hbm && traced) hbm->trace_progress();
   return true;
 }
 

@@ -95,8 +95,6 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   double hbm_lost_s(bool stream0) const;
 
  private:
-  /// Consecutive AI core tasks of a graph's stream, run with one wait when no other stream can
-  /// take AI cores in between and the cores are all free (see run_planned).
   /// Statistics of consecutive tasks of a run, summed.
   struct RunSums {
     sim::TimeSum time;       ///< on the cores
@@ -104,6 +102,8 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
     sim::ExactSum macs;
     sim::ExactSum gm_bytes;  ///< HBM traffic
   };
+  /// Consecutive AI core tasks of a graph's stream, run with one wait when no other stream can
+  /// take AI cores in between and the cores are all free (see run_planned).
   struct Run {
     std::size_t begin = 0, end = 0;  ///< task indices [begin, end) in the stream's list
     sc_core::sc_time total;          ///< dispatch + time of every task, alone

@@ -6,6 +6,7 @@
 // appears in the report without a hand-written list.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -38,29 +39,38 @@ class Scalar {
 };
 
 /// A sum whose value does not depend on the order of its terms, so that tasks counted in one
-/// addition give the very value they give counted one by one: each term is rounded to a multiple
-/// of 2^-20 (exact for integers, and for any value of 2^32 or more) and the multiples are added
-/// exactly. Sums may be subtracted (prefix sums) without rounding.
+/// addition give the very value they give counted one by one: each term is rounded to the nearest
+/// multiple of 2^-20 (exactly: integers, and values that are multiples of 2^-20 already, such as
+/// any of 2^32 or more, are kept as they are) and the multiples are added exactly, up to 2^107.
+/// Sums may be subtracted (prefix sums) without rounding. A term that is not finite makes the
+/// value NaN.
 class ExactSum {
  public:
   ExactSum& operator+=(double v) {
-    const double x = v * 0x1p20 + (v < 0 ? -0.5 : 0.5);  // to the nearest, then toward zero
+    if (!std::isfinite(v)) {
+      m_nan = true;
+      return *this;
+    }
+    const double x = std::nearbyint(v * 0x1p20);  // scaling by a power of two is exact
     m_fixed += x > -0x1p62 && x < 0x1p62 ? static_cast<std::int64_t>(x) : static_cast<Fixed>(x);
     return *this;
   }
   ExactSum& operator+=(const ExactSum& o) {
     m_fixed += o.m_fixed;
+    m_nan = m_nan || o.m_nan;
     return *this;
   }
   friend ExactSum operator-(ExactSum a, const ExactSum& b) {
     a.m_fixed -= b.m_fixed;
+    a.m_nan = a.m_nan || b.m_nan;
     return a;
   }
-  double value() const { return static_cast<double>(m_fixed) * 0x1p-20; }
+  double value() const { return m_nan ? std::nan("") : static_cast<double>(m_fixed) * 0x1p-20; }
 
  private:
-  __extension__ using Fixed = __int128;  // 2^107 before the point
+  __extension__ using Fixed = __int128;
   Fixed m_fixed = 0;
+  bool m_nan = false;
 };
 
 /// A sum of times, each a whole number of the kernel's time resolution (optionally times a count,

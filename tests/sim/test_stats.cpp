@@ -51,11 +51,26 @@ TEST(Stats, AnExactSumIsTheSameInAnyOrderAndItsPrefixesSubtractExactly) {
   for (double t : terms) exact += t;
   EXPECT_NEAR(forward.value(), static_cast<double>(exact),
               static_cast<double>(exact) * 1e-15 + terms.size() * std::ldexp(1.0, -21));
-  // Integers, and values of 2^32 or more, are carried exactly.
+  // Integers, and values of 2^32 or more, are carried exactly; others to the nearest 2^-20.
+  for (const double v : {4294967296.5, 4294967296.0 + 0x1p-20, 8589934591.0 + 0x1p-19, 1e15 + 0.125, 123456789.0}) {
+    sim::ExactSum one;
+    one += v;
+    EXPECT_EQ(one.value(), v) << v;
+  }
+  for (const double v : {0.49999999999999994 * 0x1p-20, 0x1p-21, 0.3 * 0x1p-20}) {
+    sim::ExactSum small;
+    small += v;
+    EXPECT_EQ(small.value(), 0.0) << v;  // below half a unit, or a tie (to even): none
+  }
   sim::ExactSum macs;
   macs += 9007199254740993.0;  // 2^53 + 1 is not a double: 2^53
   macs += 4294967296.5;        // 2^32 + 1/2
   EXPECT_EQ(macs.value(), 9007199254740992.0 + 4294967296.5);
+  // A term that is not finite shows, as adding doubles would show it.
+  sim::ExactSum broken = macs;
+  broken += std::nan("");
+  EXPECT_TRUE(std::isnan(broken.value()));
+  EXPECT_TRUE(std::isnan((broken - macs).value()));
 }
 
 TEST(Stats, ATimeSumCountsWholePicosecondsExactly) {
