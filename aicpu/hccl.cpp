@@ -33,12 +33,17 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
       m_pcie_bytes(m_stats.scalar("pcie_bytes", "B",
                                   "bytes the devices sent over PCIe between a server's HCCS networks, summed")),
       m_pcie_busy_s(m_stats.scalar("pcie_busy_s", "s", "time a collective used PCIe between a server's HCCS networks")),
-      m_shared(m_stats.scalar("shared", "count", "collectives slowed by another sharing a device's port")),
+      m_shared(m_stats.scalar("shared", "count",
+                              "collectives slowed by another sharing a device's port, or by the data's DMA sharing "
+                              "its PCIe link")),
       m_shared_lost_s(
           m_stats.scalar("shared_lost_s", "s", "time those collectives took beyond their time alone, summed")) {
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
   m_in_flight.assign(static_cast<std::size_t>(ranks), 0);
+  m_dma_busy.assign(static_cast<std::size_t>(ranks), 0);
+  m_pcie_taken.assign(static_cast<std::size_t>(ranks), 0.0);
+  for (int r = 0; r < ranks; ++r) m_pcie_changed.push_back(std::make_unique<sc_core::sc_event>());
   m_stands_for.assign(static_cast<std::size_t>(ranks), 1);
   SC_METHOD(on_tick);
   sensitive << m_tick;
@@ -502,9 +507,12 @@ void Hccl::start(const CollectiveCost& c, std::vector<int> members, Collective k
   run->alone_end = run->start + sim::seconds(c.seconds);
   run->traced = m_trace && (!m_window || m_window->active());
   done->notify(sim::seconds(c.seconds));  // its end alone, unless another shares a port with it
-  // Does it share a member with a collective in flight? Then both are tracked segment by segment.
+  // Does it share a member with a collective in flight, or a member's PCIe link with its busy
+  // DMA? Then they are tracked segment by segment.
   bool meets = false;
   for (int r : members) meets = meets || m_in_flight[static_cast<std::size_t>(r)] > 0;
+  run->members = members;
+  const bool dma = meets_dma(*run);
   if (meets) {
     std::vector<bool> mine(static_cast<std::size_t>(m_ranks), false);
     for (int r : members) mine[static_cast<std::size_t>(r)] = true;
@@ -516,16 +524,42 @@ void Hccl::start(const CollectiveCost& c, std::vector<int> members, Collective k
       o->watched = true;
       seek(*o);
     }
+  }
+  if (meets || dma) {
     run->watched = true;
     seek(*run);
   }
   for (int r : members) ++m_in_flight[static_cast<std::size_t>(r)];
-  run->members = std::move(members);
   m_running.push_back(std::move(run));
-  if (meets) {
+  if (meets || dma) {
     reallocate();
     schedule();
   }
+}
+
+bool Hccl::meets_dma(const Running& r) const {
+  const bool pcie = std::any_of(r.cost.parts.begin(), r.cost.parts.end(), [](const auto& p) { return p.pcie; });
+  if (!pcie) return false;
+  for (int m : r.members)
+    if (m_dma_busy[static_cast<std::size_t>(m)] > 0) return true;
+  return false;
+}
+
+void Hccl::pcie_dma(int rank, bool busy) {
+  int& n = m_dma_busy.at(static_cast<std::size_t>(rank));
+  n += busy ? 1 : -1;
+  if (n < 0) throw std::logic_error("Hccl::pcie_dma: a rank's DMA stopped more often than it started");
+  if (n > (busy ? 1 : 0)) return;  // it was busy, and still is
+  // The collectives with a phase over this rank's link are tracked segment by segment from now.
+  advance();
+  for (auto& r : m_running) {
+    if (r->watched || std::find(r->members.begin(), r->members.end(), rank) == r->members.end()) continue;
+    if (!std::any_of(r->cost.parts.begin(), r->cost.parts.end(), [](const auto& p) { return p.pcie; })) continue;
+    r->watched = true;
+    seek(*r);
+  }
+  reallocate();  // the rates, and the link's part the collectives take
+  schedule();
 }
 
 void Hccl::advance() {
@@ -598,7 +632,11 @@ void Hccl::reallocate() {
     flows.push_back(r.get());
     ports.push_back(std::move(p));
   }
+  // A rank's busy DMA channels are one more flow on its PCIe port (the device's own link).
+  for (std::size_t m = 0; m < m_dma_busy.size(); ++m)
+    if (m_dma_busy[m] > 0) ports.push_back({m_ranks + static_cast<std::int64_t>(m)});
   const std::vector<double> rate = max_min_rates(ports);
+  std::vector<double> taken(m_pcie_taken.size(), 0.0);
   for (std::size_t f = 0; f < flows.size(); ++f) {
     Running& r = *flows[f];
     r.rate = rate[f];
@@ -606,7 +644,14 @@ void Hccl::reallocate() {
       r.shared = true;
       r.done->cancel();  // it ends when its segments have run
     }
+    if (r.cost.parts[r.seg / 2].pcie)
+      for (int m : r.members) taken[static_cast<std::size_t>(m)] += r.rate;
   }
+  for (std::size_t m = 0; m < taken.size(); ++m)
+    if (taken[m] != m_pcie_taken[m]) {
+      m_pcie_taken[m] = taken[m];
+      m_pcie_changed[m]->notify(sc_core::SC_ZERO_TIME);
+    }
 }
 
 void Hccl::schedule() {

@@ -182,7 +182,16 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   void set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window);
   /// Writes the trace of the collectives still held (call at the end of the run).
   void flush_trace();
-  /// Collectives slowed by another on a shared port, and the time they lost to it, summed.
+  /// Rank `rank`'s DMA channels start (`busy`) or stop carrying data over its own PCIe link, which
+  /// a collective's phase between the server's HCCS networks also crosses: they share the link
+  /// (max-min, as the ports), the DMA's transfers as one more flow on the rank's PCIe port.
+  void pcie_dma(int rank, bool busy);
+  /// The fraction of rank `rank`'s PCIe link the collectives take now (its DMA channels share the
+  /// rest), and the event notified when it changes.
+  double pcie_taken(int rank) const { return m_pcie_taken[static_cast<std::size_t>(rank)]; }
+  const sc_core::sc_event& pcie_changed(int rank) const { return *m_pcie_changed[static_cast<std::size_t>(rank)]; }
+  /// Collectives slowed by another on a shared port (or by the data's DMA on a PCIe link), and the
+  /// time they lost to it, summed.
   double shared_count() const { return m_shared.value(); }
   double shared_lost_s() const { return m_shared_lost_s.value(); }
 
@@ -222,6 +231,11 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   void finish(Running& r, const sc_core::sc_time& end);
   std::vector<std::unique_ptr<Running>> m_running;
   std::vector<int> m_in_flight;  ///< per rank: collectives in flight that include it
+  std::vector<int> m_dma_busy;   ///< per rank: its DMA channels carrying data
+  std::vector<double> m_pcie_taken;  ///< per rank: of its PCIe link, what the collectives take
+  std::vector<std::unique_ptr<sc_core::sc_event>> m_pcie_changed;  ///< per rank
+  /// True if `r` has a phase over PCIe through a rank whose DMA channels are busy.
+  bool meets_dma(const Running& r) const;
   sc_core::sc_time m_last;       ///< tracked segments advanced up to here
   sc_core::sc_event m_tick;
   void trace_collective(const Running& r);

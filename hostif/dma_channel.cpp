@@ -92,34 +92,55 @@ void DmaChannel::enqueue(Request* r) {
   m_kick.notify(sc_core::SC_ZERO_TIME);
 }
 
+void DmaChannel::set_sharer(std::function<double()> taken, const sc_core::sc_event* changed,
+                            std::function<void(bool)> busy) {
+  m_taken = std::move(taken);
+  m_share_changed = changed;
+  m_busy = std::move(busy);
+}
+
 void DmaChannel::serve() {
   for (;;) {
-    while (m_active.empty()) wait(m_kick);
+    if (m_active.empty()) {
+      if (m_carrying && m_busy) m_busy(false);
+      m_carrying = false;
+      while (m_active.empty()) wait(m_kick);
+    }
+    if (!m_carrying && m_busy) m_busy(true);  // before the share below is read
+    m_carrying = true;
     Request* r = m_active.front();
     m_active.pop_front();
     // Alone on the link a transfer streams until done or until another one arrives; with others
-    // waiting, the link is shared a chunk at a time, round-robin.
+    // waiting, the link is shared a chunk at a time, round-robin. A collective through the link
+    // takes its part of the bandwidth; the chunk is timed again when that part changes.
     const bool alone = m_active.empty();
+    const double taken = m_taken ? std::clamp(m_taken(), 0.0, 1.0 - 1e-9) : 0.0;
+    const double gbps = m_bandwidth_gbps * (1.0 - taken);
     const std::uint64_t n = alone ? r->remaining : std::min(r->remaining, m_chunk_bytes);
-    const sc_core::sc_time t = sim::transfer_time(static_cast<double>(n), m_bandwidth_gbps);
+    const sc_core::sc_time t = sim::transfer_time(static_cast<double>(n), gbps);
     const sc_core::sc_time start = sc_core::sc_time_stamp();
-    if (m_trace && m_trace->active()) m_trace->counter(m_counter, start, m_bandwidth_gbps);
-    if (alone)
+    if (m_trace && m_trace->active()) m_trace->counter(m_counter, start, gbps);
+    if (m_share_changed)
+      alone ? wait(t, m_kick | *m_share_changed) : wait(t, *m_share_changed);
+    else if (alone)
       wait(t, m_kick);
     else
       wait(t);
     const sc_core::sc_time elapsed = sc_core::sc_time_stamp() - start;
     std::uint64_t moved = n;
-    if (elapsed < t)  // interrupted by a new arrival
-      moved = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(elapsed.to_seconds() * m_bandwidth_gbps * 1e9));
+    if (elapsed < t)  // interrupted by a new arrival, or by the collective's part changing
+      moved = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(elapsed.to_seconds() * gbps * 1e9));
     m_busy_s += elapsed.to_seconds();
     m_chunks += static_cast<double>((moved + m_chunk_bytes - 1) / m_chunk_bytes);
     r->remaining -= moved;
     if (r->remaining == 0) {
       r->finished = true;
       r->done.notify(m_latency);
-    } else
+    } else if (elapsed < t && !alone) {
+      m_active.push_front(r);  // the rest of its chunk, at the new rate: its turn stands
+    } else {
       m_active.push_back(r);
+    }
     if (m_active.empty() && m_trace && m_trace->active()) m_trace->counter(m_counter, sc_core::sc_time_stamp(), 0);
   }
 }

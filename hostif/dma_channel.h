@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 
 #include <systemc>
 
@@ -34,6 +35,12 @@ class DmaChannel : public sc_core::sc_module {
   /// The device's HBM, which the transfers write (H2D) or read (D2H): each transfer is a flow of
   /// its bytes over the time it would take alone (nullptr: none, as for a switch's uplink).
   void set_hbm(aicore::Hbm* hbm) { m_hbm = hbm; }
+  /// Another user of this link direction: a collective's phase through the device's own PCIe
+  /// link (aicpu::Hccl). `taken()` is the fraction of the bandwidth it takes now (this channel's
+  /// transfers share the rest), `changed` is notified when that fraction changes, and `busy` is
+  /// told when this channel starts (true) and stops (false) carrying transfers. Chunked channels
+  /// only (a device's link).
+  void set_sharer(std::function<double()> taken, const sc_core::sc_event* changed, std::function<void(bool)> busy);
 
   double bytes() const { return m_bytes.value(); }
   double busy_s() const { return m_busy_s.value(); }
@@ -59,6 +66,10 @@ class DmaChannel : public sc_core::sc_module {
   std::deque<Request*> m_active;
   sc_core::sc_event m_kick;
   DmaChannel* m_uplink = nullptr;
+  std::function<double()> m_taken;
+  const sc_core::sc_event* m_share_changed = nullptr;
+  std::function<void(bool)> m_busy;
+  bool m_carrying = false;  ///< transfers in flight (told to m_busy)
   aicore::Hbm* m_hbm = nullptr;
   sim::TraceRecorder* m_trace = nullptr;
   int m_track = 0;

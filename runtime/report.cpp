@@ -255,9 +255,10 @@ std::string format_cluster(const std::vector<RunResult>& runs) {
             k["network"]["servers_per_leaf"].get<int>() == 1 ? "" : "s", k["network"]["oversubscription"].get<double>(),
             100 * k["network"]["spine_rate"].get<double>());
       if (k.contains("shared_ports") && k["shared_ports"]["collectives"].get<double>() > 0)
-        line += fmt::format("; {:g} collectives slowed sharing a device's port with another in flight, {:.3f} ms lost",
-                            k["shared_ports"]["collectives"].get<double>(),
-                            1e3 * k["shared_ports"]["lost_s"].get<double>());
+        line += fmt::format(
+            "; {:g} collectives slowed sharing a device's port with another in flight or its PCIe link with the "
+            "data's DMA, {:.3f} ms lost",
+            k["shared_ports"]["collectives"].get<double>(), 1e3 * k["shared_ports"]["lost_s"].get<double>());
       out += line + "\n";
     }
   }

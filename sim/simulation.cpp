@@ -164,6 +164,14 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
                                                      workload.stages.empty() ? workload : *workload.stages[stage],
                                                      session, place, &graphs[stage]));
         run.hccl->set_hbm(static_cast<int>(r), &m_systems.back()->hbm());
+        if (run.hccl->networks_per_server() > 1) {  // collectives between the networks cross its PCIe link
+          aicpu::Hccl* h = run.hccl.get();
+          const int rank = static_cast<int>(r);
+          for (hostif::DmaChannel* ch :
+               {&m_systems.back()->host_interface().h2d, &m_systems.back()->host_interface().d2h})
+            ch->set_sharer([h, rank] { return h->pcie_taken(rank); }, &h->pcie_changed(rank),
+                           [h, rank](bool busy) { h->pcie_dma(rank, busy); });
+        }
         // It arrives at each collective for its local rank on every server of its kind.
         run.hccl->set_stands_for(static_cast<int>(r), static_cast<int>(stands_for[static_cast<std::size_t>(s)]));
         // Every run of the process shares its mappings: the systems built so far and this run's.

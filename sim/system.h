@@ -65,6 +65,8 @@ class System : public sc_core::sc_module {
   void flush_trace() { m_chip.hbm.flush_trace(); }
   /// The chip's HBM (the cluster's collectives draw on it).
   aicore::Hbm& hbm() { return m_chip.hbm; }
+  /// The chip's side of its PCIe link (a collective between a server's HCCS networks crosses it).
+  hostif::HostInterface& host_interface() { return m_chip.hostif; }
 
  private:
   SystemConfig m_cfg;

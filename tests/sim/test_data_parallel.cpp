@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "aicpu/hccl.h"
+#include "hostif/dma_channel.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/html_report.h"
 #include "sim/api.h"
@@ -177,6 +178,61 @@ TEST(DataParallel, TwoCollectivesInFlightOnTheSameRanksShareTheirPorts) {
     EXPECT_EQ(t.second, (sc_core::sc_time(1.0, sc_core::SC_SEC) + sim::seconds(alone)).to_seconds());
     EXPECT_EQ(t.shared, 0);
   }
+}
+
+/// An AllGather of `bytes` on 8 ranks in two HCCS networks of four joined through PCIe, while
+/// rank 0's host-to-device DMA carries `dma_bytes` over the same PCIe link from time 0.
+struct DmaBeside {
+  std::vector<double> left;
+  double dma_end = -1, shared = 0, lost_s = 0;
+};
+DmaBeside all_gather_beside_dma(std::int64_t bytes, std::uint64_t dma_bytes, double gbps) {
+  sim::KernelScope kernel;
+  aicpu::HcclConfig cfg;
+  cfg.hccs_group_size = 4;
+  cfg.pcie_bandwidth_gbps = gbps;
+  aicpu::Hccl hccl("hccl", cfg, 8, 1200, 8);
+  hostif::DmaChannel h2d("h2d", gbps, 0, 1 << 20, 0);
+  h2d.set_sharer([&] { return hccl.pcie_taken(0); }, &hccl.pcie_changed(0), [&](bool b) { hccl.pcie_dma(0, b); });
+  DmaBeside out;
+  out.left.assign(8, -1);
+  for (int r = 0; r < 8; ++r)
+    sc_core::sc_spawn([&, r] {
+      hccl.collective(r, hostif::Collective::AllGather, bytes);
+      out.left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
+    });
+  if (dma_bytes > 0)
+    sc_core::sc_spawn([&] {
+      h2d.transfer(dma_bytes);
+      out.dma_end = sc_core::sc_time_stamp().to_seconds();
+    });
+  sc_core::sc_start();
+  out.shared = hccl.shared_count();
+  out.lost_s = hccl.shared_lost_s();
+  return out;
+}
+
+TEST(DataParallel, ACollectiveBetweenTheMeshesSharesADevicesPcieLinkWithItsDma) {
+  // The AllGather's PCIe phase (one step between the networks: α, then W = S/8 at the link's
+  // rate) meets rank 0's DMA on its link: both at half the rate, so the collective takes W more
+  // (every rank, as a collective ends for all at once) and the DMA loses W as well.
+  const double gbps = 14.4035, S = 64.0 * 1024 * 1024, W = S / 8 / (gbps * 1e9);
+  const std::uint64_t D = 200 << 20;  // 14.6 ms of DMA: it covers the collective's PCIe phase
+  aicpu::HcclConfig cfg;
+  cfg.hccs_group_size = 4;
+  cfg.pcie_bandwidth_gbps = gbps;
+  const aicpu::CollectiveCost alone = aicpu::Hccl::cost(cfg, hostif::Collective::AllGather, 1, 8, S, 1200);
+  ASSERT_TRUE(alone.parts.front().pcie);
+  ASSERT_NEAR(alone.parts.front().wire_s, W, 1e-15);
+  const DmaBeside t = all_gather_beside_dma(64 << 20, D, gbps);
+  for (double left : t.left) EXPECT_NEAR(left, alone.seconds + W, 1e-9);
+  EXPECT_NEAR(t.dma_end, static_cast<double>(D) / (gbps * 1e9) + W, 1e-9);
+  EXPECT_EQ(t.shared, 1);
+  EXPECT_NEAR(t.lost_s, W, 1e-9);
+  // Without the DMA the collective takes its time alone, to the picosecond.
+  const DmaBeside quiet = all_gather_beside_dma(64 << 20, 0, gbps);
+  for (double left : quiet.left) EXPECT_EQ(left, sim::seconds(alone.seconds).to_seconds());
+  EXPECT_EQ(quiet.shared, 0);
 }
 
 TEST(DataParallel, CollectivesOfDisjointGroupsInFlightTogetherKeepTheirTimes) {
