@@ -116,7 +116,11 @@ void DmaChannel::serve() {
     const bool alone = m_active.empty();
     const double taken = m_taken ? std::clamp(m_taken(), 0.0, 1.0 - 1e-9) : 0.0;
     const double gbps = m_bandwidth_gbps * (1.0 - taken);
-    const std::uint64_t n = alone ? r->remaining : std::min(r->remaining, m_chunk_bytes);
+    const std::uint64_t n = alone               ? r->remaining
+                            : r->chunk_left > 0 ? std::min(r->remaining, r->chunk_left)
+                                                : std::min(r->remaining, m_chunk_bytes);
+    const bool resumed = !alone && r->chunk_left > 0;
+    r->chunk_left = 0;
     const sc_core::sc_time t = sim::transfer_time(static_cast<double>(n), gbps);
     const sc_core::sc_time start = sc_core::sc_time_stamp();
     if (m_trace && m_trace->active()) m_trace->counter(m_counter, start, gbps);
@@ -131,13 +135,19 @@ void DmaChannel::serve() {
     if (elapsed < t)  // interrupted by a new arrival, or by the collective's part changing
       moved = std::min<std::uint64_t>(n, static_cast<std::uint64_t>(elapsed.to_seconds() * gbps * 1e9));
     m_busy_s += elapsed.to_seconds();
-    m_chunks += static_cast<double>((moved + m_chunk_bytes - 1) / m_chunk_bytes);
+    const bool cut = elapsed < t && !alone;  // by a change of the share: its turn goes on
+    if (resumed)
+      m_chunks += cut ? 0.0 : 1.0;  // one chunk, counted when its rest has crossed
+    else if (!cut)
+      m_chunks += static_cast<double>((moved + m_chunk_bytes - 1) / m_chunk_bytes);
     r->remaining -= moved;
     if (r->remaining == 0) {
       r->finished = true;
       r->done.notify(m_latency);
-    } else if (elapsed < t && !alone) {
-      m_active.push_front(r);  // the rest of its chunk, at the new rate: its turn stands
+      if (cut) m_chunks += 1;  // (its last bytes crossed as the share changed)
+    } else if (cut) {
+      r->chunk_left = n - moved;
+      m_active.push_front(r);  // the rest of its chunk, at the new rate
     } else {
       m_active.push_back(r);
     }

@@ -54,6 +54,7 @@ class DmaChannel : public sc_core::sc_module {
     std::uint64_t remaining;
     sc_core::sc_event done;
     bool finished = false;  ///< its last chunk has crossed (done fires after the latency)
+    std::uint64_t chunk_left = 0;  ///< of a chunk cut short by a change of the link's share: the rest
   };
   void serve();
   void serve_fluid();

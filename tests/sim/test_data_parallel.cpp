@@ -180,13 +180,14 @@ TEST(DataParallel, TwoCollectivesInFlightOnTheSameRanksShareTheirPorts) {
   }
 }
 
-/// An AllGather of `bytes` on 8 ranks in two HCCS networks of four joined through PCIe, while
-/// rank 0's host-to-device DMA carries `dma_bytes` over the same PCIe link from time 0.
+/// An AllGather of `bytes` on 8 ranks in two HCCS networks of four joined through PCIe, started
+/// at `at` seconds, while rank 0's host-to-device DMA carries transfers of `dma` bytes (each its
+/// own, all queued at time 0) over the same PCIe link.
 struct DmaBeside {
   std::vector<double> left;
-  double dma_end = -1, shared = 0, lost_s = 0;
+  double dma_end = -1, shared = 0, lost_s = 0, chunks = 0;
 };
-DmaBeside all_gather_beside_dma(std::int64_t bytes, std::uint64_t dma_bytes, double gbps) {
+DmaBeside all_gather_beside_dma(std::int64_t bytes, const std::vector<std::uint64_t>& dma, double gbps, double at = 0) {
   sim::KernelScope kernel;
   aicpu::HcclConfig cfg;
   cfg.hccs_group_size = 4;
@@ -198,17 +199,19 @@ DmaBeside all_gather_beside_dma(std::int64_t bytes, std::uint64_t dma_bytes, dou
   out.left.assign(8, -1);
   for (int r = 0; r < 8; ++r)
     sc_core::sc_spawn([&, r] {
+      sc_core::wait(sc_core::sc_time(at, sc_core::SC_SEC));
       hccl.collective(r, hostif::Collective::AllGather, bytes);
       out.left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
     });
-  if (dma_bytes > 0)
-    sc_core::sc_spawn([&] {
-      h2d.transfer(dma_bytes);
-      out.dma_end = sc_core::sc_time_stamp().to_seconds();
+  for (std::uint64_t d : dma)
+    sc_core::sc_spawn([&, d] {
+      h2d.transfer(d);
+      out.dma_end = std::max(out.dma_end, sc_core::sc_time_stamp().to_seconds());
     });
   sc_core::sc_start();
   out.shared = hccl.shared_count();
   out.lost_s = hccl.shared_lost_s();
+  out.chunks = h2d.stats().to_json()["chunks"].get<double>();
   return out;
 }
 
@@ -224,13 +227,25 @@ TEST(DataParallel, ACollectiveBetweenTheMeshesSharesADevicesPcieLinkWithItsDma) 
   const aicpu::CollectiveCost alone = aicpu::Hccl::cost(cfg, hostif::Collective::AllGather, 1, 8, S, 1200);
   ASSERT_TRUE(alone.parts.front().pcie);
   ASSERT_NEAR(alone.parts.front().wire_s, W, 1e-15);
-  const DmaBeside t = all_gather_beside_dma(64 << 20, D, gbps);
+  const double dma_alone = static_cast<double>(D) / (gbps * 1e9);
+  const DmaBeside t = all_gather_beside_dma(64 << 20, {D}, gbps);
   for (double left : t.left) EXPECT_NEAR(left, alone.seconds + W, 1e-9);
-  EXPECT_NEAR(t.dma_end, static_cast<double>(D) / (gbps * 1e9) + W, 1e-9);
+  EXPECT_NEAR(t.dma_end, dma_alone + W, 1e-9);
   EXPECT_EQ(t.shared, 1);
   EXPECT_NEAR(t.lost_s, W, 1e-9);
+  // The DMA under way first when the collective starts: the same loss, from the collective's start.
+  const double at = 1e-3;
+  const DmaBeside later = all_gather_beside_dma(64 << 20, {D}, gbps, at);
+  for (double left : later.left) EXPECT_NEAR(left, at + alone.seconds + W, 1e-9);
+  EXPECT_NEAR(later.dma_end, dma_alone + W, 1e-9);
+  // Two transfers sharing the channel a chunk at a time: together they lose W, and every chunk
+  // cut short by the collective's share is finished as one chunk.
+  const DmaBeside two = all_gather_beside_dma(64 << 20, {D / 2, D / 2}, gbps);
+  for (double left : two.left) EXPECT_NEAR(left, alone.seconds + W, 1e-9);
+  EXPECT_NEAR(two.dma_end, dma_alone + W, 1e-9);
+  EXPECT_EQ(two.chunks, static_cast<double>(D >> 20));  // 1 MiB chunks
   // Without the DMA the collective takes its time alone, to the picosecond.
-  const DmaBeside quiet = all_gather_beside_dma(64 << 20, 0, gbps);
+  const DmaBeside quiet = all_gather_beside_dma(64 << 20, {}, gbps);
   for (double left : quiet.left) EXPECT_EQ(left, sim::seconds(alone.seconds).to_seconds());
   EXPECT_EQ(quiet.shared, 0);
 }
