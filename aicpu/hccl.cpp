@@ -41,7 +41,7 @@ Hccl::Hccl(sc_core::sc_module_name name, const HcclConfig& cfg, int ranks, doubl
   if (ranks < 1 || per_server < 1 || ranks % m_per_server != 0)
     throw std::invalid_argument("a cluster is whole servers of " + std::to_string(per_server) + " devices");
   m_in_flight.assign(static_cast<std::size_t>(ranks), 0);
-  m_dma_busy.assign(static_cast<std::size_t>(ranks), 0);
+  m_dma_demand.resize(static_cast<std::size_t>(ranks));
   m_pcie_taken.assign(static_cast<std::size_t>(ranks), 0.0);
   for (int r = 0; r < ranks; ++r) m_pcie_changed.push_back(std::make_unique<sc_core::sc_event>());
   m_stands_for.assign(static_cast<std::size_t>(ranks), 1);
@@ -425,6 +425,11 @@ void Hccl::account(Collective kind, std::int64_t bytes, const CollectiveCost& c)
 // ---- ports shared by collectives in flight ----
 
 std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& ports) {
+  return max_min_rates(ports, std::vector<double>(ports.size(), 1.0));
+}
+
+std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& ports,
+                                  const std::vector<double>& caps) {
   const std::size_t n = ports.size();
   std::vector<double> rate(n, 0.0);
   std::vector<bool> frozen(n, false);
@@ -435,7 +440,7 @@ std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& 
   for (std::size_t f = 0; f < n; ++f) {
     frozen[f] = ports[f].empty();  // crosses nothing: its full rate
     if (frozen[f])
-      rate[f] = 1.0;
+      rate[f] = caps[f];
     else
       ++left;
   }
@@ -447,7 +452,7 @@ std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& 
         for (std::int64_t p : ports[f]) ++users[p];
     double step = INFINITY;
     for (std::size_t f = 0; f < n; ++f)
-      if (!frozen[f]) step = std::min(step, 1.0 - rate[f]);
+      if (!frozen[f]) step = std::min(step, caps[f] - rate[f]);
     for (const auto& [p, k] : users) step = std::min(step, room[p] / k);
     step = std::max(step, 0.0);
     for (std::size_t f = 0; f < n; ++f)
@@ -455,7 +460,7 @@ std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& 
     for (const auto& [p, k] : users) room[p] -= step * k;
     for (std::size_t f = 0; f < n; ++f) {
       if (frozen[f]) continue;
-      bool full = rate[f] >= 1.0 - 1e-12;
+      bool full = rate[f] >= caps[f] - 1e-12;
       for (std::int64_t p : ports[f]) full = full || room[p] <= 1e-12;
       if (full) {
         frozen[f] = true;
@@ -541,18 +546,26 @@ bool Hccl::meets_dma(const Running& r) const {
   const bool pcie = std::any_of(r.cost.parts.begin(), r.cost.parts.end(), [](const auto& p) { return p.pcie; });
   if (!pcie) return false;
   for (int m : r.members)
-    if (m_dma_busy[static_cast<std::size_t>(m)] > 0) return true;
+    if (dma_demand(static_cast<std::size_t>(m)) > 0) return true;
   return false;
 }
 
-void Hccl::pcie_dma(int rank, bool busy) {
-  int& n = m_dma_busy.at(static_cast<std::size_t>(rank));
-  n += busy ? 1 : -1;
-  if (n < 0) throw std::logic_error("Hccl::pcie_dma: a rank's DMA stopped more often than it started");
-  if (n > (busy ? 1 : 0)) return;  // it was busy, and still is
+double Hccl::dma_demand(std::size_t rank) const {
+  double d = 0;
+  for (const auto& f : m_dma_demand[rank]) d = std::max(d, f());
+  return std::min(d, 1.0);
+}
+
+void Hccl::add_pcie_dma(int rank, std::function<double()> demand) {
+  m_dma_demand.at(static_cast<std::size_t>(rank)).push_back(std::move(demand));
+}
+
+void Hccl::pcie_dma_changed(int rank) {
   // The collectives with a phase over this rank's link are tracked segment by segment from now.
   advance();
+  const bool drawing = dma_demand(static_cast<std::size_t>(rank)) > 0;
   for (auto& r : m_running) {
+    if (!drawing) break;
     if (r->watched || std::find(r->members.begin(), r->members.end(), rank) == r->members.end()) continue;
     if (!std::any_of(r->cost.parts.begin(), r->cost.parts.end(), [](const auto& p) { return p.pcie; })) continue;
     r->watched = true;
@@ -632,10 +645,15 @@ void Hccl::reallocate() {
     flows.push_back(r.get());
     ports.push_back(std::move(p));
   }
-  // A rank's busy DMA channels are one more flow on its PCIe port (the device's own link).
-  for (std::size_t m = 0; m < m_dma_busy.size(); ++m)
-    if (m_dma_busy[m] > 0) ports.push_back({m_ranks + static_cast<std::int64_t>(m)});
-  const std::vector<double> rate = max_min_rates(ports);
+  // A rank's DMA is one more flow on its PCIe port (the device's own link), at most its demand.
+  std::vector<double> caps(ports.size(), 1.0);
+  for (std::size_t m = 0; m < m_dma_demand.size(); ++m) {
+    const double d = m_dma_demand[m].empty() ? 0.0 : dma_demand(m);
+    if (d <= 0) continue;
+    ports.push_back({m_ranks + static_cast<std::int64_t>(m)});
+    caps.push_back(d);
+  }
+  const std::vector<double> rate = max_min_rates(ports, caps);
   std::vector<double> taken(m_pcie_taken.size(), 0.0);
   for (std::size_t f = 0; f < flows.size(); ++f) {
     Running& r = *flows[f];

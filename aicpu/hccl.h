@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -93,6 +94,8 @@ struct CollectiveSpan {
 /// runs at most at 1 (its ports' full rate). Progressive filling: every unfrozen flow's rate rises
 /// together until a port it crosses is full or it reaches 1.
 std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& ports);
+/// The same with flow f's rate at most caps[f] (its demand, a fraction of a port's rate).
+std::vector<double> max_min_rates(const std::vector<std::vector<std::int64_t>>& ports, const std::vector<double>& caps);
 
 class Hccl : public sc_core::sc_module, public CollectiveIf {
  public:
@@ -182,10 +185,13 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   void set_trace(sim::TraceRecorder* trace, const sim::TraceRecorder* window);
   /// Writes the trace of the collectives still held (call at the end of the run).
   void flush_trace();
-  /// Rank `rank`'s DMA channels start (`busy`) or stop carrying data over its own PCIe link, which
-  /// a collective's phase between the server's HCCS networks also crosses: they share the link
-  /// (max-min, as the ports), the DMA's transfers as one more flow on the rank's PCIe port.
-  void pcie_dma(int rank, bool busy);
+  /// A DMA channel of rank `rank` over its own PCIe link, which a collective's phase between the
+  /// server's HCCS networks also crosses: they share the link (max-min, as the ports), the rank's
+  /// DMA as one more flow on its PCIe port at most at `demand()` — the fraction of the link its
+  /// transfers would draw now (0: none in flight; below 1 when a switch uplink holds them back).
+  void add_pcie_dma(int rank, std::function<double()> demand);
+  /// A DMA channel of rank `rank` changed its demand.
+  void pcie_dma_changed(int rank);
   /// The fraction of rank `rank`'s PCIe link the collectives take now (its DMA channels share the
   /// rest), and the event notified when it changes.
   double pcie_taken(int rank) const { return m_pcie_taken[static_cast<std::size_t>(rank)]; }
@@ -231,7 +237,9 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   void finish(Running& r, const sc_core::sc_time& end);
   std::vector<std::unique_ptr<Running>> m_running;
   std::vector<int> m_in_flight;  ///< per rank: collectives in flight that include it
-  std::vector<int> m_dma_busy;   ///< per rank: its DMA channels carrying data
+  std::vector<std::vector<std::function<double()>>> m_dma_demand;  ///< per rank: its DMA channels'
+  /// The most any of rank `rank`'s DMA channels draws of its PCIe link now.
+  double dma_demand(std::size_t rank) const;
   std::vector<double> m_pcie_taken;  ///< per rank: of its PCIe link, what the collectives take
   std::vector<std::unique_ptr<sc_core::sc_event>> m_pcie_changed;  ///< per rank
   /// True if `r` has a phase over PCIe through a rank whose DMA channels are busy.

@@ -40,17 +40,21 @@ void DmaChannel::serve_fluid() {
     const std::uint64_t moved =
         elapsed >= t ? least : std::min<std::uint64_t>(least, static_cast<std::uint64_t>(elapsed.to_seconds() * rate));
     m_busy_s += elapsed.to_seconds();
+    bool ended = false;
     for (auto it = m_active.begin(); it != m_active.end();) {
       Request* r = *it;
       r->remaining -= std::min(moved, r->remaining);
       if (r->remaining == 0) {
         r->finished = true;
         r->done.notify(m_latency);
+        if (r->owner) --r->owner->m_up_pending;
         it = m_active.erase(it);
+        ended = true;
       } else {
         ++it;
       }
     }
+    if (ended && !m_behind.empty()) tell_behind();
   }
 }
 
@@ -72,6 +76,10 @@ void DmaChannel::transfer(std::uint64_t bytes) {
                   sim::transfer_time(static_cast<double>(bytes), m_bandwidth_gbps), aicore::HbmSource::Dma);
     Request r{bytes, {}};
     Request up{bytes, {}};
+    r.owner = up.owner = this;
+    ++m_dev_pending;
+    if (m_uplink) ++m_up_pending;
+    if (m_demand_changed && !m_uplink) m_demand_changed();  // (else its uplink tells it)
     enqueue(&r);
     if (m_uplink) m_uplink->enqueue(&up);
     wait(r.done);
@@ -90,24 +98,32 @@ void DmaChannel::transfer(std::uint64_t bytes) {
 void DmaChannel::enqueue(Request* r) {
   m_active.push_back(r);
   m_kick.notify(sc_core::SC_ZERO_TIME);
+  if (!m_behind.empty()) tell_behind();  // an uplink: the shares behind it changed
+}
+
+void DmaChannel::tell_behind() {
+  for (DmaChannel* d : m_behind)
+    if (d->m_demand_changed && (d->m_dev_pending > 0 || d->m_up_pending > 0)) d->m_demand_changed();
 }
 
 void DmaChannel::set_sharer(std::function<double()> taken, const sc_core::sc_event* changed,
-                            std::function<void(bool)> busy) {
+                            std::function<void()> demand_changed) {
   m_taken = std::move(taken);
   m_share_changed = changed;
-  m_busy = std::move(busy);
+  m_demand_changed = std::move(demand_changed);
+}
+
+double DmaChannel::link_demand() const {
+  if (m_dev_pending == 0 && m_up_pending == 0) return 0.0;
+  if (!m_uplink || m_up_pending == 0) return 1.0;
+  const double share =
+      m_uplink->m_bandwidth_gbps / static_cast<double>(std::max<std::size_t>(1, m_uplink->m_active.size()));
+  return std::min(1.0, share / m_bandwidth_gbps);
 }
 
 void DmaChannel::serve() {
   for (;;) {
-    if (m_active.empty()) {
-      if (m_carrying && m_busy) m_busy(false);
-      m_carrying = false;
-      while (m_active.empty()) wait(m_kick);
-    }
-    if (!m_carrying && m_busy) m_busy(true);  // before the share below is read
-    m_carrying = true;
+    while (m_active.empty()) wait(m_kick);
     Request* r = m_active.front();
     m_active.pop_front();
     // Alone on the link a transfer streams until done or until another one arrives; with others
@@ -145,6 +161,8 @@ void DmaChannel::serve() {
       r->finished = true;
       r->done.notify(m_latency);
       if (cut) m_chunks += 1;  // (its last bytes crossed as the share changed)
+      if (r->owner) --r->owner->m_dev_pending;
+      if (m_demand_changed) m_demand_changed();
     } else if (cut) {
       r->chunk_left = n - moved;
       m_active.push_front(r);  // the rest of its chunk, at the new rate

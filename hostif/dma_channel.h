@@ -10,6 +10,7 @@
 #include <systemc>
 
 #include <string>
+#include <vector>
 
 #include "aicore/hbm.h"
 #include "sim/core/stats.h"
@@ -31,16 +32,23 @@ class DmaChannel : public sc_core::sc_module {
   /// Transfers also cross `uplink` (a PCIe switch's link to the host, shared with other
   /// devices' channels): the bytes stream through both at once, cut through the switch, and
   /// arrive when both have carried them. nullptr: a link of its own.
-  void set_uplink(DmaChannel* uplink) { m_uplink = uplink; }
+  void set_uplink(DmaChannel* uplink) {
+    m_uplink = uplink;
+    if (uplink) uplink->m_behind.push_back(this);
+  }
   /// The device's HBM, which the transfers write (H2D) or read (D2H): each transfer is a flow of
   /// its bytes over the time it would take alone (nullptr: none, as for a switch's uplink).
   void set_hbm(aicore::Hbm* hbm) { m_hbm = hbm; }
   /// Another user of this link direction: a collective's phase through the device's own PCIe
   /// link (aicpu::Hccl). `taken()` is the fraction of the bandwidth it takes now (this channel's
-  /// transfers share the rest), `changed` is notified when that fraction changes, and `busy` is
-  /// told when this channel starts (true) and stops (false) carrying transfers. Chunked channels
-  /// only (a device's link).
-  void set_sharer(std::function<double()> taken, const sc_core::sc_event* changed, std::function<void(bool)> busy);
+  /// transfers share the rest), `changed` is notified when that fraction changes, and `demand_changed`
+  /// is called when link_demand() changes. Chunked channels only (a device's link).
+  void set_sharer(std::function<double()> taken, const sc_core::sc_event* changed,
+                  std::function<void()> demand_changed);
+  /// The fraction of this link direction its transfers draw now: 0 with none in flight; while a
+  /// transfer's bytes also wait on a switch uplink that other devices share, that uplink's share
+  /// over this link's bandwidth (the transfer goes at the slower pace); else 1.
+  double link_demand() const;
 
   double bytes() const { return m_bytes.value(); }
   double busy_s() const { return m_busy_s.value(); }
@@ -55,7 +63,10 @@ class DmaChannel : public sc_core::sc_module {
     sc_core::sc_event done;
     bool finished = false;  ///< its last chunk has crossed (done fires after the latency)
     std::uint64_t chunk_left = 0;  ///< of a chunk cut short by a change of the link's share: the rest
+    DmaChannel* owner = nullptr;   ///< the device channel whose transfer it is
   };
+  /// An uplink's transfers changed: the device channels behind it that have a sharer are told.
+  void tell_behind();
   void serve();
   void serve_fluid();
   void enqueue(Request* r);
@@ -69,8 +80,10 @@ class DmaChannel : public sc_core::sc_module {
   DmaChannel* m_uplink = nullptr;
   std::function<double()> m_taken;
   const sc_core::sc_event* m_share_changed = nullptr;
-  std::function<void(bool)> m_busy;
-  bool m_carrying = false;  ///< transfers in flight (told to m_busy)
+  std::function<void()> m_demand_changed;
+  std::int64_t m_dev_pending = 0;     ///< transfers whose bytes this channel has not all carried
+  std::int64_t m_up_pending = 0;      ///< transfers whose bytes its uplink has not all carried
+  std::vector<DmaChannel*> m_behind;  ///< on an uplink: the device channels that stream through it
   aicore::Hbm* m_hbm = nullptr;
   sim::TraceRecorder* m_trace = nullptr;
   int m_track = 0;

@@ -168,9 +168,11 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
           aicpu::Hccl* h = run.hccl.get();
           const int rank = static_cast<int>(r);
           for (hostif::DmaChannel* ch :
-               {&m_systems.back()->host_interface().h2d, &m_systems.back()->host_interface().d2h})
+               {&m_systems.back()->host_interface().h2d, &m_systems.back()->host_interface().d2h}) {
             ch->set_sharer([h, rank] { return h->pcie_taken(rank); }, &h->pcie_changed(rank),
-                           [h, rank](bool busy) { h->pcie_dma(rank, busy); });
+                           [h, rank] { h->pcie_dma_changed(rank); });
+            h->add_pcie_dma(rank, [ch] { return ch->link_demand(); });
+          }
         }
         // It arrives at each collective for its local rank on every server of its kind.
         run.hccl->set_stands_for(static_cast<int>(r), static_cast<int>(stands_for[static_cast<std::size_t>(s)]));

@@ -3,6 +3,7 @@
 // sharded data, and what scaling must respect.
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <vector>
 
@@ -187,14 +188,25 @@ struct DmaBeside {
   std::vector<double> left;
   double dma_end = -1, shared = 0, lost_s = 0, chunks = 0;
 };
-DmaBeside all_gather_beside_dma(std::int64_t bytes, const std::vector<std::uint64_t>& dma, double gbps, double at = 0) {
+DmaBeside all_gather_beside_dma(std::int64_t bytes, const std::vector<std::uint64_t>& dma, double gbps, double at = 0,
+                                int behind_uplink = 0) {
   sim::KernelScope kernel;
   aicpu::HcclConfig cfg;
   cfg.hccs_group_size = 4;
   cfg.pcie_bandwidth_gbps = gbps;
   aicpu::Hccl hccl("hccl", cfg, 8, 1200, 8);
   hostif::DmaChannel h2d("h2d", gbps, 0, 1 << 20, 0);
-  h2d.set_sharer([&] { return hccl.pcie_taken(0); }, &hccl.pcie_changed(0), [&](bool b) { hccl.pcie_dma(0, b); });
+  h2d.set_sharer([&] { return hccl.pcie_taken(0); }, &hccl.pcie_changed(0), [&] { hccl.pcie_dma_changed(0); });
+  hccl.add_pcie_dma(0, [&] { return h2d.link_demand(); });
+  // With `behind_uplink` > 0: rank 0's link and as many other devices' links behind one switch
+  // uplink of the same rate (fluid), each of those devices carrying transfers as rank 0's.
+  hostif::DmaChannel uplink("uplink", gbps, 0, 1 << 20, 0, true);
+  std::vector<std::unique_ptr<hostif::DmaChannel>> others;
+  if (behind_uplink > 0) h2d.set_uplink(&uplink);
+  for (int i = 0; i < behind_uplink; ++i) {
+    others.push_back(std::make_unique<hostif::DmaChannel>(("h2d_" + std::to_string(i)).c_str(), gbps, 0, 1 << 20, 0));
+    others.back()->set_uplink(&uplink);
+  }
   DmaBeside out;
   out.left.assign(8, -1);
   for (int r = 0; r < 8; ++r)
@@ -203,11 +215,17 @@ DmaBeside all_gather_beside_dma(std::int64_t bytes, const std::vector<std::uint6
       hccl.collective(r, hostif::Collective::AllGather, bytes);
       out.left[static_cast<std::size_t>(r)] = sc_core::sc_time_stamp().to_seconds();
     });
-  for (std::uint64_t d : dma)
+  for (std::uint64_t d : dma) {
     sc_core::sc_spawn([&, d] {
       h2d.transfer(d);
       out.dma_end = std::max(out.dma_end, sc_core::sc_time_stamp().to_seconds());
     });
+    for (auto& o : others)
+      sc_core::sc_spawn([&, d, ch = o.get()] {
+        ch->transfer(d);
+        out.dma_end = std::max(out.dma_end, sc_core::sc_time_stamp().to_seconds());
+      });
+  }
   sc_core::sc_start();
   out.shared = hccl.shared_count();
   out.lost_s = hccl.shared_lost_s();
@@ -244,6 +262,13 @@ TEST(DataParallel, ACollectiveBetweenTheMeshesSharesADevicesPcieLinkWithItsDma) 
   for (double left : two.left) EXPECT_NEAR(left, alone.seconds + W, 1e-9);
   EXPECT_NEAR(two.dma_end, dma_alone + W, 1e-9);
   EXPECT_EQ(two.chunks, static_cast<double>(D >> 20));  // 1 MiB chunks
+  // Behind a switch uplink that three other devices' transfers share, rank 0's transfer goes at a
+  // quarter of its link: the collective's transfer takes the other three quarters (W / 0.75, a
+  // third of W longer), and the transfers end when the uplink has carried all four, untouched.
+  const DmaBeside shared = all_gather_beside_dma(64 << 20, {D}, gbps, 0, 3);
+  for (double left : shared.left) EXPECT_NEAR(left, alone.seconds + W / 3, 1e-9);
+  EXPECT_NEAR(shared.lost_s, W / 3, 1e-9);
+  EXPECT_NEAR(shared.dma_end, 4 * dma_alone, 1e-9);
   // Without the DMA the collective takes its time alone, to the picosecond.
   const DmaBeside quiet = all_gather_beside_dma(64 << 20, {}, gbps);
   for (double left : quiet.left) EXPECT_EQ(left, sim::seconds(alone.seconds).to_seconds());
