@@ -543,8 +543,7 @@ void Hccl::start(const CollectiveCost& c, std::vector<int> members, Collective k
 }
 
 bool Hccl::meets_dma(const Running& r) const {
-  const bool pcie = std::any_of(r.cost.parts.begin(), r.cost.parts.end(), [](const auto& p) { return p.pcie; });
-  if (!pcie) return false;
+  if (!over_pcie(r)) return false;
   for (int m : r.members)
     if (dma_demand(static_cast<std::size_t>(m)) > 0) return true;
   return false;
@@ -567,7 +566,7 @@ void Hccl::pcie_dma_changed(int rank) {
   for (auto& r : m_running) {
     if (!drawing) break;
     if (r->watched || std::find(r->members.begin(), r->members.end(), rank) == r->members.end()) continue;
-    if (!std::any_of(r->cost.parts.begin(), r->cost.parts.end(), [](const auto& p) { return p.pcie; })) continue;
+    if (!over_pcie(*r)) continue;
     r->watched = true;
     seek(*r);
   }

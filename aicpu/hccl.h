@@ -244,6 +244,9 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   std::vector<std::unique_ptr<sc_core::sc_event>> m_pcie_changed;  ///< per rank
   /// True if `r` has a phase over PCIe through a rank whose DMA channels are busy.
   bool meets_dma(const Running& r) const;
+  static bool over_pcie(const Running& r) {
+    return std::any_of(r.cost.parts.begin(), r.cost.parts.end(), [](const auto& p) { return p.pcie; });
+  }
   sc_core::sc_time m_last;       ///< tracked segments advanced up to here
   sc_core::sc_event m_tick;
   void trace_collective(const Running& r);

@@ -496,25 +496,9 @@ void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, Window& 
       // counted, and the window starts again at that task.
       const sc_time at = tail_start(items, w);
       const std::size_t after = w.first + items.size();
-      const auto& offset = w.run->offset;
-      const std::size_t under_way =
-          static_cast<std::size_t>(std::upper_bound(offset.begin() + static_cast<std::ptrdiff_t>(after) + 1,
-                                                    offset.end(), offset[after] + (now - at)) -
-                                   offset.begin()) -
-          1;
       const std::size_t fp = m_fp_item == SIZE_MAX ? SIZE_MAX : w.first + m_fp_item;
       count_planned(s, items, w, items.size(), tracing);
-      count_alone(s, *w.run, *w.tasks, after, under_way, at, tracing);
-      Planned q;
-      q.task = (*w.tasks)[w.run->begin + under_way];
-      q.ds = at + (offset[under_way] - offset[after]);
-      q.ks = q.from = q.ds + m_dispatch;
-      q.left = q.task->time;
-      q.end = q.ks + q.left;
-      items.push_back(q);
-      w.first = under_way;
-      w.prev_end = q.ds;
-      m_fp_item = fp != SIZE_MAX && fp >= under_way ? fp - under_way : SIZE_MAX;
+      restart_window(s, items, w, after, at, fp, tracing);
       i = 0;
     }
     const bool running = now >= items[i].ks;
@@ -541,6 +525,29 @@ void TaskScheduler::run_planned(Stream& s, std::vector<Planned>& items, Window& 
   count_planned(s, items, w, items.size(), tracing);
   if (w.run) count_alone(s, *w.run, *w.tasks, after, w.run->size(), at, tracing);
   if (hbm && tracing) hbm->trace_progress();
+}
+
+void TaskScheduler::restart_window(Stream& s, std::vector<Planned>& items, Window& w, std::size_t after,
+                                   const sc_time& at, std::size_t fp, bool tracing) {
+  const sc_time now = sc_core::sc_time_stamp();
+  const Run& run = *w.run;
+  const auto& offset = run.offset;
+  // The task under way: the first whose alone end, offset[k + 1] from `at`'s task, is past now.
+  const auto first_end = offset.begin() + static_cast<std::ptrdiff_t>(after) + 1;
+  const std::size_t k =
+      static_cast<std::size_t>(std::upper_bound(first_end, offset.end(), offset[after] + (now - at)) - first_end) +
+      after;
+  count_alone(s, run, *w.tasks, after, k, at, tracing);
+  Planned q;
+  q.task = (*w.tasks)[run.begin + k];
+  q.ds = at + (offset[k] - offset[after]);
+  q.ks = q.from = q.ds + m_dispatch;
+  q.left = q.task->time;
+  q.end = q.ks + q.left;
+  items.assign(1, q);
+  w.first = k;
+  w.prev_end = q.ds;
+  m_fp_item = fp != SIZE_MAX && fp >= k ? fp - k : SIZE_MAX;
 }
 
 void TaskScheduler::count_planned(Stream& s, std::vector<Planned>& items, Window& w, std::size_t n, bool tracing) {
@@ -641,21 +648,8 @@ bool TaskScheduler::execute_run(Stream& s, const GraphPlan& plan, const Run& run
     if (now - start < run.total) {
       // A flow arrived: the tasks that ended before stand; the rest of the run is planned among
       // the flows, from the one under way.
-      const std::size_t under_way =
-          static_cast<std::size_t>(std::upper_bound(run.offset.begin() + 1, run.offset.end(), now - start) -
-                                   run.offset.begin()) -
-          1;
-      count_alone(s, run, tasks, 0, under_way, start, tracing());
-      Planned p;
-      p.task = tasks[run.begin + under_way];
-      p.ds = start + run.offset[under_way];
-      p.ks = p.from = p.ds + m_dispatch;
-      p.left = p.task->time;
-      p.end = p.ks + p.left;
-      items.assign(1, p);
-      w.first = under_way;
-      w.prev_end = p.ds;
-      if (m_fp_item != SIZE_MAX) m_fp_item = m_fp_item >= under_way ? m_fp_item - under_way : SIZE_MAX;
+      items.clear();
+      restart_window(s, items, w, 0, start, m_fp_item, tracing());
       run_planned(s, items, w, false, true, start);
       return true;
     }

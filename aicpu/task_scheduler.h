@@ -203,6 +203,11 @@ class TaskScheduler : public sc_core::sc_module, public hostif::DeviceIf {
   static sc_core::sc_time planned_end(const std::vector<Planned>& items, const Window& w);
   /// When the window's task `k` (items[k], or one after the window) is dispatched.
   static sc_core::sc_time dispatch_at(const std::vector<Planned>& items, const Window& w, std::size_t k);
+  /// Tasks [after, ...) of `w`'s run ran alone back to back, `after` dispatched at `at`, until now
+  /// (a flow arrived): counts those that ended and makes the window the one under way, as planned
+  /// alone. `fp`: the run index of the task that set the step's start while planning, or SIZE_MAX.
+  void restart_window(Stream& s, std::vector<Planned>& items, Window& w, std::size_t after, const sc_core::sc_time& at,
+                      std::size_t fp, bool tracing);
   /// Counts the first `n` items as they ran, and drops them from the window.
   void count_planned(Stream& s, std::vector<Planned>& items, Window& w, std::size_t n, bool tracing);
   /// Counts tasks [a, b) of `run` that ran alone back to back, a dispatched at `at`; in one sum
