@@ -3,9 +3,12 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <utility>
@@ -222,24 +225,52 @@ std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int
   return out;
 }
 
-std::int64_t write_image_folder(const std::string& dir, int classes, int per_class, std::uint64_t seed) {
+namespace {
+
+/// The n-th image of a folder: its sides drawn from `rng` (in order), its pixels from seed + n.
+std::vector<unsigned char> folder_image(std::mt19937_64& rng, std::uint64_t seed, std::int64_t n) {
+  std::uniform_real_distribution<double> spread(0.75, 1.25);
+  const int w = static_cast<int>(400 * spread(rng)), h = static_cast<int>(350 * spread(rng));
+  return encode_jpeg(synthetic_photo(w, h, seed + static_cast<std::uint64_t>(n)), w, h);
+}
+
+}  // namespace
+
+std::int64_t write_image_folder(const std::string& dir, int classes, int per_class, std::uint64_t seed,
+                                const std::function<void()>& each) {
   namespace fs = std::filesystem;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> spread(0.75, 1.25);
   std::int64_t n = 0;
   for (int c = 0; c < classes; ++c) {
     const fs::path folder = fs::path(dir) / ("class" + std::to_string(c));
     fs::create_directories(folder);
     for (int i = 0; i < per_class; ++i) {
-      const int w = static_cast<int>(400 * spread(rng)), h = static_cast<int>(350 * spread(rng));
-      const auto jpeg = encode_jpeg(synthetic_photo(w, h, seed + static_cast<std::uint64_t>(n)), w, h);
-      std::ofstream f(folder / ("img" + std::to_string(i) + ".jpg"), std::ios::binary);
+      if (each) each();
+      const auto jpeg = folder_image(rng, seed, n);
+      const fs::path file = folder / ("img" + std::to_string(i) + ".jpg");
+      std::ofstream f(file, std::ios::binary);
       f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-      if (!f) throw std::runtime_error(folder.string() + ": cannot write an image");
+      f.close();
+      if (!f) throw std::runtime_error(file.string() + ": cannot write the image (" + std::strerror(errno) + ")");
       ++n;
     }
   }
   return n;
+}
+
+std::int64_t estimate_image_folder_bytes(std::int64_t classes, std::int64_t per_class, std::uint64_t seed, int sample,
+                                         std::int64_t block) {
+  const double files = static_cast<double>(classes) * static_cast<double>(per_class);
+  std::mt19937_64 rng(seed);
+  const auto k = static_cast<std::int64_t>(std::max(1.0, std::min(static_cast<double>(sample), files)));
+  std::int64_t bytes = 0;
+  for (std::int64_t n = 0; n < k; ++n)
+    bytes += (static_cast<std::int64_t>(folder_image(rng, seed, n).size()) + block - 1) / block * block;
+  // The mean file times the files, and a block per class folder; in double, as the product can
+  // pass 2^63 for sizes no disk holds (the caller compares it with the free space).
+  const double total = static_cast<double>(bytes) / static_cast<double>(k) * files +
+                       static_cast<double>(classes) * static_cast<double>(block);
+  return total >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(total);
 }
 
 }  // namespace ascendsim::runtime::image

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ std::vector<std::uint8_t> synthetic_photo(int w, int h, std::uint64_t seed);
 std::vector<unsigned char> encode_jpeg(const std::vector<std::uint8_t>& rgb, int w, int h, int quality = 90);
 /// Writes an image folder under `dir`: `classes` subfolders of `per_class` photo-like JPEGs of
 /// ImageNet-like sizes (sides spread around 400x350), deterministic in `seed`. Returns the files.
-std::int64_t write_image_folder(const std::string& dir, int classes, int per_class, std::uint64_t seed);
+/// `each` is called before every file (it may throw to stop: a signal, say); a file that cannot be
+/// written throws std::runtime_error naming it.
+std::int64_t write_image_folder(const std::string& dir, int classes, int per_class, std::uint64_t seed,
+                                const std::function<void()>& each = {});
+/// The bytes write_image_folder would write, from the first `sample` files it would write (their
+/// mean size, each rounded up to `block` bytes as a file system stores it).
+std::int64_t estimate_image_folder_bytes(std::int64_t classes, std::int64_t per_class, std::uint64_t seed,
+                                         int sample = 8, std::int64_t block = 4096);
 
 }  // namespace ascendsim::runtime::image

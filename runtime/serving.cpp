@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "sim/core/error.h"
+#include "sim/core/stop.h"
 
 namespace ascendsim::runtime {
 
@@ -99,7 +100,8 @@ class Engine {
     // Arrival times count from the end of the start-up.
     m_t = 0;
     const double first = m_arrivals.empty() ? 0 : m_arrivals.front().arrival_s;
-    while (m_finished < m_arrivals.size()) {
+    for (std::uint64_t n = 0; m_finished < m_arrivals.size(); ++n) {
+      if (n % 1024 == 0) sim::check_stop();  // a signal stops a long run within a second
       admit_arrivals(m_t);
       if (m_waiting.empty() && m_running.empty()) {  // idle until the next request
         m_t = std::max(m_t, m_arrivals[m_next].arrival_s);

@@ -720,6 +720,13 @@ RunOutcome run(const RunRequest& request) {
   if (req.trace) check_trace_window(req);
   std::vector<runtime::Session> sessions;
   for (auto s : req.strategies) sessions.push_back(make_session(req, w, s));
+  if (req.trace && req.trace_first_step > 0)
+    for (const auto& s : sessions)
+      if (req.trace_first_step >= s.steps())  // a window past the run's end: an empty trace
+        throw InputError("trace_steps", "trace_steps",
+                         "step " + std::to_string(req.trace_first_step + 1) + " is past the run's end: " +
+                             runtime::strategy_name(s.strategy) + " runs " + std::to_string(s.steps()) +
+                             " steps; give a window within 1:" + std::to_string(s.steps() + 1));
 
   RunOutcome out;
   out.header = {w.name,

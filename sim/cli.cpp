@@ -15,6 +15,8 @@
 #include <tuple>
 
 #include <spawn.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
@@ -123,6 +125,33 @@ struct Options {
 };
 
 std::map<std::string, std::string>& typed();
+
+/// A seed as typed: a whole number from 0 to 2^64 - 1. (Read straight into an unsigned integer,
+/// "-1" would wrap round to 2^64 - 1.)
+struct Seed {
+  std::uint64_t value;
+};
+void validate(boost::any& v, const std::vector<std::string>& values, Seed*, int) {
+  po::validators::check_first_occurrence(v);
+  const std::string& s = po::validators::get_single_string(values);
+  std::uint64_t x = 0;
+  const bool digits = !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+  if (digits) {
+    errno = 0;
+    x = std::strtoull(s.c_str(), nullptr, 10);
+  }
+  if (!digits || errno == ERANGE)
+    throw InputError("--seed " + s + ": give a whole number from 0 to 18446744073709551615");
+  v = boost::any(Seed{x});
+}
+/// The option value of a seed, stored in `into`.
+po::typed_value<Seed>* seed_value(std::uint64_t& into) {
+  return po::value<Seed>()->default_value(Seed{into}, std::to_string(into))->notifier([&into](Seed s) {
+    into = s.value;
+  });
+}
 
 /// A flag that stands for one parameter override: applied before the --set overrides, and an
 /// error about it names the flag.
@@ -375,7 +404,7 @@ po::options_description run_options(Options& o) {
       "loss as MindSpore's LossMonitor (needs --dataset: MNIST, CIFAR-10, an image folder, or a token stream, "
       "train-tokens.bin; one device, data parallel or semi-auto/tensor parallel)")(
       "eval", po::bool_switch(&o.functional.eval), "functional mode: report the test split's accuracy after training")(
-      "seed", po::value(&o.functional.seed)->default_value(o.functional.seed),
+      "seed", seed_value(o.functional.seed),
       "functional mode: seed of the initial weights, the shuffle and the random map ops")(
       "init", po::value(&o.functional.init)->default_value(o.functional.init),
       "functional mode: the parameters' initialisers, script (the workload's own: the seed's TruncatedNormal(0.02) "
@@ -442,6 +471,13 @@ bool parse(int argc, char* argv[], const po::options_description& desc, const st
   if (vm.count("help")) {
     std::cout << "usage: ascendsim " << command << " [options]\n\n" << desc << "\n";
     return false;
+  }
+  if (vm.count("model")) {
+    const auto model = vm["model"].as<std::string>();
+    if (vm.count("workload") && !vm["workload"].defaulted())
+      throw InputError("--model " + model + ": the ONNX file is the network, instead of --workload " +
+                       vm["workload"].as<std::string>() + "; give one of the two");
+    typed()["workload"] = "--model " + model;  // an error about the network names the file
   }
   po::notify(vm);
   return true;
@@ -538,6 +574,8 @@ std::string cli_message(const InputError& e) {
     const std::string prefix = override_origin(e.key() + "=");
     for (const auto& [o, words] : typed())
       if (o.rfind(prefix, 0) == 0) origin = words;
+    // The queue's preset depth, not set: its buffers are batches, the size is the one typed.
+    if (origin == "queue.capacity") origin = "--batch-size";
   }
   // Request keys named in the advice ("reduce batch_size") become their flags; not the keys that
   // are also plain words in prose ("the dataset").
@@ -796,7 +834,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
   if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
-  if (o.json != "-") std::cout << losses << runtime::format_table(out.header, out.runs) << scaling;
+  if (o.json != "-") files.print(losses + runtime::format_table(out.header, out.runs) + scaling);
   files.commit();
   return 0;
 }
@@ -911,7 +949,7 @@ int cmd_sweep(int argc, char* argv[]) {
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.csv.empty()) files.stage(o.csv, out.csv());
   if (!o.html.empty()) files.stage(o.html, runtime::html_sweep(out.header, out.param, out.points, out.conclusion));
-  if (o.json != "-") std::cout << out.table();
+  if (o.json != "-") files.print(out.table());
   files.commit();
   return 0;
 }
@@ -950,7 +988,7 @@ int cmd_tune(int argc, char* argv[]) {
 int cmd_serve(int argc, char* argv[]) {
   ServeRequest req;
   std::string launch = "eager", rates, buckets, batches, json, html, chunked = "false";
-  bool quiet = false, rate_given = false;
+  bool quiet = false, progress = false, rate_given = false;
   auto shape_flag = [](std::optional<std::int64_t>& into) {
     return po::value<std::int64_t>()->notifier([&into](std::int64_t v) { into = v; });
   };
@@ -959,7 +997,15 @@ int cmd_serve(int argc, char* argv[]) {
       "workload,w", po::value(&req.workload)->default_value(req.workload),
       "a decoder: gpt (its size by --gpt-size), gpt2-small, gpt2-medium, llama-7b")(
       "gpt-size", po::value(&req.gpt_size), "workload gpt's shape: gpt2-small (default), gpt2-medium, llama-7b")(
-      "layers", shape_flag(req.shape.layers), "layers (overriding the preset's)")(
+      "model", po::value<std::string>()->notifier([](const std::string& m) {
+        throw InputError("--model " + m +
+                         ": serve runs the built-in decoders (--workload gpt with --gpt-size, reshaped with --layers, "
+                         "--hidden, --heads, --ffn, --vocab); an ONNX file has no KV cache to page. Time its steps "
+                         "with `ascendsim train --model " +
+                         m + " --mode infer`");
+      }),
+      "not taken: serve runs the built-in decoders (an ONNX model's steps: `ascendsim train --model F --mode "
+      "infer`)")("layers", shape_flag(req.shape.layers), "layers (overriding the preset's)")(
       "hidden", shape_flag(req.shape.hidden), "hidden width (overriding the preset's)")(
       "heads", shape_flag(req.shape.heads), "attention heads (overriding the preset's)")(
       "ffn", shape_flag(req.shape.ffn), "the MLP's inner width (overriding the preset's)")(
@@ -984,8 +1030,7 @@ int cmd_serve(int argc, char* argv[]) {
       "each length uniform within mean x (1 +- this fraction)")(
       "arrivals", po::value(&req.arrivals),
       "a JSONL file of requests, one per line: {\"arrival_s\": 0.5, \"prompt_tokens\": 300, \"output_tokens\": 80} "
-      "(instead of --rate and --requests)")("seed", po::value(&req.seed)->default_value(req.seed),
-                                            "seed of the arrivals and lengths")(
+      "(instead of --rate and --requests)")("seed", seed_value(req.seed), "seed of the arrivals and lengths")(
       "max-seqs", po::value(&req.max_seqs)->default_value(req.max_seqs), "sequences per step (vLLM's max_num_seqs)")(
       "max-batched-tokens", po::value(&req.max_batched_tokens)->default_value(req.max_batched_tokens),
       "tokens per step (max_num_batched_tokens)")("chunked-prefill", po::value(&chunked)->default_value(chunked),
@@ -1005,16 +1050,18 @@ int cmd_serve(int argc, char* argv[]) {
       "decode batch padded to the next, larger ones eager")(
       "rates", po::value(&rates),
       "a sweep: comma-separated request rates, each launch mode at each (the HTML charts "
-      "latency against throughput)")(
-      "decode-batches", po::value(&batches),
-      "batch sizes of the one-decode-step comparison (default 1,8,32,128), at the requests' mean prompt and half "
-      "their mean output")("slo-ttft-ms", po::value(&req.slo_ttft_ms)->default_value(req.slo_ttft_ms, "2000"),
-                           "the time to first token a request must meet to count in the goodput")(
+      "latency against throughput)")("decode-batches", po::value(&batches),
+                                     "batch sizes of the one-decode-step comparison (default 1,8,32,128, those up to "
+                                     "--max-seqs and it), at the requests' mean prompt and half "
+                                     "their mean output")(
+      "slo-ttft-ms", po::value(&req.slo_ttft_ms)->default_value(req.slo_ttft_ms, "2000"),
+      "the time to first token a request must meet to count in the goodput")(
       "slo-tpot-ms", po::value(&req.slo_tpot_ms)->default_value(req.slo_tpot_ms, "100"),
       "the time per output token a request must meet to count in the goodput")(
-      "json", po::value(&json), "write the JSON report to FILE (- for stdout)")(
-      "html", po::value(&html), "write the HTML report to FILE")("quiet,q", po::bool_switch(&quiet),
-                                                                 "no progress lines");
+      "json", po::value(&json), "write the JSON report to FILE (- for stdout)")("html", po::value(&html),
+                                                                                "write the HTML report to FILE")(
+      "quiet,q", po::bool_switch(&quiet), "no progress lines")("progress", po::bool_switch(&progress),
+                                                               "progress on stderr even when it is not a terminal");
   if (!parse(argc, argv, desc, "serve")) return 0;
   for (int a = 1; a < argc; ++a) {  // --rate as typed (its default does not count)
     const std::string word = argv[a];
@@ -1055,12 +1102,20 @@ int cmd_serve(int argc, char* argv[]) {
   Outputs files;
   files.add(json, "--json");
   files.add(html, "--html");
-  if (!quiet) req.progress = &std::cerr;
+  if (!quiet && (progress || isatty(2))) req.progress = &std::cerr;  // as every run command: a terminal's
+  if (batches.empty()) {  // the default comparison's batch sizes, those max_seqs allows
+    auto& b = req.decode_batches;
+    const auto kept = std::remove_if(b.begin(), b.end(), [&](std::int64_t x) { return x > req.max_seqs; });
+    const bool dropped = kept != b.end();
+    b.erase(kept, b.end());
+    if (dropped && (b.empty() || b.back() < req.max_seqs))
+      req.decode_batches.push_back(req.max_seqs);
+  }
   const ServeOutcome out = serve(req);
   const nlohmann::ordered_json report = out.report();
   if (!json.empty()) files.stage(json, report.dump(2) + "\n");
   if (!html.empty()) files.stage(html, out.html(report));
-  if (json != "-") std::cout << out.text(report);
+  if (json != "-") files.print(out.text(report));
   files.commit();
   return 0;
 }
@@ -1747,7 +1802,7 @@ int cmd_validate(int argc, char* argv[]) {
   const auto rows = validate(load_figures(file, default_config_dir()));
   if (!html.empty()) files.stage(html, validation_html(rows, tol));
   if (!json.empty()) files.stage(json, validation_json(rows).dump(2) + "\n");
-  std::cout << validation_table(rows, tol);
+  files.print(validation_table(rows, tol));
   files.commit();
   return 0;
 }
@@ -1804,7 +1859,7 @@ int cmd_calibrate(int argc, char* argv[]) {
   const Calibration c = calibrate(req);
   if (!json.empty()) files.stage(json, calibration_json(c).dump(2) + "\n");
   if (!out.empty()) files.stage(out, calibration_yaml(c));
-  std::cout << calibration_table(c);
+  files.print(calibration_table(c));
   files.commit();
   if (!quiet)
     std::cerr << fmt::format("calibrate: {:.1f} s\n",
@@ -1905,7 +1960,7 @@ int cmd_diff(int argc, char* argv[]) {
   files.add(junit, "--junit");
   const DiffResult d = diff_reports(base, now, tolerance);
   if (!junit.empty()) files.stage(junit, diff_junit(d, tolerance));
-  std::cout << diff_table(d, tolerance, all);
+  files.print(diff_table(d, tolerance, all));
   files.commit();
   return d.moved() ? 1 : 0;
 }
@@ -1963,19 +2018,67 @@ int cmd_servers(int argc, char* argv[]) {
 }
 
 int cmd_make_image_folder(int argc, char* argv[]) {
+  namespace fs = std::filesystem;
   po::options_description desc("options");
   std::string dir;
-  int classes = 10, per_class = 100;
+  std::int64_t classes = 10, per_class = 100;
   std::uint64_t seed = 1;
   desc.add_options()("help,h", "show this help")("out", po::value(&dir)->required(), "the folder to create")(
       "classes", po::value(&classes)->default_value(classes), "class subfolders")(
       "per-class", po::value(&per_class)->default_value(per_class), "JPEG files per class")(
-      "seed", po::value(&seed)->default_value(seed), "seed of the sizes and contents");
+      "seed", seed_value(seed), "seed of the sizes and contents");
   if (!parse(argc, argv, desc, "make-image-folder")) return 0;
-  if (classes < 1 || per_class < 1) throw InputError("--classes and --per-class: give 1 or more");
-  if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir))
-    throw InputError("--out " + dir + ": exists and is not empty; give a new folder");
-  const std::int64_t n = runtime::image::write_image_folder(dir, classes, per_class, seed);
+  // A folder is a dataset for a run: up to a million files, in up to 100,000 classes.
+  constexpr std::int64_t kMaxClasses = 100'000, kMaxFiles = 1'000'000;
+  if (classes < 1 || classes > kMaxClasses)
+    throw InputError(fmt::format("--classes {}: give 1 to {} class folders", classes, kMaxClasses));
+  if (per_class < 1 || per_class > kMaxFiles / classes)
+    throw InputError(
+        fmt::format("--per-class {}: give 1 to {} files per class ({} files at most in all, here {} "
+                    "classes)",
+                    per_class, kMaxFiles / classes, kMaxFiles, classes));
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec)))
+    throw InputError("--out " + dir + ": exists and is not an empty folder; give a new folder");
+  // The folder is written under a staging name beside it and renamed into place when whole; its
+  // missing parents are made, and removed again if the command fails.
+  Outputs parents;
+  const fs::path target = fs::absolute(dir, ec).lexically_normal();
+  const fs::path real = (target.has_filename() ? target : target.parent_path());
+  parents.directory(real.parent_path().string(), "--out");
+  struct statvfs vfs {};
+  if (::statvfs(real.parent_path().c_str(), &vfs) == 0) {
+    const auto free = static_cast<std::int64_t>(vfs.f_bavail) * static_cast<std::int64_t>(vfs.f_frsize);
+    const std::int64_t need = runtime::image::estimate_image_folder_bytes(classes, per_class, seed, 8,
+                                                                          static_cast<std::int64_t>(vfs.f_frsize));
+    if (need > free)
+      throw InputError("--out " + dir + ": " + std::to_string(classes * per_class) + " images would take about " +
+                       format_bytes(static_cast<double>(need)) + " but the file system has " +
+                       format_bytes(static_cast<double>(free)) + " free; give fewer --classes or --per-class");
+  }
+  std::string staging = (real.parent_path() / ("." + real.filename().string() + ".XXXXXX")).string();
+  if (::mkdtemp(staging.data()) == nullptr)
+    throw InputError("--out " + dir + ": cannot create a folder in " + real.parent_path().string() + ": " +
+                     std::strerror(errno));
+  std::int64_t n = 0;
+  try {
+    n = runtime::image::write_image_folder(staging, static_cast<int>(classes), static_cast<int>(per_class), seed,
+                                           [] { check_stop(); });
+    ::chmod(
+        staging.c_str(), 0777 & ~[] {
+          const mode_t m = ::umask(0);
+          ::umask(m);
+          return m;
+        }());
+    check_stop();
+    if (::rename(staging.c_str(), real.c_str()) != 0)
+      throw InputError("--out " + dir + ": cannot put the folder in place: " + std::strerror(errno));
+  } catch (const std::exception& e) {
+    fs::remove_all(staging, ec);
+    if (dynamic_cast<const Stopped*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
+    throw InputError("--out " + dir + ": " + e.what() + "; nothing was left behind");
+  }
+  parents.commit();
   std::cout << "wrote " << n << " JPEG files in " << classes << " class folders under " << dir << "\n";
   return 0;
 }

@@ -127,6 +127,8 @@ void check_stdout() {
 }
 
 Outputs::~Outputs() {
+  for (auto& e : m_entries)
+    if (e.tmpfd >= 0) ::close(e.tmpfd);  // an unnamed staging file vanishes with its last descriptor
   if (m_committed) return;
   for (auto& e : m_entries) {
     e.out.reset();  // closes the descriptor
@@ -162,15 +164,23 @@ Outputs::Entry& Outputs::find(const std::string& path) {
 
 void Outputs::add(const std::string& path, const std::string& option) {
   if (path.empty()) return;
-  Entry e{path, option, path, false, false, {}, {}, {}};
+  Entry e{path, option, path, false, false, -1, {}, {}, {}};
   if (path == "-") {
     m_entries.push_back(e);
     return;
   }
   const std::string what = option + " " + path + ": ";
   std::error_code ec;
-  // Follow symlinks to the file that will receive the text.
-  const fs::path real = fs::weakly_canonical(fs::absolute(path), ec);
+  // Follow symlinks to the file that will receive the text, a link to a file not yet made too
+  // (the link stays, its target is created).
+  fs::path link = fs::absolute(path, ec);
+  struct stat ls {};
+  for (int hops = 0; !ec && ::lstat(link.c_str(), &ls) == 0 && S_ISLNK(ls.st_mode); ++hops) {
+    if (hops == 40) throw InputError(what + "too many levels of symbolic links");
+    const fs::path to = fs::read_symlink(link, ec);
+    link = to.is_absolute() ? to : link.parent_path() / to;
+  }
+  const fs::path real = ec ? fs::path() : fs::weakly_canonical(link, ec);
   if (ec) throw InputError(what + "cannot resolve the path: " + ec.message());
   e.real = real.string();
   struct stat st {};
@@ -200,8 +210,7 @@ void Outputs::add(const std::string& path, const std::string& option) {
 std::ostream& Outputs::stream(const std::string& path) {
   Entry& e = find(path);
   e.staged = true;
-  const std::string target = e.through ? e.real : make_temp(e);
-  const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | (e.through ? O_APPEND : O_TRUNC));
+  const int fd = e.through ? ::open(e.real.c_str(), O_WRONLY | O_CLOEXEC | O_APPEND) : open_staging(e);
   if (fd < 0) throw InputError(e.option + " " + path + ": cannot write: " + reason(errno));
   e.out = std::make_shared<FileStream>(fd, e.option + " " + path);
   return *e.out;
@@ -215,19 +224,54 @@ std::optional<std::int64_t> Outputs::free_bytes(const std::string& path) {
   return static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
 }
 
-std::string Outputs::make_temp(Entry& e) {
+int Outputs::open_staging(Entry& e) {
   const fs::path real(e.real);
-  std::string pattern = (real.parent_path() / ("." + real.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(pattern.data());
-  if (fd < 0) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
-  // A new file gets the usual permissions (mkstemp makes it private); a replaced one keeps its own.
+  // A new file gets the usual permissions; a replaced one keeps its own.
   const mode_t mask = ::umask(0);
   ::umask(mask);
   struct stat old {};
-  ::fchmod(fd, ::stat(e.real.c_str(), &old) == 0 ? (old.st_mode & 07777) : (0666 & ~mask));
-  ::close(fd);
+  const mode_t mode = ::stat(e.real.c_str(), &old) == 0 ? (old.st_mode & 07777) : (0666 & ~mask);
+  // An unnamed file in the destination's directory: nothing is left behind however the process
+  // ends, even by SIGKILL. It gets its name at commit.
+  int tmp = ::open(real.parent_path().c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (tmp >= 0 && tmp <= STDERR_FILENO) {  // never in a closed standard stream's place
+    const int high = ::fcntl(tmp, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    ::close(tmp);
+    tmp = high;
+  }
+  if (tmp >= 0) {
+    ::fchmod(tmp, mode);
+    e.tmpfd = tmp;
+    const int fd = ::fcntl(tmp, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    if (fd < 0) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
+    return fd;
+  }
+  // A file system without unnamed files: a hidden one beside the destination, removed on failure.
+  std::string pattern = (real.parent_path() / ("." + real.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
+  ::fchmod(fd, mode);
   e.temp = pattern;
-  return pattern;
+  return fd;
+}
+
+void Outputs::name_staged(Entry& e) {
+  if (e.tmpfd < 0) return;
+  const fs::path real(e.real);
+  const std::string proc = "/proc/self/fd/" + std::to_string(e.tmpfd);
+  for (unsigned n = 0;; ++n) {
+    const std::string name = (real.parent_path() / ("." + real.filename().string() + "." + std::to_string(::getpid()) +
+                                                    "." + std::to_string(n)))
+                                 .string();
+    if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+        ::linkat(e.tmpfd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) {
+      e.temp = name;
+      break;
+    }
+    if (errno != EEXIST || n > 1000) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(errno));
+  }
+  ::close(e.tmpfd);
+  e.tmpfd = -1;
 }
 
 void Outputs::stage(const std::string& path, const std::string& text) {
@@ -238,8 +282,7 @@ void Outputs::stage(const std::string& path, const std::string& text) {
     e.text = text;
     return;
   }
-  const int fd = ::open(make_temp(e).c_str(), O_WRONLY | O_TRUNC);
-  if (fd < 0) throw InputError(e.option + " " + path + ": cannot write: " + reason(errno));
+  const int fd = open_staging(e);
   const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
   const int err = errno;
   if (::close(fd) != 0 || !ok) throw InputError(e.option + " " + path + ": cannot write: " + reason(ok ? errno : err));
@@ -253,15 +296,8 @@ void Outputs::commit() {
     e.out.reset();
     if (err != 0) throw InputError(e.option + " " + e.path + ": cannot write: " + reason(err));
   }
-  for (const auto& e : m_entries)
-    if (e.staged && e.path == "-") std::cout << e.text;
-  check_stdout();  // the printed report reached its reader before any file is put in place
-  for (auto& e : m_entries) {
-    if (!e.staged || e.temp.empty()) continue;
-    if (::rename(e.temp.c_str(), e.real.c_str()) != 0)
-      throw InputError(e.option + " " + e.path + ": cannot replace: " + reason(errno));
-    e.temp.clear();
-  }
+  // Devices and FIFOs first: one that cannot take its text (/dev/full) fails the command before
+  // anything is printed or put in place.
   for (auto& e : m_entries) {
     if (!e.staged || !e.through || e.text.empty()) continue;
     const int fd = ::open(e.real.c_str(), O_WRONLY | O_APPEND);
@@ -271,6 +307,18 @@ void Outputs::commit() {
       throw InputError(e.option + " " + e.path + ": cannot write: " + reason(err));
     }
     ::close(fd);
+  }
+  for (const auto& e : m_entries)
+    if (e.staged && e.path == "-") std::cout << e.text;
+  std::cout << m_printed;
+  check_stdout();  // the printed report reached its reader before any file is put in place
+  for (auto& e : m_entries)
+    if (e.staged) name_staged(e);
+  for (auto& e : m_entries) {
+    if (!e.staged || e.temp.empty()) continue;
+    if (::rename(e.temp.c_str(), e.real.c_str()) != 0)
+      throw InputError(e.option + " " + e.path + ": cannot replace: " + reason(errno));
+    e.temp.clear();
   }
   m_committed = true;
 }

@@ -2,8 +2,9 @@
 // simulated; the contents are staged beside their targets and put in place together at the end,
 // so a failed invocation leaves no output behind and replaces nothing.
 //
-// A regular file (or a new one) is written to a temporary file with a unique name in the
-// directory of its real path (symlinks followed) and renamed over it: a symlinked report path
+// A regular file (or a new one) is written to an unnamed file (O_TMPFILE) in the directory of its
+// real path (symlinks followed), which a killed process cannot leave behind; at commit it is
+// linked under a hidden name and renamed over the destination: a symlinked report path
 // keeps its link and its target gets the report. A FIFO or a device (`/dev/null`) is written
 // straight through, at commit. "-" is standard output.
 //
@@ -86,8 +87,11 @@ class Outputs {
   /// Bytes an unprivileged user may still write on the file system of a destination given to
   /// add(); unset for standard output, a FIFO or a device.
   std::optional<std::int64_t> free_bytes(const std::string& path);
-  /// Checks standard output (everything printed so far reached it), then puts every staged text
-  /// in place. Throws InputError naming the destination and the reason.
+  /// Text for standard output, printed at commit once every device and FIFO took its text.
+  void print(const std::string& text) { m_printed += text; }
+  /// Writes the devices' and FIFOs' texts, prints what print() was given and checks standard
+  /// output (everything printed so far reached it), then puts every staged file in place. Throws
+  /// InputError naming the destination and the reason.
   void commit();
 
  private:
@@ -96,14 +100,20 @@ class Outputs {
     std::string real;      ///< the path with symlinks resolved
     bool through = false;  ///< FIFO or device: written at commit
     bool staged = false;
-    std::string temp;                    ///< the staged file (regular destinations)
+    int tmpfd = -1;                      ///< the unnamed staged file (O_TMPFILE), until commit names it
+    std::string temp;                    ///< the staged file's name (regular destinations)
     std::string text;                    ///< the staged text (write-through destinations, stdout)
     std::shared_ptr<FileStream> out;  ///< stream()'s file
   };
   Entry& find(const std::string& path);
-  std::string make_temp(Entry& e);
+  /// A descriptor to write a regular destination's staged text through: an unnamed file in its
+  /// directory, or where the file system has none, a hidden named one.
+  int open_staging(Entry& e);
+  /// Gives an unnamed staged file a hidden name beside its destination (renamed over it next).
+  void name_staged(Entry& e);
   std::vector<Entry> m_entries;
   std::vector<std::string> m_made;  ///< directories directory() made, parents first
+  std::string m_printed;            ///< print()'s text
   bool m_committed = false;
 };
 

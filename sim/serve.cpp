@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -13,6 +14,7 @@
 #include "runtime/report.h"
 #include "sim/core/error.h"
 #include "sim/core/params.h"
+#include "sim/core/stop.h"
 #include "sim/kernel.h"
 #include "sim/simulation.h"
 #include "sim/system.h"
@@ -28,6 +30,16 @@ using workloads::StepShape;
 namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// A request's prompt or output: at most 2^31 - 1 tokens, so that a sequence's length and its
+/// blocks stay exact in 64-bit arithmetic (no model holds a context of that length).
+constexpr std::int64_t kMaxRequestTokens = 2147483647;
+/// Requests of one run: each is kept with its latencies (about 200 bytes), and a run this long
+/// takes minutes; split a longer trace into runs.
+constexpr std::int64_t kMaxRequests = 10'000'000;
+/// The latest arrival: a run's clock counts in double seconds, exact to 2 ns up to here (about
+/// 116 days); past it a step's microseconds would be lost in the arrival time.
+constexpr double kMaxArrivalS = 1e7;
 
 /// The decoder to serve: the preset, its shape overrides.
 workloads::TransformerShape serving_shape(const ServeRequest& r) {
@@ -75,6 +87,9 @@ std::int64_t spread_length(std::mt19937_64& rng, std::int64_t mean, double sprea
 }
 
 std::vector<runtime::ServeArrival> read_trace(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError("arrivals", "arrivals", path + " is a directory; give a JSONL file of requests");
   std::ifstream in(path);
   if (!in) throw InputError("arrivals", "arrivals", path + ": cannot be read");
   std::vector<runtime::ServeArrival> out;
@@ -98,20 +113,29 @@ std::vector<runtime::ServeArrival> read_trace(const std::string& path) {
       if (!j.contains(k))
         throw InputError(where, "arrivals",
                          std::string("no '") + k + "' (a line has arrival_s, prompt_tokens and output_tokens)");
-    if (!j["arrival_s"].is_number() || !(j["arrival_s"].get<double>() >= 0))
+    if (!j["arrival_s"].is_number() || !(j["arrival_s"].get<double>() >= 0) ||
+        !(j["arrival_s"].get<double>() <= kMaxArrivalS))
       throw InputError(where, "arrivals",
-                       "arrival_s must be a number of seconds, 0 or more, got " + j["arrival_s"].dump());
+                       fmt::format("arrival_s must be a number of seconds from 0 to {:g} (a run's clock resolves "
+                                   "microseconds up to there), got {}",
+                                   kMaxArrivalS, j["arrival_s"].dump()));
     a.arrival_s = j["arrival_s"].get<double>();
     for (const char* k : {"prompt_tokens", "output_tokens"})
-      if (!j[k].is_number_integer() || j[k].get<std::int64_t>() < 1)
+      if (!j[k].is_number_integer() || (j[k].is_number_unsigned() && j[k].get<std::uint64_t>() > kMaxRequestTokens) ||
+          j[k].get<std::int64_t>() < 1 || j[k].get<std::int64_t>() > kMaxRequestTokens)
         throw InputError(where, "arrivals",
-                         std::string(k) + " must be a whole number of tokens, 1 or more, got " + j[k].dump());
+                         std::string(k) + " must be a whole number of tokens from 1 to " +
+                             std::to_string(kMaxRequestTokens) + ", got " + j[k].dump());
     a.prompt_tokens = j["prompt_tokens"].get<std::int64_t>();
     a.output_tokens = j["output_tokens"].get<std::int64_t>();
     if (!out.empty() && a.arrival_s < out.back().arrival_s)
       throw InputError(where, "arrivals", "arrivals must be in time order (arrival_s not decreasing)");
+    if (static_cast<std::int64_t>(out.size()) >= kMaxRequests)
+      throw InputError(where, "arrivals",
+                       "more than " + std::to_string(kMaxRequests) + " requests in one run; split the file");
     out.push_back(a);
   }
+  if (in.bad()) throw InputError("arrivals", "arrivals", path + ": cannot be read");
   if (out.empty()) throw InputError("arrivals", "arrivals", path + ": holds no request");
   return out;
 }
@@ -367,12 +391,13 @@ std::tuple<std::int64_t, std::int64_t, std::int64_t> kv_cache_blocks(const Syste
                              shape.name + " on " + std::to_string(tp) + " rank" + (tp > 1 ? "s" : "") + ") of " +
                              cfg.chip.name + "'s " + format_bytes(cfg.chip.memory.hbm_gib * 1024.0 * 1024.0 * 1024.0) +
                              " at memory_utilization " + fmt::format("{}", req.memory_utilization);
+  if (fit < 1) {  // the model itself does not fit, whatever the cache's size
+    const char* model_key = req.gpt_size.empty() ? "workload" : "gpt_size";
+    throw InputError(model_key, model_key,
+                     "no room for a KV cache block of " + format_bytes(static_cast<double>(block_bytes)) + ": " +
+                         memory + "; give more tensor_parallel ranks, a higher memory_utilization or a smaller model");
+  }
   if (blocks == 0) {
-    if (fit < 1)
-      throw InputError("kv_blocks", "kv_blocks",
-                       "no room for a KV cache block of " + format_bytes(static_cast<double>(block_bytes)) + ": " +
-                           memory +
-                           "; give more tensor_parallel ranks, a higher memory_utilization or a smaller model");
     blocks = fit;
   } else if (blocks > fit) {
     throw InputError("kv_blocks", "kv_blocks",
@@ -398,6 +423,17 @@ void check_request(const ServeRequest& req) {
     throw InputError("sampling", "sampling", "'" + req.sampling + "': device or host");
   if (req.capture != "startup" && req.capture != "first-use")
     throw InputError("capture", "capture", "'" + req.capture + "': startup (every bucket before serving) or first-use");
+  // Sizes past these bounds are no serving engine's; they would only overflow the arithmetic.
+  auto at_most = [](const char* key, std::int64_t v, std::int64_t max) {
+    if (v > max) throw InputError(key, key, "at most " + std::to_string(max) + ", got " + std::to_string(v));
+  };
+  at_most("max_seqs", req.max_seqs, 1 << 20);
+  at_most("max_batched_tokens", req.max_batched_tokens, kMaxRequestTokens);
+  at_most("block_size", req.block_size, 1 << 20);
+  at_most("multi_step", req.multi_step, 1 << 16);
+  at_most("kv_blocks", req.kv_blocks, kMaxRequestTokens);
+  for (const auto b : req.decode_batches) at_most("decode_batches", b, 1 << 20);
+  for (const auto b : req.graph_buckets) at_most("graph_buckets", b, 1 << 20);
   if (req.max_seqs < 1) throw InputError("max_seqs", "max_seqs", "must be at least 1");
   if (req.max_batched_tokens < req.max_seqs)
     throw InputError("max_batched_tokens", "max_batched_tokens",
@@ -440,11 +476,14 @@ std::vector<runtime::ServeArrival> serve_arrivals(const ServeRequest& req, doubl
   if (!req.arrivals.empty()) return read_trace(req.arrivals);
   if (!(rate > 0) || !std::isfinite(rate))
     throw InputError("rate", "rate", "requests per second must be positive, got " + fmt::format("{}", rate));
-  if (req.requests < 1)
-    throw InputError("requests", "requests", "must be at least 1, got " + std::to_string(req.requests));
-  if (req.prompt_tokens < 1 || req.output_tokens < 1)
-    throw InputError(req.prompt_tokens < 1 ? "prompt_tokens" : "output_tokens",
-                     req.prompt_tokens < 1 ? "prompt_tokens" : "output_tokens", "must be at least 1 token");
+  if (req.requests < 1 || req.requests > kMaxRequests)
+    throw InputError(
+        "requests", "requests",
+        "from 1 to " + std::to_string(kMaxRequests) + " requests in one run, got " + std::to_string(req.requests));
+  for (const auto& [key, v] : {std::pair{"prompt_tokens", req.prompt_tokens}, {"output_tokens", req.output_tokens}})
+    if (v < 1 || v > kMaxRequestTokens)
+      throw InputError(key, key,
+                       "from 1 to " + std::to_string(kMaxRequestTokens) + " tokens, got " + std::to_string(v));
   if (req.length_spread < 0 || req.length_spread >= 1)
     throw InputError("length_spread", "length_spread",
                      "a fraction in [0, 1), got " + fmt::format("{}", req.length_spread));
@@ -452,7 +491,13 @@ std::vector<runtime::ServeArrival> serve_arrivals(const ServeRequest& req, doubl
   std::vector<runtime::ServeArrival> out;
   double t = 0;
   for (std::int64_t i = 0; i < req.requests; ++i) {
+    if (i % 65536 == 0) check_stop();
     t += -std::log(1 - unit(rng)) / rate;
+    if (!(t <= kMaxArrivalS))
+      throw InputError("rate", "rate",
+                       fmt::format("{} requests at {:g} per second arrive past {:g} s, where a run's clock no longer "
+                                   "resolves microseconds; raise --rate or give fewer --requests",
+                                   req.requests, rate, kMaxArrivalS));
     runtime::ServeArrival a;
     a.arrival_s = t;
     a.prompt_tokens = spread_length(rng, req.prompt_tokens, req.length_spread);

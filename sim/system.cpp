@@ -26,6 +26,7 @@ std::string format_bytes(double bytes) {
 namespace {
 struct Shortfall {
   std::string key, message;
+  std::string origin;  ///< what the user gave that does not fit, when not the key itself
 };
 
 Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
@@ -35,11 +36,11 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
   if (need <= capacity) return {};
   const auto persistent = static_cast<double>(plan.persistent_bytes), step = static_cast<double>(plan.arena_bytes),
              queue = with_queue ? static_cast<double>(plan.queue_buffer_bytes) : 0.0;
-  std::string key, advice;
+  std::string key, advice, origin;
   if (queue >= step && queue >= persistent) {
     key = "queue.capacity";
     advice = "the data queue's " + std::to_string(cfg.chip.queue.capacity) + " batch buffers (" + format_bytes(queue) +
-             ") are the largest part — reduce queue.capacity";
+             ") are the largest part — reduce queue.capacity or batch_size";
   } else if (step >= persistent && w.parallel.pipeline_stages > 1) {
     key = "micro_batches";
     advice = "the step's activations and workspaces (" + format_bytes(step) +
@@ -60,6 +61,7 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
           : optimizer >= weights                        ? "devices"
           : transformer                                 ? "tensor_parallel"
                                                         : "chip";
+    origin = "workload";  // the model is what does not fit; the key names the setting that would fit it
     advice = "the weights and optimizer state alone take " + format_bytes(persistent) + " (weights " +
              format_bytes(weights) + ", optimizer state " + format_bytes(optimizer) + "); ";
     if (optimizer >= weights && sharded)
@@ -90,7 +92,8 @@ Shortfall shortfall(const SystemConfig& cfg, const workloads::Workload& w, const
   return {key, what + " needs " + format_bytes(need) + " of device memory (weights and optimizer " +
                    format_bytes(persistent) + ", step " + format_bytes(step) +
                    (with_queue ? ", data queue " + format_bytes(queue) : std::string()) + "); " + cfg.chip.name +
-                   " has " + format_bytes(capacity) + ": " + advice};
+                   " has " + format_bytes(capacity) + ": " + advice,
+          origin.empty() ? key : origin};
 }
 }  // namespace
 
@@ -102,7 +105,7 @@ std::string memory_shortfall(const SystemConfig& cfg, const workloads::Workload&
 void check_fits(const SystemConfig& cfg, const workloads::Workload& w, const runtime::MemoryPlan& plan,
                 bool with_queue) {
   const Shortfall s = shortfall(cfg, w, plan, with_queue);
-  if (!s.message.empty()) throw InputError(s.key, s.key, s.message);
+  if (!s.message.empty()) throw InputError(s.origin, s.key, s.message);
 }
 
 runtime::CompiledGraph compile_for(const SystemConfig& cfg, const workloads::Workload& w) {

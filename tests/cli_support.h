@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +59,29 @@ class CliFixture : public ::testing::Test {
   std::string file(const std::string& name, const std::string& text) {
     std::ofstream(m_dir / name) << text;
     return (m_dir / name).string();
+  }
+
+  /// The bytes written so far to a file process `pid` is staging in the test's directory: an
+  /// unnamed one (O_TMPFILE, seen in /proc/PID/fd as "DIR/#N (deleted)") or a hidden named one;
+  /// -1 if there is none yet. `unnamed` tells which it was.
+  std::int64_t staged_bytes(pid_t pid, bool* unnamed = nullptr) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::int64_t most = -1;
+    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      const std::string to = fs::read_symlink(fd.path(), ec).string();
+      if (ec || to.rfind(m_dir.string() + "/#", 0) != 0) continue;
+      const auto size = fs::file_size(fd.path(), ec);
+      if (ec) continue;
+      most = std::max(most, static_cast<std::int64_t>(size));
+      if (unnamed) *unnamed = true;
+    }
+    for (const auto& e : fs::directory_iterator(m_dir, ec))
+      if (e.path().filename().string().front() == '.' && e.is_regular_file(ec)) {
+        most = std::max(most, static_cast<std::int64_t>(e.file_size(ec)));
+        if (unnamed) *unnamed = false;
+      }
+    return most;
   }
 
   std::filesystem::path m_dir;

@@ -83,6 +83,9 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     auto set = [&](const std::optional<std::int64_t>& v, std::int64_t& field, const char* flag) {
       if (!v) return;
       if (*v <= 0) throw std::invalid_argument(std::string(flag) + " " + std::to_string(*v) + ": must be positive");
+      // Past 2^31 a dimension is no model's, and the sizes made from it would overflow.
+      if (*v > 2147483647)
+        throw std::invalid_argument(std::string(flag) + " " + std::to_string(*v) + ": at most 2147483647");
       field = *v;
     };
     set(o.layers, shape->layers, "--layers");

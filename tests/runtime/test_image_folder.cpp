@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -66,6 +67,28 @@ TEST(ImageFolder, EverySamplesGeometryComesFromItsOwnHeader) {
       EXPECT_EQ(g.file_bytes, static_cast<std::int64_t>(bytes.size()));
     }
   tjDestroy(tj);
+}
+
+TEST(ImageFolder, TheSizeEstimateIsTheFilesAsWritten) {
+  // make-image-folder compares the estimate with the free space before writing: from its first 8
+  // files, each rounded up to the block, times the files, and a block per class folder.
+  TempDir d("imgfolder_estimate");
+  ASSERT_EQ(runtime::image::write_image_folder(d.path.string(), 4, 16, 2), 64);
+  std::int64_t blocks = 4 * 4096, bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d.path))
+    if (e.is_regular_file()) {
+      bytes += static_cast<std::int64_t>(e.file_size());
+      blocks += (static_cast<std::int64_t>(e.file_size()) + 4095) / 4096 * 4096;
+    }
+  // Every file sampled: exact.
+  EXPECT_EQ(runtime::image::estimate_image_folder_bytes(4, 16, 2, 64, 4096), blocks);
+  // Eight sampled: within a quarter of what was written (the sides vary by +-25% each).
+  const std::int64_t est = runtime::image::estimate_image_folder_bytes(4, 16, 2);
+  EXPECT_NEAR(static_cast<double>(est), static_cast<double>(blocks), 0.25 * static_cast<double>(blocks));
+  EXPECT_GT(est, bytes);
+  // Sizes no disk holds saturate instead of overflowing.
+  EXPECT_EQ(runtime::image::estimate_image_folder_bytes(4'000'000'000, 4'000'000'000, 2),
+            std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(ImageFolder, AHeaderBehindALargeExifSegmentIsFound) {

@@ -758,7 +758,7 @@ TEST_P(CliSignalTest, ASignalMidRunRemovesEveryStagingFile) {
   // The run is under way once its trace is staged and the first steps were written out.
   bool staged = false;
   for (int i = 0; i < 600 && !staged; ++i) {
-    for (const auto& name : hidden_files(m_dir)) staged = staged || fs::file_size(m_dir / name) > 0;
+    staged = staged_bytes(pid) > 0;
     if (!staged) ::usleep(20000);
   }
   ::usleep(200000);
