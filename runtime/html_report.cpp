@@ -25,13 +25,26 @@ std::string page(const std::string& title, const std::string& body) {
          "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
          "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}svg{display:block;margin:1em 0}"
-         "td:first-child{white-space:nowrap}svg text{font-size:12px;font-family:system-ui,sans-serif}.note{color:#555}"
+         "td:first-child{white-space:nowrap}td.stage{white-space:normal;overflow-wrap:anywhere;min-width:8em}svg text{font-size:12px;font-family:system-ui,sans-serif}.note{color:#555}"
          ".multiples{display:flex;flex-wrap:wrap;column-gap:24px}.multiples figure{margin:0;max-width:540px}"
          "figcaption{font-weight:600;margin:.5em 0 0}figure svg{margin:.25em 0 1em}</style></head><body>\n<h1>" +
          esc(title) + "</h1>\n" + body + "</body></html>\n";
 }
 
 using charts::text_width;
+
+/// `s` escaped, with a line break allowed after each comma and before each opening parenthesis:
+/// a stage name such as Map(RandomCropDecodeResize,RandomHorizontalFlip,Normalize,HWC2CHW) wraps
+/// at its ops instead of widening its table past the page.
+std::string breakable(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '(' && !out.empty()) out += "<wbr>";
+    out += esc(std::string(1, c));
+    if (c == ',') out += "<wbr>";
+  }
+  return out;
+}
 
 constexpr double kLegendRow = 18;
 
@@ -787,7 +800,7 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
     body += "</tr>\n";
     const auto& stages = first->data["tree"];
     for (std::size_t i = 0; i < stages.size(); ++i) {
-      body += fmt::format("<tr><td>{}</td><td>{}</td>", esc(stages[i]["stage"].get<std::string>()),
+      body += fmt::format("<tr><td class=\"stage\">{}</td><td>{}</td>", breakable(stages[i]["stage"].get<std::string>()),
                           stages[i]["workers"].get<std::int64_t>());
       for (const auto& r : runs) {
         if (r.data.is_null() || !r.data.contains("tree")) continue;

@@ -58,11 +58,25 @@ struct Bar {
   Box box;
 };
 
+struct Point {
+  std::string title;  ///< its tooltip ("loop-sink: 8 → 0.77 of linear")
+  Box box;
+};
+
+struct Line {
+  std::string stroke, dash;  ///< colour, dash pattern ("" solid)
+  double width = 0;          ///< the computed stroke width, px
+  Box box;
+};
+
 struct Chart {
   std::string id;
   Box box;
   std::vector<Text> texts;
   std::vector<Bar> bars;
+  std::vector<Box> legend;    ///< each legend entry's swatch, label and key group
+  std::vector<Point> points;  ///< plotted points (circles and markers)
+  std::vector<Line> lines;    ///< plotted series (polylines)
   const Text* find(const std::string& text, const std::string& cls = "") const {
     for (const auto& t : texts)
       if (t.text == text && (cls.empty() || t.cls == cls)) return &t;
@@ -72,6 +86,10 @@ struct Chart {
 
 struct Page {
   double height = 0;
+  double width = 0, scroll_width = 0;  ///< the window's width and the document's
+  std::vector<std::string> outside;    ///< elements reaching past the page's sides, outside any overflow box
+  std::vector<std::string> clipped;    ///< elements whose content is wider than their box, outside any overflow box
+  std::string header;                  ///< the text before the first <h2>
   std::vector<Chart> charts;
   std::vector<std::pair<std::string, double>> headings;  ///< each <h2> and its top
   const Chart* chart(const std::string& id) const {
@@ -81,15 +99,52 @@ struct Page {
   }
 };
 
-// Written into the DOM as JSON: the page's height (the body's bottom), every <h2>'s top, and per
-// <svg> its box, every <text>'s box, length and font size, every bar's box and title.
+// Written into the DOM as JSON: the page's height (the body's bottom), width and scroll width,
+// the elements that reach past its sides or whose content overflows them (outside a box that
+// scrolls or clips), the text before the first <h2>, every <h2>'s top, and per <svg> its box,
+// every <text>'s box, length and font size, every bar's box and title, the legend's entries (a
+// 12 px swatch and the label after it, or a group of class "legend"), the plotted points and lines.
 const char* kMeasure = R"(<script>
 (function () {
   const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  const out = {height: document.body.getBoundingClientRect().bottom, headings: [], charts: []};
+  const W = document.documentElement.clientWidth;
+  const out = {height: document.body.getBoundingClientRect().bottom, width: W,
+               scroll_width: document.documentElement.scrollWidth, outside: [], clipped: [], header: '',
+               headings: [], charts: []};
+  const overflowBox = (e) => {
+    for (let p = e.parentElement; p && p !== document.body; p = p.parentElement)
+      if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(p).overflowX)) return p;
+    return null;
+  };
+  for (const e of document.body.querySelectorAll('*')) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    if (overflowBox(e)) continue;
+    const what = e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' "' + (e.textContent || '').slice(0, 60) + '"';
+    if (r.left < -0.5 || r.right > W + 0.5) out.outside.push(what + ' [' + r.left + ', ' + r.right + ']');
+    if (!(e instanceof SVGElement) && getComputedStyle(e).overflowX === 'visible' && e.scrollWidth > e.clientWidth + 1)
+      out.clipped.push(what + ' content ' + e.scrollWidth + ' px in ' + e.clientWidth + ' px');
+  }
+  for (const e of document.body.childNodes) {
+    if (e.tagName === 'H2') break;
+    out.header += e.textContent + ' ';
+  }
   for (const h of document.querySelectorAll('h2')) out.headings.push([h.textContent, h.getBoundingClientRect().top]);
   for (const svg of document.querySelectorAll('svg')) {
-    const c = {id: svg.id, box: box(svg), texts: [], bars: []};
+    const c = {id: svg.id, box: box(svg), texts: [], bars: [], legend: [], points: [], lines: []};
+    for (const r of svg.querySelectorAll('rect'))
+      if (r.getAttribute('width') === '12' && r.getAttribute('height') === '12' && !r.classList.contains('bar')) {
+        c.legend.push(box(r));
+        if (r.nextElementSibling && r.nextElementSibling.tagName === 'text') c.legend.push(box(r.nextElementSibling));
+      }
+    for (const g of svg.querySelectorAll('.legend')) c.legend.push(box(g));
+    for (const p of svg.querySelectorAll('circle, .point')) {
+      const title = p.querySelector('title');
+      c.points.push({title: title ? title.textContent : '', box: box(p)});
+    }
+    for (const l of svg.querySelectorAll('polyline'))
+      c.lines.push({stroke: l.getAttribute('stroke') || '', dash: l.getAttribute('stroke-dasharray') || '',
+                    width: parseFloat(getComputedStyle(l).strokeWidth), box: box(l)});
     for (const t of svg.querySelectorAll('text'))
       c.texts.push({cls: t.getAttribute('class') || '', text: t.textContent, box: box(t),
                     length: t.getComputedTextLength(), font: parseFloat(getComputedStyle(t).fontSize)});
@@ -146,7 +201,7 @@ class HtmlRender : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
-  /// The page as Chromium lays it out in a 1280 px wide window; nullopt without a browser. The
+  /// The page as Chromium lays it out in a 1400 px wide window; nullopt without a browser. The
   /// screenshot is <page>.png.
   std::optional<Page> render(const fs::path& html) {
     const std::string page = slurp(html);
@@ -160,7 +215,7 @@ class HtmlRender : public ::testing::Test {
     const std::string cmd = std::string("timeout 120 ") + kChromium +
                             " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
                             "--disable-background-networking --disable-component-update --disable-sync "
-                            "--hide-scrollbars --window-size=1280,4000 --user-data-dir=" +
+                            "--hide-scrollbars --window-size=1400,4000 --user-data-dir=" +
                             (m_dir / "profile").string() +
                             " --screenshot=" + (m_dir / (html.stem().string() + ".png")).string() +
                             " --dump-dom file://" + copy.string() + " >" + dom.string() + " 2>/dev/null";
@@ -175,9 +230,19 @@ class HtmlRender : public ::testing::Test {
     const json g = json::parse(unescape(text.substr(from, text.find("</pre>", from) - from)));
     Page p;
     p.height = g["height"].get<double>();
+    p.width = g["width"].get<double>();
+    p.scroll_width = g["scroll_width"].get<double>();
+    p.outside = g["outside"].get<std::vector<std::string>>();
+    p.clipped = g["clipped"].get<std::vector<std::string>>();
+    p.header = g["header"].get<std::string>();
     for (const auto& h : g["headings"]) p.headings.emplace_back(h[0].get<std::string>(), h[1].get<double>());
     for (const auto& c : g["charts"]) {
-      Chart chart{c["id"].get<std::string>(), box_of(c["box"]), {}, {}};
+      Chart chart{c["id"].get<std::string>(), box_of(c["box"]), {}, {}, {}, {}, {}};
+      for (const auto& l : c["legend"]) chart.legend.push_back(box_of(l));
+      for (const auto& q : c["points"]) chart.points.push_back({q["title"].get<std::string>(), box_of(q["box"])});
+      for (const auto& l : c["lines"])
+        chart.lines.push_back({l["stroke"].get<std::string>(), l["dash"].get<std::string>(), l["width"].get<double>(),
+                               box_of(l["box"])});
       for (const auto& t : c["texts"])
         chart.texts.push_back({t["cls"].get<std::string>(), t["text"].get<std::string>(), box_of(t["box"]),
                                t["length"].get<double>(), t["font"].get<double>()});
@@ -215,6 +280,14 @@ void expect_labels_fit(const Page& page) {
         EXPECT_FALSE(overlap(c.texts[i].box, c.texts[j].box))
             << c.id << ": \"" << c.texts[i].text << "\" and \"" << c.texts[j].text << "\" overlap";
   }
+}
+
+/// Nothing reaches past the page's sides at 1400 px and no element's content is wider than its
+/// box, unless inside a box of its own that scrolls: the document is no wider than the window.
+void expect_within_page(const Page& page) {
+  EXPECT_LE(page.scroll_width, page.width + kTolerance) << "the document is wider than the window";
+  for (const auto& e : page.outside) ADD_FAILURE() << "past the page's side: " << e;
+  for (const auto& e : page.clipped) ADD_FAILURE() << "wider than its box: " << e;
 }
 
 TEST(ChartText, WidthsAndCountLabels) {
@@ -263,6 +336,7 @@ TEST_F(HtmlRender, CompareChartsKeepTheirLabelsInside) {
       << slurp(m_dir / "stderr");
   const json j = json::parse(slurp(report));
   RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
   expect_labels_fit(*page);
   // The breakdown legend ends with the last phase, inside the chart.
   const Chart* breakdown = page->chart("chart-breakdown");
@@ -343,11 +417,27 @@ TEST_F(HtmlRender, CompareChartsKeepTheirLabelsInside) {
                                         fmt::format("{:.3g}", 1e3 * waited) + " ms"));
 }
 
+TEST_F(HtmlRender, CompareFitsALongStageNameInThePage) {
+  // ResNet-50's first map call names its four ops: the execution tree's widest cell.
+  const fs::path html = m_dir / "resnet.html";
+  ASSERT_EQ(run("compare --workload resnet50 --steps-per-epoch 5 -q --html " + html.string()), 0)
+      << slurp(m_dir / "stderr");
+  const std::string stage = "Map(RandomCropDecodeResize,RandomHorizontalFlip,Normalize,HWC2CHW)";
+  ASSERT_GT(ascendsim::runtime::charts::text_width(stage), 400);
+  std::string text = slurp(html);
+  for (auto at = text.find("<wbr>"); at != std::string::npos; at = text.find("<wbr>", at)) text.erase(at, 5);
+  ASSERT_THAT(text, HasSubstr(">" + stage + "</td>"));
+  RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
+  expect_labels_fit(*page);
+}
+
 TEST_F(HtmlRender, EightDevicePageStaysShort) {
   const fs::path html = m_dir / "cluster.html";
   ASSERT_EQ(run("compare --workload lenet5 --epochs 1 --steps-per-epoch 50 --devices 8 --html " + html.string()), 0)
       << slurp(m_dir / "stderr");
   RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
   expect_labels_fit(*page);
   // Small multiples: one panel per strategy, two to a row at this width, so each kind of
   // per-strategy chart (the groups' timelines, the ranks' waits) takes two rows of panels where
@@ -385,6 +475,7 @@ TEST_F(HtmlRender, ValidationShowsEveryIdWhole) {
   ASSERT_EQ(run("validate --html " + html.string() + " --json " + report.string()), 0) << slurp(m_dir / "stderr");
   const json rows = json::parse(slurp(report));
   RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
   expect_labels_fit(*page);
   const Chart* chart = page->chart("chart-validation");
   ASSERT_NE(chart, nullptr);
@@ -406,6 +497,7 @@ TEST_F(HtmlRender, SweepChartKeepsItsMarkInside) {
             0)
       << slurp(m_dir / "stderr");
   RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
   expect_labels_fit(*page);
   const Chart* chart = page->chart("chart-sweep");
   ASSERT_NE(chart, nullptr);
