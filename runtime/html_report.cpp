@@ -46,6 +46,11 @@ std::string breakable(const std::string& s) {
   return out;
 }
 
+/// "ascend910 (atlas800-9000 server)", escaped: the chip and the server it sits in.
+std::string chip_and_server(const ReportHeader& h) {
+  return esc(h.chip) + (h.server.empty() ? "" : " (" + esc(h.server) + " server)");
+}
+
 constexpr double kLegendRow = 18;
 
 struct Legend {
@@ -712,7 +717,7 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
   if (!runs.empty()) {
     const auto& s = runs.front().session;
     body += fmt::format("<p>{} on {}, batch {}, {} epoch(s) of {} steps, {} device(s).</p>\n", esc(h.workload),
-                        esc(h.chip), h.batch_size, s.epochs, s.steps_per_epoch, h.devices);
+                        chip_and_server(h), h.batch_size, s.epochs, s.steps_per_epoch, h.devices);
     if (!h.setting.empty()) body += "<p class=\"setting\">" + esc(h.setting) + "</p>\n";
   }
   body += "<h2>Summary</h2>\n" + summary_table(runs);
@@ -856,8 +861,8 @@ std::string html_sweep(const ReportHeader& h, const std::string& param, const st
     mark = std::stod(conclusion.substr(conclusion.rfind(' ') + 1));
     mark_label = "break-even: sink_size " + tick_label(mark);
   }
-  std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload), esc(h.chip),
-                                 h.batch_size, esc(param));
+  std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload),
+                                 chip_and_server(h), h.batch_size, esc(param));
   if (!conclusion.empty()) body += "<p><b>" + esc(conclusion) + "</b></p>\n";
   body += "<h2>Mean step time</h2>\n" + line_chart("chart-sweep", "mean step time against " + param,
                                                    {numeric ? param : param + " (values in the order given)", log},

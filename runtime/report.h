@@ -30,6 +30,7 @@ struct ReportHeader {
   /// A run to a target accuracy: {"curve", "target_accuracy", "eval_every", "epochs", "accuracy"}
   /// (null: the epochs were given).
   nlohmann::ordered_json target;
+  std::string server;  ///< the server preset the devices sit in (empty: not reported)
 };
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}

@@ -739,7 +739,8 @@ RunOutcome run(const RunRequest& request) {
                 w.parallel.devices / w.parallel.devices_per_server,
                 {},
                 w.training ? "train" : "infer",
-                target};
+                target,
+                cfg.server.name};
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;
@@ -958,7 +959,8 @@ SweepOutcome sweep(const SweepRequest& req) {
                 w0.parallel.devices / w0.parallel.devices_per_server,
                 {},
                 w0.training ? "train" : "infer",
-                {}};
+                {},
+                base.server.name};
 
   {
     KernelScope kernel;

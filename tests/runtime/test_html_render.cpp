@@ -506,6 +506,33 @@ TEST_F(HtmlRender, SweepChartKeepsItsMarkInside) {
   EXPECT_TRUE(marked);
 }
 
+TEST_F(HtmlRender, TimeToTrainPagesNameTheServerAndChip) {
+  // A sweep of cluster sizes with evaluation (a bar of the time to train per size), and a training
+  // run with evaluation (its time to train per strategy): each page's header names the machine.
+  const fs::path sweep = m_dir / "ttt.html", sweep_json = m_dir / "ttt.json";
+  ASSERT_EQ(run("sweep --workload resnet50 --server atlas800-9000 --param devices --values 8,16 --strategies loop-sink "
+                "--epochs 2 --eval-every 1 --steps-per-epoch 10 -q --html " +
+                sweep.string() + " --json " + sweep_json.string()),
+            0)
+      << slurp(m_dir / "stderr");
+  const fs::path train = m_dir / "train.html";
+  ASSERT_EQ(run("train --workload lenet5 --strategy loop-sink --epochs 2 --eval-every 1 --steps-per-epoch 20 "
+                "--server atlas800-9000 -q --html " +
+                train.string()),
+            0)
+      << slurp(m_dir / "stderr");
+  const std::string chip = json::parse(slurp(sweep_json))["chip"];
+  ASSERT_FALSE(chip.empty());
+  for (const fs::path& html : {sweep, train}) {
+    RENDER_OR_SKIP(page, html);
+    expect_within_page(*page);
+    expect_labels_fit(*page);
+    ASSERT_NE(page->chart("chart-time-to-train"), nullptr) << html;
+    EXPECT_THAT(page->header, HasSubstr("atlas800-9000 server")) << html;
+    EXPECT_THAT(page->header, HasSubstr(chip)) << html;
+  }
+}
+
 }  // namespace
 
 namespace {
