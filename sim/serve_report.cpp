@@ -310,11 +310,17 @@ const char* serve_phase_color(std::size_t p) {
   return c[p];
 }
 
-/// A line chart of series of (x, y) points, with axes and a legend.
+/// A line chart of series of (x, y) points, with axes and a legend in a band of its own right of
+/// the plot, where it covers no point whatever the data. Each series has its own dash pattern too,
+/// so lines that coincide stay apart.
 std::string line_chart(const std::string& title, const std::string& xlabel, const std::string& ylabel,
                        const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& series,
                        const std::vector<std::string>& colors) {
-  const double W = 640, H = 320, L = 70, R = 20, T = 30, B = 50;
+  static const char* kDash[] = {"", "8 4", "3 3"};
+  double key_w = 0;
+  for (const auto& s : series) key_w = std::max(key_w, runtime::charts::text_width(s.first));
+  const double plot_right = 620, H = 320, L = 70, T = 30, B = 50;
+  const double key_x = plot_right + 24, W = key_x + 34 + key_w + 8, R = W - plot_right;
   double x0 = 0, x1 = 0, y1 = 0;
   for (const auto& s : series)
     for (const auto& [x, y] : s.second) {
@@ -346,16 +352,22 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
   for (std::size_t i = 0; i < series.size(); ++i) {
     std::string pts;
     for (const auto& [x, y] : series[i].second) pts += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
-    s += fmt::format("<polyline fill='none' stroke='{}' stroke-width='2' points='{}'/>", colors[i], pts);
+    s += fmt::format("<polyline class='series' fill='none' stroke='{}' stroke-width='2' stroke-dasharray='{}' points='{}'/>",
+                     colors[i], kDash[i % 3], pts);
     for (const auto& [x, y] : series[i].second)
       if (series[i].second.size() < 40)
-        s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='3' fill='{}'/>", X(x), Y(y), colors[i]);
-    s += fmt::format(
-        "<rect x='{}' y='{}' width='12' height='12' fill='{}'/><text x='{}' y='{}' font-size='12'>{}</text>",
-        W - R - 120, T + 4 + 18 * static_cast<double>(i), colors[i], W - R - 104, T + 14 + 18 * static_cast<double>(i),
-        runtime::escape_xml(series[i].first));
+        s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='3' fill='{}'><title>{}: {} → {}</title></circle>", X(x),
+                         Y(y), colors[i], runtime::escape_xml(series[i].first), runtime::charts::tick_label(x),
+                         runtime::charts::tick_label(y));
   }
-  return s + "</svg>";
+  s += "<g class='legend'>";
+  for (std::size_t i = 0; i < series.size(); ++i)
+    s += fmt::format(
+        "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='{3}' stroke-width='3' stroke-dasharray='{4}'/>"
+        "<text x='{5}' y='{6}' font-size='12'>{7}</text>",
+        key_x, key_x + 28, T + 6 + 18 * static_cast<double>(i), colors[i], kDash[i % 3], key_x + 34,
+        T + 10 + 18 * static_cast<double>(i), runtime::escape_xml(series[i].first));
+  return s + "</g></svg>";
 }
 
 }  // namespace
@@ -367,7 +379,7 @@ std::string ServeOutcome::html(const ordered_json& r) const {
                   runtime::escape_xml(r["workload"].get<std::string>()) +
                   "</title><style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
                   "table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}"
-                  "th:first-child,td:first-child{text-align:left}</style></head><body>";
+                  "th:first-child,td:first-child{text-align:left}pre{overflow-x:auto}</style></head><body>";
   h += "<h1>" + runtime::escape_xml(r["workload"].get<std::string>()) + " serving on " +
        std::to_string(r["devices"].get<std::int64_t>()) + " x " + runtime::escape_xml(r["chip"].get<std::string>()) +
        "</h1>";

@@ -290,6 +290,23 @@ void expect_within_page(const Page& page) {
   for (const auto& e : page.clipped) ADD_FAILURE() << "wider than its box: " << e;
 }
 
+/// No legend entry of any chart lies on its plotted data: the box around its points and lines.
+void expect_legends_clear_of_data(const Page& page) {
+  for (const auto& c : page.charts) {
+    if (c.points.empty() && c.lines.empty()) continue;
+    Box data{INFINITY, INFINITY, -INFINITY, -INFINITY};
+    auto add = [&](const Box& b) {
+      data = {std::min(data.l, b.l), std::min(data.t, b.t), std::max(data.r, b.r), std::max(data.b, b.b)};
+    };
+    for (const auto& p : c.points) add(p.box);
+    for (const auto& l : c.lines) add(l.box);
+    for (const auto& k : c.legend)
+      EXPECT_FALSE(overlap(k, data)) << c.id << ": a legend entry at [" << k.l << ", " << k.r << "] x [" << k.t << ", "
+                                     << k.b << "] lies on the data at [" << data.l << ", " << data.r << "] x ["
+                                     << data.t << ", " << data.b << "]";
+  }
+}
+
 TEST(ChartText, WidthsAndCountLabels) {
   using ascendsim::runtime::charts::count_label;
   using ascendsim::runtime::charts::text_width;
@@ -545,8 +562,32 @@ TEST_F(HtmlRender, ServingChartsKeepTheirLabelsInside) {
             0)
       << slurp(m_dir / "stderr");
   RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
   expect_labels_fit(*page);
   EXPECT_EQ(page->charts.size(), 4u);  // the decode step by batch, the cache, two latency charts
+}
+
+TEST_F(HtmlRender, ServeSweepLegendsCoverNoPoint) {
+  // At these rates each mode's last point lies high on the right, where a legend inside the plot
+  // used to sit: the eager curve's ends under it on the end-to-end chart.
+  const fs::path html = m_dir / "sweep.html";
+  ASSERT_EQ(run("serve --workload gpt --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 2000 --requests 60 "
+                "--launch all --rates 1,4,16 -q --html " +
+                html.string()),
+            0)
+      << slurp(m_dir / "stderr");
+  RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
+  expect_labels_fit(*page);
+  expect_legends_clear_of_data(*page);
+  std::size_t latency = 0;  // the two latency charts: a point per mode and rate, a legend entry per mode
+  for (const auto& c : page->charts) {
+    if (c.points.size() != 3 * 3) continue;
+    ++latency;
+    EXPECT_FALSE(c.legend.empty());
+    for (const char* mode : {"eager", "graph", "multi-step"}) EXPECT_NE(c.find(mode), nullptr) << mode;
+  }
+  EXPECT_EQ(latency, 2u);
 }
 
 TEST_F(HtmlRender, TuneChartKeepsItsLabelsInside) {
