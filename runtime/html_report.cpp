@@ -76,6 +76,67 @@ Legend legend(const std::vector<std::pair<std::string, std::string>>& items, dou
   return l;
 }
 
+/// A strategy's marker centred on (x, y), `r` px from its centre to its box's sides: a circle,
+/// square, diamond or triangle by strategy, so markers that coincide differ in shape too;
+/// `outlined` draws it with a white edge.
+std::string marker(Strategy st, double x, double y, double r, const std::string& title,
+                   const std::string& cls = "point", bool outlined = false) {
+  const std::string tail = fmt::format(" fill=\"{}\"{}><title>{}</title>", color_of(st),
+                                       outlined ? " stroke=\"#fff\" stroke-width=\"0.75\"" : "", esc(title));
+  switch (static_cast<int>(st)) {
+    case 0:
+      return fmt::format("<circle class=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{:g}\"{}</circle>", cls, x, y, r, tail);
+    case 1:
+      return fmt::format("<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:g}\" height=\"{:g}\"{}</rect>",
+                         cls, x - r, y - r, 2 * r, 2 * r, tail);
+    case 2:
+      return fmt::format("<path class=\"{7}\" d=\"M{0:.2f} {1:.2f}L{2:.2f} {3:.2f}L{0:.2f} {4:.2f}L{5:.2f} {3:.2f}Z\"{6}</path>",
+                         x, y - r, x + r, y, y + r, x - r, tail, cls);
+    default:
+      return fmt::format("<path class=\"{6}\" d=\"M{0:.2f} {1:.2f}L{2:.2f} {3:.2f}L{4:.2f} {3:.2f}Z\"{5}</path>", x,
+                         y - r, x + r, y + r, x - r, tail, cls);
+  }
+}
+
+struct LineLegend {
+  std::string svg;
+  double bottom = 0;  ///< below the last row
+};
+
+/// A line chart's legend, in a group of its own from (x, y): per series a sample of its line (its
+/// dash pattern) with its marker, and its name, in rows that break before `right`; then the notes
+/// (which series coincide), wrapped.
+LineLegend line_legend(const std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>& series,
+                       const std::vector<std::string>& notes, double x, double y, double right) {
+  LineLegend l;
+  const double x0 = x;
+  l.svg = "<g class=\"legend\">";
+  for (const auto& [st, pts] : series) {
+    const std::string label = strategy_name(st);
+    const double w = 34 + text_width(label);
+    if (x > x0 && x + w > right) {
+      x = x0;
+      y += kLegendRow;
+    }
+    l.svg += fmt::format(
+        "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\" "
+        "stroke-dasharray=\"{}\"/>",
+        x, x + 28, y + 6, y + 6, color_of(st), charts::strategy_dash(st));
+    l.svg += marker(st, x + 14, y + 6, 4, label, "key");
+    l.svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x + 34, y + 10, esc(label));
+    x += w + 14;
+  }
+  l.bottom = y + 14;
+  for (const auto& n : notes)
+    for (const auto& line : charts::wrap(n, right - x0)) {
+      l.svg += fmt::format("<text class=\"legend-note\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x0, l.bottom + 14,
+                           esc(line));
+      l.bottom += 18;
+    }
+  l.svg += "</g>";
+  return l;
+}
+
 /// The widest of these labels at 12 px.
 double widest(const std::vector<std::string>& labels, double font_px = 12) {
   double w = 0;
@@ -267,10 +328,59 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
   for (double t : xt) x_labels.push_back(tick_label(t));
   const double left = 28 + widest(y_labels) + 8, w = 720, h = 240;
   const double right = std::max(30.0, text_width(x_labels.back()) / 2 + 6), svg_w = left + w + right;
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const auto& [st, pts] : series) items.emplace_back(strategy_name(st), color_of(st));
-  const Legend key = legend(items, left, 4, left + w);
-  const double top = key.bottom + (mark_x > 0 || ref_y > 0 ? 24 : 12);
+  // Series that coincide — the same x values, every y within kCoincidePx of the other's — are
+  // drawn one over another, each narrower than the one drawn before (lines and markers), so each
+  // stays visible around the next; the legend says which coincide.
+  constexpr double kCoincidePx = 3, kWiderLine = 3, kWiderMarker = 2.5;
+  auto coincide = [&](const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
+    if (a.size() != b.size() || a.empty()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (a[k].first != b[k].first || std::fabs(a[k].second - b[k].second) / y1 * h >= kCoincidePx) return false;
+    return true;
+  };
+  std::vector<std::vector<std::size_t>> groups;  // series indices, in drawing order
+  std::vector<std::size_t> group_of(series.size()), place(series.size());
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    std::size_t g = 0;
+    while (g < groups.size() && !coincide(series[groups[g].front()].second, series[i].second)) ++g;
+    if (g == groups.size()) groups.emplace_back();
+    group_of[i] = g;
+    place[i] = groups[g].size();
+    groups[g].push_back(i);
+  }
+  // How many series of its group are drawn after this one: each widens its line. A marker widens
+  // for each marker drawn after it on the same spot (also where only some points meet: every
+  // scaling curve starts at 1).
+  auto under = [&](std::size_t i) { return static_cast<double>(groups[group_of[i]].size() - 1 - place[i]); };
+  auto meets = [&](std::size_t j, const std::pair<double, double>& p) {  // series j has a point on p's spot
+    return std::any_of(series[j].second.begin(), series[j].second.end(), [&](const std::pair<double, double>& q) {
+      return q.first == p.first && std::fabs(q.second - p.second) / y1 * h < kCoincidePx;
+    });
+  };
+  auto marker_r = [&](std::size_t i, std::size_t k) {
+    double later = 0;
+    for (std::size_t j = i + 1; j < series.size(); ++j) later += meets(j, series[i].second[k]);
+    return 3 + kWiderMarker * later;
+  };
+  // A marker that shares its spot gets a white outline, which sets it apart from the one under it.
+  auto shared = [&](std::size_t i, std::size_t k) {
+    for (std::size_t j = 0; j < series.size(); ++j)
+      if (j != i && meets(j, series[i].second[k])) return true;
+    return false;
+  };
+  double widest_marker = 3;
+  for (std::size_t i = 0; i < series.size(); ++i)
+    for (std::size_t k = 0; k < series[i].second.size(); ++k) widest_marker = std::max(widest_marker, marker_r(i, k));
+  std::vector<std::string> coinciding;
+  for (const auto& g : groups) {
+    if (g.size() < 2) continue;
+    std::string names;
+    for (std::size_t k = 0; k < g.size(); ++k)
+      names += std::string(k == 0 ? "" : k + 1 == g.size() ? " and " : ", ") + strategy_name(series[g[k]].first);
+    coinciding.push_back(names + " coincide: each is drawn over the one before it, narrower, so all stay visible.");
+  }
+  const LineLegend key = line_legend(series, coinciding, left, 4, left + w);
+  const double top = key.bottom + (mark_x > 0 || ref_y > 0 ? 24 : 12) + (widest_marker - 3);
   std::vector<std::string> note_lines;
   for (const auto& n : notes)
     for (auto& line : charts::wrap(n, svg_w - 16)) note_lines.push_back(std::move(line));
@@ -314,16 +424,19 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
         "stroke-dasharray=\"6 4\"><title>{3}</title></line><text class=\"mark-label\" x=\"{1}\" y=\"{4:.2f}\" "
         "text-anchor=\"end\">{3}</text>",
         left, left + w, py(ref_y), esc(ref_label), py(ref_y) - 4);
-  for (const auto& [st, pts] : series) {
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& [st, pts] = series[i];
     std::string points;
     for (const auto& [x, y] : pts) points += fmt::format("{:.2f},{:.2f} ", px(x), py(y));
     s += fmt::format(
-        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"{}\" "
+        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:g}\" stroke-dasharray=\"{}\" "
         "points=\"{}\"/>",
-        color_of(st), charts::strategy_dash(st), points);
-    for (const auto& [x, y] : pts)
-      s += fmt::format("<circle cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\" fill=\"{}\"><title>{}: {} → {} {}</title></circle>",
-                       px(x), py(y), color_of(st), strategy_name(st), tick_label(x), tick_label(y), esc(y_unit));
+        color_of(st), 2 + kWiderLine * under(i), charts::strategy_dash(st), points);
+    for (std::size_t k = 0; k < pts.size(); ++k)
+      s += marker(st, px(pts[k].first), py(pts[k].second), marker_r(i, k),
+                  fmt::format("{}: {} → {} {}", strategy_name(st), tick_label(pts[k].first), tick_label(pts[k].second),
+                              y_unit),
+                  "point", shared(i, k));
   }
   return s + "</svg>\n";
 }

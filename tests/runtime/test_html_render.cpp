@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/charts.h"
+#include "runtime/session.h"
 #include "sim/core/breakdown.h"
 
 namespace {
@@ -133,12 +134,14 @@ const char* kMeasure = R"(<script>
   for (const svg of document.querySelectorAll('svg')) {
     const c = {id: svg.id, box: box(svg), texts: [], bars: [], legend: [], points: [], lines: []};
     for (const r of svg.querySelectorAll('rect'))
-      if (r.getAttribute('width') === '12' && r.getAttribute('height') === '12' && !r.classList.contains('bar')) {
+      if (r.getAttribute('width') === '12' && r.getAttribute('height') === '12' && !r.classList.contains('bar') &&
+          !r.classList.contains('point')) {
         c.legend.push(box(r));
         if (r.nextElementSibling && r.nextElementSibling.tagName === 'text') c.legend.push(box(r.nextElementSibling));
       }
     for (const g of svg.querySelectorAll('.legend')) c.legend.push(box(g));
     for (const p of svg.querySelectorAll('circle, .point')) {
+      if (p.closest('.legend')) continue;
       const title = p.querySelector('title');
       c.points.push({title: title ? title.textContent : '', box: box(p)});
     }
@@ -485,6 +488,71 @@ TEST_F(HtmlRender, EightDevicePageStaysShort) {
   // time to train a cluster adds (a stacked bar and a table row per strategy, about 450 px) and
   // that section, where it was 4,750 px.
   EXPECT_LE(page->height, 2700 + 450 + 1250);
+}
+
+TEST_F(HtmlRender, CoincidingScalingCurvesEachStayVisible) {
+  // ResNet-50's three sink strategies scale alike: their efficiency curves lie on one another, and
+  // every curve starts at 1 on one device.
+  const fs::path html = m_dir / "scaling.html";
+  ASSERT_EQ(run("compare --workload resnet50 --devices 8 --scaling --steps-per-epoch 10 -q --html " + html.string()), 0)
+      << slurp(m_dir / "stderr");
+  RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
+  expect_labels_fit(*page);
+  expect_legends_clear_of_data(*page);
+  const Chart* c = page->chart("chart-scaling");
+  ASSERT_NE(c, nullptr);
+  using ascendsim::runtime::Strategy;
+  // Each strategy's line by its colour, its points by their tooltips' first word; in drawing order.
+  std::vector<std::string> names;
+  std::map<std::string, const Line*> line;
+  std::map<std::string, std::vector<const Point*>> points;
+  for (const auto& l : c->lines)
+    for (auto st : {Strategy::NonSink, Strategy::DataSink, Strategy::GraphSink, Strategy::LoopSink})
+      if (l.stroke == ascendsim::runtime::charts::strategy_color(st)) {
+        names.emplace_back(ascendsim::runtime::strategy_name(st));
+        line[names.back()] = &l;
+      }
+  ASSERT_EQ(names.size(), 4u);
+  for (const auto& p : c->points) points[p.title.substr(0, p.title.find(':'))].push_back(&p);
+  auto centre = [](const Box& b) { return std::make_pair((b.l + b.r) / 2, (b.t + b.b) / 2); };
+  auto same_spot = [&](const Point* a, const Point* b) {
+    return std::fabs(centre(a->box).first - centre(b->box).first) < 2 &&
+           std::fabs(centre(a->box).second - centre(b->box).second) < 2;
+  };
+  // Wherever two markers meet, the one drawn first shows at least 1 px all round the later one.
+  std::size_t met = 0;
+  for (std::size_t i = 0; i < c->points.size(); ++i)
+    for (std::size_t j = i + 1; j < c->points.size(); ++j) {
+      const Point *a = &c->points[i], *b = &c->points[j];
+      if (a->title.substr(0, a->title.find(':')) == b->title.substr(0, b->title.find(':')) || !same_spot(a, b)) continue;
+      ++met;
+      EXPECT_TRUE(a->box.l <= b->box.l - 1 && a->box.r >= b->box.r + 1 && a->box.t <= b->box.t - 1 &&
+                  a->box.b >= b->box.b + 1)
+          << "\"" << a->title << "\" hidden under \"" << b->title << "\"";
+    }
+  EXPECT_GE(met, 6u);  // at least the four curves' first points
+  // Curves that coincide point for point: the one drawn first is a wider line, 1 px showing on each
+  // side of the next, and the legend says they coincide.
+  std::string legend;
+  for (const auto& t : c->texts)
+    if (t.cls == "legend-note") legend += t.text + " ";
+  std::size_t coinciding = 0;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t j = i + 1; j < names.size(); ++j) {
+      const auto &a = points[names[i]], &b = points[names[j]];
+      if (a.size() != b.size() || a.empty()) continue;
+      bool all = true;
+      for (std::size_t k = 0; k < a.size(); ++k) all = all && same_spot(a[k], b[k]);
+      if (!all) continue;
+      ++coinciding;
+      EXPECT_GE(line[names[i]]->width, line[names[j]]->width + 2) << names[i] << " under " << names[j];
+      EXPECT_NE(line[names[i]]->dash, line[names[j]]->dash) << names[i] << " and " << names[j];
+      EXPECT_THAT(legend, HasSubstr("coincide"));
+      EXPECT_THAT(legend, HasSubstr(names[i]));
+      EXPECT_THAT(legend, HasSubstr(names[j]));
+    }
+  EXPECT_GE(coinciding, 3u);  // data sink, graph sink and loop sink, two by two
 }
 
 TEST_F(HtmlRender, ValidationShowsEveryIdWhole) {
