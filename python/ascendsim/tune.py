@@ -517,33 +517,81 @@ class TuneResult:
         d = self.data
         front = d["pareto"]
         esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        pts = [(_cost(t["config"], d["pareto_cost"]), t["value"]) for t in d["trials"] if t.get("value") is not None]
-        pts.append((_cost(d["best"]["config"], d["pareto_cost"]), d["best"]["value"]))  # an explanation's best too
-        svg = ""
-        if pts:
-            w, h, l, b, top = 640, 320, 70, 50, 20
-            x1 = max(p[0] for p in pts) or 1
-            y1 = max(p[1] for p in pts) or 1
-            X = lambda x: l + x / x1 * (w - l - 20)
-            Y = lambda y: h - b - y / y1 * (h - b - top)
-            svg = f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img'>"
-            svg += f"<line x1='{l}' y1='{h - b}' x2='{w - 20}' y2='{h - b}' stroke='#444'/>"
-            svg += f"<line x1='{l}' y1='{top}' x2='{l}' y2='{h - b}' stroke='#444'/>"
-            for x, y in pts:
-                svg += f"<circle cx='{X(x):.1f}' cy='{Y(y):.1f}' r='3' fill='#56b4e9'/>"
-            line = " ".join(f"{X(p['cost']):.1f},{Y(p['value']):.1f}" for p in front)
-            svg += f"<polyline fill='none' stroke='#d55e00' stroke-width='2' points='{line}'/>"
-            svg += (f"<text x='{(l + w) / 2}' y='{h - 12}' font-size='12' text-anchor='middle'>"
-                    f"{esc(d['pareto_cost'])} (0 to {x1})</text>")
-            svg += (f"<text x='14' y='{(top + h - b) / 2}' font-size='12' text-anchor='middle' "
-                    f"transform='rotate(-90 14 {(top + h - b) / 2})'>{esc(d['objective'])} (0 to {y1:.4g})</text>")
-            svg += "</svg>"
-        return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ascendsim tune</title>"
-                "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}</style></head><body>"
-                f"<h1>tune {esc(d['workload'])}</h1><h2>Trade-off</h2><p>Every feasible trial; the line is the "
-                f"Pareto front of {esc(d['objective'])} against {esc(d['pareto_cost'])}.</p>{svg}"
-                f"<h2>Report</h2><pre>{esc(self.text())}</pre></body></html>\n")
+        pts = [(_cost(t["config"], d["pareto_cost"]), t["value"], t["number"]) for t in d["trials"]
+               if t.get("value") is not None]
+        # An explanation's best too.
+        pts.append((_cost(d["best"]["config"], d["pareto_cost"]), d["best"]["value"], d["best"]["number"]))
 
+        def axis(lo: float, hi: float) -> Tuple[List[float], int]:
+            """Ticks at 1, 2 or 5 times a power of ten, about five, covering [lo, hi], and the
+            decimals their labels need. From 0 only where 0 is near: when the data's lowest value
+            lies within half its spread of 0; else fitted to the data, so a small difference
+            between large values (1725 against 1818) is not flattened at the top of the axis."""
+            if hi == lo:
+                pad = abs(lo) * 0.05
+                lo, hi = (lo - pad, hi + pad) if pad else (0.0, 1.0)
+            if 0 <= lo <= (hi - lo) / 2:
+                lo = 0.0
+            raw = (hi - lo) / 5
+            mag = 10.0 ** math.floor(math.log10(raw))
+            step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw * (1 - 1e-9))
+            first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+            decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+            return [round(k * step, decimals) for k in range(first, last + 1)], decimals
+
+        def label(v: float, decimals: int) -> str:
+            return f"{v:.{decimals}f}"
+
+        svg, ranges = "", ""
+        if pts:
+            xt, xd = axis(min(p[0] for p in pts), max(p[0] for p in pts))
+            yt, yd = axis(min(p[1] for p in pts), max(p[1] for p in pts))
+            x_labels, y_labels = [label(t, xd) for t in xt], [label(t, yd) for t in yt]
+            char = 7.0  # px per character of an 11 px label, at most (digits, '.', '-')
+            l = 38 + char * max(len(t) for t in y_labels)  # the rotated axis name, the labels, a gap
+            r = max(24.0, char * len(x_labels[-1]) / 2 + 6)
+            top, pw, ph = 40, 560, 250
+            w, h = l + pw + r, top + ph + 50
+            X = lambda x: l + (x - xt[0]) / (xt[-1] - xt[0]) * pw
+            Y = lambda y: top + ph - (y - yt[0]) / (yt[-1] - yt[0]) * ph
+            obj, cost = esc(d["objective"]), esc(d["pareto_cost"])
+            svg = (f"<svg id='chart-tradeoff' xmlns='http://www.w3.org/2000/svg' width='{w:.0f}' height='{h:.0f}' "
+                   f"role='img' aria-label='{obj} against {cost}'>")
+            # The legend, in a band above the plot.
+            svg += (f"<g class='legend'><circle cx='{l + 6}' cy='12' r='3' fill='#56b4e9'/>"
+                    f"<text x='{l + 14}' y='16' font-size='12'>trial</text>"
+                    f"<line x1='{l + 70}' x2='{l + 94}' y1='12' y2='12' stroke='#d55e00' stroke-width='2'/>"
+                    f"<text x='{l + 100}' y='16' font-size='12'>Pareto front</text></g>")
+            for t, s_ in zip(yt, y_labels):
+                svg += (f"<line x1='{l}' x2='{l + pw}' y1='{Y(t):.1f}' y2='{Y(t):.1f}' stroke='#e4e4e4'/>"
+                        f"<text class='tick y-tick' x='{l - 8}' y='{Y(t) + 4:.1f}' font-size='11' "
+                        f"text-anchor='end'>{s_}</text>")
+            for t, s_ in zip(xt, x_labels):
+                svg += (f"<line x1='{X(t):.1f}' x2='{X(t):.1f}' y1='{top}' y2='{top + ph}' stroke='#e4e4e4'/>"
+                        f"<text class='tick x-tick' x='{X(t):.1f}' y='{top + ph + 18}' font-size='11' "
+                        f"text-anchor='middle'>{s_}</text>")
+            svg += f"<line x1='{l}' y1='{top + ph}' x2='{l + pw}' y2='{top + ph}' stroke='#444'/>"
+            svg += f"<line x1='{l}' y1='{top}' x2='{l}' y2='{top + ph}' stroke='#444'/>"
+            for x, y, n in pts:
+                svg += (f"<circle class='point' cx='{X(x):.1f}' cy='{Y(y):.1f}' r='3' fill='#56b4e9'>"
+                        f"<title>{'trial ' + str(n) if n is not None else 'the best'}: {x} → {y:.6g}</title></circle>")
+            line = " ".join(f"{X(p['cost']):.1f},{Y(p['value']):.1f}" for p in front)
+            svg += f"<polyline class='series' fill='none' stroke='#d55e00' stroke-width='2' points='{line}'/>"
+            svg += (f"<text class='axis-label' x='{l + pw / 2}' y='{h - 10}' font-size='12' "
+                    f"text-anchor='middle'>{cost}</text>")
+            svg += (f"<text class='axis-label' x='14' y='{top + ph / 2}' font-size='12' text-anchor='middle' "
+                    f"transform='rotate(-90 14 {top + ph / 2})'>{obj}</text>")
+            svg += "</svg>"
+            ranges = (f"<p class='ranges'>The vertical axis runs from {y_labels[0]} to {y_labels[-1]} ({obj}"
+                      + (", fitted to the trials: it does not start at 0" if yt[0] != 0 else "")
+                      + f"); the horizontal from {x_labels[0]} to {x_labels[-1]} ({cost}"
+                      + (", fitted to the trials" if xt[0] != 0 else "") + ").</p>")
+        return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ascendsim tune</title>"
+                "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
+                "svg text{font-family:system-ui,sans-serif}pre{overflow-x:auto}</style></head><body>"
+                f"<h1>tune {esc(d['workload'])}</h1><h2>Trade-off</h2><p>Every feasible trial; the line is the "
+                f"Pareto front of {esc(d['objective'])} against {esc(d['pareto_cost'])}.</p>{svg}{ranges}"
+                f"<h2>Report</h2><pre>{esc(self.text())}</pre></body></html>\n")
 
 def search(knobs: Sequence[Knob], evaluate: Callable[[List[Dict[str, Any]]], List[Dict[str, Any]]],
            value: Callable[[Dict[str, Any]], Optional[float]], *, budget: int, seed: int, maximise: bool,

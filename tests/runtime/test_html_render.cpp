@@ -91,6 +91,7 @@ struct Page {
   std::vector<std::string> outside;    ///< elements reaching past the page's sides, outside any overflow box
   std::vector<std::string> clipped;    ///< elements whose content is wider than their box, outside any overflow box
   std::string header;                  ///< the text before the first <h2>
+  std::string text;                    ///< the page's text, as rendered
   std::vector<Chart> charts;
   std::vector<std::pair<std::string, double>> headings;  ///< each <h2> and its top
   const Chart* chart(const std::string& id) const {
@@ -102,7 +103,7 @@ struct Page {
 
 // Written into the DOM as JSON: the page's height (the body's bottom), width and scroll width,
 // the elements that reach past its sides or whose content overflows them (outside a box that
-// scrolls or clips), the text before the first <h2>, every <h2>'s top, and per <svg> its box,
+// scrolls or clips), the text before the first <h2> and the whole text, every <h2>'s top, and per <svg> its box,
 // every <text>'s box, length and font size, every bar's box and title, the legend's entries (a
 // 12 px swatch and the label after it, or a group of class "legend"), the plotted points and lines.
 const char* kMeasure = R"(<script>
@@ -111,6 +112,7 @@ const char* kMeasure = R"(<script>
   const W = document.documentElement.clientWidth;
   const out = {height: document.body.getBoundingClientRect().bottom, width: W,
                scroll_width: document.documentElement.scrollWidth, outside: [], clipped: [], header: '',
+               text: document.body.innerText,
                headings: [], charts: []};
   const overflowBox = (e) => {
     for (let p = e.parentElement; p && p !== document.body; p = p.parentElement)
@@ -238,6 +240,7 @@ class HtmlRender : public ::testing::Test {
     p.outside = g["outside"].get<std::vector<std::string>>();
     p.clipped = g["clipped"].get<std::vector<std::string>>();
     p.header = g["header"].get<std::string>();
+    p.text = g["text"].get<std::string>();
     for (const auto& h : g["headings"]) p.headings.emplace_back(h[0].get<std::string>(), h[1].get<double>());
     for (const auto& c : g["charts"]) {
       Chart chart{c["id"].get<std::string>(), box_of(c["box"]), {}, {}, {}, {}, {}};
@@ -658,14 +661,60 @@ TEST_F(HtmlRender, ServeSweepLegendsCoverNoPoint) {
   EXPECT_EQ(latency, 2u);
 }
 
-TEST_F(HtmlRender, TuneChartKeepsItsLabelsInside) {
+TEST_F(HtmlRender, TuneChartHasTicksAndAFittedRange) {
   if (std::system("/usr/bin/python3 -c 'import optuna' 2>/dev/null") != 0)
     GTEST_SKIP() << "python3-optuna is not installed (scripts/test.sh installs it)";
-  const fs::path html = m_dir / "tune.html";
-  ASSERT_EQ(run("tune --workload lenet5 --budget 8 --steps-per-epoch 30 -q --html " + html.string()), 0)
+  const fs::path html = m_dir / "tune.html", report = m_dir / "tune.json";
+  ASSERT_EQ(run("tune --workload lenet5 --budget 6 --steps-per-epoch 50 -q --html " + html.string() + " --json " +
+                report.string()),
+            0)
       << slurp(m_dir / "stderr");
+  const json j = json::parse(slurp(report));
+  std::vector<double> values = {j["best"]["value"].get<double>()};
+  for (const auto& t : j["trials"])
+    if (!t["value"].is_null()) values.push_back(t["value"].get<double>());
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   RENDER_OR_SKIP(page, html);
+  expect_within_page(*page);
   expect_labels_fit(*page);
+  expect_legends_clear_of_data(*page);
+  ASSERT_EQ(page->charts.size(), 1u);  // the trade-off
+  const Chart* chart = &page->charts.front();
+  EXPECT_EQ(chart->points.size(), values.size());
+  // Both axes have tick labels: numbers a step of 1, 2 or 5 times a power of ten apart, growing
+  // to the right and upwards.
+  for (const char* cls : {"tick x-tick", "tick y-tick"}) {
+    std::vector<std::pair<double, const Text*>> ticks;
+    for (const auto& t : chart->texts)
+      if (t.cls == cls) ticks.emplace_back(std::stod(t.text), &t);
+    ASSERT_GE(ticks.size(), 3u) << cls;
+    const double step = ticks[1].first - ticks[0].first;
+    ASSERT_GT(step, 0) << cls;
+    const double mantissa = step / std::pow(10, std::floor(std::log10(step) + 1e-9));
+    EXPECT_TRUE(std::fabs(mantissa - 1) < 1e-6 || std::fabs(mantissa - 2) < 1e-6 || std::fabs(mantissa - 5) < 1e-6)
+        << cls << ": step " << step;
+    for (std::size_t k = 1; k < ticks.size(); ++k) {
+      EXPECT_NEAR(ticks[k].first - ticks[k - 1].first, step, 1e-6 * step) << cls;
+      const Box &a = ticks[k - 1].second->box, &b = ticks[k].second->box;
+      if (std::string(cls) == "tick x-tick")
+        EXPECT_GT(b.l, a.r) << cls << ": " << ticks[k].second->text;
+      else
+        EXPECT_LT(b.b, a.t) << cls << ": " << ticks[k].second->text;
+    }
+    if (std::string(cls) == "tick x-tick") continue;
+    // The y axis covers the values, fitted to them: it starts at 0 only where 0 lies within half
+    // their spread, and the values take at least 40% of its height.
+    const double bottom = ticks.front().first, top = ticks.back().first;
+    EXPECT_LE(bottom, *lo);
+    EXPECT_GE(top, *hi);
+    ASSERT_GT(*hi, *lo);
+    if (*lo > (*hi - *lo) / 2) {
+      EXPECT_GT(bottom, 0) << "a y axis from 0 flattens " << *lo << " to " << *hi;
+    }
+    EXPECT_GE((*hi - *lo) / (top - bottom), 0.4) << "the values take " << (*hi - *lo) << " of " << (top - bottom);
+    // The page states the range.
+    EXPECT_THAT(page->text, HasSubstr("from " + ticks.front().second->text + " to " + ticks.back().second->text));
+  }
 }
 
 }  // namespace
