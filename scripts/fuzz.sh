@@ -2,9 +2,9 @@
 # Fuzzes every input parser with libFuzzer (clang, AddressSanitizer, UndefinedBehaviorSanitizer):
 # MNIST idx (in memory, and dataset directories with gzip), CIFAR-10, YAML configuration files and
 # --set overrides, rank tables, JPEG headers, shard strategies, ONNX models and weights files
-# (--init-from); and the AI core's event model under any tiling (its flags never deadlock).
-# Usage: scripts/fuzz.sh [seconds
-# per target, default 60]
+# (--init-from), serving arrivals files (each accepted one then served by the scheduler); and the
+# AI core's event model under any tiling (its flags never deadlock).
+# Usage: scripts/fuzz.sh [seconds per target, default 60] [target ..., default all]
 # Seeds come from tests/fuzz/corpus (left unchanged); the growing corpus and any crash inputs go
 # to build-fuzz/. Exits non-zero if a target crashed.
 set -euo pipefail
@@ -14,7 +14,8 @@ scripts/install-deps.sh --fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASCENDSIM_FUZZ=ON \
   -DASCENDSIM_BUILD_TESTS=OFF -DASCENDSIM_BUILD_BENCH=OFF >/dev/null
 targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config fuzz_rank_table fuzz_jpeg_header fuzz_shard_strategy
-  fuzz_onnx fuzz_weights fuzz_event_model)
+  fuzz_onnx fuzz_weights fuzz_event_model fuzz_arrivals)
+if [ $# -gt 1 ]; then targets=("${@:2}"); fi
 cmake --build build-fuzz -j2 --target "${targets[@]}" >/dev/null
 status=0
 for t in "${targets[@]}"; do

@@ -92,6 +92,12 @@ std::vector<runtime::ServeArrival> read_trace(const std::string& path) {
     throw InputError("arrivals", "arrivals", path + " is a directory; give a JSONL file of requests");
   std::ifstream in(path);
   if (!in) throw InputError("arrivals", "arrivals", path + ": cannot be read");
+  return parse_arrivals(in, path);
+}
+
+}  // namespace
+
+std::vector<runtime::ServeArrival> parse_arrivals(std::istream& in, const std::string& path) {
   std::vector<runtime::ServeArrival> out;
   std::string line;
   for (std::int64_t n = 1; std::getline(in, line); ++n) {
@@ -139,6 +145,8 @@ std::vector<runtime::ServeArrival> read_trace(const std::string& path) {
   if (out.empty()) throw InputError("arrivals", "arrivals", path + ": holds no request");
   return out;
 }
+
+namespace {
 
 /// Anchors doubling from `lo` up to `hi` (the last one `hi`); `halfway`: with the points 1.5 times
 /// each between them (16, 24, 32, 48, ...), for costs that grow faster than linearly.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -98,5 +99,10 @@ runtime::StepCost serving_step_cost(const ServeRequest& req, const runtime::Step
 
 /// The arrivals of a request: Poisson at its rate or read from its arrivals file.
 std::vector<runtime::ServeArrival> serve_arrivals(const ServeRequest& req, double rate);
+/// An arrivals file's requests (JSONL: arrival_s, prompt_tokens, output_tokens per line, in time
+/// order); `path` names it in errors. Throws InputError naming the line and the field; what it
+/// returns is non-empty, in time order, every length within 1 to 2^31 - 1 tokens and every
+/// arrival within 0 to 10^7 s.
+std::vector<runtime::ServeArrival> parse_arrivals(std::istream& in, const std::string& path);
 
 }  // namespace ascendsim::sim
