@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -967,20 +968,54 @@ int cmd_tune(int argc, char* argv[]) {
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += (path.empty() ? "" : ":") + std::string(old);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("PYTHONPATH=", 0) != 0) env.emplace_back(*e);
+    if (std::string(*e).rfind("PYTHONPATH=", 0) != 0 && std::string(*e).rfind("ASCENDSIM_PROG=", 0) != 0)
+      env.emplace_back(*e);
   if (!path.empty()) env.push_back("PYTHONPATH=" + path);
+  env.push_back("ASCENDSIM_PROG=ascendsim");  // its usage and errors say `ascendsim tune`
   std::vector<char*> argp, envp;
   for (auto& s : args) argp.push_back(s.data());
   argp.push_back(nullptr);
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::cout.flush();
+  // SIGINT, SIGTERM and SIGHUP are passed on to the search, which stops within a second, removes
+  // what it staged and exits 128 + the signal; this process then exits with its status. The
+  // signals are blocked until the child's id is known (one that arrives meanwhile is passed on
+  // when they are unblocked); the child starts with this process's mask from before.
+  static volatile sig_atomic_t child = 0;
+  constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction forward {}, previous[std::size(kForwarded)]{};
+  forward.sa_handler = [](int signo) {
+    if (child > 0) ::kill(static_cast<pid_t>(child), signo);
+  };
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  sigset_t block, unblocked;
+  sigemptyset(&block);
+  for (int s : kForwarded) sigaddset(&block, s);
+  sigprocmask(SIG_BLOCK, &block, &unblocked);
+  for (std::size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &forward, &previous[i]);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &unblocked);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  if (posix_spawn(&pid, args[0].c_str(), nullptr, nullptr, argp.data(), envp.data()) != 0)
-    throw InputError("tune: cannot run /usr/bin/python3 (the search needs Debian's python3 with python3-optuna)");
+  const int spawned = posix_spawn(&pid, args[0].c_str(), nullptr, &attr, argp.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (spawned == 0) child = pid;
+  sigprocmask(SIG_SETMASK, &unblocked, nullptr);  // a signal that came meanwhile is passed on now
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw InputError("tune: lost the search's process");
+  bool lost = false;
+  while (spawned == 0 && waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      lost = true;
+      break;
+    }
+  child = 0;
+  for (std::size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &previous[i], nullptr);
+  if (spawned != 0)
+    throw InputError("tune: cannot run /usr/bin/python3 (the search needs Debian's python3 with python3-optuna)");
+  if (lost) throw InputError("tune: lost the search's process");
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
 }
