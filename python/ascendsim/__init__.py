@@ -19,15 +19,19 @@ epoch). ``data-sink`` and ``graph-sink`` are named explicitly with ``strategy=``
 from __future__ import annotations
 
 import copy
+import builtins
 import itertools
 import json
+import math
+import numbers
+import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ascendsim
 
 __all__ = [
-    "InputError", "RunError", "Report", "SweepResult", "STRATEGIES",
+    "InputError", "RunError", "Stopped", "Report", "SweepResult", "STRATEGIES",
     "train", "compare", "info", "op", "params", "chips", "servers", "sweep", "cli", "serve", "ServeReport",
     "LAUNCH_MODES",
 ]
@@ -46,6 +50,15 @@ class RunError(RuntimeError):
     """The simulated job failed (e.g. GetNext timed out waiting for data)."""
 
 
+class Stopped(RuntimeError):
+    """A run stopped by a signal (``signal``) whose Python handler did not raise: the call did not
+    finish. SIGINT under Python's default handler raises KeyboardInterrupt instead."""
+
+    def __init__(self, message: str, signal: int) -> None:
+        super().__init__(message)
+        self.signal = signal
+
+
 def cli(*args: Any) -> str:
     """Runs ``ascendsim ARGS...`` in this process and returns its standard output; raises
     InputError (exit 2) or RunError (exit 3) with its error lines."""
@@ -58,6 +71,10 @@ def cli(*args: Any) -> str:
         raise InputError(message)
     if code == 3:
         raise RunError(message)
+    if code > 128:
+        # A signal stopped the run and this process's handler for it raised nothing (KeyboardInterrupt
+        # for SIGINT has been raised by now, in the main thread): the call did not finish.
+        raise Stopped(message, code - 128)
     raise RuntimeError(message)
 
 
@@ -108,6 +125,8 @@ def _row(run: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def _strategy(strategy: Optional[str], dataset_sink_mode: Optional[bool]) -> Optional[str]:
+    _text("strategy", strategy)
+    _switch("dataset_sink_mode", dataset_sink_mode)
     if strategy is not None:
         if dataset_sink_mode is not None:
             raise InputError("give strategy or dataset_sink_mode, not both")
@@ -128,6 +147,55 @@ def _preset_args(server: Optional[str], chip: Optional[str]) -> List[Any]:
 
 
 
+def _whole(name: str, value: Any, low: Optional[int] = None, high: Optional[int] = None) -> int:
+    """``value`` as a whole number (an int, not a bool, a string or a float) within [low, high]; else
+    InputError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name}: a whole number, got {value!r} ({type(value).__name__})")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = (f"{low} to {high}" if low is not None and high is not None else
+                  f"{low} or more" if low is not None else f"at most {high}")
+        raise InputError(f"{name}: a whole number, {bounds}, got {value!r}")
+    return int(value)
+
+
+def _real(name: str, value: Any) -> float:
+    """``value`` as a finite real number (an int or a float, not a bool or a string)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise InputError(f"{name}: a finite number, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _switch(name: str, value: Any) -> Any:
+    """``value`` as True or False (None: the default)."""
+    if value is not None and not isinstance(value, bool):
+        raise InputError(f"{name}: True or False, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _text(name: str, value: Any) -> Any:
+    """``value`` as a string (None: not given)."""
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{name}: a string, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _names(name: str, value: Any) -> Any:
+    """``value`` as a list of strings (None: not given); one string is not a list of its letters."""
+    if value is None:
+        return value
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{name}: a list of strings, got {value!r}")
+    return value
+
+
+def _mapping(name: str, value: Any) -> Any:
+    """``value`` as a mapping with string keys (None: not given)."""
+    if value is not None and (not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value)):
+        raise InputError(f"{name}: a dict of name to value, got {value!r}")
+    return value
+
+
 def _setting(value: Any) -> str:
     """A parameter value as --set takes it: Python's booleans as true/false."""
     if isinstance(value, bool):
@@ -136,6 +204,12 @@ def _setting(value: Any) -> str:
 
 def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss: Optional[str]) -> List[Any]:
     """The network: a built-in workload, or an ONNX file (``model``, docs/onnx.md) instead."""
+    for name, value in (("workload", workload), ("mode", mode), ("loss", loss)):
+        _text(name, value)
+    if model is not None and not isinstance(model, (str, os.PathLike)):
+        raise InputError(f"model: an ONNX file's path, got {model!r} ({type(model).__name__})")
+    if model is not None:
+        model = os.fspath(model)
     a: List[Any] = ["--workload", workload] if model is None else ["--model", model]
     if mode is not None:
         a += ["--mode", mode]
@@ -145,6 +219,17 @@ def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss
 
 
 _SHAPE_KEYS = ("layers", "hidden", "heads", "ffn", "seq_length", "vocab")
+
+
+def _shape_args(shape: Optional[Mapping[str, int]], keys: Sequence[str]) -> List[Any]:
+    """A transformer's size over its preset's: ``--layers N`` ... (each a whole number, 1 or more)."""
+    _mapping("shape", shape)
+    a: List[Any] = []
+    for key, value in (shape or {}).items():
+        if key not in keys:
+            raise InputError(f"shape: unknown key '{key}' (known: {', '.join(keys)})")
+        a += ["--" + key.replace("_", "-"), _whole(f"shape['{key}']", value)]
+    return a
 
 
 def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -164,11 +249,33 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               recompute: bool = False, flash_attention: Optional[bool] = None,
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
               frozen: Optional[Sequence[str]] = None) -> List[str]:
+    # Types here (a string or a bool is not a number); ranges are the command line's to judge.
+    for name, value in (("epochs", epochs), ("sink_size", sink_size), ("devices", devices), ("eval_every", eval_every),
+                        ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
+                        ("tensor_parallel", tensor_parallel), ("pipeline_stages", pipeline_stages),
+                        ("micro_batches", micro_batches), ("seed", seed)):
+        if value is not None:
+            _whole(name, value)
+    for name, value in (("loss_scale", loss_scale), ("target_accuracy", target_accuracy)):
+        if value is not None:
+            _real(name, value)
+    for name, value in (("functional", functional), ("eval", eval), ("optimizer_shard", optimizer_shard),
+                        ("recompute", recompute), ("keep_batchnorm_fp32", keep_batchnorm_fp32),
+                        ("ub_fusion", ub_fusion), ("flash_attention", flash_attention)):
+        _switch(name, value)
+    for name, value in (("server", server), ("chip", chip), ("dataset", dataset), ("config", config),
+                        ("rank_table", rank_table), ("amp_level", amp_level), ("init", init),
+                        ("parallel_mode", parallel_mode), ("dataset_strategy", dataset_strategy),
+                        ("shard_strategy", shard_strategy), ("accuracy_curve", accuracy_curve),
+                        ("optimizer", optimizer)):
+        _text(name, value)
+    _mapping("overrides", overrides)
+    _names("frozen", frozen)
+    if all_reduce_fusion is not None and (isinstance(all_reduce_fusion, (str, bytes)) or not all(
+            isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in all_reduce_fusion)):
+        raise InputError(f"all_reduce_fusion: a list of gradient indices (whole numbers), got {all_reduce_fusion!r}")
     a = _network_args(workload, model, mode, loss)
-    for key, value in (shape or {}).items():  # a transformer's layers, hidden, heads, ffn, seq_length, vocab
-        if key not in _SHAPE_KEYS:
-            raise InputError(f"shape: unknown key '{key}' (known: {', '.join(_SHAPE_KEYS)})")
-        a += ["--" + key.replace("_", "-"), int(value)]
+    a += _shape_args(shape, _SHAPE_KEYS)
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
     for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion),
                         ("--flash-attention", flash_attention)):
@@ -325,8 +432,30 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
     each launch mode of ``launch`` ("eager", "graph", "multi-step", a list of them, or "all").
     ``shape``: layers, hidden, heads, ffn, vocab over the preset's; ``rates``: a sweep (each launch mode
     at each rate; ``html`` then charts latency against throughput)."""
-    if not isinstance(chunked_prefill, bool):
-        raise InputError(f"chunked_prefill: True or False, got {chunked_prefill!r}")
+    _switch("chunked_prefill", chunked_prefill)
+    for name, value in (("requests", requests), ("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens),
+                        ("seed", seed), ("devices", devices), ("tensor_parallel", tensor_parallel),
+                        ("max_seqs", max_seqs), ("max_batched_tokens", max_batched_tokens),
+                        ("block_size", block_size), ("kv_blocks", kv_blocks), ("multi_step", multi_step)):
+        _whole(name, value)  # the range is the command line's to judge
+    for name, value in (("rate", rate), ("length_spread", length_spread), ("memory_utilization", memory_utilization),
+                        ("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms)):
+        _real(name, value)
+    for name, value in (("workload", workload), ("gpt_size", gpt_size), ("arrivals", arrivals), ("server", server),
+                        ("chip", chip), ("config", config), ("sampling", sampling), ("capture", capture),
+                        ("html", html)):
+        _text(name, value)
+    _mapping("overrides", overrides)
+    for name, values, check in (("graph_buckets", graph_buckets, _whole), ("rates", rates, _real),
+                                ("decode_batches", decode_batches, _whole)):
+        if values is not None:
+            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+                raise InputError(f"{name}: a list, got {values!r}")
+            for v in values:
+                check(name, v)
+    if not isinstance(launch, str) and (not isinstance(launch, Iterable) or
+                                        not all(isinstance(m, str) for m in launch)):
+        raise InputError(f"launch: a launch mode ({', '.join(LAUNCH_MODES)}), a list of them or 'all', got {launch!r}")
     a: List[Any] = ["serve", "--workload", workload, *_preset_args(server, chip)]
     if gpt_size is not None:
         a += ["--gpt-size", gpt_size]
@@ -342,10 +471,7 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
           "--slo-ttft-ms", slo_ttft_ms, "--slo-tpot-ms", slo_tpot_ms]
     if arrivals is not None:
         a += ["--arrivals", arrivals]
-    for key, value in (shape or {}).items():
-        if key not in ("layers", "hidden", "heads", "ffn", "vocab"):
-            raise InputError(f"shape: unknown key '{key}' (layers, hidden, heads, ffn, vocab)")
-        a += [f"--{key}", value]
+    a += _shape_args(shape, ("layers", "hidden", "heads", "ffn", "vocab"))
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     if config is not None:
@@ -370,11 +496,15 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
     (``ascendsim info --json``); ``graph_passes`` ends with the backend's UB fusion, its ops and
     bytes (``ub_fusion=False``: without it); ``shape`` a transformer's size over its preset's."""
+    for name, value in (("server", server), ("chip", chip), ("amp_level", amp_level)):
+        _text(name, value)
+    _switch("ub_fusion", ub_fusion)
+    _mapping("overrides", overrides)
+    _names("frozen", frozen)
+    if batch_size is not None:
+        _whole("batch_size", batch_size)
     a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
-    for key, value in (shape or {}).items():
-        if key not in _SHAPE_KEYS:
-            raise InputError(f"shape: unknown key '{key}' (known: {', '.join(_SHAPE_KEYS)})")
-        a += ["--" + key.replace("_", "-"), int(value)]
+    a += _shape_args(shape, _SHAPE_KEYS)
     if frozen:
         a += ["--frozen", ",".join(frozen)]
     if ub_fusion is not None:
@@ -392,8 +522,13 @@ def op(type: str, *, server: Optional[str] = None, chip: Optional[str] = None,
        overrides: Optional[Mapping[str, Any]] = None, **dims: Any) -> Dict[str, Any]:
     """One op on the AI cores (``ascendsim op --type TYPE --json``); ``dims`` are its options
     with ``_`` for ``-`` (e.g. ``op("MatMul", m=1024, k=1024, n=1024)``)."""
+    for name, value in (("type", type), ("server", server), ("chip", chip)):
+        _text(name, value)
+    _mapping("overrides", overrides)
     a: List[Any] = ["op", "--type", type, *_preset_args(server, chip)]
     for key, value in dims.items():
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+            raise InputError(f"{key}: a number or a name, got {value!r} ({builtins.type(value).__name__})")
         a += [f"--{key.replace('_', '-')}", value]
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
@@ -403,6 +538,8 @@ def op(type: str, *, server: Optional[str] = None, chip: Optional[str] = None,
 def params(chip: Optional[str] = None, *, server: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
     """Every configuration parameter of a chip preset on a server preset (default: generic-x86 and
     its chip): value, unit, range, description."""
+    _text("chip", chip)
+    _text("server", server)
     return json.loads(cli("params", *_preset_args(server, chip), "--json", "-"))
 
 
@@ -532,11 +669,30 @@ def sweep(workload: str, grid: Union[Mapping[str, Iterable[Any]], Sequence[Mappi
     (``SweepResult.failed``); the others complete. ``progress(done, failed, total)`` is called as
     points finish (default: a line on stderr with a client, nothing without). ``common`` holds
     further arguments of train()/compare() for every point."""
+    _text("workload", workload)
+    if not isinstance(grid, Mapping) and (isinstance(grid, (str, bytes)) or not isinstance(grid, Iterable)):
+        raise InputError(f"grid: a dict of key to values, or a list of points (dicts), got {grid!r}")
+    if isinstance(grid, Mapping):
+        for key, values in grid.items():
+            if not isinstance(key, str):
+                raise InputError(f"grid: a key is a run setting or a parameter's name, got {key!r}")
+            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+                raise InputError(f"grid['{key}']: a list of values, got {values!r}")
     points = grid_points(grid)
+    if not all(isinstance(p, Mapping) for p in points):
+        raise InputError("grid: a list of points, each a dict of key to value")
+    for p in points:  # a key no point can take is the sweep's error, before any point runs
+        for key in p:
+            if not isinstance(key, str) or (key not in RUN_KEYS and "." not in key):
+                raise InputError(f"sweep grid key {key!r}: neither a run setting ({', '.join(RUN_KEYS)}) "
+                                 "nor a parameter (`ascendsim params`)")
     total = len(points)
+    _names("strategies", strategies)
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress: a function of (done, failed, total), got {progress!r}")
     strategies = list(strategies) if strategies is not None else None
-    if progress is None and client is not None:
-        def progress(done: int, failed: int, total: int) -> None:
+    if progress is None and client is not None and sys.stderr is not None and sys.stderr.isatty():
+        def progress(done: int, failed: int, total: int) -> None:  # a line rewritten in place, on a terminal
             print(f"\rsweep: {done}/{total} points done, {failed} failed", end="" if done < total else "\n",
                   file=sys.stderr, flush=True)
     results: List[Optional[Dict[str, Any]]] = [None] * total
@@ -554,14 +710,18 @@ def sweep(workload: str, grid: Union[Mapping[str, Iterable[Any]], Sequence[Mappi
         futures = client.map(run_point, [workload] * total, points, [strategies] * total, [common] * total,
                              pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        for future in as_completed(futures):
-            i = index[future.key]
-            try:
-                results[i] = future.result()
-            except Exception as e:  # a worker lost, an error outside the simulator
-                results[i] = {"point": points[i], "error": f"{type(e).__name__}: {e}", "kind": "TaskError"}
-            done += 1
-            failed += "error" in results[i]
-            if progress:
-                progress(done, failed, total)
+        try:
+            for future in as_completed(futures):
+                i = index[future.key]
+                try:
+                    results[i] = future.result()
+                except Exception as e:  # a worker lost, an error outside the simulator
+                    results[i] = {"point": points[i], "error": f"{type(e).__name__}: {e}", "kind": "TaskError"}
+                done += 1
+                failed += "error" in results[i]
+                if progress:
+                    progress(done, failed, total)
+        except BaseException:  # an interrupt: the points not yet run are not left on the cluster
+            client.cancel(futures)
+            raise
     return SweepResult([r for r in results if r is not None])

@@ -9,23 +9,87 @@ python3 -m ascendsim tune: the best configuration for a job, and why (docs/tune.
 Each --grid KEY=V1,V2,... adds a dimension (a run setting such as sink_size, or a parameter such
 as link.h2d_bandwidth_gbps); the points are their Cartesian product, the last varying fastest.
 Without --scheduler the points run one after another in this process. The table printed has one
-row per point and strategy; --json writes every point with its report or error. The exit status
-is 0 if every point ran, 3 if some failed (they are listed), 2 for bad arguments.
+row per point and strategy; --json writes every point with its report or error (checked before
+the first point, staged and put in place as the command line's outputs: python/ascendsim/_outputs.py).
+The exit status is 0 if every point ran, 3 if some failed (they are listed), 2 for bad arguments
+or an output that cannot be written, 128 + the signal for SIGINT, SIGTERM or SIGHUP (the run
+under way stops within a second; nothing is written). Progress goes to stderr when it is a
+terminal (--progress: also to a file or a pipe; -q: never).
 """
 import argparse
 import json
 import os
+import signal
 import sys
 
 import ascendsim
+from ascendsim import _outputs
 
 
 from ascendsim.tune import _parse_value as _value  # a number where the text is one
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command line's one-line errors: ``error: ... (see `PROG --help`)``, exit 2."""
+
+    def error(self, message):
+        _error(f"{message} (see `{self.prog} --help`)")
+        sys.exit(2)
+
+
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread as KeyboardInterrupt is for SIGINT."""
+
+    def __init__(self, signo):
+        super().__init__(signo)
+        self.signo = signo
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_stopping = []
+
+
+def _on_signal(signo, frame):
+    # The first signal stops the command; a second (`ascendsim tune` passes on a terminal's Ctrl-C
+    # that reached its child too) does not interrupt the clean-up.
+    if _stopping:
+        return
+    _stopping.append(signo)
+    if signo == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise _Signalled(signo)
+
+
+def _error(message):
+    try:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass  # no standard error: the exit status says it
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m ascendsim", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Runs a command; its exit status (0, 2 bad input, 3 a failed simulated job, 128 + the signal
+    that stopped it)."""
+    for signo in _STOP_SIGNALS:  # as the command line's own (sim/core/stop.h), even where a shell ignored them
+        signal.signal(signo, _on_signal)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        signo = signal.SIGINT
+    except _Signalled as s:
+        signo = s.signo
+    except ascendsim.InputError as e:
+        _error(e)
+        return 2
+    for sig in _STOP_SIGNALS:  # nothing more to stop
+        signal.signal(sig, signal.SIG_IGN)
+    _error(f"stopped by {signal.Signals(signo).name}; no output written")
+    return 128 + signo
+
+
+def _main(argv):
+    prog = os.environ.pop("ASCENDSIM_PROG", None) or "python3 -m ascendsim"
+    parser = _Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sweep", help="run a grid of configurations")
     s.add_argument("--workload", default="lenet5")
@@ -41,6 +105,8 @@ def main(argv=None):
     s.add_argument("--json", default=None, help="write every point's report or error to FILE")
     t = sub.add_parser("tune", help="search the job's knobs for the best configuration (Optuna TPE)")
     t.add_argument("--workload", default="lenet5")
+    t.add_argument("--model", default=None, metavar="FILE",
+                   help="an ONNX model to train instead of --workload (docs/onnx.md)")
     t.add_argument("--strategy", default="non-sink", help="the starting configuration's strategy")
     t.add_argument("--budget", type=int, default=50, help="trials (simulations), the start included")
     t.add_argument("--seed", type=int, default=0)
@@ -79,6 +145,9 @@ def main(argv=None):
     t.add_argument("--json", default=None, help="write the search (every trial) to FILE")
     t.add_argument("--html", default=None, help="write the report with its trade-off chart to FILE")
     t.add_argument("--quiet", "-q", action="store_true")
+    s.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress")
+    t.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     a = parser.parse_args(argv)
     if a.command == "tune":
         return _tune(parser, a)
@@ -92,42 +161,70 @@ def main(argv=None):
     overrides = {}
     for kv in a.set:
         key, eq, value = kv.partition("=")
-        if not eq:
+        if not eq or not key:
             parser.error(f"--set {kv}: expected KEY=VALUE")
         overrides[key] = value
     strategies = a.strategies.split(",") if a.strategies else None
-    client = None
-    if a.scheduler:
-        from distributed import Client
-
-        client = Client(a.scheduler)
-    try:
-        result = ascendsim.sweep(a.workload, grid, strategies=strategies, client=client, epochs=a.epochs,
-                                 steps_per_epoch=a.steps_per_epoch, batch_size=a.batch_size, devices=a.devices,
-                                 chip=a.chip, overrides=overrides,
-                                 progress=lambda d, f, t: print(f"\rsweep: {d}/{t} points done, {f} failed",
-                                                                end="" if d < t else "\n", file=sys.stderr,
-                                                                flush=True))
-    except ascendsim.InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        if client is not None:
-            client.close()
-    keys = list(grid)
-    print("\t".join(keys + ["strategy", "step ms", "samples/s"]))
-    for row in result.rows():
-        if "error" in row:
-            print("\t".join([str(row[k]) for k in keys] + ["failed: " + row["error"]]))
-        else:
-            print("\t".join([str(row[k]) for k in keys] + [row["strategy"], f"{row['step_ms_mean']:.4f}",
-                                                           f"{row['samples_per_s']:.0f}"]))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump([{"point": p["point"], **({"report": json.loads(p["report"])} if "report" in p else
-                                                 {"error": p["error"], "kind": p["kind"]})}
-                       for p in result.points], f, indent=2)
+    with _outputs.Outputs() as outputs:
+        _outputs.require_stdout()
+        outputs.add(a.json, "--json")  # every destination checked before any point runs
+        outputs.add("-", "standard output")
+        client = None
+        try:
+            if a.scheduler:
+                client = _connect(a.scheduler)
+            result = ascendsim.sweep(a.workload, grid, strategies=strategies, client=client, epochs=a.epochs,
+                                     steps_per_epoch=a.steps_per_epoch, batch_size=a.batch_size, devices=a.devices,
+                                     chip=a.chip, overrides=overrides,
+                                     progress=_progress(a, lambda d, f, t: f"sweep: {d}/{t} points done, {f} failed"))
+        finally:
+            if client is not None:
+                client.close()
+        keys = list(grid)
+        lines = ["\t".join(keys + ["strategy", "step ms", "samples/s"])]
+        for row in result.rows():
+            if "error" in row:
+                lines.append("\t".join([str(row[k]) for k in keys] + ["failed: " + row["error"]]))
+            else:
+                lines.append("\t".join([str(row[k]) for k in keys] + [row["strategy"], f"{row['step_ms_mean']:.4f}",
+                                                                        f"{row['samples_per_s']:.0f}"]))
+        if a.json:
+            points = [{"point": p["point"], **({"report": json.loads(p["report"])} if "report" in p else
+                                                {"error": p["error"], "kind": p["kind"]})} for p in result.points]
+            if a.json == "-":
+                lines = [json.dumps(points, indent=2)]
+            else:
+                outputs.stage(a.json, json.dumps(points, indent=2))
+        outputs.stage("-", "\n".join(lines) + "\n")
+        outputs.commit()
     return 3 if result.failed else 0
+
+
+def _connect(address):
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=30)
+    except (OSError, TimeoutError) as e:
+        raise ascendsim.InputError(f"--scheduler {address}: cannot connect ({e})")
+
+
+def _progress(a, words):
+    """A progress line on stderr, as the command line's: only when stderr is a terminal (a line
+    rewritten in place), or with --progress (a line per step, for a file or a pipe); never with -q."""
+    tty = sys.stderr is not None and sys.stderr.isatty()
+    if a.quiet or not (tty or a.progress):
+        return None
+
+    def show(done, *rest):
+        total = rest[-1]
+        try:
+            print(("\r" if tty else "") + words(done, *rest), end="" if tty and done < total else "\n",
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass  # progress is not worth failing the command for
+
+    return show
 
 
 def _pairs(parser, items, flag):
@@ -140,15 +237,20 @@ def _pairs(parser, items, flag):
     return out
 
 
+_DECODERS = ("gpt", "gpt2-small", "gpt2-medium", "llama-7b")
+
+
 def _tune(parser, a):
     import ascendsim.tune as tune
 
     if a.max_devices is not None and a.max_devices < 1:
-        print(f"error: --max-devices {a.max_devices}: at least 1", file=sys.stderr)
-        return 2
+        raise ascendsim.InputError(f"--max-devices {a.max_devices}: at least 1")
     if a.max_devices is not None and a.devices > a.max_devices:
-        print(f"error: --devices {a.devices} exceeds --max-devices {a.max_devices}", file=sys.stderr)
-        return 2
+        raise ascendsim.InputError(f"--devices {a.devices} exceeds --max-devices {a.max_devices}")
+    if not 0 <= a.seed <= tune.MAX_SEED:
+        raise ascendsim.InputError(f"--seed {a.seed}: the sampler's seed, 0 to {tune.MAX_SEED}")
+    if a.budget < 1:
+        raise ascendsim.InputError(f"--budget {a.budget}: trials (simulations), 1 or more")
     serving = ("gpt_size", "tensor_parallel", "rate", "requests", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms")
     job = {"devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
@@ -161,21 +263,25 @@ def _tune(parser, a):
             job["shape"] = shape
         training = [f for f, v in (("--search-batch-size", a.search_batch_size), ("--search-amp", a.search_amp),
                                    ("--epochs", a.epochs != 1), ("--steps-per-epoch", a.steps_per_epoch is not None),
-                                   ("--batch-size", a.batch_size is not None), ("--strategy", a.strategy != "non-sink"))
+                                   ("--batch-size", a.batch_size is not None), ("--strategy", a.strategy != "non-sink"),
+                                   ("--model", a.model is not None))
                     if v]
         if training:
-            print(f"error: {training[0]} is a training setting; a serving job (--objective serving_goodput) takes "
-                  "serving's settings (--gpt-size, --tensor-parallel, --rate, --requests, --prompt-tokens, "
-                  "--output-tokens, --slo-ttft-ms, --slo-tpot-ms, --layers, ...)", file=sys.stderr)
-            return 2
+            raise ascendsim.InputError(
+                f"{training[0]} is a training setting; a serving job (--objective serving_goodput) takes "
+                "serving's settings (--workload gpt, --gpt-size, --tensor-parallel, --rate, --requests, "
+                "--prompt-tokens, --output-tokens, --slo-ttft-ms, --slo-tpot-ms, --layers, ...)")
+        if a.workload not in _DECODERS:
+            raise ascendsim.InputError(
+                f"--workload {a.workload}: --objective serving_goodput serves a decoder; give --workload "
+                + ", ".join(_DECODERS[:-1]) + f" or {_DECODERS[-1]}")
     else:
         job["epochs"] = a.epochs
-        keys = ("steps_per_epoch", "batch_size", "server", "chip")
+        keys = ("steps_per_epoch", "batch_size", "server", "chip", "model")
         given = [k for k in serving + tuple(shape) if getattr(a, k) is not None]
         if given:
-            print(f"error: --{given[0].replace('_', '-')} is a serving setting: give --objective serving_goodput",
-                  file=sys.stderr)
-            return 2
+            raise ascendsim.InputError(f"--{given[0].replace('_', '-')} is a serving setting: give --objective "
+                                       "serving_goodput")
     for key in keys:
         if getattr(a, key) is not None:
             job[key] = getattr(a, key)
@@ -187,55 +293,33 @@ def _tune(parser, a):
         import warnings
 
         warnings.simplefilter("ignore")
-    tty = sys.stderr.isatty()
-    progress = None if a.quiet else (lambda d, t: print(f"\rtune: {d}/{t} trials" if tty else f"tune: {d}/{t} trials",
-                                                         end="" if tty and d < t else "\n", file=sys.stderr,
-                                                         flush=True))
-    for flag, path in (("--json", a.json), ("--html", a.html)):  # writable, before any trial runs
-        if path and path != "-":
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-                print(f"error: {flag} {path}: {folder} is not a directory this process can write to",
-                      file=sys.stderr)
-                return 2
-    client = None
-    try:
-        if a.scheduler:
-            from distributed import Client
-
-            try:
-                client = Client(a.scheduler, timeout=30)
-            except (OSError, TimeoutError) as e:
-                raise ascendsim.InputError(f"--scheduler {a.scheduler}: cannot connect ({e})")
-        result = tune.tune(a.workload, budget=a.budget, seed=a.seed, objective=a.objective, strategy=a.strategy,
-                           fix=_pairs(parser, a.fix, "--fix"), client=client, parallel=a.parallel,
-                           progress=progress, **job)
-    except ascendsim.InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ascendsim.RunError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 3
-    except ImportError as e:
-        print(f"error: tune needs Optuna: {e} (Debian: apt-get install python3-optuna)", file=sys.stderr)
-        return 2
-    finally:
-        if client is not None:
-            client.close()
-    staged = []
-    if a.json == "-":
-        print(result.to_json(), end="")
-    elif a.json:
-        staged.append((a.json, result.to_json()))
-    if a.html:
-        staged.append((a.html, result.html()))
-    for path, text in staged:
-        with open(path + ".partial", "w") as f:
-            f.write(text)
-    for path, _ in staged:
-        os.replace(path + ".partial", path)
-    if a.json != "-":
-        print(result.text(), end="")
+    progress = _progress(a, lambda d, t: f"tune: {d}/{t} trials")
+    fix = _pairs(parser, a.fix, "--fix")
+    with _outputs.Outputs() as outputs:
+        _outputs.require_stdout()
+        for flag, path in (("--json", a.json), ("--html", a.html)):  # before any trial runs
+            outputs.add(path, flag)
+        if a.json != "-":
+            outputs.add("-", "standard output")
+        client = None
+        try:
+            if a.scheduler:
+                client = _connect(a.scheduler)
+            result = tune.tune(a.workload, budget=a.budget, seed=a.seed, objective=a.objective, strategy=a.strategy,
+                               fix=fix, client=client, parallel=a.parallel, progress=progress, **job)
+        except ascendsim.RunError as e:
+            _error(e)
+            return 3
+        except ImportError as e:
+            raise ascendsim.InputError(f"tune needs Optuna: {e} (Debian: apt-get install python3-optuna)")
+        finally:
+            if client is not None:
+                client.close()
+        outputs.stage("-", result.to_json() if a.json == "-" else result.text())
+        if a.json != "-":
+            outputs.stage(a.json, result.to_json())
+        outputs.stage(a.html, result.html())
+        outputs.commit()
     return 0
 
 

@@ -20,7 +20,10 @@ import json
 import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import LAUNCH_MODES, InputError, RunError, STRATEGIES, info, params, serve, train
+from . import LAUNCH_MODES, InputError, RunError, STRATEGIES, _whole, info, params, serve, train
+
+#: The largest seed Optuna's TPE sampler takes (numpy's legacy seeding: 0 to 2**32 - 1).
+MAX_SEED = 2 ** 32 - 1
 
 #: What a trial's report is judged by: (the report field, maximise?), over the whole run — every
 #: trial runs the job's steps (loop sink as many sinks as they fill), so its set-up, warm-up and
@@ -84,7 +87,8 @@ def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
         raise InputError("config: tune starts from the presets and --set; give the file's values with --set "
                          "(overrides), so the start and the knobs' ranges are the job's")
     about = info(workload, batch_size=job.get("batch_size"), server=job.get("server"), chip=job.get("chip"),
-                 overrides=job.get("overrides"), shape=job.get("shape"), amp_level=job.get("amp_level"))
+                 overrides=job.get("overrides"), shape=job.get("shape"), amp_level=job.get("amp_level"),
+                 model=job.get("model"), mode=job.get("mode"), loss=job.get("loss"))
     values = {k: v["value"] for k, v in params(job.get("chip"), server=job.get("server")).items()}
     for key, value in (job.get("overrides") or {}).items():
         values[key] = _parse_value(str(value))
@@ -648,17 +652,27 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     ``search_batch_size=True`` adds the batch size to the knobs. ``explain``: after the search,
     one simulation per knob the best changed, with that knob back at its start, to say what each
     change is worth (counted apart from the budget)."""
-    if objective not in OBJECTIVES:
-        raise InputError(f"objective: '{objective}': one of {', '.join(OBJECTIVES)}")
-    if not isinstance(budget, int) or budget < 1:
-        raise InputError(f"budget: a number of trials, 1 or more, got {budget!r}")
-    if strategy not in STRATEGIES:
-        raise InputError(f"strategy: '{strategy}': one of {', '.join(STRATEGIES)}")
-    for key in ("epochs", "steps_per_epoch", "batch_size"):
-        if job.get(key) is not None and (not isinstance(job[key], int) or job[key] < 1):
-            raise InputError(f"{key}: a whole number, 1 or more, got {job[key]!r}")
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
+        raise InputError(f"objective: {objective!r}: one of {', '.join(OBJECTIVES)}")
+    _whole("budget", budget, 1)
+    _whole("seed", seed, 0, MAX_SEED)
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise InputError(f"strategy: {strategy!r}: one of {', '.join(STRATEGIES)}")
+    for key in ("epochs", "steps_per_epoch", "batch_size", "devices", "max_devices"):
+        if job.get(key) is not None:
+            _whole(key, job[key], 1)
+    if parallel is not None:
+        _whole("parallel", parallel, 1)
+    if not isinstance(explain, bool):
+        raise InputError(f"explain: True or False, got {explain!r}")
+    if fix is not None and not isinstance(fix, Mapping):
+        raise InputError(f"fix: a mapping of knob to value, got {fix!r}")
+    if objective == "serving_goodput" and job.get("model") is not None:
+        raise InputError("model: the serving objective serves a built-in decoder (workload='gpt', ...), "
+                         "not an ONNX model")
     if objective == "serving_goodput" and workload not in ("gpt", "gpt2-small", "gpt2-medium", "llama-7b"):
-        raise InputError(f"workload: '{workload}' is not a decoder to serve (gpt, gpt2-small, gpt2-medium, llama-7b)")
+        raise InputError(f"workload: objective 'serving_goodput' serves a decoder: give workload='gpt', "
+                         f"'gpt2-small', 'gpt2-medium' or 'llama-7b', not {workload!r}")
     def fixed_value(v: Any) -> Any:
         if not isinstance(v, str):
             return v
@@ -685,11 +699,13 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         for what, v in (("fix", fix.get(k.key)), ("start", start.get(k.key))):
             if v is None or (what == "start" and k.key in fix):
                 continue
-            if k.kind == "int" and isinstance(v, float) and v.is_integer():
+            if isinstance(v, float) and v.is_integer() and (k.kind == "int" or any(
+                    type(c) is int for c in k.choices)):
                 v = int(v)
                 (fix if what == "fix" else start)[k.key] = v
-            ok = (isinstance(v, int) and not isinstance(v, bool) and k.low <= v <= k.high) if k.kind == "int" \
-                else v in k.choices
+            # A value of the knob's own type: True is not the sink size 1, nor 1 the choice True.
+            ok = (type(v) is int and k.low <= v <= k.high) if k.kind == "int" \
+                else any(type(v) is type(c) and v == c for c in k.choices)
             if not ok and what == "fix":
                 raise InputError(f"fix: {k.key}={v!r} is outside the knob's "
                                  + (f"range {k.low} to {k.high}" if k.kind == "int" else f"choices {k.choices}"))
@@ -704,9 +720,15 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
         parallel = max(1, len(client.scheduler_info()["workers"])) if client is not None else 1
     if not isinstance(parallel, int) or parallel < 1:
         raise InputError(f"parallel: trials per batch, 1 or more, got {parallel!r}")
-    evaluate = lambda configs: ([run_trial(workload, c, job) for c in configs] if client is None else
-                                client.gather(client.map(run_trial, [workload] * len(configs), configs,
-                                                         [job] * len(configs), pure=False)))
+    def evaluate(configs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        if client is None:
+            return [run_trial(workload, c, job) for c in configs]
+        futures = client.map(run_trial, [workload] * len(configs), configs, [job] * len(configs), pure=False)
+        try:
+            return client.gather(futures)
+        except BaseException:  # an interrupt: the batch's trials are not left running on the cluster
+            client.cancel(futures)
+            raise
     trials = search(knobs, evaluate, lambda r: _value(r, objective), budget=budget, seed=seed, maximise=maximise,
                     fix=fix, start=start, parallel=parallel, progress=progress)
     feasible = [t for t in trials if t["value"] is not None]
@@ -746,7 +768,7 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
                     "config": config, "value": ablations[key]}
     data = {
         "kind": "tune",
-        "workload": workload,
+        "workload": workload if job.get("model") is None else str(job["model"]),
         "objective": objective,
         "budget": budget,
         "seed": seed,
