@@ -3,12 +3,28 @@
 # MNIST idx (in memory, and dataset directories with gzip), CIFAR-10, YAML configuration files and
 # --set overrides, rank tables, JPEG headers, shard strategies, ONNX models and weights files
 # (--init-from), serving arrivals files (each accepted one then served by the scheduler); and the
-# AI core's event model under any tiling (its flags never deadlock).
-# Usage: scripts/fuzz.sh [seconds per target, default 60] [target ..., default all]
+# AI core's event model under any tiling (its flags never deadlock). Then, against the regular
+# build (build/), `tune`'s search space: seeded random --fix/--set values (wrong types, out of
+# range, unknown knobs, huge numbers, NaN, empty), each a result or a clean InputError
+# (tests/python/test_hostile.py's fuzz, longer).
+# Usage: scripts/fuzz.sh [seconds per target, default 60] [target ..., default all];
+# scripts/fuzz.sh --tune [seeds, default 20] runs the tune fuzz alone.
 # Seeds come from tests/fuzz/corpus (left unchanged); the growing corpus and any crash inputs go
 # to build-fuzz/. Exits non-zero if a target crashed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tune_fuzz() {  # $1 seeds of 12 cases each
+  if [ ! -d build/python/ascendsim ]; then
+    echo "tune fuzz: no build/python (build first: scripts/run.sh or cmake --build build)" >&2
+    return 1
+  fi
+  echo "== tune search space: $1 seeds x 12 cases" >&2
+  PYTHONPATH="$PWD/build/python" ASCENDSIM_CONFIG_DIR="$PWD/configs" /usr/bin/python3 tests/python/test_hostile.py "$1" 12
+}
+if [ "${1:-}" = "--tune" ]; then
+  tune_fuzz "${2:-20}"
+  exit
+fi
 seconds="${1:-60}"
 scripts/install-deps.sh --fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASCENDSIM_FUZZ=ON \
@@ -31,4 +47,5 @@ for t in "${targets[@]}"; do
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/$t.log" | sed "s/^/$t /" >&2 || true
 done
+if [ $# -le 1 ]; then tune_fuzz 20 || status=1; fi  # with every target
 exit $status
