@@ -81,6 +81,15 @@ def main(argv=None):
     except ascendsim.InputError as e:
         _error(e)
         return 2
+    except ascendsim.RunError as e:
+        _error(e)
+        return 3
+    except Exception as e:  # as the command line's: one line, exit 1
+        try:
+            print(f"internal error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
     for sig in _STOP_SIGNALS:  # nothing more to stop
         signal.signal(sig, signal.SIG_IGN)
     _error(f"stopped by {signal.Signals(signo).name}; no output written")
@@ -201,8 +210,11 @@ def _main(argv):
 
 
 def _connect(address):
-    from distributed import Client
-
+    try:
+        from distributed import Client
+    except ImportError as e:
+        raise ascendsim.InputError(f"--scheduler {address}: needs dask.distributed ({e}; Debian: "
+                                   "apt-get install python3-distributed)")
     try:
         return Client(address, timeout=30)
     except (OSError, TimeoutError) as e:
@@ -307,9 +319,6 @@ def _tune(parser, a):
                 client = _connect(a.scheduler)
             result = tune.tune(a.workload, budget=a.budget, seed=a.seed, objective=a.objective, strategy=a.strategy,
                                fix=fix, client=client, parallel=a.parallel, progress=progress, **job)
-        except ascendsim.RunError as e:
-            _error(e)
-            return 3
         except ImportError as e:
             raise ascendsim.InputError(f"tune needs Optuna: {e} (Debian: apt-get install python3-optuna)")
         finally:
