@@ -111,7 +111,8 @@ def _main(argv):
     s.add_argument("--chip", default="ascend910")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a parameter for every point")
     s.add_argument("--scheduler", default=None, help="a Dask scheduler's address, e.g. tcp://host:8786")
-    s.add_argument("--json", default=None, help="write every point's report or error to FILE")
+    s.add_argument("--json", default=None, help="write every point's report or error to FILE (-: stdout, "
+                   "instead of the table)")
     t = sub.add_parser("tune", help="search the job's knobs for the best configuration (Optuna TPE)")
     t.add_argument("--workload", default="lenet5")
     t.add_argument("--model", default=None, metavar="FILE",

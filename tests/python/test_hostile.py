@@ -167,6 +167,22 @@ def test_a_symlinked_report_keeps_its_link_and_its_target_gets_the_report(front,
     assert p.stdout.startswith("tune lenet5: 2 trials")
 
 
+def test_the_sweeps_json_goes_through_a_link_or_to_stdout(tmp_path):
+    work = _workspace(tmp_path)
+    p = subprocess.run(SWEEP + ["--grid", "epochs=1,2", "--json", "link.json"], cwd=work, capture_output=True,
+                       text=True, timeout=120, env=ENV)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert os.path.islink(work / "link.json")
+    points = json.loads((work / "keep.json").read_text())
+    assert [x["point"] for x in points] == [{"epochs": 1}, {"epochs": 2}]
+    assert p.stdout.splitlines()[0].split("\t") == ["epochs", "strategy", "step ms", "samples/s"]
+    assert sorted(os.listdir(work)) == ["dir", "keep.json", "link.json"]
+    p = subprocess.run(SWEEP + ["--grid", "epochs=1,2", "--json", "-"], cwd=work, capture_output=True, text=True,
+                       timeout=120, env=ENV)
+    assert p.returncode == 0 and json.loads(p.stdout) == points
+    assert sorted(os.listdir(work)) == ["dir", "keep.json", "link.json"]
+
+
 def test_usage_names_the_command_as_it_was_invoked():
     for front, usage in (("ascendsim tune", "usage: ascendsim tune"),
                          ("python3 -m ascendsim tune", "usage: python3 -m ascendsim tune")):
