@@ -175,6 +175,7 @@ def _main(argv):
             parser.error(f"--set {kv}: expected KEY=VALUE")
         overrides[key] = value
     strategies = a.strategies.split(",") if a.strategies else None
+    _positive(a, ("epochs", "steps_per_epoch", "batch_size", "devices"))
     with _outputs.Outputs() as outputs:
         _outputs.require_stdout()
         outputs.add(a.json, "--json")  # every destination checked before any point runs
@@ -208,6 +209,14 @@ def _main(argv):
         outputs.stage("-", "\n".join(lines) + "\n")
         outputs.commit()
     return 3 if result.failed else 0
+
+
+def _positive(a, names):
+    """The counts given on the command line, 1 or more: refused naming the flag, as the command line's."""
+    for name in names:
+        value = getattr(a, name, None)
+        if value is not None and value < 1:
+            raise ascendsim.InputError(f"--{name.replace('_', '-')}: must be a positive whole number, got {value}")
 
 
 def _connect(address):
@@ -264,6 +273,8 @@ def _tune(parser, a):
         raise ascendsim.InputError(f"--seed {a.seed}: the sampler's seed, 0 to {tune.MAX_SEED}")
     if a.budget < 1:
         raise ascendsim.InputError(f"--budget {a.budget}: trials (simulations), 1 or more")
+    _positive(a, ("epochs", "steps_per_epoch", "batch_size", "devices", "parallel", "requests", "prompt_tokens",
+                  "output_tokens", "tensor_parallel", "layers", "hidden", "heads", "ffn", "vocab"))
     serving = ("gpt_size", "tensor_parallel", "rate", "requests", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms")
     job = {"devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}

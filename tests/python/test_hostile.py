@@ -43,7 +43,7 @@ TUNE_ROWS = [
     ("json in a missing directory", ["--json", "missing/out.json"], 2, "does not exist"),
     ("json and html the same file", ["--json", "out.json", "--html", "out.json"], 2, "also the destination"),
     ("json and html one file by a link", ["--json", "keep.json", "--html", "link.json"], 2, "also the destination"),
-    ("json on a full device", ["--json", "/dev/full"], 2, "--json /dev/full: cannot write"),
+    ("json on a full device", ["--json", "FULL"], 2, "full: cannot write: No space left on device"),
     ("serving without a decoder", ["--objective", "serving_goodput"], 2, "--workload lenet5"),
     ("serving with a model", ["--objective", "serving_goodput", "--workload", "gpt", "--model", ONNX], 2, "--model"),
     ("unknown objective", ["--objective", "speed"], 2, "speed"),
@@ -56,16 +56,40 @@ TUNE_ROWS = [
     ("missing model", ["--model", "missing.onnx"], 2, "missing.onnx"),
     ("a serving flag for training", ["--rate", "3"], 2, "--rate"),
     ("max devices below devices", ["--devices", "4", "--max-devices", "2"], 2, "--max-devices 2"),
+    ("zero epochs", ["--epochs", "0"], 2, "--epochs: must be a positive whole number"),
+    ("zero devices", ["--devices", "0"], 2, "--devices: must be a positive whole number"),
+    ("negative batch", ["--batch-size", "-1"], 2, "--batch-size: must be a positive whole number"),
+    ("zero parallel", ["--parallel", "0"], 2, "--parallel: must be a positive whole number"),
+    ("serving zero requests", ["--objective", "serving_goodput", "--workload", "gpt", "--requests", "0"], 2,
+     "--requests: must be a positive whole number"),
 ]
 SWEEP_ROWS = [
     ("json is a directory", ["--grid", "epochs=1", "--json", "dir"], 2, "--json dir: is a directory"),
     ("json in a missing directory", ["--grid", "epochs=1", "--json", "missing/x.json"], 2, "does not exist"),
-    ("json on a full device", ["--grid", "epochs=1", "--json", "/dev/full"], 2, "--json /dev/full: cannot write"),
+    ("json on a full device", ["--grid", "epochs=1", "--json", "FULL"], 2, "full: cannot write: No space left on device"),
     ("grid without values", ["--grid", "epochs"], 2, "--grid epochs"),
     ("grid of an unknown key", ["--grid", "nosuch=1,2"], 2, "'nosuch'"),
     ("epochs not a number", ["--grid", "epochs=1", "--epochs", "two"], 2, "--epochs"),
     ("set without a value", ["--grid", "epochs=1", "--set", "link.h2d_bandwidth_gbps"], 2, "--set"),
+    ("zero steps per epoch", ["--grid", "epochs=1", "--steps-per-epoch", "0"], 2, "--steps-per-epoch: must be"),
 ]
+
+
+def _full_device(tmp_path):
+    """A device that refuses every write with ENOSPC. As root, a private node of /dev/full's device
+    (a command that wrongly replaced its destination would replace this node, not /dev/full);
+    otherwise /dev/full itself, which an unprivileged process cannot replace."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    if os.geteuid() != 0:
+        return "/dev/full"
+    node = tmp_path / "dev" / "full"
+    node.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.stat("/dev/full").st_rdev)
+    except OSError as e:
+        pytest.skip(f"cannot make a device node: {e}")
+    return str(node)
 
 
 def _listing(root):
@@ -101,29 +125,28 @@ def _assert_one_error_line(p, code, words):
 def _run_hostile(argv, code, words, tmp_path, **kw):
     work = _workspace(tmp_path)
     before = _listing(work)
-    device = os.stat("/dev/full") if os.path.exists("/dev/full") else None
+    if "FULL" in argv:
+        argv = [_full_device(tmp_path) if w == "FULL" else w for w in argv]
+    devices = [w for w in argv if w.endswith("full")]
+    device = os.stat(devices[0]) if devices else None
     kw.setdefault("stdout", subprocess.PIPE)
     p = subprocess.run(argv, cwd=work, stderr=subprocess.PIPE, text=True, timeout=120, env=ENV, **kw)
     _assert_one_error_line(p, code, words)
     assert _listing(work) == before  # nothing created, nothing replaced
-    if device is not None:
-        assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and os.stat("/dev/full").st_rdev == device.st_rdev
+    if device is not None:  # still the device
+        assert stat.S_ISCHR(os.stat(devices[0]).st_mode) and os.stat(devices[0]).st_rdev == device.st_rdev
     return p
 
 
 @pytest.mark.parametrize("front", list(FRONT_ENDS))
 @pytest.mark.parametrize("name,args,code,words", TUNE_ROWS, ids=[r[0] for r in TUNE_ROWS])
 def test_tune_refuses_hostile_input_in_one_line_and_writes_nothing(front, name, args, code, words, tmp_path):
-    if "/dev/full" in args and not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
     small = SMALL if "serving_goodput" not in args else ["--budget", "2", "-q"]  # serving has no epochs
     _run_hostile(FRONT_ENDS[front]() + small + args, code, words, tmp_path)
 
 
 @pytest.mark.parametrize("name,args,code,words", SWEEP_ROWS, ids=[r[0] for r in SWEEP_ROWS])
 def test_sweep_refuses_hostile_input_in_one_line_and_writes_nothing(name, args, code, words, tmp_path):
-    if "/dev/full" in args and not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
     _run_hostile(SWEEP + args, code, words, tmp_path)
 
 
