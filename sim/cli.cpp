@@ -980,8 +980,9 @@ int cmd_tune(int argc, char* argv[]) {
   std::cout.flush();
   // SIGINT, SIGTERM and SIGHUP are passed on to the search, which stops within a second, removes
   // what it staged and exits 128 + the signal; this process then exits with its status. The
-  // signals are blocked until the child's id is known (one that arrives meanwhile is passed on
-  // when they are unblocked); the child starts with this process's mask from before.
+  // signals are blocked here until the child's id is known (one that arrives meanwhile is passed
+  // on when they are unblocked), and in the child until its handlers are in place (its main()
+  // unblocks them): one that comes while Python starts waits for them.
   static volatile sig_atomic_t child = 0;
   constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction forward {}, previous[std::size(kForwarded)]{};
@@ -997,7 +998,9 @@ int cmd_tune(int argc, char* argv[]) {
   for (std::size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &forward, &previous[i]);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setsigmask(&attr, &unblocked);
+  sigset_t starting = unblocked;
+  for (int s : kForwarded) sigaddset(&starting, s);
+  posix_spawnattr_setsigmask(&attr, &starting);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, args[0].c_str(), nullptr, &attr, argp.data(), envp.data());

@@ -16,10 +16,16 @@ or an output that cannot be written, 128 + the signal for SIGINT, SIGTERM or SIG
 under way stops within a second; nothing is written). Progress goes to stderr when it is a
 terminal (--progress: also to a file or a pipe; -q: never).
 """
+import signal
+
+_early = []
+if __name__ == "__main__":  # a signal while the package loads is kept for main() (no traceback)
+    for _s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(_s, lambda signo, frame: _early.append(signo))
+
 import argparse
 import json
 import os
-import signal
 import sys
 
 import ascendsim
@@ -60,6 +66,15 @@ def _on_signal(signo, frame):
     raise _Signalled(signo)
 
 
+def _check_stopped():
+    """Raises the signal that came, if one did and something swallowed its exception: nothing is
+    put in place after a stop."""
+    if _stopping:
+        if _stopping[0] == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Signalled(_stopping[0])
+
+
 def _error(message):
     try:
         print(f"error: {message}", file=sys.stderr, flush=True)
@@ -72,24 +87,30 @@ def main(argv=None):
     that stopped it)."""
     for signo in _STOP_SIGNALS:  # as the command line's own (sim/core/stop.h), even where a shell ignored them
         signal.signal(signo, _on_signal)
+    signo = None
     try:
         return _main(argv)
     except KeyboardInterrupt:
         signo = signal.SIGINT
     except _Signalled as s:
         signo = s.signo
-    except ascendsim.InputError as e:
-        _error(e)
-        return 2
-    except ascendsim.RunError as e:
-        _error(e)
-        return 3
-    except Exception as e:  # as the command line's: one line, exit 1
-        try:
-            print(f"internal error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-        except (OSError, ValueError, AttributeError):
-            pass
-        return 1
+    except Exception as e:
+        # A signal that came while a module was being imported can surface as that import's
+        # failure (numpy's ImportError): the signal is the reason.
+        if _stopping:
+            signo = _stopping[0]
+        elif isinstance(e, ascendsim.InputError):
+            _error(e)
+            return 2
+        elif isinstance(e, ascendsim.RunError):
+            _error(e)
+            return 3
+        else:  # as the command line's: one line, exit 1
+            try:
+                print(f"internal error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            except (OSError, ValueError, AttributeError):
+                pass
+            return 1
     for sig in _STOP_SIGNALS:  # nothing more to stop
         signal.signal(sig, signal.SIG_IGN)
     _error(f"stopped by {signal.Signals(signo).name}; no output written")
@@ -160,6 +181,16 @@ def _main(argv):
     t.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     a = parser.parse_args(argv)
     if a.command == "tune":
+        try:  # loaded before the signals are taken, so that one cannot break the import
+            import optuna  # noqa: F401  (Debian python3-optuna)
+        except ImportError as e:
+            raise ascendsim.InputError(f"tune needs Optuna: {e} (Debian: apt-get install python3-optuna)")
+    # `ascendsim tune` starts this process with the signals blocked, so that one it passes on while
+    # Python starts and the modules load waits for the handlers.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    if _early:
+        _on_signal(_early[0], None)
+    if a.command == "tune":
         return _tune(parser, a)
 
     grid = {}
@@ -207,6 +238,7 @@ def _main(argv):
             else:
                 outputs.stage(a.json, json.dumps(points, indent=2))
         outputs.stage("-", "\n".join(lines) + "\n")
+        _check_stopped()
         outputs.commit()
     return 3 if result.failed else 0
 
@@ -331,8 +363,6 @@ def _tune(parser, a):
                 client = _connect(a.scheduler)
             result = tune.tune(a.workload, budget=a.budget, seed=a.seed, objective=a.objective, strategy=a.strategy,
                                fix=fix, client=client, parallel=a.parallel, progress=progress, **job)
-        except ImportError as e:
-            raise ascendsim.InputError(f"tune needs Optuna: {e} (Debian: apt-get install python3-optuna)")
         finally:
             if client is not None:
                 client.close()
@@ -340,6 +370,7 @@ def _tune(parser, a):
         if a.json != "-":
             outputs.stage(a.json, result.to_json())
         outputs.stage(a.html, result.html())
+        _check_stopped()
         outputs.commit()
     return 0
 
