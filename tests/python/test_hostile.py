@@ -275,6 +275,26 @@ def test_a_signal_stops_the_command_within_two_seconds_and_leaves_nothing(comman
     assert _listing(work) == before  # no output, no staging file
 
 
+@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_tune_starts_stops_it_cleanly(signo, tmp_path):
+    # While Python starts and loads its modules the signal waits for the handlers: never a
+    # traceback, nor an import's failure reported instead of the signal.
+    for delay in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5):
+        work = _workspace(tmp_path / str(delay))
+        before = _listing(work)
+        proc = subprocess.Popen(FRONT_ENDS["ascendsim tune"]() + ["--budget", "500", "--json", "out.json"], cwd=work,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        time.sleep(delay)
+        proc.send_signal(signo)
+        out, err = proc.communicate(timeout=30)
+        # Before the binary's own handlers (its first milliseconds) the signal's default ends it.
+        assert proc.returncode in (128 + signo, -signo), (delay, proc.returncode, err)
+        assert "Traceback" not in err and len(err.splitlines()) <= 1, (delay, err)
+        if err:
+            assert err == f"error: stopped by {signal.Signals(signo).name}; no output written\n", (delay, err)
+        assert out == "" and _listing(work) == before
+
+
 API_STOP = """
 import signal, sys, time, ascendsim
 print("ready", flush=True)
