@@ -182,7 +182,7 @@ def _main(argv):
     a = parser.parse_args(argv)
     if a.command == "tune":
         try:  # loaded before the signals are taken, so that one cannot break the import
-            import optuna  # noqa: F401  (Debian python3-optuna)
+            __import__("optuna")  # Debian python3-optuna
         except ImportError as e:
             raise ascendsim.InputError(f"tune needs Optuna: {e} (Debian: apt-get install python3-optuna)")
     # `ascendsim tune` starts this process with the signals blocked, so that one it passes on while
