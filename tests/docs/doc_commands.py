@@ -6,7 +6,9 @@
 
 The rules (docs/design.md, "The docs' commands"):
 
-- A fenced block tagged ``sh``, ``bash``, ``shell`` or ``console`` is run; any other block is not.
+- A fenced block tagged ``sh``, ``bash``, ``shell`` or ``console`` is run, and one tagged
+  ``python`` (as one script, by the python3 running this check with PYTHONPATH at the build's
+  package, as the page's first command sets it); any other block is not.
   A block of another tag (or none) with a line starting ``$ `` is an error: tag it ``console``.
 - ``sh``/``bash``/``shell``: every line is a command; a line ending in ``\\`` continues on the
   next; blank lines and ``#`` comment lines are skipped (a trailing ``# ...`` stays: bash
@@ -45,7 +47,8 @@ import subprocess
 import sys
 import time
 
-RUN_TAGS = {"sh", "bash", "shell", "console"}
+RUN_TAGS = {"sh", "bash", "shell", "console", "python"}
+PY_END = "ASCENDSIM_DOC_PYTHON_END"
 MARKER = re.compile(r"^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
 DEFAULT_TIMEOUT = 120
@@ -157,6 +160,11 @@ def parse_page(path, label):
         pending = []
         if tag == "console":
             parse_console(block, body, start, label)
+        elif tag == "python":
+            if any(b.strip() for b in body):
+                code = "\n".join(body)
+                cmd = Command(label, start + 1, code, block)
+                block.commands.append(cmd)
         else:
             parse_script(block, body, start, label)
         if not block.commands and not block.skip:
@@ -209,6 +217,10 @@ def apply_replaces(block):
         if not hit:
             raise DocError(f"{block.page}:{block.line}: 'doc-test: replace {old} => {new}' matches no "
                            f"command of the block below it")
+    if block.tag == "python":  # the script, fed to the interpreter on its standard input
+        for c in block.commands:
+            c.run_text = (f'PYTHONPATH="$PWD/build/python" "{sys.executable}" - <<\'{PY_END}\'\n'
+                          f"{c.run_text}\n{PY_END}")
 
 
 def shown_mismatch(shown, stdout):

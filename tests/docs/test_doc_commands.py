@@ -31,8 +31,14 @@ ascendsim chips
 ```python
 $ not run: a python block
 ```
-""".replace("$ not run: a python block", "print('not run')")), "page.md")
-    assert len(blocks) == 1
+```text
+$ not run: a text block
+```
+""".replace("$ not run: a python block", "print('run as one script')").replace("$ not run: a text block", "x")),
+        "page.md")
+    assert len(blocks) == 2
+    assert blocks[1].tag == "python" and len(blocks[1].commands) == 1
+    assert "print('run as one script')" in blocks[1].commands[0].run_text
     b = blocks[0]
     assert b.timeout == 5 and b.line == 5
     assert [c.text for c in b.commands] == ["ascendsim compare --epochs 10 --json r.json   # a trailing comment stays",
@@ -131,6 +137,32 @@ sh -c 'exit 3'
     assert "page.md:9: false\n  exit status 1, expected 0" in err
     assert "page.md:20: ascendsim train\n  the page shows\n    fake compare" in err
     assert "skip page.md:13 (1 command(s)): needs a cluster" in out
+
+
+def test_a_python_block_runs_as_one_script_with_the_builds_package(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    build = tmp_path / "build"
+    (build / "python" / "mypkg").mkdir(parents=True)
+    (build / "python" / "mypkg" / "__init__.py").write_text("VALUE = 7\n")
+    doc = page(src, """```python
+import mypkg
+
+total = mypkg.VALUE * 6
+assert total == 42, total
+```
+
+<!-- doc-test: replace: == 42 => == 43 -->
+```python
+import mypkg
+assert mypkg.VALUE * 6 == 42
+```
+""", "page.md")
+    status = dc.main([doc, "--source-dir", str(src), "--build-dir", str(build), "--work", str(tmp_path / "w")])
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "2 command(s) run, 1 failed" in out
+    assert "page.md:10:" in err and "AssertionError" in err
 
 
 def test_a_command_past_its_timeout_fails_and_is_killed(tmp_path, capsys):
