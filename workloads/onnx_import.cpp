@@ -256,6 +256,23 @@ class Importer {
     if (with_data && !v.c->data) fail(where(n) + ": input '" + n.input(i) + "' must be a constant with its values");
     return *v.c;
   }
+  /// The initializer a value is (through Identity or a float Cast), or the value's own name.
+  const std::string& source(const std::string& name) const {
+    const auto it = m_alias.find(name);
+    return it == m_alias.end() ? name : it->second;
+  }
+  /// Output 0 of `n` is its input 0, a weight: the same initializer, read as a constant and as the
+  /// one parameter (PyTorch's eval export writes initializers of equal values once, and the other
+  /// readers read it through an Identity: the zero biases of a fresh network's folded BatchNorms).
+  bool pass_weight(const onnx::NodeProto& n) {
+    if (!has_input(n, 0) || n.output_size() < 1 || n.output(0).empty()) return false;
+    const std::string& from = source(n.input(0));
+    if (!m_weights.count(from)) return false;
+    Value v = value(n, 0);
+    m_values[n.output(0)] = std::move(v);
+    m_alias[n.output(0)] = from;
+    return true;
+  }
   void set(const onnx::NodeProto& n, int out, TensorId t) {
     if (out < n.output_size() && !n.output(out).empty()) m_values[n.output(out)] = Value{t, std::nullopt};
   }
@@ -270,7 +287,7 @@ class Importer {
   TensorId tensor(const onnx::NodeProto& n, int i, bool decayed = false) {
     const Value& v = value(n, i);
     if (v.tensor >= 0) return v.tensor;
-    const std::string& name = n.input(i);
+    const std::string& name = source(n.input(i));
     if (auto it = m_consts.find(name); it != m_consts.end()) return it->second;
     const Const& c = *v.c;
     if (!is_float(c.elem_type)) fail(where(n) + ": integer constant '" + name + "' used as a tensor");
@@ -298,10 +315,10 @@ class Importer {
     for (auto d : want) e *= d;
     if (e != c.elements())
       fail(where(n) + ": '" + n.input(i) + "' is " + shape_string(c.shape) + ", expected " + shape_string(shape));
-    if (role == TensorRole::Parameter &&
-        std::find(m_opt.frozen.begin(), m_opt.frozen.end(), n.input(i)) != m_opt.frozen.end())
+    const std::string& name = source(n.input(i));
+    if (role == TensorRole::Parameter && std::find(m_opt.frozen.begin(), m_opt.frozen.end(), name) != m_opt.frozen.end())
       role = TensorRole::Constant;  // frozen: not trained
-    return m_g.add_tensor({n.input(i), std::move(shape), dtype, role});
+    return m_g.add_tensor({name, std::move(shape), dtype, role});
   }
   const Shape& shape_of(TensorId t) const { return m_g.tensor(t).shape; }
 
@@ -420,6 +437,7 @@ class Importer {
   bool m_bn_fp32 = true;
   std::map<std::string, Value> m_values;
   std::map<std::string, TensorId> m_consts;
+  std::map<std::string, std::string> m_alias;  // an Identity's (a float Cast's) output -> the weight it is
   std::map<std::string, std::vector<float>> m_values_out;  // OnnxOptions::values
   std::set<TensorId> m_decayed;
   std::set<std::string> m_weights;  // the initializers that are trained (find_weights)
@@ -437,7 +455,7 @@ bool Importer::foldable(const onnx::NodeProto& n) const {
   if (n.op_type() == "Constant") return true;
   for (int i = 0; i < n.input_size(); ++i) {
     if (n.input(i).empty()) continue;
-    if (m_weights.count(n.input(i)) && n.op_type() != "Shape") return false;  // a weight is trained, not folded
+    if (m_weights.count(source(n.input(i))) && n.op_type() != "Shape") return false;  // a weight is trained, not folded
     const auto it = m_values.find(n.input(i));
     if (it != m_values.end() && it->second.unknown) return false;  // the handler's read reports it
     if (n.op_type() == "Shape") return true;  // static shapes: the shape of any value is known
@@ -1035,7 +1053,7 @@ void Importer::install() {
     if (x_computed == y_computed)
       fail(where(n) + ": a choice between a computed tensor and a constant by a constant condition is supported");
     const int t = x_computed ? 1 : 2;  // the computed side, taken where the condition is (t == 1) true
-    if (m_weights.count(n.input(3 - t)))
+    if (m_weights.count(source(n.input(3 - t))))
       fail(where(n) + ": the fill '" + n.input(3 - t) + "' is a trained weight; a constant fill is supported");
     const TensorId x = tensor(n, t);
     const Const& fill = constant(n, 3 - t, false);
@@ -1332,7 +1350,9 @@ void Importer::install() {
       fail(where(n) + ": split sizes " + shape_string(split) + " add up to " + std::to_string(begin) + ", not axis " +
            std::to_string(ax) + "'s " + std::to_string(dim));
   };
-  h["Identity"] = [this](const onnx::NodeProto& n) { set(n, 0, tensor(n, 0)); };
+  h["Identity"] = [this](const onnx::NodeProto& n) {
+    if (!pass_weight(n)) set(n, 0, tensor(n, 0));
+  };
   // PyTorch exports avg_pool2d(padding=p) counting the padding as a zero Pad and an AveragePool
   // without pads: the pool takes the padding (count_include_pad) when it is the only reader.
   h["Pad"] = [this](const onnx::NodeProto& n) {
@@ -1358,7 +1378,7 @@ void Importer::install() {
   h["Cast"] = [this](const onnx::NodeProto& n) {  // the recipe decides the precision of the network
     if (!is_float(static_cast<int>(attr_int(n, "to", onnx::TensorProto::FLOAT))))
       fail(where(n) + ": a cast of a tensor to an integer type is not supported");
-    set(n, 0, tensor(n, 0));
+    if (!pass_weight(n)) set(n, 0, tensor(n, 0));
   };
   h["Dropout"] = [this](const onnx::NodeProto& n) {
     const TensorId x = tensor(n, 0);

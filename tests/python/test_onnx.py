@@ -155,6 +155,65 @@ def test_an_inference_run_has_no_backward_ops(models):
     assert run["step_trace_ms"]["fp_bp"]["mean"] > 0
 
 
+def reference_macs(net, shape):
+    """A network's multiply-accumulates per sample from PyTorch's own modules: each convolution's
+    output elements times its kernel's inputs per group, and each linear layer's weight."""
+    macs = []
+
+    def hook(m, _, y):
+        if isinstance(m, torch.nn.Conv2d):
+            macs.append(y[0].numel() * m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1])
+        else:
+            macs.append(m.in_features * m.out_features)
+
+    hooks = [m.register_forward_hook(hook) for m in net.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    with torch.no_grad():
+        net(torch.randn(1, *shape[1:]))
+    for h in hooks:
+        h.remove()
+    return sum(macs), len(hooks)
+
+
+def test_an_eval_mode_export_imports_and_infers(tmp_path):
+    """PyTorch's default export of an eval-mode network: each BatchNorm folded into its
+    convolution's bias, and initializers of equal values (a fresh network's zero biases) written
+    once and read through Identity nodes. Every convolution keeps its bias; the MACs are the
+    network's."""
+    onnx = pytest.importorskip("onnx")
+    torch.manual_seed(0)
+    net = torchvision.models.mobilenet_v2().eval()
+    shape = (8, 3, 224, 224)
+    path = tmp_path / "mobilenet_v2_eval.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, torch.randn(*shape), str(path), opset_version=13)
+    graph = onnx.load(str(path)).graph
+    convs = [n for n in graph.node if n.op_type == "Conv"]
+    identities = {n.output[0] for n in graph.node if n.op_type == "Identity"}
+    assert not [n for n in graph.node if n.op_type == "BatchNormalization"]
+    assert all(len(n.input) == 3 for n in convs)
+    assert any(n.input[2] in identities for n in convs)  # the case this covers: a bias behind an Identity
+    macs, layers = reference_macs(net, shape)
+    assert layers == len(convs) + 1  # the convolutions and the classifier
+
+    info = ascendsim.info(model=str(path), mode="infer", ub_fusion=False)
+    assert info["batch_size"] == shape[0]  # the export's fixed batch
+    # Within 0.1% of PyTorch's modules' count (the import counts the same products: equal today).
+    assert info["forward_macs_per_sample"] == pytest.approx(macs, rel=1e-3)
+    names = [op["name"] for op in info["ops"]]
+    assert len([n for n in names if n.endswith("/Conv2D") or n.endswith("/DepthwiseConv2dNative")]) == len(convs)
+    assert len([n for n in names if n.endswith("/BiasAdd")]) == len(convs) + 1  # and the classifier's
+    # The parameters are the file's initializers, a shared one once.
+    assert info["parameters"] == sum(math.prod(t.dims) for t in graph.initializer)
+
+    r = ascendsim.train(strategy="loop-sink", model=str(path), mode="infer", steps_per_epoch=2)
+    assert r["mode"] == "infer"
+    assert r.runs[0]["steps"] == 2 and r.runs[0]["step_trace_ms"]["fp_bp"]["mean"] > 0
+    # PyTorch's training export of the same network: the same MACs (BatchNorm is not a product).
+    trained = export(torchvision.models.mobilenet_v2(), (1, 3, 224, 224), tmp_path / "mobilenet_v2_train.onnx")
+    assert ascendsim.info(model=trained, batch_size=8)["forward_macs_per_sample"] == info["forward_macs_per_sample"]
+
+
 def test_every_documented_operator_imports_trains_and_infers(models):
     onnx = pytest.importorskip("onnx")
     exported = {n.op_type for n in onnx.load(models["every_op"]).graph.node}

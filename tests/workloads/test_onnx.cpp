@@ -486,3 +486,57 @@ TEST(Onnx, FunctionalModeTakesTheFilesValues) {
   EXPECT_THAT(import_error(b.bytes(), o), HasSubstr("functional mode computes BatchNorm with epsilon 1e-5"));
   EXPECT_EQ(b.import().batch_size, 4);  // the timing does not depend on it
 }
+
+TEST(Onnx, AWeightReadThroughIdentityIsThatWeight) {
+  // PyTorch's eval export: BatchNorm folded into each convolution's bias, and initializers of
+  // equal values (a fresh network's zero biases) written once, the other readers reading them
+  // through an Identity (or a Cast to a float type).
+  ModelBuilder b({4, 3, 8, 8});
+  b.weight("c1.weight", {8, 3, 3, 3});
+  b.weight("c2.weight", {8, 8, 1, 1});
+  b.weight("c3.weight", {8, 8, 1, 1});
+  b.weight("zeros", {8});
+  b.weight("fc.weight", {10, 512});
+  b.weight("fc.bias", {10});
+  b.node("Identity", "/id", {"zeros"}, {"bias2"});
+  auto* cast = b.node("Cast", "/cast", {"bias2"}, {"bias3"});
+  ModelBuilder::attr(cast, "to", std::int64_t{onnx::TensorProto::FLOAT});
+  ModelBuilder::attr(b.node("Conv", "/c1/Conv", {"x", "c1.weight", "zeros"}, {"a"}), "pads",
+                     std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Conv", "/c2/Conv", {"a", "c2.weight", "bias2"}, {"b"});
+  b.node("Conv", "/c3/Conv", {"b", "c3.weight", "bias3"}, {"c"});
+  b.node("Flatten", "/Flatten", {"c"}, {"f"});
+  auto* fc = b.node("Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, {"y"});
+  ModelBuilder::attr(fc, "transB", 1);
+  b.output("y");
+  for (bool inference : {false, true}) {
+    OnnxOptions o;
+    o.inference = inference;
+    const Workload w = b.import(o);
+    const auto n = op_types(w.graph);
+    EXPECT_EQ(n.at("Conv2D"), 3);
+    EXPECT_EQ(n.count("Conv2DBackpropFilter") ? n.at("Conv2DBackpropFilter") : 0, inference ? 0 : 3);
+    EXPECT_EQ(n.at("BiasAdd"), 4);                        // every convolution's bias, and the Gemm's
+    // The shared bias is one parameter: the file's initializers, each once.
+    EXPECT_EQ(parameter_count(w.graph), 8 * 27 + 64 + 64 + 8 + 5120 + 10);
+    EXPECT_EQ(forward_macs(w.graph), 4 * (64 * 8 * (27 + 8 + 8) + 512 * 10));
+    if (inference) continue;
+    EXPECT_EQ(n.at("ApplyMomentum"), 6);  // one update of the shared bias,
+    EXPECT_EQ(n.at("AddN"), 1);           // its three convolutions' gradients summed
+  }
+  // Every convolution's bias is the initializer itself (through the Identity and the Cast too),
+  // and in functional mode it starts from the initializer's values.
+  OnnxOptions o;
+  o.values = true;
+  const Workload w = b.import(o);
+  int biases = 0;
+  for (const auto& op : w.graph.ops())
+    if (op.type == "BiasAdd" && op.name.rfind("c", 0) == 0) {
+      EXPECT_EQ(w.graph.tensor(op.inputs[1]).name, "zeros") << op.name;
+      ++biases;
+    }
+  EXPECT_EQ(biases, 3);
+  ASSERT_TRUE(w.initial_values);
+  EXPECT_EQ(w.initial_values->at("zeros").size(), 8u);
+  EXPECT_EQ(w.initial_values->count("bias2") + w.initial_values->count("bias3"), 0u);
+}
