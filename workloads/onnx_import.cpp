@@ -1544,13 +1544,31 @@ Workload Importer::build() {
   TensorId image = -1, label = -1;
   std::string image_name;
   for (const auto& in : graph.input()) {
+    if (in.name().empty()) fail(m_file + ": an input without a name; give every input of the graph a name");
     if (init_names.count(in.name())) continue;  // an initializer listed as an input (older exporters)
     const auto& tt = in.type().tensor_type();
-    if (!in.type().has_tensor_type()) fail(m_file + ": input '" + in.name() + "' is not a tensor");
+    const std::string input = m_file + ": input '" + in.name() + "'";
+    if (!in.type().has_tensor_type()) fail(input + " is not a tensor");
+    // The element type: a float tensor (images, features) or integers (token ids, labels).
+    const int et = tt.elem_type();
+    if (!is_float(et) && (!is_integer(et) || et == onnx::TensorProto::BOOL))
+      fail(input + " holds " +
+           (onnx::TensorProto::DataType_IsValid(et) && et != onnx::TensorProto::UNDEFINED
+                ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(et))
+                : "elements of type " + std::to_string(et)) +
+           " elements; a model's input is a float tensor (images, features) or integers (token ids, labels): "
+           "export the model from a float or integer input");
+    if (!tt.has_shape())
+      fail(input + " has no shape; export the model with its input's shape (a batch of samples)");
     Shape s;
     for (int k = 0; k < tt.shape().dim_size(); ++k) {
       const auto& d = tt.shape().dim(k);
-      if (d.has_dim_value() && d.dim_value() > 0 && d.dim_value() <= kMaxDim) {
+      if (d.has_dim_value() && (d.dim_value() <= 0 || d.dim_value() > kMaxDim))
+        fail(input + " has a fixed dimension of " + std::to_string(d.dim_value()) + " at axis " + std::to_string(k) +
+             " (" + (k == 0 ? "the batch" : "a sample's") + "); a dimension must be 1 to 2^31: export the model " +
+             (k == 0 ? "from an example batch of one or more samples, or with a dynamic batch axis (dynamic_axes)"
+                     : "from an example input of its real size"));
+      if (d.has_dim_value()) {
         s.push_back(d.dim_value());
         continue;
       }
@@ -1560,9 +1578,19 @@ Workload Importer::build() {
              "; only the batch axis may be symbolic (export with a fixed input size)");
       if (m_opt.batch_size <= 0)
         fail(m_file + ": input '" + in.name() + "' has a symbolic batch dimension " + sym + "; give batch_size");
+      if (m_opt.batch_size > kMaxDim)
+        fail(input + ": a batch of " + std::to_string(m_opt.batch_size) + " samples; give a batch_size of 1 to 2^31");
       s.push_back(m_opt.batch_size);
     }
     if (s.empty()) fail(m_file + ": input '" + in.name() + "' is a scalar; a batch of samples is expected");
+    // Every dimension is at most 2^31; their product must fit a device (2^40 elements), and its
+    // bytes an int64.
+    std::int64_t elements = 1;
+    for (auto d : s)
+      if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxElements)
+        fail(input + " is " + shape_string(s) +
+             ", more than 2^40 elements: no device holds it; give a smaller batch, or export the model from a "
+             "smaller input");
     if (m_opt.batch_size > 0 && s[0] != m_opt.batch_size)
       fail(m_file + ": input '" + in.name() + "' fixes the batch at " + std::to_string(s[0]) + ", not " +
            std::to_string(m_opt.batch_size) +

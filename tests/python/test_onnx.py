@@ -265,6 +265,42 @@ def test_an_unsupported_operator_is_refused_and_nothing_is_written(models, tmp_p
     assert p.returncode != 0 and "cannot open the model file" in p.stderr
 
 
+@pytest.mark.parametrize("case", ["batch 0", "batch -2", "height 0", "string", "bool", "overflow"])
+def test_an_input_the_model_cannot_simulate_is_refused_and_nothing_is_written(case, tmp_path):
+    """A fixed dimension of 0 or less, an element type no input holds, a shape whose element (and
+    byte) count overflows: refused on one line naming the file, the input and the value, exit 2."""
+    onnx = pytest.importorskip("onnx")
+    h = onnx.helper
+    big = 2 ** 31
+    elem, dims, value = {
+        "batch 0": (onnx.TensorProto.FLOAT, [0, 3, 8, 8], "has a fixed dimension of 0 at axis 0 (the batch)"),
+        "batch -2": (onnx.TensorProto.FLOAT, [-2, 3, 8, 8], "has a fixed dimension of -2 at axis 0 (the batch)"),
+        "height 0": (onnx.TensorProto.FLOAT, [2, 3, 0, 8], "has a fixed dimension of 0 at axis 2"),
+        "string": (onnx.TensorProto.STRING, [2, 3, 8, 8], "holds STRING elements"),
+        "bool": (onnx.TensorProto.BOOL, [2, 3, 8, 8], "holds BOOL elements"),
+        "overflow": (onnx.TensorProto.FLOAT, [big, big, big, big], f"is [{big},{big},{big},{big}], more than 2^40"),
+    }[case]
+    weight = h.make_tensor("w", onnx.TensorProto.FLOAT, [4, 3, 3, 3], [0.0] * 108)
+    graph = h.make_graph(
+        [h.make_node("Conv", ["pixels", "w"], ["c"], name="conv"),
+         h.make_node("GlobalAveragePool", ["c"], ["p"], name="pool"),
+         h.make_node("Flatten", ["p"], ["logits"], name="flatten")],
+        "net", [h.make_tensor_value_info("pixels", elem, dims)],
+        [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, None)], [weight])
+    path = tmp_path / "odd.onnx"
+    onnx.save(h.make_model(graph), str(path))
+    report = tmp_path / "report.json"
+    for args in (["train", "--strategy", "loop-sink", "--steps-per-epoch", "2"], ["info"],
+                 ["train", "--strategy", "loop-sink", "--batch-size", "4"]):
+        p = subprocess.run([BIN, *args, "--model", str(path), "--json", str(report)], capture_output=True, text=True)
+        assert p.returncode == 2, (args, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
+        assert f"odd.onnx: input 'pixels' {value}" in lines[0], lines[0]
+        assert "export the model" in lines[0]  # what to do
+        assert not report.exists() and p.stdout == ""
+
+
 def functional_losses_against_torch(net, model, tmp_path, steps):
     """ascendsim's functional losses for `model` (exported from `net`) on Fashion-MNIST, and
     PyTorch's for `net` from the same weights on the same batches (ascendsim's, dumped)."""

@@ -540,3 +540,45 @@ TEST(Onnx, AWeightReadThroughIdentityIsThatWeight) {
   EXPECT_EQ(w.initial_values->at("zeros").size(), 8u);
   EXPECT_EQ(w.initial_values->count("bias2") + w.initial_values->count("bias3"), 0u);
 }
+
+TEST(Onnx, AnInputTheModelCannotSimulateIsRefusedNamingItsValue) {
+  auto with_input = [](std::vector<std::int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+    ModelBuilder b = small_cnn();
+    auto* tt = b.g->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    for (std::size_t k = 0; k < dims.size(); ++k) tt->mutable_shape()->mutable_dim(static_cast<int>(k))->set_dim_value(dims[k]);
+    return b.bytes();
+  };
+  // A fixed batch of 0, or of fewer: refused, with or without a batch size for the run.
+  OnnxOptions sized;
+  sized.batch_size = 4;
+  for (std::int64_t batch : {0, -1}) {
+    for (const OnnxOptions& o : {OnnxOptions{}, sized})
+      EXPECT_THAT(import_error(with_input({batch, 3, 8, 8}), o),
+                  HasSubstr("bad.onnx: input 'x' has a fixed dimension of " + std::to_string(batch) +
+                            " at axis 0 (the batch); a dimension must be 1 to 2^31"));
+  }
+  EXPECT_THAT(import_error(with_input({4, 3, 0, 8})), HasSubstr("input 'x' has a fixed dimension of 0 at axis 2"));
+  EXPECT_THAT(import_error(with_input({4, 3, std::int64_t{1} << 40, 8})),
+              HasSubstr("input 'x' has a fixed dimension of 1099511627776 at axis 2"));
+  // Dimensions each in range whose product would overflow.
+  const std::int64_t big = std::int64_t{1} << 31;
+  EXPECT_THAT(import_error(with_input({big, big, big, big})),
+              HasSubstr("input 'x' is [2147483648,2147483648,2147483648,2147483648], more than 2^40 elements"));
+  // Element types no simulated input holds.
+  for (int type : {onnx::TensorProto::STRING, onnx::TensorProto::BOOL, onnx::TensorProto::COMPLEX64,
+                   onnx::TensorProto::UNDEFINED})
+    EXPECT_THAT(import_error(with_input({4, 3, 8, 8}, type)),
+                HasSubstr("input 'x' holds " +
+                          (type == onnx::TensorProto::UNDEFINED
+                               ? std::string("elements of type 0")
+                               : onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type))) +
+                          " elements"));
+  // No shape at all, and no name.
+  ModelBuilder shapeless = small_cnn();
+  shapeless.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  EXPECT_THAT(import_error(shapeless.bytes()), HasSubstr("input 'x' has no shape"));
+  ModelBuilder nameless = small_cnn();
+  nameless.g->mutable_input(0)->clear_name();
+  EXPECT_THAT(import_error(nameless.bytes()), HasSubstr("an input without a name"));
+}
