@@ -7,7 +7,8 @@
 # build (build/), `tune`'s search space: seeded random --fix/--set values (wrong types, out of
 # range, unknown knobs, huge numbers, NaN, empty), each a result or a clean InputError
 # (tests/python/test_hostile.py's fuzz, longer).
-# Usage: scripts/fuzz.sh [seconds per target, default 60] [target ..., default all];
+# Usage: scripts/fuzz.sh [seconds per target, default 60] [target ..., default all: the fuzz_*
+# names below, e.g. scripts/fuzz.sh 120 fuzz_onnx];
 # scripts/fuzz.sh --tune [seeds, default 20] runs the tune fuzz alone.
 # Seeds come from tests/fuzz/corpus (left unchanged); the growing corpus and any crash inputs go
 # to build-fuzz/. Exits non-zero if a target crashed.
@@ -31,7 +32,12 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DASCENDSIM_BUILD_TESTS=OFF -DASCENDSIM_BUILD_BENCH=OFF >/dev/null
 targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config fuzz_rank_table fuzz_jpeg_header fuzz_shard_strategy
   fuzz_onnx fuzz_weights fuzz_event_model fuzz_arrivals)
-if [ $# -gt 1 ]; then targets=("${@:2}"); fi
+if [ $# -gt 1 ]; then
+  for t in "${@:2}"; do
+    [[ " ${targets[*]} " == *" $t "* ]] || { echo "fuzz.sh: unknown target $t (${targets[*]})" >&2; exit 2; }
+  done
+  targets=("${@:2}")
+fi
 cmake --build build-fuzz -j2 --target "${targets[@]}" >/dev/null
 status=0
 for t in "${targets[@]}"; do
