@@ -2,13 +2,15 @@
 command line writes its own (sim/outputs.h).
 
 Every destination is checked before anything runs (its directory exists and is writable, it is
-not a directory). A regular file (or a new one) is staged in a file with a unique name in the
-directory of its real path (symlinks followed) and renamed over it at commit: a symlinked path
-keeps its link and its target gets the text. A FIFO or a device is written straight through at
-commit (``/dev/full`` fails the command). ``-`` is standard output. Standard output is checked
-before any file is put in place: a report that could not be printed fails the command, and no
-file is left. Whatever was staged and not committed is removed (``discard``, or leaving the
-``with`` block), on an error or an interrupt alike.
+not a directory). A regular file (or a new one) is staged in an unnamed file (O_TMPFILE) in the
+directory of its real path (symlinks followed), which even a killed process cannot leave behind,
+and at commit linked under a hidden name and renamed over it: a symlinked path keeps its link and
+its target gets the text (where the file system has no unnamed files, a hidden named one is
+staged). At commit, as the command line's: the FIFOs and devices first, written straight through
+(``/dev/full`` fails the command with nothing printed); then standard output (``-``), checked: a
+report that could not be printed fails the command and no file is put in place; then the renames.
+Whatever was staged and not committed is removed (``discard``, or leaving the ``with`` block), on
+an error or an interrupt alike.
 """
 from __future__ import annotations
 
@@ -66,13 +68,14 @@ def write_stdout(text: str) -> None:
 class _Entry:
     def __init__(self, path: str, option: str, real: str, through: bool) -> None:
         self.path, self.option, self.real, self.through = path, option, real, through
-        self.temp: Optional[str] = None
+        self.temp: Optional[str] = None  # a staged file's hidden name
+        self.fd: Optional[int] = None  # an unnamed staged file, named at commit
         self.text: Optional[str] = None
 
 
 class Outputs:
     """A command's output files: ``add`` each destination before running, ``stage`` its text
-    after, ``commit`` them together (stdout's text first)."""
+    after, ``commit`` them together (devices, then stdout, then the renames)."""
 
     def __init__(self) -> None:
         self._entries: List[_Entry] = []
@@ -131,8 +134,17 @@ class Outputs:
             e.text = text
             return
         folder, name = os.path.split(e.real)
+        fd = -1
         try:
-            fd, e.temp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+            fd = os.open(folder, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+            e.fd = os.dup(fd)  # kept open until commit names the file
+        except (OSError, AttributeError):
+            if fd >= 0:
+                os.close(fd)
+            fd = -1
+        try:
+            if fd < 0:
+                fd, e.temp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
         except OSError as x:
             raise InputError(f"{e.option} {path}: cannot write: {_reason(x)}") from None
         try:
@@ -155,14 +167,9 @@ class Outputs:
             raise InputError(f"{e.option} {path}: cannot write: {_reason(x)}") from None
 
     def commit(self) -> None:
-        """Prints standard output's text and checks it arrived, writes the FIFOs and devices, then
+        """Writes the FIFOs and devices, prints standard output's text and checks it arrived, then
         renames the staged files over their targets. InputError naming the destination if any fails
         (the staged files are then removed by discard())."""
-        for e in self._entries:
-            if e.path == "-" and e.text is not None:
-                write_stdout(e.text)
-        if sys.stdout is not None:
-            write_stdout("")  # what was printed before reached its reader
         for e in self._entries:
             if not e.through or e.text is None:
                 continue
@@ -177,6 +184,35 @@ class Outputs:
             except OSError as x:
                 raise InputError(f"{e.option} {e.path}: cannot write: {_reason(x)}") from None
         for e in self._entries:
+            if e.path == "-" and e.text is not None:
+                write_stdout(e.text)
+        if sys.stdout is not None:
+            write_stdout("")  # what was printed before reached its reader
+        for e in self._entries:
+            if e.fd is None:
+                continue
+            folder, name = os.path.split(e.real)
+            # A directory descriptor makes os.link call linkat(2) with AT_SYMLINK_FOLLOW (plain
+            # link(2) would link /proc's symlink itself, across devices).
+            dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                for n in range(1000):
+                    hidden = f".{name}.{os.getpid()}.{n}"
+                    try:
+                        os.link(f"/proc/self/fd/{e.fd}", hidden, dst_dir_fd=dfd, follow_symlinks=True)
+                        break
+                    except FileExistsError:
+                        continue
+                    except OSError as x:
+                        raise InputError(f"{e.option} {e.path}: cannot write: {_reason(x)}") from None
+                else:
+                    raise InputError(f"{e.option} {e.path}: cannot write: no free hidden name in {folder}")
+            finally:
+                os.close(dfd)
+            e.temp = os.path.join(folder, hidden)
+            os.close(e.fd)
+            e.fd = None
+        for e in self._entries:
             if e.temp is None:
                 continue
             try:
@@ -189,6 +225,9 @@ class Outputs:
     def discard(self) -> None:
         """Removes whatever was staged and not put in place."""
         for e in self._entries:
+            if e.fd is not None:
+                os.close(e.fd)  # the unnamed file goes with it
+                e.fd = None
             if e.temp is not None:
                 try:
                     os.unlink(e.temp)

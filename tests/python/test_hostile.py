@@ -133,8 +133,9 @@ def _run_hostile(argv, code, words, tmp_path, **kw):
     p = subprocess.run(argv, cwd=work, stderr=subprocess.PIPE, text=True, timeout=120, env=ENV, **kw)
     _assert_one_error_line(p, code, words)
     assert _listing(work) == before  # nothing created, nothing replaced
-    if device is not None:  # still the device
+    if device is not None:  # still the device, and written before anything was printed
         assert stat.S_ISCHR(os.stat(devices[0]).st_mode) and os.stat(devices[0]).st_rdev == device.st_rdev
+        assert p.stdout == "", p.stdout
     return p
 
 
