@@ -1,4 +1,4 @@
-// The ascendsim command line: compare, train, info, params, chips.
+// The ascendsim command line: `ascendsim <command> [options]`; the commands are in sim/commands/.
 #pragma once
 
 namespace ascendsim::sim {
