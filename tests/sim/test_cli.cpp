@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/commands/commands.h"
 #include "tests/cli_support.h"
 
 namespace {
@@ -630,6 +631,51 @@ TEST_F(CliTest, StrayWordsAndUnusedOptionsAreRejected) {
   const Result sweep_name = run("sweep --param chip.name --values a,b");
   EXPECT_EQ(sweep_name.code, 2);
   EXPECT_THAT(sweep_name.err, HasSubstr("--param chip.name value a"));
+}
+
+// The table of commands (sim/commands/commands.cpp) and `ascendsim --help` agree: every entry is
+// listed with its line, and every command the help names runs (its own --help).
+TEST_F(CliTest, HelpListsTheTableOfCommandsAndEachDispatches) {
+  const Result help = run("--help");
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_EQ(help.out, ascendsim::sim::cli::usage());
+  // The commands section: "  NAME  HELP" lines between "commands:" and the blank line.
+  std::vector<std::pair<std::string, std::string>> listed;
+  {
+    std::istringstream lines(help.out);
+    bool in = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line == "commands:") {
+        in = true;
+      } else if (in && line.empty()) {
+        break;
+      } else if (in) {
+        const std::regex entry("  (\\S+) {2,}(\\S.*)");
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(line, m, entry)) << line;
+        listed.emplace_back(m[1], m[2]);
+      }
+    }
+  }
+  const auto& table = ascendsim::sim::cli::commands();
+  ASSERT_EQ(listed.size(), table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(listed[i].first, table[i].name);
+    EXPECT_EQ(listed[i].second, table[i].help) << table[i].name;
+    EXPECT_EQ(ascendsim::sim::cli::find_command(table[i].name), &table[i]);
+  }
+  // `tune --help` is the Python package's (built beside the binary unless Python is off).
+  const bool python = fs::exists(fs::path(ASCENDSIM_BIN).parent_path().parent_path() / "python" / "ascendsim");
+  for (const auto& [name, line] : listed) {
+    const Result r = run(name + " --help");
+    EXPECT_THAT(r.err, Not(HasSubstr("unknown command"))) << name;
+    if (name == "tune" && !python) continue;
+    EXPECT_EQ(r.code, 0) << name << ": " << r.err;
+    EXPECT_EQ(r.out.rfind("usage: ascendsim " + name + " ", 0), 0u) << name << ": " << r.out;
+  }
+  const Result unknown = run("no-such-command");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_EQ(unknown.err, "error: unknown command 'no-such-command'\n\n" + ascendsim::sim::cli::usage());
 }
 
 TEST_F(CliTest, TheHeaderSaysWhatRunsAndHelpShowsDefaults) {
