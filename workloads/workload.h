@@ -32,7 +32,7 @@ struct Recipe {
   /// Transformers: attention as the fused FlashAttentionScore kernel where the chip's backend has
   /// it (aicore.flash_attention: Ascend 910B), else softmax(QK^T)V op by op.
   bool flash_attention = false;
-  /// Set as the run lays the network out (sim/api.cpp): every transformer layer recomputed in the
+  /// Set as the run lays the network out (sim/run_build.cpp): every transformer layer recomputed in the
   /// backward pass; the optimizer state sharded over this many ranks (1: not sharded).
   bool recompute = false;
   std::int64_t optimizer_shard = 1;
