@@ -1,5 +1,7 @@
-// Regression runs for users' CI: a suite of named runs in one invocation, and a comparison of two
-// reports (or two suite outputs) figure by figure with a tolerance.
+// Regression runs for users' CI: a suite of named runs in one invocation (sim/suite.cpp), and a
+// comparison of two reports (or two suite outputs) figure by figure with a tolerance
+// (sim/diff.cpp). And the model against published figures: validation (sim/validation.cpp) and
+// the calibration of host parameters to them (sim/calibration.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,277 @@
+// Validation (sim/regression.h): the figures file read (published figures, their runs, the bounds
+// `calibrate` fits within), each figure simulated, and the rows as a table, HTML and JSON.
+#include "sim/regression.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/html_report.h"
+#include "runtime/report.h"
+#include "sim/config.h"
+#include "sim/core/error.h"
+#include "sim/core/params.h"
+#include "sim/run_yaml.h"
+
+namespace ascendsim::sim {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using run_yaml::number;
+using run_yaml::parse_run;
+using run_yaml::scalar;
+
+namespace {
+
+/// The `fit:` section: per parameter key, min, max and why.
+std::vector<FitBounds> parse_fit_bounds(const YAML::Node& fit, const std::string& path, const std::string& config_dir) {
+  const std::string at0 = path + ":" + std::to_string(fit.Mark().line + 1);
+  if (!fit.IsMap()) throw InputError(at0 + ": 'fit' is a mapping of parameter keys to {min, max, why}");
+  (void)config_dir;
+  SystemConfig cfg;
+  ParamSet ps = bind_params(cfg);
+  std::vector<FitBounds> out;
+  for (const auto& kv : fit) {
+    FitBounds b;
+    b.key = kv.first.as<std::string>();
+    const std::string at = path + ":" + std::to_string(kv.first.Mark().line + 1) + ": fit: " + b.key;
+    const ParamSpec* spec = ps.find(b.key);
+    if (!spec) {
+      try {
+        ps.set(b.key, "0", at);
+      } catch (const InputError& e) {
+        throw InputError(at + ": " + e.detail());
+      }
+      throw InputError(at + ": unknown parameter (`ascendsim params` lists them)");
+    }
+    if (spec->type != ParamType::Real)
+      throw InputError(at + ": not a real-valued parameter; calibrate fits real-valued ones");
+    for (const auto& seen : out)
+      if (seen.key == b.key) throw InputError(at + ": given twice; keep one");
+    if (!kv.second.IsMap()) throw InputError(at + ": give a mapping {min, max, why}");
+    bool has_min = false, has_max = false;
+    for (const auto& f : kv.second) {
+      const std::string k = f.first.as<std::string>();
+      if (k == "min") {
+        b.min = number(f.second, at, k);
+        has_min = true;
+      } else if (k == "max") {
+        b.max = number(f.second, at, k);
+        has_max = true;
+      } else if (k == "why") {
+        b.why = scalar(f.second, at, k);
+      } else {
+        throw InputError(at + ": unknown key '" + k + "' (min, max, why)");
+      }
+    }
+    if (!has_min || !has_max || b.why.empty())
+      throw InputError(at + ": give min, max and why (the physical reasoning for the range)");
+    if (!(b.min > 0) || !(b.max > b.min))
+      throw InputError(
+          at + fmt::format(": min {:g}, max {:g}: give 0 < min < max (the fit works on the logarithm)", b.min, b.max));
+    if (b.min < spec->min || b.max > spec->max)
+      throw InputError(at + fmt::format(": [{:g}, {:g}] leaves the parameter's range {}", b.min, b.max,
+                                        ParamSet::range_string(*spec)));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace
+
+FiguresFile load_figures_file(const std::string& path, const std::string& config_dir) {
+  if (!fs::is_regular_file(path)) throw InputError(path + ": no such figures file");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence())
+    throw InputError(path + ": a figures file is a mapping with a list `figures`");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "figures" && key != "fit")
+      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key +
+                       "' (figures, fit)");
+  }
+  FiguresFile file;
+  file.path = path;
+  std::vector<PublishedFigure>& out = file.figures;
+  for (const auto& f : root["figures"]) {
+    const std::string at = path + ":" + std::to_string(f.Mark().line + 1);
+    if (!f.IsMap()) throw InputError(at + ": a figure is a mapping");
+    PublishedFigure p;
+    for (const auto& kv : f) {
+      const std::string key = kv.first.as<std::string>();
+      const YAML::Node& v = kv.second;
+      if (key == "id")
+        p.id = scalar(v, at, key);
+      else if (key == "value") {
+        try {
+          p.value = std::stod(scalar(v, at, key));
+        } catch (const std::exception&) {
+          throw InputError(at + ": 'value' expects a number");
+        }
+      } else if (key == "unit")
+        p.unit = scalar(v, at, key);
+      else if (key == "measure")
+        p.measure = scalar(v, at, key);
+      else if (key == "configuration")
+        p.configuration = scalar(v, at, key);
+      else if (key == "source")
+        p.source = scalar(v, at, key);
+      else if (key == "host_bound") {
+        const std::string b = scalar(v, at, key);
+        if (b != "true" && b != "false") throw InputError(at + ": 'host_bound' is true or false");
+        p.host_bound = b == "true";
+      } else if (key == "not_compared") {
+        p.not_compared = scalar(v, at, key);
+        if (p.not_compared.empty()) throw InputError(at + ": 'not_compared' gives the reason; remove it to count the figure");
+      } else if (key == "run") {
+        if (!v.IsMap()) throw InputError(at + ": 'run' is a mapping (workload, strategies, ...)");
+        p.run = parse_run(v, at + ": run", config_dir, nullptr);
+      } else {
+        throw InputError(at + ": unknown key '" + key +
+                         "' (id, value, unit, measure, configuration, source, host_bound, not_compared, run)");
+      }
+    }
+    if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops" &&
+        p.measure != "eval_pass_s" && p.measure != "epoch_s" && p.measure != "first_epoch_s")
+      throw InputError(at +
+                       ": 'measure' is step_time_ms, samples_per_s, eval_pass_s, epoch_s, first_epoch_s or peak_tflops");
+    if (p.measure == "eval_pass_s" && p.run.eval_every <= 0)
+      throw InputError(at + ": 'eval_pass_s' measures evaluation passes; give the run eval_every > 0");
+    if (p.measure == "epoch_s" && p.run.epochs < 2)
+      throw InputError(at + ": 'epoch_s' is the mean of the epochs after the first; give the run epochs >= 2");
+    if (p.id.empty() || !(p.value > 0)) throw InputError(at + ": a figure needs an id and a positive value");
+    if (p.host_bound && !p.not_compared.empty())
+      throw InputError(at + ": a figure that is not compared is not fitted to either; drop host_bound or not_compared");
+    for (const auto& seen : out)
+      if (seen.id == p.id) throw InputError(at + ": figure id '" + p.id + "' is given twice; ids are unique");
+    out.push_back(std::move(p));
+  }
+  if (root["fit"]) file.bounds = parse_fit_bounds(root["fit"], path, config_dir);
+  return file;
+}
+
+std::vector<PublishedFigure> load_figures(const std::string& path, const std::string& config_dir) {
+  return load_figures_file(path, config_dir).figures;
+}
+
+double simulate_figure(const PublishedFigure& f, const std::vector<std::string>& extra_sets) {
+  if (f.run.devices > 8)
+    throw InputError(f.id + ": " + std::to_string(f.run.devices) +
+                     " devices: joins when clusters of several servers are modelled");
+  if (f.measure == "peak_tflops") {
+    ConfigRequest c = f.run.config;
+    c.sets.insert(c.sets.end(), extra_sets.begin(), extra_sets.end());
+    const SystemConfig cfg = load_config(c);
+    const auto& a = cfg.chip.aicore;
+    return 2.0 * static_cast<double>(a.cores * a.cube_fp16_macs_per_cycle) * a.freq_ghz / 1e3;
+  }
+  RunRequest req = f.run;
+  req.config.sets.insert(req.config.sets.end(), extra_sets.begin(), extra_sets.end());
+  if (req.strategies.size() != 1) throw InputError(f.id + ": a validation run has exactly one strategy");
+  const RunOutcome out = run(req);
+  if (out.failed()) throw InputError(f.id + ": the run failed: " + out.failure_message());
+  const auto& run0 = out.runs.front();
+  // Published epoch times are MindSpore's TimeMonitor's: the first epoch (graph load, pipeline
+  // fill, a cache's inserts, a cold storage), or the mean of the later ones. A run that simulates
+  // fewer steps per epoch than the dataset has scales its epochs to the dataset's steps.
+  const auto& epochs = run0.epoch_s();
+  if (f.measure == "first_epoch_s" || f.measure == "epoch_s") {
+    if (epochs.size() < (f.measure == "epoch_s" ? 2u : 1u))
+      throw InputError(f.id + ": the run completed " + std::to_string(epochs.size()) + " epoch(s)");
+    const auto& s = run0.session;
+    const double scale = s.dataset_steps_per_epoch > 0 ? static_cast<double>(s.dataset_steps_per_epoch) /
+                                                             static_cast<double>(s.steps_per_epoch)
+                                                       : 1.0;
+    if (f.measure == "first_epoch_s") return scale * epochs.front();
+    double later = 0;
+    for (std::size_t e = 1; e < epochs.size(); ++e) later += epochs[e];
+    return scale * later / static_cast<double>(epochs.size() - 1);
+  }
+  // Published per-step figures quote the steady state (MindSpore's per-step time of a later
+  // epoch): the steady mean, not the warm-up's graph load and pipeline fill.
+  return f.measure == "step_time_ms"  ? run0.steps.steady.stats().mean_ms
+         : f.measure == "eval_pass_s" ? run0.evaluation().later_mean_s
+                                      : run0.steady_samples_per_s();
+}
+
+std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures) {
+  std::vector<ValidationRow> rows;
+  for (const auto& f : figures) {
+    ValidationRow r{f, 0, 0, false, false, {}};
+    if (f.run.devices > 8) {
+      r.note = std::to_string(f.run.devices) + " devices: joins when clusters of several servers are modelled";
+      rows.push_back(r);
+      continue;
+    }
+    r.simulated = simulate_figure(f);
+    r.error = (r.simulated - f.value) / f.value;
+    r.compared = f.not_compared.empty();
+    r.simulated_only = !r.compared;
+    r.note = f.not_compared;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string validation_html(const std::vector<ValidationRow>& rows, double tolerance) {
+  std::vector<runtime::ValidationEntry> entries;
+  for (const auto& r : rows)
+    entries.push_back({r.figure.id, r.figure.unit, r.figure.configuration, r.figure.source, r.figure.value, r.simulated,
+                       r.error, r.compared, r.note, r.simulated_only});
+  return runtime::html_validation(entries, tolerance);
+}
+
+nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json j;
+    j["id"] = r.figure.id;
+    j["published"] = r.figure.value;
+    j["unit"] = r.figure.unit;
+    const bool shown = r.compared || r.simulated_only;
+    j["simulated"] = shown ? nlohmann::ordered_json(r.simulated) : nlohmann::ordered_json();
+    j["error"] = shown ? nlohmann::ordered_json(r.error) : nlohmann::ordered_json();
+    j["counted"] = r.compared;
+    if (!r.compared) j["note"] = r.note;
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance) {
+  runtime::TextTable t({"id", "published", "simulated", "error", "configuration"}, {4});
+  double abs_sum = 0;
+  int compared = 0, within = 0;
+  for (const auto& r : rows) {
+    const std::string published = fmt::format("{:g} {}", r.figure.value, r.figure.unit);
+    if (r.simulated_only) {  // shown, its error in parentheses, not counted
+      t.add({r.figure.id, published, fmt::format("{:.4g} {}", r.simulated, r.figure.unit),
+             fmt::format("({:+.1f}%)", 100 * r.error), r.figure.configuration + " (not counted: " + r.note + ")"});
+      continue;
+    }
+    if (!r.compared) {
+      t.add({r.figure.id, published, "-", "-", r.figure.configuration + " (" + r.note + ")"});
+      continue;
+    }
+    ++compared;
+    abs_sum += std::fabs(r.error);
+    within += std::fabs(r.error) <= tolerance;
+    t.add({r.figure.id, published, fmt::format("{:.4g} {}", r.simulated, r.figure.unit),
+           fmt::format("{:+.1f}%{}", 100 * r.error, std::fabs(r.error) > tolerance ? " !" : ""),
+           r.figure.configuration});
+  }
+  std::string out = t.render();
+  out += fmt::format("\n{} of {} compared figure(s) within {:g}%; mean absolute error {:.1f}%\n", within, compared,
+                     100 * tolerance, compared > 0 ? 100 * abs_sum / compared : 0.0);
+  return out;
+}
+
+}  // namespace ascendsim::sim
