@@ -213,9 +213,6 @@ struct RunResult {
   double device_busy_fraction() const;
   EvalSummary evaluation() const;
   TimeToTrain time_to_train() const;
-  /// The report's "evaluation" object (docs/reports.md).
-  nlohmann::ordered_json evaluation_json() const;
-  nlohmann::ordered_json to_json() const;
 };
 
 }  // namespace ascendsim::runtime

@@ -139,7 +139,7 @@ bool RunOutcome::failed() const {
   return std::any_of(runs.begin(), runs.end(), [](const runtime::RunResult& r) { return !r.failure.empty(); });
 }
 std::string RunOutcome::failure_message() const { return failures(runs); }
-ordered_json RunOutcome::report() const { return runtime::make_report(header, runs, config); }
+ordered_json RunOutcome::report() const { return report::make_report(header, runs, config); }
 
 std::string RunOutcome::per_step_csv() const {
   std::string out = "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s\n";

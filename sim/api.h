@@ -18,13 +18,13 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/functional.h"
-#include "runtime/html_report.h"
-#include "runtime/report.h"
 #include "runtime/run_result.h"
 #include "runtime/session.h"
 #include "sim/config.h"
 #include "sim/core/stats.h"
 #include "sim/core/trace.h"
+#include "sim/report/html_report.h"
+#include "sim/report/report.h"
 #include "workloads/workload.h"
 
 namespace ascendsim::sim {
@@ -116,7 +116,7 @@ struct RunRequest {
 };
 
 struct RunOutcome {
-  runtime::ReportHeader header;
+  report::ReportHeader header;
   std::vector<runtime::RunResult> runs;  ///< in the order of the request's strategies
   nlohmann::ordered_json config;         ///< every parameter as resolved
   std::string trace;                     ///< the trace file's bytes, if asked for without a trace_out
@@ -203,10 +203,10 @@ struct SweepRequest {
 };
 
 struct SweepOutcome {
-  runtime::ReportHeader header;
+  report::ReportHeader header;
   std::string param;
   std::vector<std::string> values;
-  std::vector<runtime::SweepPoint> points;  ///< value-major, then strategy
+  std::vector<report::SweepPoint> points;  ///< value-major, then strategy
   std::optional<std::int64_t> break_even_sink_size;
   std::string conclusion;
   nlohmann::ordered_json config;  ///< the base configuration

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "runtime/report.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/core/params.h"
+#include "sim/report/report.h"
 #include "sim/run_yaml.h"
 
 namespace ascendsim::sim {
@@ -208,7 +208,7 @@ std::string calibration_table(const Calibration& c) {
   for (const auto& p : r.parameters)
     if (!p.fitted) out += p.parameter.key + ": " + p.note + "; not fitted, stays assumed\n";
   if (!out.empty()) out += "\n";
-  runtime::TextTable pt({"parameter", "unit", "start", "fitted", "min", "max", "note"}, {1, 6});
+  report::TextTable pt({"parameter", "unit", "start", "fitted", "min", "max", "note"}, {1, 6});
   for (std::size_t i = 0; i < r.parameters.size(); ++i) {
     const auto& p = r.parameters[i];
     std::string note = !p.fitted                     ? "not fitted: " + p.note
@@ -223,7 +223,7 @@ std::string calibration_table(const Calibration& c) {
   std::vector<std::string> head{"moves over the bounds"};
   for (const auto& fr : r.figures)
     if (fr.figure.fitted) head.push_back(fr.figure.id);
-  runtime::TextTable mt(head);
+  report::TextTable mt(head);
   for (const auto& p : r.parameters) {
     std::vector<std::string> row{p.parameter.key};
     for (std::size_t j = 0; j < r.figures.size(); ++j)
@@ -231,7 +231,7 @@ std::string calibration_table(const Calibration& c) {
     mt.add(row);
   }
   const std::string moves_table = mt.render();
-  runtime::TextTable ft({"figure", "published", "at start", "error", "fitted", "error", "left out"});
+  report::TextTable ft({"figure", "published", "at start", "error", "fitted", "error", "left out"});
   for (std::size_t j = 0; j < r.figures.size(); ++j) {
     const auto& fr = r.figures[j];
     if (!fr.figure.fitted) continue;
@@ -243,7 +243,7 @@ std::string calibration_table(const Calibration& c) {
   out += ft.render();
   if (!r.loo_note.empty()) out += "left out: " + r.loo_note + "\n";
   bool others = false;
-  runtime::TextTable ot({"not fitted", "published", "at start", "at fit", "moved by", "error at fit"});
+  report::TextTable ot({"not fitted", "published", "at start", "at fit", "moved by", "error at fit"});
   for (std::size_t j = 0; j < r.figures.size(); ++j) {
     const auto& fr = r.figures[j];
     if (fr.figure.fitted) continue;

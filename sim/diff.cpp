@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/report.h"
 #include "sim/core/error.h"
+#include "sim/report/report.h"
 
 namespace ascendsim::sim {
 
@@ -194,7 +194,7 @@ std::string diff_table(const DiffResult& d, double tolerance, bool all) {
 }
 
 std::string diff_junit(const DiffResult& d, double tolerance) {
-  const auto esc = runtime::escape_xml;
+  const auto esc = report::escape_xml;
   int failures = 0;
   for (const auto& f : d.figures) failures += f.past_tolerance;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";

@@ -145,7 +145,7 @@ nlohmann::ordered_json calibration_json(const Calibration& c);
 std::string calibration_yaml(const Calibration& c);
 /// published, simulated, error per figure, and how many lie within the tolerance.
 std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance);
-/// The same as an HTML page (runtime::html_validation).
+/// The same as an HTML page (report::html_validation).
 std::string validation_html(const std::vector<ValidationRow>& rows, double tolerance);
 /// The rows as JSON: id, published, simulated (null if not compared), unit, error, note.
 nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows);

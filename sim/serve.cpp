@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "runtime/report.h"
 #include "sim/core/error.h"
 #include "sim/core/params.h"
 #include "sim/core/stop.h"
 #include "sim/kernel.h"
+#include "sim/report/report.h"
 #include "sim/simulation.h"
 #include "sim/system.h"
 #include "workloads/transformer.h"

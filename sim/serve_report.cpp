@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/charts.h"
-#include "runtime/html_report.h"
+#include "sim/report/charts.h"
+#include "sim/report/html_report.h"
 #include "sim/serve.h"
 
 namespace ascendsim::sim {
@@ -318,7 +318,7 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
                        const std::vector<std::string>& colors) {
   static const char* kDash[] = {"", "8 4", "3 3"};
   double key_w = 0;
-  for (const auto& s : series) key_w = std::max(key_w, runtime::charts::text_width(s.first));
+  for (const auto& s : series) key_w = std::max(key_w, report::charts::text_width(s.first));
   const double plot_right = 620, H = 320, L = 70, T = 30, B = 50;
   const double key_x = plot_right + 24, W = key_x + 34 + key_w + 8, R = W - plot_right;
   double x0 = 0, x1 = 0, y1 = 0;
@@ -327,28 +327,28 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
       x1 = std::max(x1, x);
       y1 = std::max(y1, y);
     }
-  const auto xt = runtime::charts::nice_ticks(x0, x1 > 0 ? x1 : 1),
-             yt = runtime::charts::nice_ticks(0, y1 > 0 ? y1 : 1);
+  const auto xt = report::charts::nice_ticks(x0, x1 > 0 ? x1 : 1),
+             yt = report::charts::nice_ticks(0, y1 > 0 ? y1 : 1);
   x1 = xt.back();
   y1 = yt.back();
   auto X = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto Y = [&](double y) { return H - B - y / y1 * (H - T - B); };
   std::string s = fmt::format("<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' role='img'>", W, H);
-  s += fmt::format("<text x='{}' y='18' font-size='14'>{}</text>", L, runtime::escape_xml(title));
+  s += fmt::format("<text x='{}' y='18' font-size='14'>{}</text>", L, report::escape_xml(title));
   for (double t : xt)
     s += fmt::format(
         "<line x1='{0}' x2='{0}' y1='{1}' y2='{2}' stroke='#ddd'/><text x='{0}' y='{3}' font-size='11' "
         "text-anchor='middle'>{4}</text>",
-        X(t), T, H - B, H - B + 15, runtime::charts::tick_label(t));
+        X(t), T, H - B, H - B + 15, report::charts::tick_label(t));
   for (double t : yt)
     s += fmt::format(
         "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='#ddd'/><text x='{3}' y='{4}' font-size='11' "
         "text-anchor='end'>{5}</text>",
-        L, W - R, Y(t), L - 5, Y(t) + 4, runtime::charts::tick_label(t));
+        L, W - R, Y(t), L - 5, Y(t) + 4, report::charts::tick_label(t));
   s += fmt::format("<text x='{}' y='{}' font-size='12' text-anchor='middle'>{}</text>", (L + W - R) / 2, H - 12,
-                   runtime::escape_xml(xlabel));
+                   report::escape_xml(xlabel));
   s += fmt::format("<text x='14' y='{}' font-size='12' text-anchor='middle' transform='rotate(-90 14 {})'>{}</text>",
-                   (T + H - B) / 2, (T + H - B) / 2, runtime::escape_xml(ylabel));
+                   (T + H - B) / 2, (T + H - B) / 2, report::escape_xml(ylabel));
   for (std::size_t i = 0; i < series.size(); ++i) {
     std::string pts;
     for (const auto& [x, y] : series[i].second) pts += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
@@ -357,8 +357,8 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
     for (const auto& [x, y] : series[i].second)
       if (series[i].second.size() < 40)
         s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='3' fill='{}'><title>{}: {} → {}</title></circle>", X(x),
-                         Y(y), colors[i], runtime::escape_xml(series[i].first), runtime::charts::tick_label(x),
-                         runtime::charts::tick_label(y));
+                         Y(y), colors[i], report::escape_xml(series[i].first), report::charts::tick_label(x),
+                         report::charts::tick_label(y));
   }
   s += "<g class='legend'>";
   for (std::size_t i = 0; i < series.size(); ++i)
@@ -366,7 +366,7 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
         "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='{3}' stroke-width='3' stroke-dasharray='{4}'/>"
         "<text x='{5}' y='{6}' font-size='12'>{7}</text>",
         key_x, key_x + 28, T + 6 + 18 * static_cast<double>(i), colors[i], kDash[i % 3], key_x + 34,
-        T + 10 + 18 * static_cast<double>(i), runtime::escape_xml(series[i].first));
+        T + 10 + 18 * static_cast<double>(i), report::escape_xml(series[i].first));
   return s + "</g></svg>";
 }
 
@@ -376,19 +376,19 @@ std::string ServeOutcome::html() const { return html(report()); }
 
 std::string ServeOutcome::html(const ordered_json& r) const {
   std::string h = "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ascendsim serve: " +
-                  runtime::escape_xml(r["workload"].get<std::string>()) +
+                  report::escape_xml(r["workload"].get<std::string>()) +
                   "</title><style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
                   "table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}"
                   "th:first-child,td:first-child{text-align:left}pre{overflow-x:auto}</style></head><body>";
-  h += "<h1>" + runtime::escape_xml(r["workload"].get<std::string>()) + " serving on " +
-       std::to_string(r["devices"].get<std::int64_t>()) + " x " + runtime::escape_xml(r["chip"].get<std::string>()) +
+  h += "<h1>" + report::escape_xml(r["workload"].get<std::string>()) + " serving on " +
+       std::to_string(r["devices"].get<std::int64_t>()) + " x " + report::escape_xml(r["chip"].get<std::string>()) +
        "</h1>";
   h += fmt::format(
       "<p>tensor parallel {}, {} replica(s); KV cache {} blocks of {} tokens; {} requests ({}), prompt {:.0f} "
       "and output {:.0f} tokens on average.</p>",
       r["tensor_parallel"].get<std::int64_t>(), r["replicas"].get<std::int64_t>(),
       r["kv_cache"]["blocks"].get<std::int64_t>(), r["kv_cache"]["block_size"].get<std::int64_t>(),
-      r["requests"]["requests"].get<std::int64_t>(), runtime::escape_xml(r["requests"]["source"].get<std::string>()),
+      r["requests"]["requests"].get<std::int64_t>(), report::escape_xml(r["requests"]["source"].get<std::string>()),
       r["requests"]["prompt_tokens_mean"].get<double>(), r["requests"]["output_tokens_mean"].get<double>());
   h += "<h2>Runs</h2><table><tr><th>launch</th><th>req/s</th><th>output tok/s</th><th>TTFT p50 ms</th><th>TTFT p99 "
        "ms</th><th>TPOT p50 ms</th><th>TPOT p99 ms</th><th>e2e p50 s</th><th>e2e p99 s</th><th>decode step "
@@ -413,7 +413,7 @@ std::string ServeOutcome::html(const ordered_json& r) const {
     double top = 0;
     for (const auto& p : decode_steps)
       for (const auto& c : p.by_mode) top = std::max(top, c.time_s * 1e3);
-    const auto yt = runtime::charts::nice_ticks(0, top > 0 ? top : 1);
+    const auto yt = report::charts::nice_ticks(0, top > 0 ? top : 1);
     const double y1 = yt.back();
     const double group = (W - L - legend) / static_cast<double>(decode_steps.size());
     const double bar = std::min(40.0, group * 0.8 / static_cast<double>(modes.size()));
@@ -423,7 +423,7 @@ std::string ServeOutcome::html(const ordered_json& r) const {
       h += fmt::format(
           "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='#ddd'/><text x='{3}' y='{4}' font-size='11' "
           "text-anchor='end'>{5}</text>",
-          L, W - legend, Y(t), L - 5, Y(t) + 4, runtime::charts::tick_label(t));
+          L, W - legend, Y(t), L - 5, Y(t) + 4, report::charts::tick_label(t));
     h += fmt::format(
         "<text x='14' y='{0}' font-size='12' text-anchor='middle' transform='rotate(-90 14 {0})'>ms per "
         "decode step</text>",
@@ -488,7 +488,7 @@ std::string ServeOutcome::html(const ordered_json& r) const {
          line_chart("TPOT p50 against output throughput", "output tokens/s", "TPOT p50 (ms)", tpot, colors) +
          line_chart("end-to-end p99 against output throughput", "output tokens/s", "e2e p99 (s)", e2e, colors);
   }
-  h += "<h2>Report</h2><pre>" + runtime::escape_xml(text(r)) + "</pre></body></html>\n";
+  h += "<h2>Report</h2><pre>" + report::escape_xml(text(r)) + "</pre></body></html>\n";
   return h;
 }
 

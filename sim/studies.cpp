@@ -130,7 +130,7 @@ SweepOutcome sweep(const SweepRequest& req) {
     for (const auto& p : out.points)
       if (p.run.session.strategy == runtime::Strategy::LoopSink)
         loop.emplace_back(p.run.session.effective_sink_size(), p.run.steps.step.stats().mean_ms);
-    out.break_even_sink_size = runtime::break_even_sink_size(loop);
+    out.break_even_sink_size = report::break_even_sink_size(loop);
     if (out.break_even_sink_size)
       out.conclusion =
           "loop sink gains less than 1% per step beyond sink_size " + std::to_string(*out.break_even_sink_size);
@@ -142,7 +142,7 @@ SweepOutcome sweep(const SweepRequest& req) {
 }
 
 bool SweepOutcome::failed() const {
-  return std::any_of(points.begin(), points.end(), [](const runtime::SweepPoint& p) { return !p.run.failure.empty(); });
+  return std::any_of(points.begin(), points.end(), [](const report::SweepPoint& p) { return !p.run.failure.empty(); });
 }
 
 std::string SweepOutcome::failure_message() const {
@@ -166,7 +166,7 @@ ordered_json SweepOutcome::report() const {
     } catch (const std::exception&) {
       row["value"] = p.value;
     }
-    const ordered_json run = p.run.to_json();
+    const ordered_json run = report::run_json(p.run);
     for (const auto& [k, v] : run.items()) row[k] = v;
     row.erase("stats");
     rows.push_back(row);
@@ -193,18 +193,18 @@ std::string SweepOutcome::table() const {
   for (const auto& p : points) {
     const auto& r = p.run;
     const runtime::StepStats st = r.steps.step.stats();
-    pulled_up = pulled_up || runtime::mean_pulled_up(st);
+    pulled_up = pulled_up || report::mean_pulled_up(st);
     out += fmt::format("{:>14} {:<11} {:>8} {:>12.4f} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
                        runtime::strategy_name(r.session.strategy), r.steps_completed, st.mean_ms, st.p50_ms,
                        r.samples_per_s(), 100 * r.device_busy_fraction(),
                        r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
   }
-  if (pulled_up) out += std::string("\n") + runtime::kPulledUpNote;
-  if (std::any_of(points.begin(), points.end(), [&](const runtime::SweepPoint& p) {
+  if (pulled_up) out += std::string("\n") + report::kPulledUpNote;
+  if (std::any_of(points.begin(), points.end(), [&](const report::SweepPoint& p) {
         return param == "devices" || p.run.session.eval_passes() > 0 || p.run.devices > 1 ||
                p.run.interactions.kernels_compiled > 0;
       })) {
-    runtime::TextTable t(
+    report::TextTable t(
         {param, "strategy", "time to train s", "training", "evaluation", "initialisation", "exposed comm"});
     for (const auto& p : points) {
       const runtime::TimeToTrain v = p.run.time_to_train();
@@ -399,7 +399,7 @@ FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
 }
 
 std::string FusionAdvice::table(std::size_t top) const {
-  runtime::TextTable t({"all_reduce_fusion", "step ms", "tail ms", "exposed comm s"});
+  report::TextTable t({"all_reduce_fusion", "step ms", "tail ms", "exposed comm s"});
   for (std::size_t i = 0; i < candidates.size() && i < top; ++i) {
     const auto& c = candidates[i];
     std::string split;

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runtime/data_verdict.h"
 #include "sim/core/error.h"
 #include "sim/core/time.h"
+#include "sim/report/data_verdict.h"
 
 namespace ascendsim::sim {
 
@@ -274,7 +274,7 @@ runtime::RunResult System::result() {
     r.values = m_values;
   }
 
-  runtime::DataRates rates;
+  report::DataRates rates;
   rates.has_later_epochs = m_session.steps() > m_session.steps_per_epoch;
   const auto& stages = m_pipeline.costs().stages();
   for (std::size_t s = 0; s < stages.size(); ++s)
@@ -288,7 +288,7 @@ runtime::RunResult System::result() {
   }
   rates.device_s_per_batch = m_graph.device_compute_s;
   rates.map_cache_possible = m_data.first_random() > 0;
-  r.data = runtime::judge_data(r, rates, m_cfg.host, m_cfg.pipeline).to_json();
+  r.data = report::verdict_json(report::judge_data(r, rates, m_cfg.host, m_cfg.pipeline));
   nlohmann::ordered_json depth = nlohmann::ordered_json::array();
   for (const auto& [t, d] : m_chip.hostif.queue.depth_samples()) depth.push_back({t, d});
   r.data["queue_depth_over_time"] = depth;

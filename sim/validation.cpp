@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "runtime/html_report.h"
-#include "runtime/report.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/core/params.h"
+#include "sim/report/html_report.h"
+#include "sim/report/report.h"
 #include "sim/run_yaml.h"
 
 namespace ascendsim::sim {
@@ -222,11 +222,11 @@ std::vector<ValidationRow> validate(const std::vector<PublishedFigure>& figures)
 }
 
 std::string validation_html(const std::vector<ValidationRow>& rows, double tolerance) {
-  std::vector<runtime::ValidationEntry> entries;
+  std::vector<report::ValidationEntry> entries;
   for (const auto& r : rows)
     entries.push_back({r.figure.id, r.figure.unit, r.figure.configuration, r.figure.source, r.figure.value, r.simulated,
                        r.error, r.compared, r.note, r.simulated_only});
-  return runtime::html_validation(entries, tolerance);
+  return report::html_validation(entries, tolerance);
 }
 
 nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
@@ -247,7 +247,7 @@ nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows) {
 }
 
 std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance) {
-  runtime::TextTable t({"id", "published", "simulated", "error", "configuration"}, {4});
+  report::TextTable t({"id", "published", "simulated", "error", "configuration"}, {4});
   double abs_sum = 0;
   int compared = 0, within = 0;
   for (const auto& r : rows) {

@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/options.h"
 #include "sim/core/error.h"
+#include "sim/report/report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -75,7 +75,7 @@ int cmd_aicore_check(int argc, char* argv[]) {
     write_output(o.json, j.dump(2) + "\n");
     if (o.json == "-") return 0;
   }
-  runtime::TextTable table({"op type", "distinct", "per step", "analytic ms", "event ms", "worst op"});
+  report::TextTable table({"op type", "distinct", "per step", "analytic ms", "event ms", "worst op"});
   for (const auto& t : types)
     table.add({t.type, std::to_string(t.distinct), std::to_string(t.count), fmt::format("{:.3f}", t.analytic / 1e3),
                fmt::format("{:.3f}", t.event / 1e3), fmt::format("{:+.1f}%", 100 * t.worst)});

@@ -15,12 +15,12 @@
 #include <fmt/format.h>
 
 #include "runtime/image_ops.h"
-#include "runtime/report.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/options.h"
 #include "sim/core/error.h"
 #include "sim/core/stop.h"
 #include "sim/outputs.h"
+#include "sim/report/report.h"
 #include "sim/system.h"
 
 namespace ascendsim::sim::cli {

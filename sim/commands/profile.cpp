@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include "aicore/event_model.h"
-#include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/options.h"
 #include "sim/outputs.h"
+#include "sim/report/report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -55,7 +55,7 @@ int cmd_profile(int argc, char* argv[]) {
   files.stage(types, t);
   files.stage(summary, s);
   files.commit();
-  runtime::TextTable table({"op_type", "time ms/step", "count", "share"});
+  report::TextTable table({"op_type", "time ms/step", "count", "share"});
   for (std::size_t i = 0; i < p.types.size() && i < 10; ++i)
     table.add({p.types[i].type, fmt::format("{:.3f}", p.types[i].time_ms), std::to_string(p.types[i].count),
                fmt::format("{:.1f}%", 100 * p.types[i].share)});

@@ -9,14 +9,14 @@
 
 #include <fmt/format.h>
 
-#include "runtime/html_report.h"
-#include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/messages.h"
 #include "sim/commands/options.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
+#include "sim/report/html_report.h"
+#include "sim/report/report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -37,7 +37,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   if (out.failed()) {
     std::istringstream lines(out.failure_message());
     for (std::string line; std::getline(lines, line);) std::cerr << "error: " << line << "\n";
-    std::cerr << "\nwhere the time went up to that point:\n" << runtime::format_table(out.header, out.runs);
+    std::cerr << "\nwhere the time went up to that point:\n" << report::format_table(out.header, out.runs);
     std::cerr << "no report written\n";
     return kExitRunFailed;
   }
@@ -64,7 +64,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
         "steps per rank)\n";
     std::vector<std::string> head = {"devices"};
     for (const auto& r : out.runs) head.push_back(runtime::strategy_name(r.session.strategy));
-    runtime::TextTable t(head);
+    report::TextTable t(head);
     for (const auto& p : curve) {
       std::vector<std::string> row = {std::to_string(p.devices)};
       for (std::size_t i = 0; i < p.samples_per_s.size(); ++i)
@@ -80,7 +80,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
           runtime::strategy_name(out.runs[i].session.strategy));
       std::vector<std::string> cols = {"devices", "efficiency"};
       for (const char* c : kScalingLosses) cols.emplace_back(c);
-      runtime::TextTable lt(cols);
+      report::TextTable lt(cols);
       for (const auto& p : curve) {
         std::vector<std::string> row = {std::to_string(p.devices), fmt::format("{:.1f}%", 100 * p.efficiency[i])};
         for (double v : p.lost[i]) row.push_back(fmt::format("{:.1f}%", 100 * v));
@@ -133,9 +133,9 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
     }
   }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
-  if (!o.html.empty()) files.stage(o.html, runtime::html_compare(out.header, out.runs));
+  if (!o.html.empty()) files.stage(o.html, report::html_compare(out.header, out.runs));
   if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
-  if (o.json != "-") files.print(losses + runtime::format_table(out.header, out.runs) + scaling);
+  if (o.json != "-") files.print(losses + report::format_table(out.header, out.runs) + scaling);
   files.commit();
   return 0;
 }

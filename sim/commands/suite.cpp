@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/messages.h"
@@ -16,6 +15,7 @@
 #include "sim/core/error.h"
 #include "sim/outputs.h"
 #include "sim/regression.h"
+#include "sim/report/report.h"
 #include "sim/serve.h"
 
 namespace ascendsim::sim::cli {

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "runtime/html_report.h"
 #include "sim/api.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/messages.h"
@@ -15,6 +14,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
+#include "sim/report/html_report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -63,7 +63,7 @@ int cmd_sweep(int argc, char* argv[]) {
   }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.csv.empty()) files.stage(o.csv, out.csv());
-  if (!o.html.empty()) files.stage(o.html, runtime::html_sweep(out.header, out.param, out.points, out.conclusion));
+  if (!o.html.empty()) files.stage(o.html, report::html_sweep(out.header, out.param, out.points, out.conclusion));
   if (o.json != "-") files.print(out.table());
   files.commit();
   return 0;

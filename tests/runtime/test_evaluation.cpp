@@ -9,11 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "runtime/graph_compiler.h"
-#include "runtime/report.h"
 #include "sim/accuracy_curve.h"
 #include "sim/api.h"
 #include "sim/core/breakdown.h"
 #include "sim/core/error.h"
+#include "sim/report/report.h"
 #include "sim/system.h"
 #include "tests/test_support.h"
 #include "workloads/workload.h"
@@ -186,7 +186,7 @@ TEST(Evaluation, ItsCacheCostsTheFirstPassAndSpeedsUpTheLaterOnes) {
   EXPECT_DOUBLE_EQ(c["bytes_per_sample"].get<double>(), 224.0 * 224 * 3 * 4);  // float CHW
   EXPECT_EQ(plain.eval_cache["placement"], "none");
   // The report carries it.
-  const auto j = cached.to_json();
+  const auto j = report::run_json(cached);
   EXPECT_EQ(j["evaluation"]["passes"].size(), 3u);
   EXPECT_LT(j["evaluation"]["later_pass_mean_s"].get<double>(), j["evaluation"]["first_pass_s"].get<double>());
 }
@@ -285,7 +285,7 @@ TEST(AccuracyCurve, ARunToATargetTrainsTheEpochsTheCurveGivesAndSaysSo) {
     EXPECT_EQ(run.evaluation().passes, 3);
   }
   EXPECT_EQ(out.report()["target"]["accuracy"], 0.8);
-  EXPECT_NE(runtime::format_table(out.header, out.runs).find("trains to epoch 6"), std::string::npos);
+  EXPECT_NE(report::format_table(out.header, out.runs).find("trains to epoch 6"), std::string::npos);
   r.target_accuracy = 0;  // a curve without a target
   EXPECT_THROW(sim::run(r), sim::InputError);
   std::filesystem::remove(path);

@@ -21,9 +21,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/charts.h"
 #include "runtime/session.h"
 #include "sim/core/breakdown.h"
+#include "sim/report/charts.h"
 
 namespace {
 
@@ -276,7 +276,7 @@ void expect_labels_fit(const Page& page) {
       EXPECT_TRUE(inside(t.box, c.box)) << c.id << ": \"" << t.text << "\" at [" << t.box.l << ", " << t.box.r
                                         << "] x [" << t.box.t << ", " << t.box.b << "], chart [" << c.box.l << ", "
                                         << c.box.r << "] x [" << c.box.t << ", " << c.box.b << "]";
-      EXPECT_GE(ascendsim::runtime::charts::text_width(t.text, t.font_px) + kTolerance, t.length)
+      EXPECT_GE(ascendsim::report::charts::text_width(t.text, t.font_px) + kTolerance, t.length)
           << c.id << ": \"" << t.text << "\"";
       if (t.box.r - t.box.l > longest->box.r - longest->box.l) longest = &t;
     }
@@ -314,9 +314,9 @@ void expect_legends_clear_of_data(const Page& page) {
 }
 
 TEST(ChartText, WidthsAndCountLabels) {
-  using ascendsim::runtime::charts::count_label;
-  using ascendsim::runtime::charts::text_width;
-  using ascendsim::runtime::charts::wrap;
+  using ascendsim::report::charts::count_label;
+  using ascendsim::report::charts::text_width;
+  using ascendsim::report::charts::wrap;
   // Widths add up, scale with the font size, and a wide letter takes more room than a narrow one.
   EXPECT_DOUBLE_EQ(text_width("C8-nocache"), text_width("C8-") + text_width("nocache"));
   EXPECT_DOUBLE_EQ(text_width("eval", 24), 2 * text_width("eval", 12));
@@ -446,7 +446,7 @@ TEST_F(HtmlRender, CompareFitsALongStageNameInThePage) {
   ASSERT_EQ(run("compare --workload resnet50 --steps-per-epoch 5 -q --html " + html.string()), 0)
       << slurp(m_dir / "stderr");
   const std::string stage = "Map(RandomCropDecodeResize,RandomHorizontalFlip,Normalize,HWC2CHW)";
-  ASSERT_GT(ascendsim::runtime::charts::text_width(stage), 400);
+  ASSERT_GT(ascendsim::report::charts::text_width(stage), 400);
   std::string text = slurp(html);
   for (auto at = text.find("<wbr>"); at != std::string::npos; at = text.find("<wbr>", at)) text.erase(at, 5);
   ASSERT_THAT(text, HasSubstr(">" + stage + "</td>"));
@@ -512,7 +512,7 @@ TEST_F(HtmlRender, CoincidingScalingCurvesEachStayVisible) {
   std::map<std::string, std::vector<const Point*>> points;
   for (const auto& l : c->lines)
     for (auto st : {Strategy::NonSink, Strategy::DataSink, Strategy::GraphSink, Strategy::LoopSink})
-      if (l.stroke == ascendsim::runtime::charts::strategy_color(st)) {
+      if (l.stroke == ascendsim::report::charts::strategy_color(st)) {
         names.emplace_back(ascendsim::runtime::strategy_name(st));
         line[names.back()] = &l;
       }
@@ -570,7 +570,7 @@ TEST_F(HtmlRender, ValidationShowsEveryIdWhole) {
   std::string longest;
   for (const auto& row : rows)
     if (row["counted"].get<bool>() &&  // a bar per counted figure
-        ascendsim::runtime::charts::text_width(row["id"]) > ascendsim::runtime::charts::text_width(longest))
+        ascendsim::report::charts::text_width(row["id"]) > ascendsim::report::charts::text_width(longest))
       longest = row["id"];
   ASSERT_FALSE(longest.empty());
   const Text* label = chart->find(longest);

@@ -6,11 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/data_verdict.h"
 #include "runtime/run_result.h"
 #include "runtime/step_summary.h"
+#include "sim/report/data_verdict.h"
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
+using namespace runtime;
 namespace {
 
 std::vector<double> lognormal(std::size_t n, std::uint32_t seed) {
@@ -193,4 +194,4 @@ TEST(DataVerdict, TheNamedShareIsTheLargestAndTheGroupsAddUp) {
 }
 
 }  // namespace
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

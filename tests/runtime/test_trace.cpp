@@ -14,6 +14,7 @@
 #include "runtime/graph_compiler.h"
 #include "sim/config.h"
 #include "sim/kernel.h"
+#include "sim/report/report.h"
 #include "sim/simulation.h"
 #include "tests/test_support.h"
 #include "workloads/workload.h"
@@ -324,7 +325,7 @@ TEST_F(TraceTest, StepTraceAddsUpToTheStepTimes) {
       EXPECT_GE(t.interval_s[i], 0);
       EXPECT_GT(t.fp_bp_s[i], 0);
     }
-    const auto j = x.to_json();
+    const auto j = report::run_json(x);
     for (const char* k : {"iteration_interval", "fp_bp", "tail"}) EXPECT_TRUE(j["step_trace_ms"].contains(k)) << k;
   }
   // Op-by-op launching shows up as a long iteration interval; loop sink has almost none.

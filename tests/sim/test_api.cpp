@@ -17,6 +17,7 @@
 
 #include "sim/api.h"
 #include "sim/core/error.h"
+#include "sim/report/report.h"
 #include "tests/test_support.h"
 
 namespace ascendsim {
@@ -80,7 +81,7 @@ TEST(Api, ARunThatFailsMidwayLeavesTheNextRunUntouched) {
   const sim::RunOutcome again = sim::run(starving());
   EXPECT_EQ(again.runs[0].steps_completed, failed.runs[0].steps_completed);
   EXPECT_EQ(again.runs[0].sim_time_s, failed.runs[0].sim_time_s);
-  EXPECT_EQ(again.runs[0].to_json().dump(), failed.runs[0].to_json().dump());
+  EXPECT_EQ(report::run_json(again.runs[0]).dump(), report::run_json(failed.runs[0]).dump());
 }
 
 TEST(Api, SweepsInProcessEqualTheCommandLine) {

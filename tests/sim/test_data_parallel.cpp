@@ -14,11 +14,11 @@
 #include "aicpu/hccl.h"
 #include "hostif/dma_channel.h"
 #include "runtime/graph_compiler.h"
-#include "runtime/html_report.h"
 #include "sim/api.h"
 #include "sim/core/error.h"
 #include "sim/core/time.h"
 #include "sim/kernel.h"
+#include "sim/report/html_report.h"
 #include "sim/system.h"
 #include "tests/test_support.h"
 
@@ -666,7 +666,7 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
     EXPECT_DOUBLE_EQ(slow.rank_step_mean_ms[k], slow.rank_step_mean_ms[3]);
   }
   // The straggler waits for its data; the others wait for it in the AllReduce.
-  EXPECT_EQ(slow.to_json()["ranks"]["straggler"], 3);
+  EXPECT_EQ(report::run_json(slow)["ranks"]["straggler"], 3);
   for (std::size_t k = 0; k < 8; ++k)
     if (k != 3) {
       EXPECT_GT(slow.rank_comm_s[k], slow.rank_comm_s[3]);
@@ -674,7 +674,7 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
     }
   // The text report names one slow rank, the straggler, and says by what; the ranks' steps, in
   // lock step, single out none (no "slowest rank" beside it).
-  const std::string cluster = runtime::format_cluster({slow});
+  const std::string cluster = report::format_cluster({slow});
   const std::string text = cluster.substr(0, cluster.find("AllReduce groups"));  // the ranks' table
   EXPECT_NE(text.find("the one with the least exposed communication"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 3"), std::string::npos) << text;
@@ -685,9 +685,9 @@ TEST(DataParallel, SlowingOneRanksPipelineSlowsEveryRank) {
   EXPECT_EQ(text.find("slowest"), std::string::npos) << text;
   ASSERT_EQ(slow.rank_step_p50_ms.size(), 8u);
   for (std::size_t k = 0; k < 8; ++k) EXPECT_DOUBLE_EQ(slow.rank_step_p50_ms[k], slow.rank_step_p50_ms[3]);
-  EXPECT_EQ(slow.to_json()["ranks"]["step_time_ms_p50"].size(), 8u);
+  EXPECT_EQ(report::run_json(slow)["ranks"]["step_time_ms_p50"].size(), 8u);
   // The HTML report shows every rank's waits and names the straggler.
-  const std::string page = runtime::html_compare({}, {slow});
+  const std::string page = report::html_compare({}, {slow});
   EXPECT_NE(page.find("id=\"allreduce-groups\""), std::string::npos);
   EXPECT_NE(page.find("id=\"chart-ranks-loop-sink\""), std::string::npos);
   EXPECT_NE(page.find("wait for rank 3"), std::string::npos);
@@ -787,7 +787,7 @@ TEST(DataParallel, ScalingEfficiencyIsAtMostOne) {
                            {"efficiency", p.efficiency[0]},
                            {"lost", lost}});
   }
-  const std::string page = runtime::html_compare({}, {run});
+  const std::string page = report::html_compare({}, {run});
   EXPECT_NE(page.find("id=\"chart-scaling\""), std::string::npos);
   // A bar per cluster size: the efficiency kept and each cause of the rest.
   EXPECT_NE(page.find("id=\"chart-scaling-lost-loop-sink\""), std::string::npos);
@@ -842,11 +842,11 @@ TEST(DataParallel, ServersAlikeSimulatedOnceReportWhatEveryRankSimulatedReports)
       b["runs"][i]["ranks"].erase("simulated");
     }
     EXPECT_EQ(a.dump(), b.dump());
-    std::string text = runtime::format_table(once.header, once.runs);
+    std::string text = report::format_table(once.header, once.runs);
     const auto line = text.find("ranks simulated: ");
     ASSERT_EQ(line != std::string::npos, c.simulated < c.devices);
     if (line != std::string::npos) text.erase(line, text.find('\n', line) + 1 - line);
-    EXPECT_EQ(text, runtime::format_table(every.header, every.runs));
+    EXPECT_EQ(text, report::format_table(every.header, every.runs));
   }
 }
 
@@ -888,8 +888,8 @@ TEST(DataParallel, TimeToTrainAddsUpToItsPartsWithEvaluationOnServersAlike) {
   EXPECT_NEAR(t.training + t.evaluation + t.initialisation + t.exposed_comm, t.total, 1e-12 * t.total);
   for (double part : {t.training, t.evaluation, t.initialisation, t.exposed_comm}) EXPECT_GT(part, 0);
   EXPECT_EQ(run.evaluation().passes, 2);
-  EXPECT_NE(runtime::format_table(once.header, once.runs).find("time to train"), std::string::npos);
-  const std::string page = runtime::html_compare(once.header, once.runs);
+  EXPECT_NE(report::format_table(once.header, once.runs).find("time to train"), std::string::npos);
+  const std::string page = report::html_compare(once.header, once.runs);
   EXPECT_NE(page.find(fmt::format("<td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td>", t.total, t.training, t.evaluation)),
             std::string::npos);
   // The evaluation pipelines share the hosts' cores too: servers alike still report alike.
@@ -934,7 +934,7 @@ TEST(DataParallel, ASweepOfDevicesTimesTheSameJobOnEachClusterSize) {
   // Text, JSON and a stacked bar per cluster size.
   EXPECT_NE(out.table().find("time to train"), std::string::npos);
   EXPECT_EQ(out.report()["rows"][1]["time_to_train_s"]["total"].get<double>(), out.points[1].run.sim_time_s);
-  const std::string page = runtime::html_sweep(out.header, out.param, out.points, out.conclusion);
+  const std::string page = report::html_sweep(out.header, out.param, out.points, out.conclusion);
   const auto chart = page.find("id=\"chart-time-to-train\"");
   ASSERT_NE(chart, std::string::npos);
   const std::string svg = page.substr(chart, page.find("</svg>", chart) - chart);
@@ -976,7 +976,7 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
   r.epochs = 1;
   r.steps_per_epoch = 200;
   const auto out = sim::run(r);
-  const std::string table = runtime::format_table(out.header, out.runs);
+  const std::string table = report::format_table(out.header, out.runs);
   bool above_p99 = false;
   for (const auto& run : out.runs) {
     const runtime::StepStats st = run.steps.step.stats();
@@ -1005,18 +1005,18 @@ TEST(DataParallel, TheMedianStandsBesideEveryMeanStep) {
     EXPECT_GE(rows, 5) << name;
   }
   ASSERT_TRUE(above_p99);  // the case the median is there for
-  EXPECT_NE(table.find(runtime::kPulledUpNote), std::string::npos);
+  EXPECT_NE(table.find(report::kPulledUpNote), std::string::npos);
   // A run whose mean is within 5% of its median and 1% of its p99 draws no note.
   r.strategies = {runtime::Strategy::NonSink};
   r.steps_per_epoch = 50;  // p99 is the slowest step
   const auto steady = sim::run(r);
   const runtime::StepStats st = steady.runs[0].steps.step.stats();
-  ASSERT_FALSE(runtime::mean_pulled_up(st));
+  ASSERT_FALSE(report::mean_pulled_up(st));
   ASSERT_LT(st.mean_ms, st.p99_ms);
-  EXPECT_EQ(runtime::format_table(steady.header, steady.runs).find(runtime::kPulledUpNote), std::string::npos);
+  EXPECT_EQ(report::format_table(steady.header, steady.runs).find(report::kPulledUpNote), std::string::npos);
   // The HTML summary carries the median too.
   EXPECT_NE(
-      runtime::html_compare({}, out.runs).find(fmt::format("<td>{:.4f}</td>", out.runs[3].steps.step.stats().p50_ms)),
+      report::html_compare({}, out.runs).find(fmt::format("<td>{:.4f}</td>", out.runs[3].steps.step.stats().p50_ms)),
       std::string::npos);
 }
 

@@ -10,10 +10,10 @@
 #include "aicpu/hccl.h"
 #include "hostif/task.h"
 #include "runtime/graph_compiler.h"
-#include "runtime/report.h"
 #include "sim/api.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
+#include "sim/report/report.h"
 #include "tests/test_support.h"
 #include "workloads/training.h"
 #include "workloads/transformer.h"
@@ -214,7 +214,7 @@ TEST(Transformer, TensorParallelGroupsAreAdjacentRanksAndTheBatchDividesAmongThe
   for (const auto& c : w.shard_plan->collectives) EXPECT_EQ(c.group_stride, 1) << c.name;
   const sim::RunOutcome out = sim::run(small_gpt(4, 2, 3));
   ASSERT_FALSE(out.failed()) << out.failure_message();
-  const std::string text = runtime::format_table(out.header, out.runs);
+  const std::string text = report::format_table(out.header, out.runs);
   EXPECT_NE(text.find("tensor parallel 2 x data parallel 2), batch 3 per tensor-parallel group, 6 in all"),
             std::string::npos)
       << text;
@@ -475,7 +475,7 @@ TEST(Transformer, TokensPerSecondAndUtilisationFollowTheSteadyState) {
   const Workload w = make_workload("bert-base", 8);
   EXPECT_DOUBLE_EQ(x.model_flops_per_sample, 6.0 * static_cast<double>(forward_macs(w.graph)) / 8);
   EXPECT_EQ(x.tokens_per_sample, 128);
-  const auto j = x.to_json()["model_flops"];
+  const auto j = report::run_json(x)["model_flops"];
   EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), 128 * x.steady_samples_per_s());
   // The ascend910 preset's peak: 32 cores x 4096 MACs x 2 at its clock; the device cannot do
   // more than that while busy, so the utilisation stays under the busy fraction.
@@ -483,7 +483,7 @@ TEST(Transformer, TokensPerSecondAndUtilisationFollowTheSteadyState) {
   EXPECT_DOUBLE_EQ(x.peak_flops_per_device, 2.0 * 32 * 4096 * core.freq_ghz * 1e9);
   EXPECT_GT(x.mfu(), 0.05);
   EXPECT_LT(x.mfu(), x.device_busy_fraction());
-  EXPECT_NE(runtime::format_table(out.header, out.runs).find("tokens/s, model FLOPs utilisation"), std::string::npos);
+  EXPECT_NE(report::format_table(out.header, out.runs).find("tokens/s, model FLOPs utilisation"), std::string::npos);
 }
 
 TEST(Transformer, OutOfMemoryNamesThePartToShard) {

@@ -1,4 +1,4 @@
-#include "runtime/report.h"
+#include "sim/report/report.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
+
+using namespace runtime;
 
 const char* const kPulledUpNote =
     "a mean well above the median: a few slow steps pull it up (the first loads the graph and fills the pipeline; "
@@ -26,7 +28,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   if (!h.parallel.is_null()) j["parallel"] = h.parallel;
   if (!h.target.is_null()) j["target"] = h.target;
   j["runs"] = nlohmann::ordered_json::array();
-  for (const auto& r : runs) j["runs"].push_back(r.to_json());
+  for (const auto& r : runs) j["runs"].push_back(run_json(r));
   j["config"] = config;
   return j;
 }
@@ -527,4 +529,4 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   return out;
 }
 
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

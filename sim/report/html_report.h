@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/report.h"
 #include "runtime/run_result.h"
+#include "sim/report/report.h"
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
 
 /// A strategy comparison: summary, time breakdown as stacked bars, interactions per strategy,
 /// data-queue depth over time, and the data verdicts.
@@ -40,4 +40,4 @@ std::string escape_xml(const std::string& s);
 std::string html_sweep(const ReportHeader& h, const std::string& param, const std::vector<SweepPoint>& points,
                        const std::string& conclusion);
 
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

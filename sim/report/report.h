@@ -11,7 +11,11 @@
 
 #include "runtime/run_result.h"
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
+
+using runtime::RunResult;
+using runtime::StepStats;
+
 
 struct ReportHeader {
   std::string workload;
@@ -32,6 +36,11 @@ struct ReportHeader {
   nlohmann::ordered_json target;
   std::string server;  ///< the server preset the devices sit in (empty: not reported)
 };
+
+/// One run's object in the report's "runs" (docs/reports.md).
+nlohmann::ordered_json run_json(const RunResult& r);
+/// A run's "evaluation" object (docs/reports.md).
+nlohmann::ordered_json evaluation_json(const RunResult& r);
 
 /// {"workload", "chip", "batch_size", "devices", "runs": [...], "config": {...}}
 nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunResult>& runs,
@@ -65,4 +74,4 @@ class TextTable {
 std::string format_cluster(const std::vector<RunResult>& runs);
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs);
 
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

@@ -1,4 +1,4 @@
-#include "runtime/data_verdict.h"
+#include "sim/report/data_verdict.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,20 +7,22 @@
 
 #include <fmt/format.h>
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
 
-nlohmann::ordered_json DataVerdict::to_json() const {
-  return {{"data_bound", data_bound},
-          {"waiting_fraction", waiting_fraction},
-          {"first_fill_s", first_fill_s},
-          {"pipeline_batches_per_s", pipeline_batches_per_s},
-          {"bounding_stage", bounding_stage},
-          {"device_batches_per_s", device_batches_per_s},
-          {"strategy_batches_per_s", strategy_batches_per_s},
-          {"dominant", dominant},
-          {"dominant_fraction", dominant_fraction},
-          {"verdict", verdict},
-          {"advice", advice}};
+using namespace runtime;
+
+nlohmann::ordered_json verdict_json(const DataVerdict& v) {
+  return {{"data_bound", v.data_bound},
+          {"waiting_fraction", v.waiting_fraction},
+          {"first_fill_s", v.first_fill_s},
+          {"pipeline_batches_per_s", v.pipeline_batches_per_s},
+          {"bounding_stage", v.bounding_stage},
+          {"device_batches_per_s", v.device_batches_per_s},
+          {"strategy_batches_per_s", v.strategy_batches_per_s},
+          {"dominant", v.dominant},
+          {"dominant_fraction", v.dominant_fraction},
+          {"verdict", v.verdict},
+          {"advice", v.advice}};
 }
 
 Dominant dominant_share(const RunResult& r) {
@@ -175,4 +177,4 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   return v;
 }
 
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

@@ -1,154 +1,26 @@
-#include "runtime/html_report.h"
+// The strategy comparison page (compare, train): summary, breakdown, interactions, queue depth,
+// the cluster, the data verdicts.
+#include "sim/report/html_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "runtime/charts.h"
+#include "sim/report/charts.h"
+#include "sim/report/html_parts.h"
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
 
-namespace {
-
+using namespace runtime;
+using namespace html;
 using charts::nice_ticks;
+using charts::text_width;
 using charts::tick_label;
 
-std::string esc(const std::string& s) { return escape_xml(s); }
-
-const char* color_of(Strategy s) { return charts::strategy_color(s); }
-const char* phase_color(std::size_t p) { return charts::phase_color(static_cast<sim::Phase>(p)); }
-
-std::string page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) +
-         "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}"
-         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-         "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}svg{display:block;margin:1em 0}"
-         "td:first-child{white-space:nowrap}td.stage{white-space:normal;overflow-wrap:anywhere;min-width:8em}svg text{font-size:12px;font-family:system-ui,sans-serif}.note{color:#555}"
-         ".multiples{display:flex;flex-wrap:wrap;column-gap:24px}.multiples figure{margin:0;max-width:540px}"
-         "figcaption{font-weight:600;margin:.5em 0 0}figure svg{margin:.25em 0 1em}</style></head><body>\n<h1>" +
-         esc(title) + "</h1>\n" + body + "</body></html>\n";
-}
-
-using charts::text_width;
-
-/// `s` escaped, with a line break allowed after each comma and before each opening parenthesis:
-/// a stage name such as Map(RandomCropDecodeResize,RandomHorizontalFlip,Normalize,HWC2CHW) wraps
-/// at its ops instead of widening its table past the page.
-std::string breakable(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '(' && !out.empty()) out += "<wbr>";
-    out += esc(std::string(1, c));
-    if (c == ',') out += "<wbr>";
-  }
-  return out;
-}
-
-/// "ascend910 (atlas800-9000 server)", escaped: the chip and the server it sits in.
-std::string chip_and_server(const ReportHeader& h) {
-  return esc(h.chip) + (h.server.empty() ? "" : " (" + esc(h.server) + " server)");
-}
-
-constexpr double kLegendRow = 18;
-
-struct Legend {
-  std::string svg;
-  double bottom = 0;  ///< below the last row of entries
-};
-
-/// Colour swatches with their labels from (x, y), in rows that break before `right`.
-Legend legend(const std::vector<std::pair<std::string, std::string>>& items, double x, double y, double right) {
-  Legend l;
-  const double x0 = x;
-  for (const auto& [label, color] : items) {
-    const double w = 16 + text_width(label);
-    if (x > x0 && x + w > right) {
-      x = x0;
-      y += kLegendRow;
-    }
-    l.svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>", x, y, color);
-    l.svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x + 16, y + 10, esc(label));
-    x += w + 14;
-  }
-  l.bottom = y + 14;
-  return l;
-}
-
-/// A strategy's marker centred on (x, y), `r` px from its centre to its box's sides: a circle,
-/// square, diamond or triangle by strategy, so markers that coincide differ in shape too;
-/// `outlined` draws it with a white edge.
-std::string marker(Strategy st, double x, double y, double r, const std::string& title,
-                   const std::string& cls = "point", bool outlined = false) {
-  const std::string tail = fmt::format(" fill=\"{}\"{}><title>{}</title>", color_of(st),
-                                       outlined ? " stroke=\"#fff\" stroke-width=\"0.75\"" : "", esc(title));
-  switch (static_cast<int>(st)) {
-    case 0:
-      return fmt::format("<circle class=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{:g}\"{}</circle>", cls, x, y, r, tail);
-    case 1:
-      return fmt::format("<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:g}\" height=\"{:g}\"{}</rect>",
-                         cls, x - r, y - r, 2 * r, 2 * r, tail);
-    case 2:
-      return fmt::format("<path class=\"{7}\" d=\"M{0:.2f} {1:.2f}L{2:.2f} {3:.2f}L{0:.2f} {4:.2f}L{5:.2f} {3:.2f}Z\"{6}</path>",
-                         x, y - r, x + r, y, y + r, x - r, tail, cls);
-    default:
-      return fmt::format("<path class=\"{6}\" d=\"M{0:.2f} {1:.2f}L{2:.2f} {3:.2f}L{4:.2f} {3:.2f}Z\"{5}</path>", x,
-                         y - r, x + r, y + r, x - r, tail, cls);
-  }
-}
-
-struct LineLegend {
-  std::string svg;
-  double bottom = 0;  ///< below the last row
-};
-
-/// A line chart's legend, in a group of its own from (x, y): per series a sample of its line (its
-/// dash pattern) with its marker, and its name, in rows that break before `right`; then the notes
-/// (which series coincide), wrapped.
-LineLegend line_legend(const std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>& series,
-                       const std::vector<std::string>& notes, double x, double y, double right) {
-  LineLegend l;
-  const double x0 = x;
-  l.svg = "<g class=\"legend\">";
-  for (const auto& [st, pts] : series) {
-    const std::string label = strategy_name(st);
-    const double w = 34 + text_width(label);
-    if (x > x0 && x + w > right) {
-      x = x0;
-      y += kLegendRow;
-    }
-    l.svg += fmt::format(
-        "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\" "
-        "stroke-dasharray=\"{}\"/>",
-        x, x + 28, y + 6, y + 6, color_of(st), charts::strategy_dash(st));
-    l.svg += marker(st, x + 14, y + 6, 4, label, "key");
-    l.svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x + 34, y + 10, esc(label));
-    x += w + 14;
-  }
-  l.bottom = y + 14;
-  for (const auto& n : notes)
-    for (const auto& line : charts::wrap(n, right - x0)) {
-      l.svg += fmt::format("<text class=\"legend-note\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x0, l.bottom + 14,
-                           esc(line));
-      l.bottom += 18;
-    }
-  l.svg += "</g>";
-  return l;
-}
-
-/// The widest of these labels at 12 px.
-double widest(const std::vector<std::string>& labels, double font_px = 12) {
-  double w = 0;
-  for (const auto& l : labels) w = std::max(w, text_width(l, font_px));
-  return w;
-}
-
-std::vector<std::string> strategy_names(const std::vector<RunResult>& runs) {
-  std::vector<std::string> out;
-  for (const auto& r : runs) out.emplace_back(strategy_name(r.session.strategy));
-  return out;
-}
+namespace {
 
 std::string breakdown_chart(const std::vector<RunResult>& runs) {
   const double left = widest(strategy_names(runs)) + 16, width = 760, bar = 26, gap = 12;
@@ -294,153 +166,6 @@ std::string interactions_chart(const std::vector<RunResult>& runs) {
   return s + "</svg>\n";
 }
 
-struct Axis {
-  std::string label;
-  bool log = false;      ///< logarithmic (values > 0)
-  bool integer = false;  ///< whole-number ticks
-};
-
-using Series = std::vector<std::pair<Strategy, std::vector<std::pair<double, double>>>>;
-
-/// A line chart with nice ticks on both axes; `mark_x` (if > 0) draws a marked vertical line.
-/// `ref_y` (if > 0) draws a dashed horizontal reference line labelled `ref_label`. `notes` are
-/// sentences printed under the chart, wrapped to its width.
-std::string line_chart(const std::string& id, const std::string& label, const Axis& xa, const Axis& ya,
-                       const std::string& y_unit, const Series& series, double mark_x = 0,
-                       const std::string& mark_label = {}, double ref_y = 0, const std::string& ref_label = {},
-                       const std::vector<std::string>& notes = {}) {
-  double min_x = INFINITY, max_x = 0, max_y = 0;
-  for (const auto& [st, pts] : series)
-    for (const auto& [x, y] : pts) {
-      min_x = std::min(min_x, x);
-      max_x = std::max(max_x, x);
-      max_y = std::max(max_y, y);
-    }
-  max_y = std::max(max_y, ref_y);
-  if (!(max_x > 0)) max_x = 1;
-  if (!std::isfinite(min_x)) min_x = 0;
-  const std::vector<double> xt = xa.log ? charts::log_ticks(min_x, max_x) : nice_ticks(0, max_x, 5, xa.integer);
-  const std::vector<double> yt = nice_ticks(0, max_y > 0 ? max_y : 1, 5, ya.integer);
-  const double x0 = xa.log ? std::log10(xt.front()) : xt.front(), x1 = xa.log ? std::log10(xt.back()) : xt.back();
-  const double y1 = yt.back();
-  std::vector<std::string> y_labels, x_labels;
-  for (double t : yt) y_labels.push_back(tick_label(t));
-  for (double t : xt) x_labels.push_back(tick_label(t));
-  const double left = 28 + widest(y_labels) + 8, w = 720, h = 240;
-  const double right = std::max(30.0, text_width(x_labels.back()) / 2 + 6), svg_w = left + w + right;
-  // Series that coincide — the same x values, every y within kCoincidePx of the other's — are
-  // drawn one over another, each narrower than the one drawn before (lines and markers), so each
-  // stays visible around the next; the legend says which coincide.
-  constexpr double kCoincidePx = 3, kWiderLine = 3, kWiderMarker = 2.5;
-  auto coincide = [&](const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
-    if (a.size() != b.size() || a.empty()) return false;
-    for (std::size_t k = 0; k < a.size(); ++k)
-      if (a[k].first != b[k].first || std::fabs(a[k].second - b[k].second) / y1 * h >= kCoincidePx) return false;
-    return true;
-  };
-  std::vector<std::vector<std::size_t>> groups;  // series indices, in drawing order
-  std::vector<std::size_t> group_of(series.size()), place(series.size());
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    std::size_t g = 0;
-    while (g < groups.size() && !coincide(series[groups[g].front()].second, series[i].second)) ++g;
-    if (g == groups.size()) groups.emplace_back();
-    group_of[i] = g;
-    place[i] = groups[g].size();
-    groups[g].push_back(i);
-  }
-  // How many series of its group are drawn after this one: each widens its line. A marker widens
-  // for each marker drawn after it on the same spot (also where only some points meet: every
-  // scaling curve starts at 1).
-  auto under = [&](std::size_t i) { return static_cast<double>(groups[group_of[i]].size() - 1 - place[i]); };
-  auto meets = [&](std::size_t j, const std::pair<double, double>& p) {  // series j has a point on p's spot
-    return std::any_of(series[j].second.begin(), series[j].second.end(), [&](const std::pair<double, double>& q) {
-      return q.first == p.first && std::fabs(q.second - p.second) / y1 * h < kCoincidePx;
-    });
-  };
-  auto marker_r = [&](std::size_t i, std::size_t k) {
-    double later = 0;
-    for (std::size_t j = i + 1; j < series.size(); ++j) later += meets(j, series[i].second[k]);
-    return 3 + kWiderMarker * later;
-  };
-  // A marker that shares its spot gets a white outline, which sets it apart from the one under it.
-  auto shared = [&](std::size_t i, std::size_t k) {
-    for (std::size_t j = 0; j < series.size(); ++j)
-      if (j != i && meets(j, series[i].second[k])) return true;
-    return false;
-  };
-  double widest_marker = 3;
-  for (std::size_t i = 0; i < series.size(); ++i)
-    for (std::size_t k = 0; k < series[i].second.size(); ++k) widest_marker = std::max(widest_marker, marker_r(i, k));
-  std::vector<std::string> coinciding;
-  for (const auto& g : groups) {
-    if (g.size() < 2) continue;
-    std::string names;
-    for (std::size_t k = 0; k < g.size(); ++k)
-      names += std::string(k == 0 ? "" : k + 1 == g.size() ? " and " : ", ") + strategy_name(series[g[k]].first);
-    coinciding.push_back(names + " coincide: each is drawn over the one before it, narrower, so all stay visible.");
-  }
-  const LineLegend key = line_legend(series, coinciding, left, 4, left + w);
-  const double top = key.bottom + (mark_x > 0 || ref_y > 0 ? 24 : 12) + (widest_marker - 3);
-  std::vector<std::string> note_lines;
-  for (const auto& n : notes)
-    for (auto& line : charts::wrap(n, svg_w - 16)) note_lines.push_back(std::move(line));
-  const double height = top + h + 50 + 18 * static_cast<double>(note_lines.size());
-  auto px = [&](double x) { return left + ((xa.log ? std::log10(x) : x) - x0) / (x1 - x0) * w; };
-  auto py = [&](double y) { return top + h - y / y1 * h; };
-  std::string s =
-      fmt::format("<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" aria-label=\"{}\">",
-                  id, svg_w, height, esc(label));
-  s += key.svg;
-  for (std::size_t i = 0; i < note_lines.size(); ++i)
-    s += fmt::format("<text class=\"note\" x=\"8\" y=\"{:.0f}\">{}</text>", top + h + 62 + 18 * static_cast<double>(i),
-                     esc(note_lines[i]));
-  s += fmt::format("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/>", left, top, top + h);
-  s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#888\"/>", left, left + w, top + h);
-  for (std::size_t i = 0; i < yt.size(); ++i)
-    s += fmt::format("<text class=\"tick y-tick\" x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4,
-                     py(yt[i]) + 4, y_labels[i]);
-  for (std::size_t i = 0; i < xt.size(); ++i)
-    s += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
-                     px(xt[i]), top + h + 16, x_labels[i]);
-  s += fmt::format("<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}{}</text>",
-                   left + w / 2, top + h + 36, esc(xa.label), xa.log ? " (log scale)" : "");
-  s += fmt::format(
-      "<text class=\"axis-label\" x=\"14\" y=\"{0:.0f}\" transform=\"rotate(-90 14 {0:.0f})\" "
-      "text-anchor=\"middle\">{1}</text>",
-      top + h / 2, esc(ya.label));
-  if (mark_x > 0) {
-    s += fmt::format(
-        "<line class=\"mark\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#444\" "
-        "stroke-dasharray=\"2 3\"><title>{3}</title></line>",
-        px(mark_x), top, top + h, esc(mark_label));
-    // Centred on the line, moved in where it would cross the chart's edge.
-    const double half = text_width(mark_label) / 2;
-    s += fmt::format("<text class=\"mark-label\" x=\"{:.2f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
-                     std::clamp(px(mark_x), half + 4, svg_w - half - 4), top - 6, esc(mark_label));
-  }
-  if (ref_y > 0)
-    s += fmt::format(
-        "<line class=\"reference\" x1=\"{0}\" x2=\"{1}\" y1=\"{2:.2f}\" y2=\"{2:.2f}\" stroke=\"#444\" "
-        "stroke-dasharray=\"6 4\"><title>{3}</title></line><text class=\"mark-label\" x=\"{1}\" y=\"{4:.2f}\" "
-        "text-anchor=\"end\">{3}</text>",
-        left, left + w, py(ref_y), esc(ref_label), py(ref_y) - 4);
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const auto& [st, pts] = series[i];
-    std::string points;
-    for (const auto& [x, y] : pts) points += fmt::format("{:.2f},{:.2f} ", px(x), py(y));
-    s += fmt::format(
-        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:g}\" stroke-dasharray=\"{}\" "
-        "points=\"{}\"/>",
-        color_of(st), 2 + kWiderLine * under(i), charts::strategy_dash(st), points);
-    for (std::size_t k = 0; k < pts.size(); ++k)
-      s += marker(st, px(pts[k].first), py(pts[k].second), marker_r(i, k),
-                  fmt::format("{}: {} → {} {}", strategy_name(st), tick_label(pts[k].first), tick_label(pts[k].second),
-                              y_unit),
-                  "point", shared(i, k));
-  }
-  return s + "</svg>\n";
-}
-
 std::string summary_table(const std::vector<RunResult>& runs) {
   std::string s =
       "<table id=\"summary\"><tr><th>strategy</th><th>steps</th><th>simulated s</th><th>step ms (mean)</th>"
@@ -464,25 +189,6 @@ std::string summary_table(const std::vector<RunResult>& runs) {
         "many steady steps (graph load, pipeline fill, a cache's first epoch).</p>\n",
         runs.front().steps.steady_from + 1);
   return s;
-}
-
-}  // namespace
-
-std::string escape_xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
 }
 
 /// Small multiples: one panel per strategy, two to a row on a wide page, sharing their scales.
@@ -648,79 +354,6 @@ std::string rank_waits(const std::vector<RunResult>& runs) {
   return s + "</div>\n";
 }
 
-/// Time to train, one stacked bar per row (a strategy, or a swept value and strategy), in
-/// seconds on one axis: the steps, the evaluation passes, the initialisation, the communication
-/// no computation hid, in the breakdown's colours; and the same figures as a table.
-std::string time_to_train_section(const std::string& id, const std::string& row_heading,
-                                  const std::vector<std::pair<std::string, TimeToTrain>>& rows) {
-  using sim::Phase;
-  const std::array<std::pair<const char*, Phase>, 4> parts = {{{"training", Phase::DeviceCompute},
-                                                               {"evaluation", Phase::Eval},
-                                                               {"initialisation", Phase::Setup},
-                                                               {"exposed comm", Phase::Comm}}};
-  auto value = [](const TimeToTrain& t, std::size_t k) {
-    return k == 0 ? t.training : k == 1 ? t.evaluation : k == 2 ? t.initialisation : t.exposed_comm;
-  };
-  std::vector<std::string> labels;
-  double most = 0;
-  for (const auto& [label, t] : rows) {
-    labels.push_back(label);
-    most = std::max(most, t.total);
-  }
-  const std::vector<double> xt = nice_ticks(0, most > 0 ? most : 1);
-  std::vector<std::string> x_labels;
-  for (double t : xt) x_labels.push_back(tick_label(t));
-  const double left = widest(labels) + 16, right = text_width(x_labels.back()) / 2 + 8, width = 760, bar = 20, gap = 8;
-  std::vector<std::pair<std::string, std::string>> items;
-  for (const auto& [name, ph] : parts) items.emplace_back(name, phase_color(static_cast<std::size_t>(ph)));
-  const Legend key = legend(items, left, 8, left + width);
-  const double top = key.bottom + 14;
-  const double height = top + static_cast<double>(rows.size()) * (bar + gap) + 46;
-  std::string s = fmt::format(
-      "<svg id=\"{}\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
-      "aria-label=\"time to train and its parts per {}\">",
-      id, left + width + right, height, esc(row_heading));
-  s += key.svg;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& [label, t] = rows[i];
-    const double y = top + static_cast<double>(i) * (bar + gap);
-    s += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 8, y + bar * 0.7,
-                     esc(label));
-    double x = left;
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      const double w = value(t, k) / xt.back() * width;
-      if (w <= 0) continue;
-      s += fmt::format(
-          "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\">"
-          "<title>{}, {}: {:.6g} s of {:.6g} s</title></rect>",
-          x, y, w, bar, phase_color(static_cast<std::size_t>(parts[k].second)), esc(label), parts[k].first, value(t, k),
-          t.total);
-      x += w;
-    }
-  }
-  for (std::size_t k = 0; k < xt.size(); ++k)
-    s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
-                     left + xt[k] / xt.back() * width, height - 24, x_labels[k]);
-  s += fmt::format(
-      "<text class=\"axis-label\" x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">time to train, s (simulated)"
-      "</text></svg>\n",
-      left + width / 2, height - 6);
-  s += "<table id=\"" + id.substr(id.find('-') + 1) + "\"><tr><th>" + esc(row_heading) +
-       "</th><th>time to train</th><th>training</th><th>evaluation</th><th>initialisation</th><th>exposed comm</th>"
-       "</tr>\n";
-  for (const auto& [label, t] : rows)
-    s +=
-        fmt::format("<tr><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td></tr>\n",
-                    esc(label), t.total, t.training, t.evaluation, t.initialisation, t.exposed_comm);
-  return s + "</table>\n";
-}
-
-const char* kTimeToTrainNote =
-    "<p class=\"note\">from the run's start to its stop, in s: the steps, the evaluation passes, the one-time set-up "
-    "(the data channel, a cold cache's kernel compilation, the graph's load, the parameters' broadcast, the "
-    "pipeline's first fill), the communication no computation hid. MLPerf's timed region leaves out the "
-    "initialisation.</p>\n";
-
 /// Per cluster size of a scaling curve, a bar of its run's time: the efficiency kept, then the
 /// causes of what was lost (a cause below zero, where one device spent more, is not drawn, and
 /// the bar is scaled to the causes drawn).
@@ -824,6 +457,8 @@ std::string cluster_section(const std::vector<RunResult>& runs) {
   }
   return s + rank_waits(runs);
 }
+
+}  // namespace
 
 std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string body;
@@ -937,156 +572,4 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
   return page("ascendsim — " + h.workload + " strategy comparison", body);
 }
 
-std::string html_sweep(const ReportHeader& h, const std::string& param, const std::vector<SweepPoint>& points,
-                       const std::string& conclusion) {
-  // Numeric values are placed at their value, on a log axis when they span more than two decades;
-  // other values (presets, modes) at their position.
-  std::vector<std::string> values;
-  for (const auto& p : points)
-    if (std::find(values.begin(), values.end(), p.value) == values.end()) values.push_back(p.value);
-  bool numeric = true;
-  double lo = INFINITY, hi = 0;
-  std::map<std::string, double> at;
-  for (const auto& v : values) {
-    try {
-      std::size_t used = 0;
-      const double x = std::stod(v, &used);
-      numeric = numeric && used == v.size() && x > 0;
-      at[v] = x;
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    } catch (const std::exception&) {
-      numeric = false;
-    }
-  }
-  const bool log = numeric && hi / lo >= 100;
-  std::map<Strategy, std::vector<std::pair<double, double>>> by;
-  for (const auto& p : points) {
-    const double x = numeric
-                         ? at[p.value]
-                         : 1 + static_cast<double>(std::find(values.begin(), values.end(), p.value) - values.begin());
-    by[p.run.session.strategy].emplace_back(x, p.run.steps.step.stats().mean_ms);
-  }
-  Series series(by.begin(), by.end());
-  double mark = 0;
-  std::string mark_label;
-  if (param == "sink_size" && conclusion.find("beyond sink_size ") != std::string::npos) {
-    mark = std::stod(conclusion.substr(conclusion.rfind(' ') + 1));
-    mark_label = "break-even: sink_size " + tick_label(mark);
-  }
-  std::string body = fmt::format("<p>{} on {}, batch {}: sweep of <code>{}</code>.</p>\n", esc(h.workload),
-                                 chip_and_server(h), h.batch_size, esc(param));
-  if (!conclusion.empty()) body += "<p><b>" + esc(conclusion) + "</b></p>\n";
-  body += "<h2>Mean step time</h2>\n" + line_chart("chart-sweep", "mean step time against " + param,
-                                                   {numeric ? param : param + " (values in the order given)", log},
-                                                   {"ms per step"}, "ms per step", series, mark, mark_label);
-  body += "<h2>Rows</h2>\n<table><tr><th>" + esc(param) +
-          "</th><th>strategy</th><th>steps</th><th>step ms (mean)</th><th>median ms</th><th>samples/s</th><th>device "
-          "busy</th></tr>\n";
-  for (const auto& p : points)
-    body += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}%</td></tr>\n",
-        esc(p.value), strategy_name(p.run.session.strategy), p.run.steps_completed, p.run.steps.step.stats().mean_ms,
-        p.run.steps.step.stats().p50_ms, p.run.samples_per_s(), 100 * p.run.device_busy_fraction());
-  body += "</table>\n";
-  // Time to train per point when the points train to an end worth timing: with evaluation, or
-  // on a cluster (a sweep of devices gives one bar per cluster size).
-  if (std::any_of(points.begin(), points.end(), [&](const SweepPoint& p) {
-        return param == "devices" || p.run.session.eval_passes() > 0 || p.run.devices > 1 ||
-               p.run.interactions.kernels_compiled > 0;
-      })) {
-    std::vector<std::pair<std::string, TimeToTrain>> rows;
-    for (const auto& p : points)
-      rows.emplace_back((param == "devices" ? p.value + (p.value == "1" ? " device, " : " devices, ")
-                                            : param + " " + p.value + ", ") +
-                            strategy_name(p.run.session.strategy),
-                        p.run.time_to_train());
-    body += std::string("<h2>Time to train</h2>\n") + kTimeToTrainNote +
-            time_to_train_section("chart-time-to-train", param == "devices" ? "cluster size" : param, rows);
-  }
-  return page("ascendsim — " + h.workload + " sweep of " + param, body);
-}
-
-std::string html_validation(const std::vector<ValidationEntry>& rows, double tolerance) {
-  std::size_t compared = 0, within = 0;
-  double abs_sum = 0, worst = tolerance;
-  for (const auto& r : rows)
-    if (r.compared) {
-      ++compared;
-      within += std::fabs(r.error) <= tolerance;
-      abs_sum += std::fabs(r.error);
-      worst = std::max(worst, std::fabs(r.error));
-    }
-  std::string body = fmt::format(
-      "<p>{} of {} compared figure(s) within {:.0f}%; mean absolute error {:.1f}%. Published Ascend 910 figures "
-      "against this simulator's runs of the same configuration.</p>\n",
-      within, compared, tolerance * 100, compared ? 100 * abs_sum / static_cast<double>(compared) : 0.0);
-  // Signed error per figure, the tolerance band shaded.
-  // Room on the left for the longest id, on the right for the longest value beyond the axis' end.
-  std::vector<std::string> ids, values;
-  for (const auto& r : rows)
-    if (r.compared) {
-      ids.push_back(r.id);
-      values.push_back(fmt::format("{:+.1f}%", r.error * 100));
-    }
-  const double left = std::max(40.0, widest(ids) + 16), width = 700, bar = 22, gap = 10, top = 10;
-  const double right = std::max(24.0, widest(values) + 10);
-  const double span = std::ceil(worst * 10 + 0.5) / 10;  // symmetric axis, in steps of 10%
-  const double height = top + static_cast<double>(compared) * (bar + gap) + 40;
-  const double zero = left + width / 2;
-  auto x_of = [&](double e) { return zero + e / span * (width / 2); };
-  std::string svg = fmt::format(
-      "<svg id=\"chart-validation\" class=\"chart\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" "
-      "aria-label=\"simulation error per published figure\">",
-      left + width + right, height);
-  svg += fmt::format(
-      "<rect class=\"band\" x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
-      "fill=\"#e8f2e8\"><title>within "
-      "{:.0f}%</title></rect>",
-      x_of(-tolerance), top - 4, x_of(tolerance) - x_of(-tolerance), height - top - 28, tolerance * 100);
-  std::size_t i = 0;
-  for (const auto& r : rows) {
-    if (!r.compared) continue;
-    const double y = top + static_cast<double>(i++) * (bar + gap);
-    const double x0 = std::min(zero, x_of(r.error)), x1 = std::max(zero, x_of(r.error));
-    const bool ok = std::fabs(r.error) <= tolerance;
-    svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 8, y + bar * 0.7,
-                       esc(r.id));
-    svg += fmt::format(
-        "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"><title>{}: "
-        "{:+.1f}%</title></rect>",
-        x0, y, x1 - x0, bar, ok ? "#009e73" : "#d55e00", esc(r.id), r.error * 100);
-    // The value right of the bar's outer end, or right of zero for a bar that points left.
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{:+.1f}%</text>", x1 + 4, y + bar * 0.7, r.error * 100);
-  }
-  const double axis_y = height - 30;
-  svg += fmt::format("<line x1=\"{:.0f}\" x2=\"{:.0f}\" y1=\"{:.0f}\" y2=\"{:.0f}\" stroke=\"#888\"/>", left,
-                     left + width, axis_y, axis_y);
-  for (double t : charts::nice_ticks(-span, span, 5))
-    if (std::fabs(t) <= span + 1e-9)
-      svg += fmt::format("<text class=\"tick x-tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}%</text>",
-                         x_of(t), axis_y + 14, charts::tick_label(t * 100));
-  svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.0f}\" y2=\"{:.0f}\" stroke=\"#444\"/>", zero, zero,
-                     top - 4, axis_y);
-  body += svg + "</svg>\n";
-  body +=
-      "<table><tr><th>id</th><th>published</th><th>simulated</th><th>error</th><th>configuration</th>"
-      "<th>source</th></tr>\n";
-  for (const auto& r : rows) {
-    body += fmt::format("<tr><td>{}</td><td>{:g} {}</td>", esc(r.id), r.published, esc(r.unit));
-    if (r.compared)
-      body += fmt::format("<td>{:.4g} {}</td><td>{:+.1f}%{}</td>", r.simulated, esc(r.unit), r.error * 100,
-                          std::fabs(r.error) <= tolerance ? "" : " !");
-    else if (r.simulated_only)
-      body += fmt::format("<td>{:.4g} {}</td><td class=\"note\">({:+.1f}%) not counted: {}</td>", r.simulated,
-                          esc(r.unit), r.error * 100, esc(r.note));
-    else
-      body += fmt::format("<td>-</td><td class=\"note\">{}</td>", esc(r.note));
-    body += fmt::format("<td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td></tr>\n",
-                        esc(r.configuration), esc(r.source));
-  }
-  body += "</table>\n";
-  return page("ascendsim validation against published Ascend 910 figures", body);
-}
-
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

@@ -9,7 +9,10 @@
 #include "runtime/session.h"
 #include "sim/core/breakdown.h"
 
-namespace ascendsim::runtime::charts {
+namespace ascendsim::report::charts {
+
+using runtime::Strategy;
+
 
 const char* strategy_color(Strategy s);
 const char* phase_color(sim::Phase p);
@@ -35,4 +38,4 @@ double text_width(const std::string& text, double font_px = 12);
 /// `text` broken at spaces into lines at most `width` px wide (a word longer than that alone).
 std::vector<std::string> wrap(const std::string& text, double width, double font_px = 12);
 
-}  // namespace ascendsim::runtime::charts
+}  // namespace ascendsim::report::charts

@@ -1,4 +1,4 @@
-#include "runtime/charts.h"
+#include "sim/report/charts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
-namespace ascendsim::runtime::charts {
+namespace ascendsim::report::charts {
+
+using namespace runtime;
 
 const char* strategy_color(Strategy s) {
   // Okabe & Ito, "Color Universal Design": orange, sky blue, bluish green, vermillion.
@@ -113,4 +115,4 @@ std::vector<std::string> wrap(const std::string& text, double width, double font
   return lines;
 }
 
-}  // namespace ascendsim::runtime::charts
+}  // namespace ascendsim::report::charts

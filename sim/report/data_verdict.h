@@ -11,7 +11,12 @@
 #include "runtime/host_config.h"
 #include "runtime/run_result.h"
 
-namespace ascendsim::runtime {
+namespace ascendsim::report {
+
+using runtime::HostConfig;
+using runtime::PipelineConfig;
+using runtime::RunResult;
+
 
 /// One stage of the pipeline's execution tree as the verdict weighs it.
 struct StageRate {
@@ -42,8 +47,10 @@ struct DataVerdict {
   double dominant_fraction = 0;       ///< its fraction of the simulated time
   std::string verdict;
   std::string advice;
-  nlohmann::ordered_json to_json() const;
 };
+
+/// The verdict's object in a run's "data" (docs/reports.md).
+nlohmann::ordered_json verdict_json(const DataVerdict& v);
 
 /// The largest share of a run's time, its phases (breakdown_s) grouped as the verdict names them:
 /// "device compute", "host" (launches, syncs, step work and copies while the device idles),
@@ -59,4 +66,4 @@ Dominant dominant_share(const RunResult& r);
 /// of the run's time (dominant_share), set-up included.
 DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostConfig& host, const PipelineConfig& pipe);
 
-}  // namespace ascendsim::runtime
+}  // namespace ascendsim::report

@@ -1,0 +1,130 @@
+// One run's part of the JSON report (docs/reports.md): its figures, evaluation, data verdict and
+// statistics, from a RunResult.
+#include "sim/report/report.h"
+
+#include "runtime/functional.h"
+
+namespace ascendsim::report {
+
+using namespace runtime;
+
+nlohmann::ordered_json evaluation_json(const RunResult& r) {
+  const EvalSummary s = r.evaluation();
+  nlohmann::ordered_json passes = nlohmann::ordered_json::array();
+  for (const auto& p : r.eval_passes) {
+    nlohmann::ordered_json e = {
+        {"after_epoch", p.after_epoch}, {"start_s", p.start_s}, {"time_s", p.time_s}, {"steps", p.steps}};
+    if (p.accuracy >= 0) e["accuracy"] = p.accuracy;
+    passes.push_back(e);
+  }
+  const Interactions& io = r.eval_interactions;
+  return {{"every", r.session.eval_every},
+          {"steps_per_pass", r.session.eval_steps},
+          {"samples_per_pass", r.session.eval_steps * r.batch_size},
+          {"passes", passes},
+          {"cache", r.eval_cache},
+          {"first_pass_s", s.first_s},
+          {"later_pass_mean_s", s.later_mean_s},
+          {"interactions",
+           {{"op_launches", io.op_launches},
+            {"graph_launches", io.graph_launches},
+            {"h2d_copies", io.h2d_copies},
+            {"d2h_copies", io.d2h_copies},
+            {"host_syncs", io.host_syncs},
+            {"h2d_bytes", io.h2d_bytes},
+            {"d2h_bytes", io.d2h_bytes},
+            {"kernels_compiled", io.kernels_compiled}}}};
+}
+
+nlohmann::ordered_json run_json(const RunResult& r) {
+  const StepStats st = r.steps.step.stats();
+  nlohmann::ordered_json j;
+  j["strategy"] = strategy_name(r.session.strategy);
+  j["epochs"] = r.session.epochs;
+  j["steps_per_epoch"] = r.session.steps_per_epoch;
+  if (r.session.strategy == Strategy::LoopSink)
+    j["sink_size"] = r.session.effective_sink_size();
+  else
+    j["sink_size"] = nullptr;
+  j["steps"] = r.steps_completed;
+  j["sim_time_s"] = r.sim_time_s;
+  j["samples_per_s"] = r.samples_per_s();
+  j["step_time_ms"] = {{"mean", st.mean_ms}, {"p50", st.p50_ms}, {"p99", st.p99_ms}};
+  const StepStats steady = r.steps.steady.stats();
+  j["steady_state"] = {{"from_step", r.steps.steady_from + 1},
+                       {"steps", r.steps.steady.count()},
+                       {"step_ms_mean", steady.mean_ms},
+                       {"step_ms_p50", steady.p50_ms},
+                       {"samples_per_s", r.steady_samples_per_s()}};
+  j["warmup_s"] = r.steps.warmup_s();
+  j["model_flops"] = {{"per_sample", r.model_flops_per_sample},
+                      {"tokens_per_sample", r.tokens_per_sample},
+                      {"tokens_per_s", r.steady_samples_per_s() * static_cast<double>(r.tokens_per_sample)},
+                      {"peak_per_device", r.peak_flops_per_device},
+                      {"mfu", r.mfu()}};
+  j["device_busy_fraction"] = r.device_busy_fraction();
+  j["interactions"] = {{"op_launches", r.interactions.op_launches},
+                       {"graph_launches", r.interactions.graph_launches},
+                       {"h2d_copies", r.interactions.h2d_copies},
+                       {"d2h_copies", r.interactions.d2h_copies},
+                       {"host_syncs", r.interactions.host_syncs},
+                       {"h2d_bytes", r.interactions.h2d_bytes},
+                       {"d2h_bytes", r.interactions.d2h_bytes},
+                       {"kernels_compiled", r.interactions.kernels_compiled},
+                       {"device_loop_iterations", r.device_loop_iterations}};
+  nlohmann::ordered_json b = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < sim::kPhaseCount; ++i) b[sim::phase_name(static_cast<sim::Phase>(i))] = r.breakdown_s[i];
+  j["breakdown_s"] = b;
+  j["losses_returned"] = r.losses_returned;
+  j["epoch_time_s"] = r.epoch_s();
+  const TimeToTrain ttt = r.time_to_train();
+  j["time_to_train_s"] = {{"total", ttt.total},
+                          {"training", ttt.training},
+                          {"evaluation", ttt.evaluation},
+                          {"initialisation", ttt.initialisation},
+                          {"exposed_communication", ttt.exposed_comm}};
+  auto summary = [](const StepSummary& v) {
+    const StepStats s = v.stats();
+    return nlohmann::ordered_json{{"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};
+  };
+  j["step_trace_ms"] = {
+      {"iteration_interval", summary(r.steps.interval)}, {"fp_bp", summary(r.steps.fp_bp)}, {"tail", summary(r.steps.tail)}};
+  if (r.devices > 1) {
+    j["devices"] = r.devices;
+    const std::int64_t slow = r.straggler();
+    j["ranks"] = {{"step_time_ms_mean", r.rank_step_mean_ms},
+                  {"step_time_ms_p50", r.rank_step_p50_ms},
+                  {"wait_data_s", r.rank_wait_data_s},
+                  {"comm_s", r.rank_comm_s},
+                  {"straggler", slow >= 0 ? nlohmann::ordered_json(slow) : nlohmann::ordered_json()},
+                  {"simulated", r.simulated_ranks}};
+    j["all_reduce_groups"] = r.comm_groups;
+    j["cluster_links"] = r.cluster_links;
+    if (r.scaling_efficiency >= 0) j["scaling_efficiency"] = r.scaling_efficiency;
+    if (r.scaling.is_array()) j["scaling"] = r.scaling;
+  }
+  if (r.functional) {
+    nlohmann::ordered_json losses = nlohmann::ordered_json::array();
+    for (const auto& l : r.loss_values) losses.push_back({l.epoch, l.step, l.loss});
+    j["functional"] = {{"losses", losses}};
+    if (r.values) {
+      j["functional"]["seed"] = r.values->options().seed;
+      j["functional"]["init"] = r.values->options().init_from.empty() ? r.values->options().init : "file";
+    }
+    if (r.accuracy >= 0) {
+      j["functional"]["accuracy"] = r.accuracy;
+      j["functional"]["eval_samples"] = r.eval_samples;
+    }
+  }
+  if (r.session.eval_every > 0) j["evaluation"] = evaluation_json(r);
+  if (!r.data.is_null()) j["data"] = r.data;
+  if (!r.contention.is_null()) j["contention"] = r.contention;
+  if (!r.exposed_comm.is_null()) j["exposed_comm"] = r.exposed_comm;
+  if (!r.optimizer_collectives.is_null()) j["optimizer_collectives"] = r.optimizer_collectives;
+  if (!r.pipeline.is_null()) j["pipeline"] = r.pipeline;
+  if (!r.failure.empty()) j["failure"] = r.failure;
+  j["stats"] = r.stats;
+  return j;
+}
+
+}  // namespace ascendsim::report
