@@ -81,13 +81,7 @@ struct ServeOutcome {
   std::vector<DecodeStepPoint> decode_steps;
   std::int64_t simulations = 0;   ///< step shapes simulated
   nlohmann::ordered_json config;  ///< every parameter as resolved
-
-  nlohmann::ordered_json report() const;
-  std::string text() const;
-  std::string html() const;
-  /// The same, from report() already made.
-  std::string text(const nlohmann::ordered_json& report) const;
-  std::string html(const nlohmann::ordered_json& report) const;
+  // Its report: sim/report/serve_report.h.
 };
 
 ServeOutcome serve(const ServeRequest& req);

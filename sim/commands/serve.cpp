@@ -17,6 +17,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
+#include "sim/report/serve_report.h"
 #include "sim/serve.h"
 
 namespace ascendsim::sim::cli {
@@ -148,10 +149,10 @@ int cmd_serve(int argc, char* argv[]) {
       req.decode_batches.push_back(req.max_seqs);
   }
   const ServeOutcome out = serve(req);
-  const nlohmann::ordered_json report = out.report();
+  const nlohmann::ordered_json report = report::serve_json(out);
   if (!json.empty()) files.stage(json, report.dump(2) + "\n");
-  if (!html.empty()) files.stage(html, out.html(report));
-  if (json != "-") files.print(out.text(report));
+  if (!html.empty()) files.stage(html, report::serve_html(out, report));
+  if (json != "-") files.print(report::serve_text(out, report));
   files.commit();
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "sim/outputs.h"
 #include "sim/regression.h"
 #include "sim/report/report.h"
+#include "sim/report/serve_report.h"
 #include "sim/serve.h"
 
 namespace ascendsim::sim::cli {
@@ -52,7 +53,7 @@ int cmd_suite(int argc, char* argv[]) {
         throw InputError(file + ": run '" + e.name + "': " + cli_message(err));
       }
       const std::string report_file = e.name + ".json";
-      files.stage((std::filesystem::path(out_dir) / report_file).string(), served.report().dump(2) + "\n");
+      files.stage((std::filesystem::path(out_dir) / report_file).string(), report::serve_json(served).dump(2) + "\n");
       ordered_json launches = ordered_json::array();
       for (auto m : served.modes) launches.push_back(runtime::launch_mode_name(m));
       index["entries"].push_back({{"name", e.name},

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/core/error.h"
+#include "sim/report/serve_report.h"
 #include "sim/serve.h"
 #include "tests/test_support.h"
 
@@ -136,9 +137,9 @@ TEST(Serve, AnArrivalsFileGivesABitIdenticalReport) {
   const std::string file = write_arrivals("serve_arrivals.jsonl", lines.str());
   const ServeRequest r = small(file);
   const ServeOutcome a = serve(r), b = serve(r);
-  const std::string ja = a.report().dump(), jb = b.report().dump();
+  const std::string ja = report::serve_json(a).dump(), jb = report::serve_json(b).dump();
   EXPECT_EQ(ja, jb);
-  EXPECT_EQ(a.html(), b.html());
+  EXPECT_EQ(report::serve_html(a), report::serve_html(b));
   // In another process, through the command line: the same report.
   const auto json = test::temp_path("serve_report.json");
   const std::string cmd = std::string(ASCENDSIM_BIN) +
@@ -149,12 +150,12 @@ TEST(Serve, AnArrivalsFileGivesABitIdenticalReport) {
   std::ifstream in(json);
   std::stringstream cli;
   cli << in.rdbuf();
-  auto from_cli = nlohmann::ordered_json::parse(cli.str()), here = a.report();
+  auto from_cli = nlohmann::ordered_json::parse(cli.str()), here = report::serve_json(a);
   from_cli.erase("config");  // the configuration directory's path may differ; its values may not
   here.erase("config");
   EXPECT_EQ(from_cli.dump(), here.dump());
   // Serving units: every request, its latencies, the KV cache over time.
-  const auto report = a.report();
+  const auto report = report::serve_json(a);
   const auto& run = report["runs"][0];
   EXPECT_EQ(run["requests"], 60);
   EXPECT_GT(run["ttft_ms"]["p99"].get<double>(), run["ttft_ms"]["p50"].get<double>());

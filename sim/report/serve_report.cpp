@@ -1,4 +1,6 @@
 // The serving report: JSON (docs/reports.md, "Serving reports"), text and HTML.
+#include "sim/report/serve_report.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -6,13 +8,14 @@
 
 #include "sim/report/charts.h"
 #include "sim/report/html_report.h"
-#include "sim/serve.h"
 
-namespace ascendsim::sim {
+namespace ascendsim::report {
 
 using nlohmann::ordered_json;
 using runtime::LaunchMode;
 using runtime::ServePhase;
+using sim::ServeOutcome;
+using sim::ServeRun;
 
 namespace {
 
@@ -48,7 +51,7 @@ ordered_json phases_ms(const std::array<double, runtime::kServePhases>& p, doubl
 }
 
 /// A run's figures in serving units.
-ordered_json run_json(const ServeRun& run, bool timeline) {
+ordered_json serve_run_json(const ServeRun& run, bool timeline) {
   const runtime::ServeLog& log = run.log;
   std::vector<double> ttft, tpot, e2e;
   std::int64_t out_tokens = 0, in_tokens = 0, good = 0;
@@ -161,35 +164,35 @@ std::string ms(double s) { return fmt::format("{:.2f}", s * 1e3); }
 
 }  // namespace
 
-ordered_json ServeOutcome::report() const {
+ordered_json serve_json(const ServeOutcome& o) {
   ordered_json j;
   j["kind"] = "serving";
-  for (auto it = header.begin(); it != header.end(); ++it) j[it.key()] = it.value();
+  for (auto it = o.header.begin(); it != o.header.end(); ++it) j[it.key()] = it.value();
   ordered_json runs_j = ordered_json::array();
-  for (const auto& r : runs) runs_j.push_back(run_json(r, true));
+  for (const auto& r : o.runs) runs_j.push_back(serve_run_json(r, true));
   j["runs"] = runs_j;
   ordered_json steps = ordered_json::array();
-  for (const auto& p : decode_steps) {
+  for (const auto& p : o.decode_steps) {
     ordered_json by = ordered_json::object();
-    for (std::size_t m = 0; m < modes.size(); ++m)
-      by[runtime::launch_mode_name(modes[m])] = {{"step_ms", p.by_mode[m].time_s * 1e3},
+    for (std::size_t m = 0; m < o.modes.size(); ++m)
+      by[runtime::launch_mode_name(o.modes[m])] = {{"step_ms", p.by_mode[m].time_s * 1e3},
                                                  {"phases_ms", phases_ms(p.by_mode[m].phase_s)}};
     steps.push_back({{"batch", p.batch}, {"context", p.context}, {"modes", by}});
   }
   j["decode_step_by_batch"] = steps;
-  if (!sweep.empty()) {
+  if (!o.sweep.empty()) {
     ordered_json s = ordered_json::array();
-    for (const auto& r : sweep) s.push_back(run_json(r, false));
+    for (const auto& r : o.sweep) s.push_back(serve_run_json(r, false));
     j["sweep"] = s;
   }
-  j["step_shapes_simulated"] = simulations;
-  j["config"] = config;
+  j["step_shapes_simulated"] = o.simulations;
+  j["config"] = o.config;
   return j;
 }
 
-std::string ServeOutcome::text() const { return text(report()); }
+std::string serve_text(const ServeOutcome& o) { return serve_text(o, serve_json(o)); }
 
-std::string ServeOutcome::text(const ordered_json& r) const {
+std::string serve_text(const ServeOutcome& o, const ordered_json& r) {
   std::string out;
   out += fmt::format("{} on {} x {} ({} server), tensor parallel {}, {} replica(s)\n", r["workload"].get<std::string>(),
                      r["devices"].get<std::int64_t>(), r["chip"].get<std::string>(), r["server"].get<std::string>(),
@@ -256,26 +259,26 @@ std::string ServeOutcome::text(const ordered_json& r) const {
     out += fmt::format(" {:>9.3f} {:>7.1f}\n", run["decode_step_ms"]["mean"].get<double>(),
                        run["steps"]["mean_decode_batch"].get<double>());
   }
-  if (!decode_steps.empty()) {
+  if (!o.decode_steps.empty()) {
     out += fmt::format(
         "\none decode step by batch size, ms, at {} keys per sequence (the mean prompt and half the mean output), "
         "without the scheduler's work; the phases of each below:\n",
-        decode_steps.front().context);
+        o.decode_steps.front().context);
     out += fmt::format("{:>6}", "batch");
-    for (auto m : modes) out += fmt::format(" {:>11}", runtime::launch_mode_name(m));
-    out += modes.size() > 1 ? fmt::format("   {} / {}\n", runtime::launch_mode_name(modes.front()),
-                                          runtime::launch_mode_name(modes[1]))
+    for (auto m : o.modes) out += fmt::format(" {:>11}", runtime::launch_mode_name(m));
+    out += o.modes.size() > 1 ? fmt::format("   {} / {}\n", runtime::launch_mode_name(o.modes.front()),
+                                          runtime::launch_mode_name(o.modes[1]))
                             : "\n";
-    for (const auto& p : decode_steps) {
+    for (const auto& p : o.decode_steps) {
       out += fmt::format("{:>6}", p.batch);
       for (const auto& c : p.by_mode) out += fmt::format(" {:>11}", ms(c.time_s));
-      if (modes.size() > 1) out += fmt::format("   {:.2f}x", p.by_mode[0].time_s / p.by_mode[1].time_s);
+      if (o.modes.size() > 1) out += fmt::format("   {:.2f}x", p.by_mode[0].time_s / p.by_mode[1].time_s);
       out += "\n";
     }
-    for (const auto& p : decode_steps) {
+    for (const auto& p : o.decode_steps) {
       out += fmt::format("batch {}:\n", p.batch);
-      for (std::size_t m = 0; m < modes.size(); ++m) {
-        out += fmt::format("  {:<11}", runtime::launch_mode_name(modes[m]));
+      for (std::size_t m = 0; m < o.modes.size(); ++m) {
+        out += fmt::format("  {:<11}", runtime::launch_mode_name(o.modes[m]));
         for (std::size_t i = 0; i < runtime::kServePhases; ++i)
           if (p.by_mode[m].phase_s[i] > 0)
             out += fmt::format(" {} {}", runtime::serve_phase_name(static_cast<ServePhase>(i)),
@@ -284,7 +287,7 @@ std::string ServeOutcome::text(const ordered_json& r) const {
       }
     }
   }
-  if (!sweep.empty()) {
+  if (!o.sweep.empty()) {
     out += "\nrate sweep:\n";
     out += fmt::format("{:>8} {:<11} {:>8} {:>9} {:>12} {:>12} {:>12}\n", "rate", "launch", "req/s", "out tok/s",
                        "TTFT p50 ms", "TPOT p50 ms", "e2e p99 s");
@@ -294,7 +297,7 @@ std::string ServeOutcome::text(const ordered_json& r) const {
                          run["output_tokens_per_s"].get<double>(), run["ttft_ms"]["p50"].get<double>(),
                          run["tpot_ms"]["p50"].get<double>(), run["e2e_ms"]["p99"].get<double>() / 1e3);
   }
-  out += fmt::format("\n{} step shapes simulated\n", simulations);
+  out += fmt::format("\n{} step shapes simulated\n", o.simulations);
   return out;
 }
 
@@ -318,7 +321,7 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
                        const std::vector<std::string>& colors) {
   static const char* kDash[] = {"", "8 4", "3 3"};
   double key_w = 0;
-  for (const auto& s : series) key_w = std::max(key_w, report::charts::text_width(s.first));
+  for (const auto& s : series) key_w = std::max(key_w, charts::text_width(s.first));
   const double plot_right = 620, H = 320, L = 70, T = 30, B = 50;
   const double key_x = plot_right + 24, W = key_x + 34 + key_w + 8, R = W - plot_right;
   double x0 = 0, x1 = 0, y1 = 0;
@@ -327,28 +330,28 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
       x1 = std::max(x1, x);
       y1 = std::max(y1, y);
     }
-  const auto xt = report::charts::nice_ticks(x0, x1 > 0 ? x1 : 1),
-             yt = report::charts::nice_ticks(0, y1 > 0 ? y1 : 1);
+  const auto xt = charts::nice_ticks(x0, x1 > 0 ? x1 : 1),
+             yt = charts::nice_ticks(0, y1 > 0 ? y1 : 1);
   x1 = xt.back();
   y1 = yt.back();
   auto X = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto Y = [&](double y) { return H - B - y / y1 * (H - T - B); };
   std::string s = fmt::format("<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' role='img'>", W, H);
-  s += fmt::format("<text x='{}' y='18' font-size='14'>{}</text>", L, report::escape_xml(title));
+  s += fmt::format("<text x='{}' y='18' font-size='14'>{}</text>", L, escape_xml(title));
   for (double t : xt)
     s += fmt::format(
         "<line x1='{0}' x2='{0}' y1='{1}' y2='{2}' stroke='#ddd'/><text x='{0}' y='{3}' font-size='11' "
         "text-anchor='middle'>{4}</text>",
-        X(t), T, H - B, H - B + 15, report::charts::tick_label(t));
+        X(t), T, H - B, H - B + 15, charts::tick_label(t));
   for (double t : yt)
     s += fmt::format(
         "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='#ddd'/><text x='{3}' y='{4}' font-size='11' "
         "text-anchor='end'>{5}</text>",
-        L, W - R, Y(t), L - 5, Y(t) + 4, report::charts::tick_label(t));
+        L, W - R, Y(t), L - 5, Y(t) + 4, charts::tick_label(t));
   s += fmt::format("<text x='{}' y='{}' font-size='12' text-anchor='middle'>{}</text>", (L + W - R) / 2, H - 12,
-                   report::escape_xml(xlabel));
+                   escape_xml(xlabel));
   s += fmt::format("<text x='14' y='{}' font-size='12' text-anchor='middle' transform='rotate(-90 14 {})'>{}</text>",
-                   (T + H - B) / 2, (T + H - B) / 2, report::escape_xml(ylabel));
+                   (T + H - B) / 2, (T + H - B) / 2, escape_xml(ylabel));
   for (std::size_t i = 0; i < series.size(); ++i) {
     std::string pts;
     for (const auto& [x, y] : series[i].second) pts += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
@@ -357,8 +360,8 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
     for (const auto& [x, y] : series[i].second)
       if (series[i].second.size() < 40)
         s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='3' fill='{}'><title>{}: {} → {}</title></circle>", X(x),
-                         Y(y), colors[i], report::escape_xml(series[i].first), report::charts::tick_label(x),
-                         report::charts::tick_label(y));
+                         Y(y), colors[i], escape_xml(series[i].first), charts::tick_label(x),
+                         charts::tick_label(y));
   }
   s += "<g class='legend'>";
   for (std::size_t i = 0; i < series.size(); ++i)
@@ -366,29 +369,29 @@ std::string line_chart(const std::string& title, const std::string& xlabel, cons
         "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='{3}' stroke-width='3' stroke-dasharray='{4}'/>"
         "<text x='{5}' y='{6}' font-size='12'>{7}</text>",
         key_x, key_x + 28, T + 6 + 18 * static_cast<double>(i), colors[i], kDash[i % 3], key_x + 34,
-        T + 10 + 18 * static_cast<double>(i), report::escape_xml(series[i].first));
+        T + 10 + 18 * static_cast<double>(i), escape_xml(series[i].first));
   return s + "</g></svg>";
 }
 
 }  // namespace
 
-std::string ServeOutcome::html() const { return html(report()); }
+std::string serve_html(const ServeOutcome& o) { return serve_html(o, serve_json(o)); }
 
-std::string ServeOutcome::html(const ordered_json& r) const {
+std::string serve_html(const ServeOutcome& o, const ordered_json& r) {
   std::string h = "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ascendsim serve: " +
-                  report::escape_xml(r["workload"].get<std::string>()) +
+                  escape_xml(r["workload"].get<std::string>()) +
                   "</title><style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
                   "table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}"
                   "th:first-child,td:first-child{text-align:left}pre{overflow-x:auto}</style></head><body>";
-  h += "<h1>" + report::escape_xml(r["workload"].get<std::string>()) + " serving on " +
-       std::to_string(r["devices"].get<std::int64_t>()) + " x " + report::escape_xml(r["chip"].get<std::string>()) +
+  h += "<h1>" + escape_xml(r["workload"].get<std::string>()) + " serving on " +
+       std::to_string(r["devices"].get<std::int64_t>()) + " x " + escape_xml(r["chip"].get<std::string>()) +
        "</h1>";
   h += fmt::format(
       "<p>tensor parallel {}, {} replica(s); KV cache {} blocks of {} tokens; {} requests ({}), prompt {:.0f} "
       "and output {:.0f} tokens on average.</p>",
       r["tensor_parallel"].get<std::int64_t>(), r["replicas"].get<std::int64_t>(),
       r["kv_cache"]["blocks"].get<std::int64_t>(), r["kv_cache"]["block_size"].get<std::int64_t>(),
-      r["requests"]["requests"].get<std::int64_t>(), report::escape_xml(r["requests"]["source"].get<std::string>()),
+      r["requests"]["requests"].get<std::int64_t>(), escape_xml(r["requests"]["source"].get<std::string>()),
       r["requests"]["prompt_tokens_mean"].get<double>(), r["requests"]["output_tokens_mean"].get<double>());
   h += "<h2>Runs</h2><table><tr><th>launch</th><th>req/s</th><th>output tok/s</th><th>TTFT p50 ms</th><th>TTFT p99 "
        "ms</th><th>TPOT p50 ms</th><th>TPOT p99 ms</th><th>e2e p50 s</th><th>e2e p99 s</th><th>decode step "
@@ -404,50 +407,50 @@ std::string ServeOutcome::html(const ordered_json& r) const {
         run["kv_cache"]["peak_fraction"].get<double>() * 100, run["preemptions"].get<std::int64_t>());
   h += "</table>";
   // One decode step by batch: stacked phases per launch mode.
-  if (!decode_steps.empty()) {
+  if (!o.decode_steps.empty()) {
     h += fmt::format(
         "<h2>One decode step by batch size</h2><p>At a context of {} keys; each bar a launch mode, its "
         "segments the phases.</p>",
-        decode_steps.front().context);
+        o.decode_steps.front().context);
     const double W = 760, H = 340, L = 70, T = 20, B = 60, legend = 140;
     double top = 0;
-    for (const auto& p : decode_steps)
+    for (const auto& p : o.decode_steps)
       for (const auto& c : p.by_mode) top = std::max(top, c.time_s * 1e3);
-    const auto yt = report::charts::nice_ticks(0, top > 0 ? top : 1);
+    const auto yt = charts::nice_ticks(0, top > 0 ? top : 1);
     const double y1 = yt.back();
-    const double group = (W - L - legend) / static_cast<double>(decode_steps.size());
-    const double bar = std::min(40.0, group * 0.8 / static_cast<double>(modes.size()));
+    const double group = (W - L - legend) / static_cast<double>(o.decode_steps.size());
+    const double bar = std::min(40.0, group * 0.8 / static_cast<double>(o.modes.size()));
     auto Y = [&](double v) { return H - B - v / y1 * (H - T - B); };
     h += fmt::format("<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' role='img'>", W, H);
     for (double t : yt)
       h += fmt::format(
           "<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='#ddd'/><text x='{3}' y='{4}' font-size='11' "
           "text-anchor='end'>{5}</text>",
-          L, W - legend, Y(t), L - 5, Y(t) + 4, report::charts::tick_label(t));
+          L, W - legend, Y(t), L - 5, Y(t) + 4, charts::tick_label(t));
     h += fmt::format(
         "<text x='14' y='{0}' font-size='12' text-anchor='middle' transform='rotate(-90 14 {0})'>ms per "
         "decode step</text>",
         (T + H - B) / 2);
-    for (std::size_t g = 0; g < decode_steps.size(); ++g) {
+    for (std::size_t g = 0; g < o.decode_steps.size(); ++g) {
       const double gx = L + group * static_cast<double>(g) + group * 0.1;
-      for (std::size_t m = 0; m < modes.size(); ++m) {
+      for (std::size_t m = 0; m < o.modes.size(); ++m) {
         const double x = gx + bar * static_cast<double>(m);
         double base = 0;
         for (std::size_t p = 0; p < runtime::kServePhases; ++p) {
-          const double v = decode_steps[g].by_mode[m].phase_s[p] * 1e3;
+          const double v = o.decode_steps[g].by_mode[m].phase_s[p] * 1e3;
           if (v <= 0) continue;
           h += fmt::format(
               "<rect x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}' fill='{}'><title>{} {}: {:.3f} "
               "ms</title></rect>",
-              x, Y(base + v), bar - 2, Y(base) - Y(base + v), serve_phase_color(p), runtime::launch_mode_name(modes[m]),
+              x, Y(base + v), bar - 2, Y(base) - Y(base + v), serve_phase_color(p), runtime::launch_mode_name(o.modes[m]),
               runtime::serve_phase_name(static_cast<ServePhase>(p)), v);
           base += v;
         }
         h += fmt::format("<text x='{:.1f}' y='{}' font-size='10' text-anchor='middle'>{}</text>", x + bar / 2,
-                         H - B + 12, runtime::launch_mode_name(modes[m])[0]);
+                         H - B + 12, runtime::launch_mode_name(o.modes[m])[0]);
       }
       h += fmt::format("<text x='{:.1f}' y='{}' font-size='12' text-anchor='middle'>batch {}</text>",
-                       gx + bar * static_cast<double>(modes.size()) / 2, H - B + 30, decode_steps[g].batch);
+                       gx + bar * static_cast<double>(o.modes.size()) / 2, H - B + 30, o.decode_steps[g].batch);
     }
     for (std::size_t p = 0; p < runtime::kServePhases; ++p)
       h += fmt::format(
@@ -460,20 +463,20 @@ std::string ServeOutcome::html(const ordered_json& r) const {
   {
     std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> series;
     std::vector<std::string> colors;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (std::size_t i = 0; i < o.runs.size(); ++i) {
       std::vector<std::pair<double, double>> pts;
       for (const auto& p : r["runs"][i]["kv_cache"]["timeline"])
         pts.emplace_back(p[0].get<double>(),
                          p[1].get<double>() / std::max<double>(1, r["kv_cache"]["blocks"].get<double>()) * 100);
-      series.emplace_back(runtime::launch_mode_name(runs[i].mode), pts);
-      colors.push_back(mode_color(runs[i].mode));
+      series.emplace_back(runtime::launch_mode_name(o.runs[i].mode), pts);
+      colors.push_back(mode_color(o.runs[i].mode));
     }
     h += "<h2>KV cache in use</h2>" + line_chart("KV-cache blocks in use", "time (s)", "% of blocks", series, colors);
   }
-  if (!sweep.empty()) {
+  if (!o.sweep.empty()) {
     std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> tpot, e2e;
     std::vector<std::string> colors;
-    for (LaunchMode m : modes) {
+    for (LaunchMode m : o.modes) {
       std::vector<std::pair<double, double>> a, b;
       for (const auto& run : r["sweep"])
         if (run["launch"] == runtime::launch_mode_name(m)) {
@@ -488,8 +491,8 @@ std::string ServeOutcome::html(const ordered_json& r) const {
          line_chart("TPOT p50 against output throughput", "output tokens/s", "TPOT p50 (ms)", tpot, colors) +
          line_chart("end-to-end p99 against output throughput", "output tokens/s", "e2e p99 (s)", e2e, colors);
   }
-  h += "<h2>Report</h2><pre>" + report::escape_xml(text(r)) + "</pre></body></html>\n";
+  h += "<h2>Report</h2><pre>" + escape_xml(serve_text(o, r)) + "</pre></body></html>\n";
   return h;
 }
 
-}  // namespace ascendsim::sim
+}  // namespace ascendsim::report
