@@ -141,16 +141,6 @@ bool RunOutcome::failed() const {
 std::string RunOutcome::failure_message() const { return failures(runs); }
 ordered_json RunOutcome::report() const { return report::make_report(header, runs, config); }
 
-std::string RunOutcome::per_step_csv() const {
-  std::string out = "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s\n";
-  for (const auto& r : runs) {
-    for (const auto& k : r.steps.kept_steps())
-      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", runtime::strategy_name(r.session.strategy), k.number,
-                         k.step_s, k.interval_s, k.fp_bp_s, k.tail_s);
-  }
-  return out;
-}
-
 namespace {
 /// See estimated_trace_bytes; `ops`: device ops of one step.
 std::int64_t trace_bytes(const RunRequest& req, const runtime::CompiledGraph& g,

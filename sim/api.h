@@ -124,10 +124,8 @@ struct RunOutcome {
   /// Runs that failed (e.g. a GetNext timeout), and their combined diagnosis.
   bool failed() const;
   std::string failure_message() const;
-  /// The JSON report (docs/reports.md).
+  /// The JSON report (docs/reports.md; report::make_report).
   nlohmann::ordered_json report() const;
-  /// Every step of every run as CSV (needs RunRequest::per_step).
-  std::string per_step_csv() const;
 };
 
 /// Simulates the request's strategies together. Throws InputError for a request no run can
@@ -213,9 +211,8 @@ struct SweepOutcome {
 
   bool failed() const;
   std::string failure_message() const;
+  /// The JSON report (report::sweep_json; its table and CSV: report::sweep_table, sweep_csv).
   nlohmann::ordered_json report() const;
-  std::string table() const;
-  std::string csv() const;
 };
 
 SweepOutcome sweep(const SweepRequest& req);
@@ -249,7 +246,6 @@ struct FusionAdvice {
   };
   std::int64_t gradients = 0;
   std::vector<Candidate> candidates;  ///< shortest mean step first (then shortest tail)
-  std::string table(std::size_t top) const;
 };
 /// Simulates the request (loop sink, devices > 1) with one group, every single split on a grid of
 /// `stride` gradients, every pair of splits on a grid of `4 * stride`, and the request's own

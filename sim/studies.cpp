@@ -15,6 +15,7 @@
 #include "runtime/graph_compiler.h"
 #include "sim/core/error.h"
 #include "sim/kernel.h"
+#include "sim/report/studies_report.h"
 #include "sim/run_build.h"
 #include "sim/simulation.h"
 #include "sim/system.h"
@@ -154,90 +155,7 @@ std::string SweepOutcome::failure_message() const {
   return out;
 }
 
-ordered_json SweepOutcome::report() const {
-  ordered_json rows = ordered_json::array();
-  for (const auto& p : points) {
-    ordered_json row;
-    row["param"] = param;
-    try {
-      std::size_t used = 0;
-      const double num = std::stod(p.value, &used);
-      row["value"] = used == p.value.size() ? ordered_json(num) : ordered_json(p.value);
-    } catch (const std::exception&) {
-      row["value"] = p.value;
-    }
-    const ordered_json run = report::run_json(p.run);
-    for (const auto& [k, v] : run.items()) row[k] = v;
-    row.erase("stats");
-    rows.push_back(row);
-  }
-  ordered_json report;
-  report["workload"] = header.workload;
-  report["chip"] = header.chip;
-  report["batch_size"] = header.batch_size;
-  report["param"] = param;
-  report["values"] = values;
-  report["break_even_sink_size"] = break_even_sink_size ? ordered_json(*break_even_sink_size) : ordered_json(nullptr);
-  report["conclusion"] = conclusion;
-  report["rows"] = rows;
-  report["config"] = config;
-  return report;
-}
-
-std::string SweepOutcome::table() const {
-  std::string out =
-      fmt::format("{} on {}, batch {}: sweep of {}\n\n", header.workload, header.chip, header.batch_size, param);
-  out += fmt::format("{:>14} {:<11} {:>8} {:>12} {:>10} {:>10} {:>7} {:>10} {:>8}\n", param, "strategy", "steps",
-                     "step ms mean", "median", "samples/s", "busy", "launches", "syncs");
-  bool pulled_up = false;
-  for (const auto& p : points) {
-    const auto& r = p.run;
-    const runtime::StepStats st = r.steps.step.stats();
-    pulled_up = pulled_up || report::mean_pulled_up(st);
-    out += fmt::format("{:>14} {:<11} {:>8} {:>12.4f} {:>10.4f} {:>10.0f} {:>6.1f}% {:>10} {:>8}\n", p.value,
-                       runtime::strategy_name(r.session.strategy), r.steps_completed, st.mean_ms, st.p50_ms,
-                       r.samples_per_s(), 100 * r.device_busy_fraction(),
-                       r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
-  }
-  if (pulled_up) out += std::string("\n") + report::kPulledUpNote;
-  if (std::any_of(points.begin(), points.end(), [&](const report::SweepPoint& p) {
-        return param == "devices" || p.run.session.eval_passes() > 0 || p.run.devices > 1 ||
-               p.run.interactions.kernels_compiled > 0;
-      })) {
-    report::TextTable t(
-        {param, "strategy", "time to train s", "training", "evaluation", "initialisation", "exposed comm"});
-    for (const auto& p : points) {
-      const runtime::TimeToTrain v = p.run.time_to_train();
-      t.add({p.value, runtime::strategy_name(p.run.session.strategy), fmt::format("{:.3f}", v.total),
-             fmt::format("{:.3f}", v.training), fmt::format("{:.3f}", v.evaluation),
-             fmt::format("{:.3f}", v.initialisation), fmt::format("{:.3f}", v.exposed_comm)});
-    }
-    out += "\ntime to train, from the run's start to its stop (s):\n" + t.render();
-  }
-  if (!conclusion.empty()) out += "\n" + conclusion + "\n";
-  return out;
-}
-
-std::string SweepOutcome::csv() const {
-  std::string csv =
-      "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
-      "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
-      "d2h_bytes";
-  for (std::size_t i = 0; i < kPhaseCount; ++i) csv += std::string(",") + phase_name(static_cast<Phase>(i)) + "_s";
-  csv += "\n";
-  for (const auto& p : points) {
-    const auto& r = p.run;
-    const auto st = r.steps.step.stats();
-    const auto& io = r.interactions;
-    csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{}", param, p.value,
-                       runtime::strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms,
-                       st.p50_ms, st.p99_ms, r.samples_per_s(), r.device_busy_fraction(), io.op_launches,
-                       io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs, io.h2d_bytes, io.d2h_bytes);
-    for (double b : r.breakdown_s) csv += fmt::format(",{:.9g}", b);
-    csv += "\n";
-  }
-  return csv;
-}
+ordered_json SweepOutcome::report() const { return report::sweep_json(*this); }
 
 namespace {
 /// `req` for a run of its own inside another command: no trace, progress or warnings.
@@ -397,18 +315,5 @@ FusionAdvice advise_fusion(const RunRequest& req, std::int64_t stride) {
   });
   return advice;
 }
-
-std::string FusionAdvice::table(std::size_t top) const {
-  report::TextTable t({"all_reduce_fusion", "step ms", "tail ms", "exposed comm s"});
-  for (std::size_t i = 0; i < candidates.size() && i < top; ++i) {
-    const auto& c = candidates[i];
-    std::string split;
-    for (auto v : c.split) split += (split.empty() ? "" : ",") + std::to_string(v);
-    t.add({split.empty() ? std::string("(one group)") : split, fmt::format("{:.4f}", c.step_ms),
-           fmt::format("{:.4f}", c.tail_ms), fmt::format("{:.4f}", c.comm_s)});
-  }
-  return t.render();
-}
-
 
 }  // namespace ascendsim::sim

@@ -10,6 +10,7 @@
 #include "sim/api.h"
 #include "sim/commands/commands.h"
 #include "sim/commands/options.h"
+#include "sim/report/studies_report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -32,7 +33,7 @@ int cmd_advise_fusion(int argc, char* argv[]) {
       "steps per rank); shortest mean step first\n\n",
       req.workload, req.devices, req.batch_size, advice.gradients, advice.candidates.size(),
       req.steps_per_epoch ? std::to_string(*req.steps_per_epoch) : std::string("an epoch of"));
-  std::cout << advice.table(top);
+  std::cout << report::fusion_table(advice, top);
   return 0;
 }
 

@@ -134,7 +134,7 @@ int run_strategies(const Options& o, const std::vector<runtime::Strategy>& strat
   }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
   if (!o.html.empty()) files.stage(o.html, report::html_compare(out.header, out.runs));
-  if (!o.per_step.empty()) files.stage(o.per_step, out.per_step_csv());
+  if (!o.per_step.empty()) files.stage(o.per_step, report::per_step_csv(out.runs));
   if (o.json != "-") files.print(losses + report::format_table(out.header, out.runs) + scaling);
   files.commit();
   return 0;

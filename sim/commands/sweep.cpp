@@ -15,6 +15,7 @@
 #include "sim/core/error.h"
 #include "sim/outputs.h"
 #include "sim/report/html_report.h"
+#include "sim/report/studies_report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -62,9 +63,9 @@ int cmd_sweep(int argc, char* argv[]) {
     return kExitRunFailed;
   }
   if (!o.json.empty()) files.stage(o.json, out.report().dump(2) + "\n");
-  if (!o.csv.empty()) files.stage(o.csv, out.csv());
+  if (!o.csv.empty()) files.stage(o.csv, report::sweep_csv(out));
   if (!o.html.empty()) files.stage(o.html, report::html_sweep(out.header, out.param, out.points, out.conclusion));
-  if (o.json != "-") files.print(out.table());
+  if (o.json != "-") files.print(report::sweep_table(out));
   files.commit();
   return 0;
 }

@@ -529,4 +529,14 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   return out;
 }
 
+std::string per_step_csv(const std::vector<RunResult>& runs) {
+  std::string out = "strategy,step,step_s,iteration_interval_s,fp_bp_s,tail_s\n";
+  for (const auto& r : runs) {
+    for (const auto& k : r.steps.kept_steps())
+      out += fmt::format("{},{},{:.12g},{:.12g},{:.12g},{:.12g}\n", strategy_name(r.session.strategy), k.number,
+                         k.step_s, k.interval_s, k.fp_bp_s, k.tail_s);
+  }
+  return out;
+}
+
 }  // namespace ascendsim::report

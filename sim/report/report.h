@@ -74,4 +74,8 @@ class TextTable {
 std::string format_cluster(const std::vector<RunResult>& runs);
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs);
 
+/// Every kept step of every run as CSV (strategy, step numbered from 1, step, iteration interval,
+/// forward and backward, tail), for runs that keep their steps (RunRequest::per_step).
+std::string per_step_csv(const std::vector<RunResult>& runs);
+
 }  // namespace ascendsim::report

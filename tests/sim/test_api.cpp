@@ -18,6 +18,7 @@
 #include "sim/api.h"
 #include "sim/core/error.h"
 #include "sim/report/report.h"
+#include "sim/report/studies_report.h"
 #include "tests/test_support.h"
 
 namespace ascendsim {
@@ -95,7 +96,7 @@ TEST(Api, SweepsInProcessEqualTheCommandLine) {
   // A sink_size sweep keeps the training, 2 x 30 steps, and gives loop sink ceil(60 / S) sinks of
   // S; every row's table line shows the mean step with the median beside it.
   const auto out = sim::sweep(s);
-  std::istringstream table(out.table());
+  std::istringstream table(report::sweep_table(out));
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(table, line);) {
     std::istringstream cells(line);

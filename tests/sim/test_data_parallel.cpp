@@ -19,6 +19,7 @@
 #include "sim/core/time.h"
 #include "sim/kernel.h"
 #include "sim/report/html_report.h"
+#include "sim/report/studies_report.h"
 #include "sim/system.h"
 #include "tests/test_support.h"
 
@@ -932,7 +933,7 @@ TEST(DataParallel, ASweepOfDevicesTimesTheSameJobOnEachClusterSize) {
   // Twice the devices, the same epochs: the training part shrinks.
   EXPECT_LT(out.points[1].run.time_to_train().training, out.points[0].run.time_to_train().training);
   // Text, JSON and a stacked bar per cluster size.
-  EXPECT_NE(out.table().find("time to train"), std::string::npos);
+  EXPECT_NE(report::sweep_table(out).find("time to train"), std::string::npos);
   EXPECT_EQ(out.report()["rows"][1]["time_to_train_s"]["total"].get<double>(), out.points[1].run.sim_time_s);
   const std::string page = report::html_sweep(out.header, out.param, out.points, out.conclusion);
   const auto chart = page.find("id=\"chart-time-to-train\"");
