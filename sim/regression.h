@@ -56,10 +56,7 @@ struct DiffResult {
 /// count, named).
 DiffResult diff_reports(const std::string& base, const std::string& now, double tolerance);
 
-/// The moved figures as a table; all of them if `all`.
-std::string diff_table(const DiffResult& d, double tolerance, bool all = false);
-/// JUnit XML: one test case per figure, a failure for each past the tolerance.
-std::string diff_junit(const DiffResult& d, double tolerance);
+// Its table and JUnit XML: report::diff_table, diff_junit (sim/report/regression_report.h).
 
 /// A published hardware figure and the run that reproduces its configuration.
 struct PublishedFigure {
@@ -137,17 +134,7 @@ struct Calibration {
 /// the figures simulated by simulate_figure(), the candidate values as overrides after each
 /// figure's own. Throws InputError naming the key, id or file.
 Calibration calibrate(const CalibrationRequest& req);
-/// Parameters (start, fitted, bounds, at a bound, or why not fitted), then figures (published, at
-/// the start, error at the start, with all fitted, left out).
-std::string calibration_table(const Calibration& c);
-nlohmann::ordered_json calibration_json(const Calibration& c);
-/// The fitted values as a configuration fragment (YAML, for --config), each with its provenance.
-std::string calibration_yaml(const Calibration& c);
-/// published, simulated, error per figure, and how many lie within the tolerance.
-std::string validation_table(const std::vector<ValidationRow>& rows, double tolerance);
-/// The same as an HTML page (report::html_validation).
-std::string validation_html(const std::vector<ValidationRow>& rows, double tolerance);
-/// The rows as JSON: id, published, simulated (null if not compared), unit, error, note.
-nlohmann::ordered_json validation_json(const std::vector<ValidationRow>& rows);
+// The validation's and the calibration's table, JSON, page and configuration fragment:
+// report::validation_table, ..., calibration_yaml (sim/report/regression_report.h).
 
 }  // namespace ascendsim::sim

@@ -6,6 +6,7 @@
 #include "sim/commands/options.h"
 #include "sim/outputs.h"
 #include "sim/regression.h"
+#include "sim/report/regression_report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -27,8 +28,8 @@ int cmd_diff(int argc, char* argv[]) {
   Outputs files;
   files.add(junit, "--junit");
   const DiffResult d = diff_reports(base, now, tolerance);
-  if (!junit.empty()) files.stage(junit, diff_junit(d, tolerance));
-  files.print(diff_table(d, tolerance, all));
+  if (!junit.empty()) files.stage(junit, report::diff_junit(d, tolerance));
+  files.print(report::diff_table(d, tolerance, all));
   files.commit();
   return d.moved() ? 1 : 0;
 }

@@ -16,6 +16,7 @@
 #include "sim/core/params.h"
 #include "sim/outputs.h"
 #include "sim/regression.h"
+#include "sim/report/regression_report.h"
 
 namespace ascendsim::sim::cli {
 
@@ -34,9 +35,9 @@ int cmd_validate(int argc, char* argv[]) {
   files.add(html, "--html");
   files.add(json, "--json");
   const auto rows = validate(load_figures(file, default_config_dir()));
-  if (!html.empty()) files.stage(html, validation_html(rows, tol));
-  if (!json.empty()) files.stage(json, validation_json(rows).dump(2) + "\n");
-  files.print(validation_table(rows, tol));
+  if (!html.empty()) files.stage(html, report::validation_html(rows, tol));
+  if (!json.empty()) files.stage(json, report::validation_json(rows).dump(2) + "\n");
+  files.print(report::validation_table(rows, tol));
   files.commit();
   return 0;
 }
@@ -79,9 +80,9 @@ int cmd_calibrate(int argc, char* argv[]) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!quiet) req.options.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
   const Calibration c = calibrate(req);
-  if (!json.empty()) files.stage(json, calibration_json(c).dump(2) + "\n");
-  if (!out.empty()) files.stage(out, calibration_yaml(c));
-  files.print(calibration_table(c));
+  if (!json.empty()) files.stage(json, report::calibration_json(c).dump(2) + "\n");
+  if (!out.empty()) files.stage(out, report::calibration_yaml(c));
+  files.print(report::calibration_table(c));
   files.commit();
   if (!quiet)
     std::cerr << fmt::format("calibrate: {:.1f} s\n",
