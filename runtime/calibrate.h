@@ -2,8 +2,9 @@
 // operations — JPEG decode with libjpeg-turbo of images it generates at ImageNet-like sizes,
 // bilinear resize, crop, flip, rescale, normalize, HWC2CHW, the uint8 -> float cast, reading
 // files, copying samples into a batch — at several sizes (and, with threads > 1, on that many
-// threads at once), fits each a straight line (cost = per-unit x units + fixed), and writes the
-// per-unit costs as a host profile the pipeline model reads (`--config`).
+// threads at once), and fits each a straight line (cost = per-unit x units + fixed); its per-unit
+// costs are written as a host profile the pipeline model reads (`--config`) by
+// sim/report/host_profile.cpp.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +50,5 @@ struct HostCalibration {
 
 /// Measures this host; progress lines (one per operation) go to `progress` if given.
 HostCalibration calibrate_host(const CalibrateOptions& opt, std::ostream* progress);
-
-/// The calibration as a host profile (YAML, `host:` keys), each value with what it was fitted from.
-std::string host_profile_yaml(const HostCalibration& c);
 
 }  // namespace ascendsim::runtime

@@ -16,6 +16,7 @@
 #include "sim/core/params.h"
 #include "sim/outputs.h"
 #include "sim/regression.h"
+#include "sim/report/host_profile.h"
 #include "sim/report/regression_report.h"
 
 namespace ascendsim::sim::cli {
@@ -135,7 +136,7 @@ int cmd_calibrate_host(int argc, char* argv[]) {
   if (progress)
     *progress << fmt::format("the fitted costs explain every timing within {:.1f}% (worst: {}); {:.1f} s\n",
                              100 * worst, worst_key, c.wall_s);
-  const std::string yaml = runtime::host_profile_yaml(c);
+  const std::string yaml = report::host_profile_yaml(c);
   if (out.empty() || out == "-") {
     std::cout << yaml;
   } else {

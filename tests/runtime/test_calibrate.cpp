@@ -10,6 +10,7 @@
 
 #include "runtime/calibrate.h"
 #include "sim/config.h"
+#include "sim/report/host_profile.h"
 #include "tests/test_support.h"
 
 namespace ascendsim {
@@ -48,7 +49,7 @@ TEST(Calibrate, AMeasuredProfileLoadsAsAConfiguration) {
     for (const auto& [units, seconds] : op.points) EXPECT_GT(seconds, 0) << op.key;
   }
   const auto path = test::temp_path("ascendsim_host_profile.yaml");
-  std::ofstream(path) << runtime::host_profile_yaml(c);
+  std::ofstream(path) << report::host_profile_yaml(c);
   sim::ConfigRequest r = test::config_request();
   r.config_file = path.string();
   const sim::SystemConfig cfg = sim::load_config(r);
