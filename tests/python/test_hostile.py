@@ -247,6 +247,14 @@ SIGNAL_COMMANDS = {
 }
 
 
+def _signal_and_wait(proc, signo):
+    """Sends the signal and waits for the process: its (stdout, stderr) and the seconds it took."""
+    sent = time.monotonic()
+    proc.send_signal(signo)
+    streams = proc.communicate(timeout=10)
+    return streams, time.monotonic() - sent
+
+
 @pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("command", list(SIGNAL_COMMANDS))
 def test_a_signal_stops_the_command_within_two_seconds_and_leaves_nothing(command, signo, tmp_path):
@@ -260,10 +268,7 @@ def test_a_signal_stops_the_command_within_two_seconds_and_leaves_nothing(comman
     try:
         # One trial (point) done: the next is under way in the simulator.
         _until(err, ": 1/", proc)
-        sent = time.monotonic()
-        proc.send_signal(signo)
-        out, _ = proc.communicate(timeout=10)
-        took = time.monotonic() - sent
+        (out, _), took = _signal_and_wait(proc, signo)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -318,10 +323,7 @@ def test_a_signal_stops_an_api_run_and_reaches_pythons_own_handling(signo):
         assert proc.stdout.readline() == "ready\n"
         time.sleep(0.5)  # in the simulator, the GIL released
         assert proc.poll() is None
-        sent = time.monotonic()
-        proc.send_signal(signo)
-        out, err = proc.communicate(timeout=10)
-        took = time.monotonic() - sent
+        (out, err), took = _signal_and_wait(proc, signo)
     finally:
         if proc.poll() is None:
             proc.kill()
