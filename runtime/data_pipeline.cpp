@@ -16,48 +16,17 @@ namespace {
 
 /// A sample's geometry as the map ops change it.
 struct Shape {
-  double h, w, c;
-  double bytes_per_value = 1;  // uint8 until Rescale/Normalize make it float
+  workloads::DataRecipe::Output o;
 
   explicit Shape(const workloads::DatasetSpec::Geometry& g)
-      : h(static_cast<double>(g.height)), w(static_cast<double>(g.width)), c(static_cast<double>(g.channels)) {}
-  double values() const { return h * w * c; }
-  double bytes() const { return values() * bytes_per_value; }
-
+      : o{static_cast<double>(g.height), static_cast<double>(g.width), static_cast<double>(g.channels), 1} {}
+  double values() const { return o.values(); }
+  double bytes() const { return o.values() * o.bytes_per_value; }
+  double h() const { return o.height; }
+  double w() const { return o.width; }
+  double c() const { return o.channels; }
   void apply(const workloads::MapOp& op) {
-    switch (op.type) {
-      case MapOpType::Resize:
-        if (op.width == 0) {  // the shorter side to `height`, the aspect kept
-          const double scale = static_cast<double>(op.height) / std::min(h, w);
-          h *= scale;
-          w *= scale;
-        } else {
-          h = static_cast<double>(op.height);
-          w = static_cast<double>(op.width);
-        }
-        break;
-      case MapOpType::RandomCropDecodeResize:
-        h = static_cast<double>(op.height);
-        w = static_cast<double>(op.width);
-        break;
-      case MapOpType::RandomCrop:
-      case MapOpType::CenterCrop:
-      case MapOpType::SlicePatches:
-        if (op.height > 0) {
-          h = static_cast<double>(op.height);
-          w = static_cast<double>(op.width);
-        } else {
-          h *= std::sqrt(op.area);
-          w *= std::sqrt(op.area);
-        }
-        break;
-      case MapOpType::Rescale:
-      case MapOpType::Normalize:
-        bytes_per_value = 4;
-        break;
-      default:
-        break;
-    }
+    if (!op.offload) workloads::apply_map_geometry(op, o);
   }
 };
 
@@ -65,7 +34,7 @@ struct Shape {
 
 PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                              std::int64_t batch_size, std::int64_t steps_per_epoch)
-    : m_host(host), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
+    : m_host(scaled(host)), m_pipe(pipe), m_recipe(recipe), m_batch(batch_size), m_steps_per_epoch(steps_per_epoch) {
   m_shuffle_buffer = pipe.shuffle_buffer >= 0 ? pipe.shuffle_buffer : recipe.shuffle_buffer;
   build_stages();
   const auto& d = recipe.dataset;
@@ -112,7 +81,7 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
       const Stage& st = m_stages[k];
       const bool served = st.kind == Stage::Kind::Map &&
                           std::all_of(st.ops.begin(), st.ops.end(), [&](std::size_t op) { return op < first; });
-      m_handoff_ns[static_cast<std::size_t>(served_by_cache)][k] = served ? 0.0 : host.row_handoff_us * 1e3;
+      m_handoff_ns[static_cast<std::size_t>(served_by_cache)][k] = served ? 0.0 : m_host.row_handoff_us * 1e3;
     }
   }
   // Bytes a cached sample takes: the raw record, or the mean sample after the cached maps.
@@ -144,12 +113,25 @@ PipelineCosts::PipelineCosts(const HostConfig& host, const PipelineConfig& pipe,
   }
 }
 
+HostConfig PipelineCosts::scaled(const HostConfig& host) {
+  HostConfig h = host;
+  const double k = host.core_speed > 0 ? 1.0 / host.core_speed : 1.0;
+  for (double* v : {&h.decode_ns_per_pixel, &h.resize_ns_per_value, &h.crop_ns_per_value, &h.flip_ns_per_value,
+                    &h.rescale_ns_per_value, &h.normalize_ns_per_value, &h.hwc2chw_ns_per_value,
+                    &h.typecast_ns_per_value, &h.color_adjust_ns_per_value, &h.map_op_overhead_us, &h.row_handoff_us,
+                    &h.python_call_us})
+    *v *= k;
+  return h;
+}
+
 void PipelineCosts::build_stages() {
-  const std::string source = m_recipe.dataset.format == workloads::DatasetFormat::MnistIdx        ? "MnistDataset"
-                             : m_recipe.dataset.format == workloads::DatasetFormat::Cifar10Binary ? "Cifar10Dataset"
-                             : m_recipe.dataset.format == workloads::DatasetFormat::MindRecord    ? "MindDataset"
-                                                                                               : "ImageFolderDataset";
-  m_stages.push_back({Stage::Kind::Source, source, 1, {}});
+  const auto f = m_recipe.dataset.format;
+  const std::string source = f == workloads::DatasetFormat::MnistIdx        ? "MnistDataset"
+                             : f == workloads::DatasetFormat::Cifar10Binary ? "Cifar10Dataset"
+                             : f == workloads::DatasetFormat::MindRecord    ? "MindDataset"
+                             : f == workloads::DatasetFormat::Generator     ? "GeneratorDataset"
+                                                                            : "ImageFolderDataset";
+  m_stages.push_back({Stage::Kind::Source, source, std::max<std::int64_t>(1, m_pipe.reader_workers), {}});
   const auto calls = m_recipe.calls();
   std::vector<std::int64_t> workers(calls.size(), m_pipe.num_parallel_workers);
   if (!m_pipe.map_workers.empty()) {
@@ -184,8 +166,19 @@ void PipelineCosts::build_stages() {
   }
   m_stage_of_op.assign(m_recipe.maps.size(), 0);
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    for (std::size_t op : calls[i].ops) m_stage_of_op[op] = m_stages.size();
-    m_stages.push_back({Stage::Kind::Map, calls[i].name, workers[i], calls[i].ops});
+    // Offloaded ops leave the call (they run on the device); a call left empty is no stage.
+    std::vector<std::size_t> host_ops;
+    std::string name;
+    for (std::size_t op : calls[i].ops) {
+      m_offloaded = m_offloaded || m_recipe.maps[op].offload;
+      if (m_recipe.maps[op].offload) continue;
+      host_ops.push_back(op);
+      name += (name.empty() ? "" : ",") + std::string(workloads::map_op_name(m_recipe.maps[op].type));
+    }
+    if (host_ops.empty()) continue;
+    for (std::size_t op : host_ops) m_stage_of_op[op] = m_stages.size();
+    m_stages.push_back({Stage::Kind::Map, host_ops.size() == calls[i].ops.size() ? calls[i].name : "Map(" + name + ")",
+                        workers[i], host_ops});
   }
   if (m_shuffle_buffer > 0) m_stages.push_back({Stage::Kind::Shuffle, "Shuffle", 1, {}});
   m_batch_stage = m_stages.size();
@@ -281,6 +274,16 @@ nlohmann::ordered_json PipelineCosts::cache_summary() const {
           {"randomness_lost", m_random_cached}};
 }
 
+double PipelineCosts::erasing_area(std::size_t op, double h, double w) const {
+  const auto key = std::make_pair(op, w / h);
+  auto it = m_erasing_area.find(key);
+  if (it != m_erasing_area.end()) return it->second;
+  const auto& o = m_recipe.maps[op];
+  const double a = workloads::random_erasing_mean_area(w / h, o.scale_min, o.scale_max, o.ratio_min, o.ratio_max);
+  m_erasing_area.emplace(key, a);
+  return a;
+}
+
 double PipelineCosts::crop_area(std::size_t op, double h, double w) const {
   const auto& o = m_recipe.maps[op];
   auto exact = [&] {
@@ -321,8 +324,13 @@ void PipelineCosts::sample_into(std::int64_t index, bool first_epoch, double* ro
   Shape s(g);
   const double file_bytes = static_cast<double>(g.file_bytes);
   const bool source_cache = m_source_cache;
-  // Reader: the file, or the cache.
-  if (hit && source_cache)
+  // Reader: the file, or the cache; a Python generator's yield (its call, and the NumPy arrays'
+  // bytes turned into tensors), shared by the rows of a yield.
+  const bool generator = m_recipe.dataset.format == workloads::DatasetFormat::Generator;
+  const double per_yield = 1.0 / static_cast<double>(std::max<std::int64_t>(1, m_recipe.dataset.rows_per_yield));
+  if (generator)
+    read = file_bytes * m_host.read_ns_per_byte + m_host.python_call_us * 1e3 * per_yield;
+  else if (hit && source_cache)
     read = file_bytes * (m_host.cache_read_ns_per_byte + spill);
   else
     read =
@@ -337,17 +345,22 @@ void PipelineCosts::sample_into(std::int64_t index, bool first_epoch, double* ro
     double ns = 0;
     switch (op.type) {
       case MapOpType::Decode:
-        ns = m_host.decode_ns_per_pixel * s.h * s.w;
+        ns = m_host.decode_ns_per_pixel * s.h() * s.w();
         break;
       case MapOpType::Resize:
         ns = m_host.resize_ns_per_value * s.values();
         break;
-      case MapOpType::RandomCrop:
+      case MapOpType::RandomCrop:  // padded first (a copy into the larger image), then the crop's copy
+        ns = m_host.crop_ns_per_value *
+             (s.values() + (op.pad > 0 ? (in.h() + 2.0 * static_cast<double>(op.pad)) *
+                                             (in.w() + 2.0 * static_cast<double>(op.pad)) * in.c()
+                                       : 0.0));
+        break;
       case MapOpType::CenterCrop:
         ns = m_host.crop_ns_per_value * s.values();
         break;
       case MapOpType::RandomHorizontalFlip:
-        ns = 0.5 * m_host.flip_ns_per_value * s.values();
+        ns = op.prob * m_host.flip_ns_per_value * s.values();
         break;
       case MapOpType::Rescale:
         ns = m_host.rescale_ns_per_value * s.values();
@@ -365,15 +378,24 @@ void PipelineCosts::sample_into(std::int64_t index, bool first_epoch, double* ro
         ns = m_host.crop_ns_per_value * s.values() * op.area;
         break;
       case MapOpType::RandomCropDecodeResize:  // the crop window's pixels decoded (mean window), then resized
-        ns = m_host.decode_ns_per_pixel * in.h * in.w * crop_area(i, in.h, in.w) +
+        ns = m_host.decode_ns_per_pixel * in.h() * in.w() * crop_area(i, in.h(), in.w()) +
              m_host.resize_ns_per_value * s.values();
         break;
       case MapOpType::RandomColorAdjust:
         ns = m_host.color_adjust_ns_per_value * s.values();
         break;
+      case MapOpType::CutOut:  // each square filled with zeros, a strided write (bounded: inside the image)
+        ns = m_host.crop_ns_per_value * std::min(static_cast<double>(op.height), s.h()) *
+             std::min(static_cast<double>(op.height), s.w()) * s.c() * static_cast<double>(op.patches);
+        break;
+      case MapOpType::RandomErasing:  // the erased rectangle's values, written when it erases
+        ns = op.prob * m_host.crop_ns_per_value * s.values() * erasing_area(i, s.h(), s.w());
+        break;
     }
+    if (op.offload) ns = 0;  // a kernel of the device's step (the graph's), not the host's
+    if (op.python && !op.offload) ns += m_host.python_call_us * 1e3;
     if (i + 1 == m_cache_after) cache_bytes = s.bytes();
-    if (i < first) continue;  // served by the cache
+    if (i < first || op.offload) continue;  // served by the cache, or a device kernel
     double& stage = stages[m_stage_of_op[i]];
     stage += ns + m_host.map_op_overhead_us * 1e3;
     if (write && i + 1 == m_cache_after)
@@ -381,9 +403,13 @@ void PipelineCosts::sample_into(std::int64_t index, bool first_epoch, double* ro
   }
   if (hit && m_cache_after > 0) read = (m_host.cache_read_ns_per_byte + spill) * cache_bytes;  // not the file
   // Every stage after the source receives the row through a connector (m_handoff_ns).
+  // A generator's whole batches pass a connector once per yield.
   const auto& handoff = m_handoff_ns[first > 0 ? 1 : 0];
-  for (std::size_t k = 1; k < n; ++k) stages[k] += handoff[k];
-  stages[m_batch_stage] += m_host.batch_ns_per_byte * s.values() * 4;  // float values into the batch
+  for (std::size_t k = 1; k < n; ++k) stages[k] += handoff[k] * per_yield;
+  // The sample's bytes into the batch: float32 values, or bytes where the ops that make them float
+  // run on the device (dataset offload).
+  stages[m_batch_stage] += m_host.batch_ns_per_byte * s.values() * (m_offloaded ? s.o.bytes_per_value : 4.0) *
+                           (generator && m_recipe.dataset.rows_per_yield > 1 ? 0.0 : 1.0);  // yielded as a batch
   read *= 1e-9;
   for (std::size_t k = 1; k < n; ++k) stages[k] *= 1e-9;
   // Storage: a file read (not a cache hit, nor in the page cache after the first epoch) waits
@@ -407,8 +433,10 @@ double PipelineCosts::read_s(std::int64_t b) const {
   return t.cpu_s + t.storage_s;
 }
 
-PipelineCosts::ReadTime PipelineCosts::read_parts(std::int64_t b) const {
-  const SampleCost c = batch(b, 0, m_batch);
+PipelineCosts::ReadTime PipelineCosts::read_parts(std::int64_t b) const { return read_parts(b, 0, m_batch); }
+
+PipelineCosts::ReadTime PipelineCosts::read_parts(std::int64_t b, std::int64_t first, std::int64_t last) const {
+  const SampleCost c = batch(b, first, last);
   return {c.read, c.io};
 }
 
@@ -440,9 +468,13 @@ nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cp
   std::size_t slowest = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const double t = costs.mean_stage_s(s, false);
-    const std::int64_t threads =
-        stages[s].kind == Stage::Kind::Source ? 1 : std::min({stages[s].workers, costs.batch_size(), cpu_cores});
+    const std::int64_t threads = std::min({stages[s].workers, costs.batch_size(), cpu_cores});
     rate[s] = t > 0 ? static_cast<double>(threads) / t : 0;
+    if (s == 0 && t > 0) {  // the reader: the storage wait does not divide among its workers
+      double io = 0;
+      for (std::int64_t b = 0; b < 8; ++b) io += costs.read_parts(b).storage_s / 8;
+      rate[s] = 1 / (io + (t - io) / static_cast<double>(threads));
+    }
     if (t > 0 && (rate[slowest] <= 0 || rate[s] < rate[slowest])) slowest = s;
   }
   // The device-queue op: its host work on a batch, then the batch's DMA, on its one thread.
@@ -620,20 +652,37 @@ void DataPipeline::source() {
     while (b >= started_after(0) + room(0)) wait_counted(m_state[1].started, m_state[1].started_waiters);
     while (b >= m_open) wait(m_open_event);
     ++st.claimed;  // (nothing before the source: no connector to account)
-    // The storage wait first (no core held), then the CPU's part of the read.
+    // The storage wait first (no core held; the storage's own parallelism is its reads in flight),
+    // then the CPU's part of the read, the batch's rows shared by the reader's workers as a map
+    // stage's (one worker: the whole batch on one thread).
     const PipelineCosts::ReadTime r = m_costs.read_parts(b);
     const sc_core::sc_time wait_io = sim::seconds(r.storage_s);
     if (r.storage_s > 0) wait(wait_io);
-    acquire_cores(1, 0);
-    const sc_core::sc_time cpu = sim::seconds(r.cpu_s);
-    wait(cpu);
-    release_cores(1);
+    const sc_core::sc_time cpu_began = sc_core::sc_time_stamp();
+    if (st.slices <= 1) {
+      acquire_cores(1, 0);
+      wait(sim::seconds(r.cpu_s));
+      release_cores(1);
+    } else {
+      for (std::int64_t next = 0; next < m_batch_size;) {
+        const std::int64_t left = m_batch_size - next;
+        const std::int64_t full = (left + st.slices - 1) / st.slices;
+        const std::int64_t k = acquire_cores(std::min(st.slices, left), 0);
+        const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
+        double longest = 0;
+        for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share)
+          longest = std::max(longest, m_costs.read_parts(b, next, std::min(m_batch_size, next + share)).cpu_s);
+        wait(sim::seconds(longest));
+        release_cores(k);
+      }
+    }
+    const sc_core::sc_time cpu = sc_core::sc_time_stamp() - cpu_began;
     const sc_core::sc_time t = wait_io + cpu;
     if (m_trace && m_trace->active() && !st.tracks.empty())
       m_trace->span(st.tracks[0], "read batch " + std::to_string(b + 1), sc_core::sc_time_stamp() - t,
                     sc_core::sc_time_stamp());
     m_reader_busy_s += t.to_seconds();
-    st.busy_s += t.to_seconds();
+    st.busy_s += wait_io.to_seconds() + r.cpu_s;  // its threads' work (the rows' reads, summed)
     account_usage(0);
     ++st.done;
     notify_waiters(st.ready, st.ready_waiters);

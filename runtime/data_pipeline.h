@@ -55,6 +55,10 @@ class PipelineCosts {
 
   PipelineCosts(const HostConfig& host, const PipelineConfig& pipe, const workloads::DataRecipe& recipe,
                 std::int64_t batch_size, std::int64_t steps_per_epoch);
+  /// `host` on a core host.core_speed times as fast: the decode, resize, per-value map, per-op,
+  /// per-row hand-off and Python call costs divided by it; byte copies (reads, the batch, the
+  /// cache, the device queue), the storage and the device-queue push unchanged.
+  static HostConfig scaled(const HostConfig& host);
 
   /// The execution tree, source first.
   const std::vector<Stage>& stages() const { return m_stages; }
@@ -78,6 +82,8 @@ class PipelineCosts {
     double cpu_s = 0, storage_s = 0;
   };
   ReadTime read_parts(std::int64_t b) const;
+  /// The same for rows [first, last) of batch `b` (the reader's workers share a batch's rows).
+  ReadTime read_parts(std::int64_t b, std::int64_t first, std::int64_t last) const;
   /// The device-queue op's host work on one batch of `bytes` (host.device_queue_*), seconds.
   double send_s(double bytes) const {
     return m_host.device_queue_push_us * 1e-6 + m_host.device_queue_ns_per_byte * 1e-9 * bytes;
@@ -115,6 +121,10 @@ class PipelineCosts {
   const std::vector<double>& rows(std::int64_t b) const;
   mutable std::map<std::int64_t, std::vector<double>> m_rows;
   bool m_cache_on = false;      ///< a cache of any kind
+  bool m_offloaded = false;     ///< a map op runs on the device (dataset offload): the batch stays as it left the host
+  /// RandomErasing's mean erased fraction (map op `op`) for an image of h x w, cached per geometry.
+  double erasing_area(std::size_t op, double h, double w) const;
+  mutable std::map<std::pair<std::size_t, double>, double> m_erasing_area;
   bool m_source_cache = false;  ///< the cache holds the source records
   std::int64_t sample_index(std::int64_t batch, std::int64_t j) const;
   bool cached(std::int64_t dataset_index) const;
@@ -125,7 +135,8 @@ class PipelineCosts {
   double m_cached_bytes = 0;
   std::int64_t m_shuffle_buffer = 0;
 
-  const HostConfig& m_host;
+  /// The host's costs with the compute ones divided by host.core_speed (PipelineCosts::scaled).
+  const HostConfig m_host;
   const PipelineConfig& m_pipe;
   const workloads::DataRecipe& m_recipe;
   std::vector<Stage> m_stages;

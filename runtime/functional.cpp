@@ -109,10 +109,16 @@ FunctionalModel::FunctionalModel(const workloads::Workload& w, const FunctionalO
     return;
   }
   dataset_mean_std(m_data.channels, m_w.data.maps, m_mean, m_std);
-  for (const auto& m : m_w.data.maps)
+  for (const auto& m : m_w.data.maps) {
+    if (m.type == MapOpType::CutOut || m.type == MapOpType::RandomErasing || m.pad > 0 || m.python)
+      throw sim::InputError("data", "data",
+                            std::string("functional mode does not compute ") + workloads::map_op_name(m.type) +
+                                (m.pad > 0 ? " with padding" : m.python ? " in Python" : "") +
+                                "; time the script without values, or leave the op out");
     if ((m.type == MapOpType::Decode || m.type == MapOpType::RandomCropDecodeResize) && m_data.files.empty())
       throw sim::InputError("dataset", "dataset",
                             m_w.name + "'s recipe decodes JPEG files: give an image folder (class folders of JPEGs)");
+  }
   if (m_data.count() < m_w.batch_size)
     throw sim::InputError("dataset", "dataset", dataset_dir + ": fewer samples than one batch");
   m_state.resize(m_w.graph.ops().size());

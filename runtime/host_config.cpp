@@ -42,6 +42,13 @@ void HostConfig::declare(sim::ParamSet& ps) {
   ps.real("host.map_op_overhead_us", map_op_overhead_us, "us", 0, 1e6, "per map op per sample: dispatch, row handling");
   ps.real("host.row_handoff_us", row_handoff_us, "us", 0, 1e6,
           "one row handed between two stages of the dataset engine (connector push, pop, wake-up)");
+  ps.real("host.python_call_us", python_call_us, "us", 0, 1e6,
+          "one call into Python from the dataset engine: a generator's yield, or a Python map op per row");
+  ps.real("host.core_speed", core_speed, "x", 1e-3, 1e3,
+          "one host core's speed relative to the core the per-value, per-pixel and per-row costs are stated for "
+          "(those costs are divided by it)");
+  ps.integer("host.numa_nodes", numa_nodes, "nodes", 1, 64,
+             "NUMA nodes of the host (its cores divided equally); used with pipeline.numa_bind");
   ps.real("host.batch_ns_per_byte", batch_ns_per_byte, "ns/B", 0, 1e6, "batch op: copying a sample into the batch");
   ps.real("host.cache_write_ns_per_byte", cache_write_ns_per_byte, "ns/B", 0, 1e6,
           "data cache: inserting a sample (first epoch)");
@@ -90,6 +97,10 @@ void PipelineConfig::declare(sim::ParamSet& ps) {
              "let the cache follow a random map op (later epochs replay the first epoch's augmentation)");
   ps.text("pipeline.eval_cache", eval_cache, {"none", "source", "map"},
           "the evaluation pipeline's cache, after its source or its last map (--eval-cache)");
+  ps.integer("pipeline.reader_workers", reader_workers, "threads", 1, 1024,
+             "workers of the source op (the dataset's num_parallel_workers), sharing a batch's reads");
+  ps.boolean("pipeline.numa_bind", numa_bind,
+             "bind each rank's pipeline threads to one NUMA node (ds.config.set_numa_enable)");
   ps.boolean("pipeline.cache_spilling", cache_spilling,
              "samples beyond the cache's memory spill to local disk (DatasetCache spilling=True) instead of "
              "missing");

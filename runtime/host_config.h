@@ -25,6 +25,13 @@ struct HostConfig {
   /// are loaded from it; cold: this run compiles each distinct kernel before its graph runs.
   std::string kernel_cache = "warm";
   std::int64_t cpu_cores = 32;    ///< host cores: caps the pipeline threads that really run at once
+  /// The host's NUMA nodes (its cores divided equally): the pipelines bound to them
+  /// (pipeline.numa_bind) each use their node's cores only.
+  std::int64_t numa_nodes = 1;
+  /// Speed of one host core relative to the core the per-value, per-pixel and per-row costs below
+  /// are stated for: those costs are divided by it (byte copies, the storage and the device-queue
+  /// push are not: memory, links and hand-shakes, not the core, set them).
+  double core_speed = 1.0;
   // Data pipeline costs, per sample on one thread.
   double read_ns_per_byte = 0.5;         ///< source reader: file bytes from the page cache
   double decode_ns_per_pixel = 8;        ///< JPEG decode
@@ -41,6 +48,9 @@ struct HostConfig {
   /// One row handed from one stage of the dataset engine's execution tree to the next: the push
   /// into the bounded connector, the pop and the consumer's wake-up. Paid by the receiving stage.
   double row_handoff_us = 2.0;
+  /// One call into the Python interpreter from the dataset engine: a GeneratorDataset's yield (its
+  /// NumPy arrays turned into tensors), or a map op written in Python, per row it handles.
+  double python_call_us = 20;
   double batch_ns_per_byte = 0.1;        ///< batch op: copying samples into the batch tensor
   double cache_write_ns_per_byte = 1.0;  ///< first epoch with a cache: insert into the cache server
   double cache_read_ns_per_byte = 0.25;  ///< later epochs: fetch from the cache in memory
@@ -97,6 +107,11 @@ struct PipelineConfig {
   /// map, as the seed's eval cache) or source; its size and spilling are the cache_gib and
   /// cache_spilling above (a session of its own on the same cache server).
   std::string eval_cache = "none";
+  /// Workers of the source op (a dataset's num_parallel_workers): they share a batch's reads.
+  std::int64_t reader_workers = 1;
+  /// ds.config.set_numa_enable(True): each rank's pipeline threads bound to one NUMA node of the
+  /// host (host.numa_nodes), the ranks spread over the nodes in order.
+  bool numa_bind = false;
 
   void declare(sim::ParamSet& ps);
 };

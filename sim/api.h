@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -49,6 +50,11 @@ struct RunRequest {
   std::int64_t sink_size = -1;                                            ///< [sink_size] loop sink's S; -1: one epoch
   std::optional<std::int64_t> steps_per_epoch;                            ///< [steps_per_epoch] unset: from the dataset
   std::string dataset;  ///< [dataset] directory of real files; "" synthetic
+  /// [data] the data pipeline as the script builds it (sim/data_script.h): the dataset and its
+  /// map() calls, replacing the workload's; its pipeline.* settings are in config.sets. Null: the
+  /// workload's own.
+  std::shared_ptr<const workloads::DataRecipe> data;
+  std::string data_where;  ///< where `data` was read (a file, a figure), for messages
   /// [eval_every] evaluate on the evaluation dataset after every N epochs (MindSpore's
   /// EvalCallBack; sinks under loop sink); 0: no evaluation
   std::int64_t eval_every = 0;

@@ -238,8 +238,14 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
 
 }  // namespace
 
+namespace {
+void apply_data_script(const RunRequest& r, workloads::Workload& w);
+}  // namespace
+
 workloads::Workload request_workload(const RunRequest& req, const SystemConfig& cfg) {
-  return build_workload(req, cfg);
+  workloads::Workload w = build_workload(req, cfg);
+  if (req.data) apply_data_script(req, w);
+  return w;
 }
 
 /// Devices of one server for the request: its rank table's, else the server preset's.
@@ -420,9 +426,131 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   return w;
 }
 
+namespace {
+
+/// The data script's recipe in place of the workload's: its image must be the network's input, and
+/// its offloaded ops (dataset offload) become the first kernels of the step's graph, the batch fed
+/// as it leaves the host (bytes, HWC where HWC2CHW is offloaded).
+void apply_data_script(const RunRequest& r, workloads::Workload& w) {
+  using workloads::MapOpType;
+  workloads::DataRecipe data = *r.data;
+  if (data.dataset.rows_per_yield < 0) data.dataset.rows_per_yield = w.batch_size;  // yields whole batches
+  bool offload = false, chw = false, floats = false;
+  for (const auto& op : data.maps) {
+    offload = offload || op.offload;
+    if (op.type == MapOpType::HWC2CHW) chw = true;
+    if (op.type == MapOpType::Rescale || op.type == MapOpType::Normalize) floats = true;
+  }
+  const bool image = data.dataset.format != workloads::DatasetFormat::MindRecord &&
+                     data.dataset.format != workloads::DatasetFormat::Generator;
+  if (image && !w.batch_inputs.empty()) {
+    const auto& x = w.graph.tensor(w.batch_inputs.front());
+    const auto o = [&] {
+      workloads::DataRecipe all = data;  // the geometry with every op, offloaded or not
+      for (auto& op : all.maps) op.offload = false;
+      return all.host_output();
+    }();
+    if (x.shape.size() == 4) {
+      const std::int64_t c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+      if (static_cast<std::int64_t>(o.height) != h || static_cast<std::int64_t>(o.width) != wd ||
+          static_cast<std::int64_t>(o.channels) != c)
+        throw InputError("data", "data",
+                         fmt::format("{}: the maps give {:g}x{:g}x{:g} images (height x width x channels) but {} takes "
+                                     "{}x{}x{}; make the last resize or crop {}x{}",
+                                     r.data_where, o.height, o.width, o.channels, w.name, h, wd, c, h, wd));
+      if (!chw)
+        throw InputError("data", "data",
+                         r.data_where + ": the maps leave the image HWC; " + w.name +
+                             " takes CHW (NCHW batches): end the image's maps with HWC2CHW");
+      if (!floats)
+        throw InputError("data", "data",
+                         r.data_where + ": the maps leave the image as bytes; " + w.name +
+                             " takes float32: add Rescale or Normalize");
+    }
+  }
+  if (offload) {
+    if (w.parallel.semi_auto || !w.stages.empty() || w.whole)
+      throw InputError("data", "data",
+                       r.data_where + ": dataset offload with semi-automatic or pipeline parallelism is not modelled");
+    if (r.functional.enabled)
+      throw InputError("data", "data", r.data_where + ": functional mode runs the maps on the host; drop offload");
+    if (w.batch_inputs.empty() || w.graph.tensor(w.batch_inputs.front()).shape.size() != 4)
+      throw InputError("data", "data", r.data_where + ": dataset offload maps an image input [N, C, H, W]");
+    // The batch as the host leaves it, then the offloaded ops as kernels in the script's order.
+    workloads::Graph& g = w.graph;
+    const workloads::TensorId x = w.batch_inputs.front();
+    const workloads::Tensor xt = g.tensor(x);
+    const std::int64_t n = xt.shape[0], c = xt.shape[1], h = xt.shape[2], wd = xt.shape[3];
+    bool host_chw = false, host_float = false;
+    for (const auto& op : data.maps) {
+      if (op.offload) continue;
+      host_chw = host_chw || op.type == MapOpType::HWC2CHW;
+      host_float = host_float || op.type == MapOpType::Rescale || op.type == MapOpType::Normalize;
+    }
+    workloads::Tensor fed{xt.name + "/host", host_chw ? workloads::Shape{n, c, h, wd} : workloads::Shape{n, h, wd, c},
+                          host_float ? workloads::DType::F32 : workloads::DType::I8, workloads::TensorRole::Input};
+    const workloads::TensorId in = g.add_tensor(fed);
+    std::vector<workloads::Op> front;
+    workloads::TensorId cur = in;
+    bool is_float = host_float;
+    auto apply = [&](const std::string& type, const std::string& name, std::vector<workloads::TensorId> ins,
+                     const workloads::OpAttrs& a) {
+      front.push_back(g.make_op(type, "DatasetOffload/" + name, std::move(ins), a, workloads::Pass::Forward));
+      cur = front.back().outputs.front();
+    };
+    auto constant = [&](const std::string& name, std::int64_t len) {
+      return g.add_tensor({"DatasetOffload/" + name, {len}, workloads::DType::F32, workloads::TensorRole::Constant});
+    };
+    for (const auto& op : data.maps) {
+      if (!op.offload || op.type == MapOpType::TypeCast) continue;
+      workloads::OpAttrs a;
+      if ((op.type == MapOpType::Rescale || op.type == MapOpType::Normalize) && !is_float) {
+        a.dtype = workloads::DType::F32;
+        apply("Cast", "Cast", {cur}, a);
+        is_float = true;
+      }
+      const std::int64_t channels_axis_len = c;
+      if (op.type == MapOpType::Rescale) {
+        apply("Mul", "Rescale", {cur, constant("scale", 1)}, {});
+      } else if (op.type == MapOpType::Normalize) {  // (x - mean) / std per channel, channels last while HWC
+        const bool last = g.tensor(cur).shape.back() == channels_axis_len;
+        const std::int64_t len = last ? channels_axis_len : 1;
+        apply("Sub", "NormalizeMean", {cur, constant("mean", len)}, {});
+        apply("Mul", "NormalizeScale", {cur, constant("inv_std", len)}, {});
+      } else if (op.type == MapOpType::HWC2CHW) {
+        a.shape = {0, 3, 1, 2};
+        apply("Transpose", "HWC2CHW", {cur}, a);
+      }
+    }
+    if (g.tensor(cur).shape != xt.shape || g.tensor(cur).dtype != xt.dtype) {
+      workloads::OpAttrs a;
+      a.dtype = xt.dtype;
+      if (g.tensor(cur).dtype != xt.dtype) apply("Cast", "CastToInput", {cur}, a);
+      if (g.tensor(cur).shape != xt.shape)
+        throw InputError("data", "data",
+                         r.data_where + ": the offloaded ops give " + workloads::shape_string(g.tensor(cur).shape) +
+                             " where " + w.name + " takes " + workloads::shape_string(xt.shape));
+    }
+    // The network reads the offloaded ops' output where it read the batch.
+    std::vector<workloads::Op> ops = front;
+    for (auto op : g.ops()) {
+      for (auto& t : op.inputs)
+        if (t == x) t = cur;
+      ops.push_back(std::move(op));
+    }
+    g.set_role(x, workloads::TensorRole::Activation);
+    g.set_ops(std::move(ops));
+    w.batch_inputs.front() = in;
+  }
+  w.data = std::move(data);
+}
+
+}  // namespace
+
 /// The workload with its dataset: the default one, or the files in `dataset`; one shard of it.
 workloads::Workload build_workload_with_data(const RunRequest& r, const SystemConfig& cfg) {
   workloads::Workload w = build_workload(r, cfg);
+  if (r.data) apply_data_script(r, w);
   if (!r.dataset.empty()) {
     workloads::DatasetSpec d = runtime::load_dataset_dir(r.dataset, r.progress, r.dataset_index);
     const bool jpegs = d.format == workloads::DatasetFormat::ImageFolder &&

@@ -135,8 +135,15 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
       to_simulate += kind_of[static_cast<std::size_t>(s)] == s ? per_server : 0;
     for (std::int64_t s = 0; s < servers; ++s) {
       if (kind_of[static_cast<std::size_t>(s)] != s) continue;
-      run.host_cores.push_back(std::make_unique<runtime::HostCores>(cfg.host.cpu_cores));  // the server's host
-      run.host_cores.back()->arbitrated = true;  // its ranks' requests in an order of their own
+      // The server's host: its cores, or with the pipelines bound to NUMA nodes
+      // (ds.config.set_numa_enable) each node's, its ranks spread over the nodes in order.
+      const std::int64_t nodes = cfg.pipeline.numa_bind ? std::max<std::int64_t>(1, cfg.host.numa_nodes) : 1;
+      const std::size_t first_node = run.host_cores.size();
+      for (std::int64_t n = 0; n < nodes; ++n) {
+        run.host_cores.push_back(std::make_unique<runtime::HostCores>(
+            std::max<std::int64_t>(1, cfg.host.cpu_cores / nodes)));
+        run.host_cores.back()->arbitrated = true;  // its ranks' requests in an order of their own
+      }
       first_switch[static_cast<std::size_t>(s)] = run.h2d_uplinks.size();
       for (std::int64_t w = 0; w < switches_per_server; ++w)
         for (auto* v : {&run.h2d_uplinks, &run.d2h_uplinks})
@@ -151,7 +158,7 @@ std::size_t Simulation::add(const SystemConfig& cfg, const workloads::Workload& 
             first_switch[static_cast<std::size_t>(s)] + static_cast<std::size_t>(r % per_server / per_switch);
         RankPlace place{static_cast<int>(r),
                         run.hccl.get(),
-                        run.host_cores.back().get(),
+                        run.host_cores[first_node + static_cast<std::size_t>(r % per_server * nodes / per_server)].get(),
                         run.h2d_uplinks[sw].get(),
                         run.d2h_uplinks[sw].get(),
                         r == 0 ? run.values.get() : nullptr,

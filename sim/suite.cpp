@@ -12,6 +12,7 @@
 
 #include "sim/config.h"
 #include "sim/core/error.h"
+#include "sim/data_script.h"
 #include "sim/rank_table.h"
 #include "sim/run_yaml.h"
 
@@ -108,6 +109,17 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.dataset = scalar(v, at, key);
     } else if (key == "dataset_index") {
       r.dataset_index = scalar(v, at, key);
+    } else if (key == "data") {  // the pipeline as the script builds it, inline or a file
+      DataScript d;
+      if (v.IsScalar()) {
+        const fs::path file = fs::path(v.Scalar()).is_absolute() ? fs::path(v.Scalar()) : fs::path(config_dir) / v.Scalar();
+        d = load_data_script(file.string());
+      } else {
+        d = parse_data_script(v, at + ": data");
+      }
+      r.data = std::make_shared<const workloads::DataRecipe>(d.recipe);
+      r.data_where = d.where;
+      r.config.sets.insert(r.config.sets.begin(), d.sets.begin(), d.sets.end());
     } else if (key == "eval_every") {
       r.eval_every = whole(v, at, key);
     } else if (key == "amp_level") {
@@ -139,7 +151,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
                        "devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, chip, config, "
-                       "dataset, dataset_index, eval_every, "
+                       "dataset, dataset_index, data, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, set)");
     }
   }

@@ -6,10 +6,13 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aicore/cost_model.h"
 #include "sim/api.h"
 #include "sim/config.h"
+#include "workloads/dataset.h"
 
 namespace ascendsim::test {
 
@@ -46,6 +49,20 @@ inline sim::RunRequest small_transformer(const std::string& workload, std::int64
 inline const aicore::CostModel& cost_model() {
   static aicore::CachedCostModel m(aicore::make_pipe_cost_model({}, {}));
   return m;
+}
+
+/// A recipe on `h` x `w` x 3 raw (not encoded) samples, so every row has the same geometry.
+inline workloads::DataRecipe raw_recipe(std::int64_t h, std::int64_t w, std::vector<workloads::MapOp> maps) {
+  workloads::DataRecipe r;
+  r.dataset.format = workloads::DatasetFormat::Cifar10Binary;
+  r.dataset.samples = 100;
+  r.dataset.height = h;
+  r.dataset.width = w;
+  r.dataset.channels = 3;
+  r.dataset.classes = 10;
+  r.dataset.record_bytes = h * w * 3;
+  r.maps = std::move(maps);
+  return r;
 }
 
 }  // namespace ascendsim::test

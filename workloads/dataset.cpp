@@ -21,6 +21,8 @@ const char* dataset_format_name(DatasetFormat f) {
       return "image-folder";
     case DatasetFormat::MindRecord:
       return "mindrecord";
+    case DatasetFormat::Generator:
+      return "generator";
   }
   return "?";
 }
@@ -51,6 +53,10 @@ const char* map_op_name(MapOpType t) {
       return "RandomCropDecodeResize";
     case MapOpType::RandomColorAdjust:
       return "RandomColorAdjust";
+    case MapOpType::CutOut:
+      return "CutOut";
+    case MapOpType::RandomErasing:
+      return "RandomErasing";
   }
   return "?";
 }
@@ -97,6 +103,79 @@ std::size_t DataRecipe::first_random() const {
   for (std::size_t i = 0; i < maps.size(); ++i)
     if (maps[i].random()) return i;
   return maps.size();
+}
+
+void apply_map_geometry(const MapOp& op, DataRecipe::Output& o) {
+  switch (op.type) {
+    case MapOpType::Resize:
+      if (op.width == 0) {  // the shorter side to `height`, the aspect kept
+        const double scale = static_cast<double>(op.height) / std::min(o.height, o.width);
+        o.height *= scale;
+        o.width *= scale;
+      } else {
+        o.height = static_cast<double>(op.height);
+        o.width = static_cast<double>(op.width);
+      }
+      break;
+    case MapOpType::RandomCropDecodeResize:
+      o.height = static_cast<double>(op.height);
+      o.width = static_cast<double>(op.width);
+      break;
+    case MapOpType::RandomCrop:
+    case MapOpType::CenterCrop:
+    case MapOpType::SlicePatches:
+      if (op.height > 0) {
+        o.height = static_cast<double>(op.height);
+        o.width = static_cast<double>(op.width);
+      } else {
+        o.height *= std::sqrt(op.area);
+        o.width *= std::sqrt(op.area);
+      }
+      break;
+    case MapOpType::Rescale:
+    case MapOpType::Normalize:
+      o.bytes_per_value = 4;
+      break;
+    default:
+      break;
+  }
+}
+
+DataRecipe::Output DataRecipe::host_output() const {
+  const auto g = dataset.sample(0);
+  Output o{static_cast<double>(g.height), static_cast<double>(g.width), static_cast<double>(g.channels), 1};
+  if (dataset.encoded) {  // the mean geometry of an image folder's JPEGs
+    o.height = static_cast<double>(dataset.height);
+    o.width = static_cast<double>(dataset.width);
+  }
+  for (const auto& op : maps)
+    if (!op.offload && op.type != MapOpType::TypeCast) apply_map_geometry(op, o);
+  return o;
+}
+
+double random_erasing_mean_area(double aspect, double scale_min, double scale_max, double ratio_min, double ratio_max,
+                                int attempts) {
+  // One attempt: s uniform, log r uniform; the rectangle h = sqrt(s A r), w = sqrt(s A / r) fits when
+  // h <= H and w <= W, i.e. s r <= H / W and s / r <= W / H (A = H W). Midpoint rule on a grid.
+  constexpr int kN = 256;
+  const double hw = 1.0 / aspect;  // H / W
+  const double lr0 = std::log(ratio_min), lr1 = std::log(ratio_max);
+  double accept = 0, area = 0;
+  for (int i = 0; i < kN; ++i) {
+    const double s = scale_min + (scale_max - scale_min) * (i + 0.5) / kN;
+    for (int j = 0; j < kN; ++j) {
+      const double r = std::exp(lr0 + (lr1 - lr0) * (j + 0.5) / kN);
+      if (s * r <= hw && s / r <= 1.0 / hw) {
+        accept += 1;
+        area += s;
+      }
+    }
+  }
+  accept /= static_cast<double>(kN) * kN;
+  area /= static_cast<double>(kN) * kN;
+  if (accept <= 0) return 0;
+  // The first accepted attempt's area: E[s | fits] times the chance one of the attempts fits.
+  return area / accept * (1 - std::pow(1 - accept, attempts));
 }
 
 namespace {

@@ -13,7 +13,9 @@ namespace ascendsim::workloads {
 
 /// ImageFolder: a directory of class folders of JPEG files (MindSpore's ImageFolderDataset);
 /// the ImageNet workloads read it, or synthesise such JPEGs (SyntheticJpeg) when given none.
-enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg, ImageFolder, MindRecord };
+/// Generator: MindSpore's GeneratorDataset over a Python source, each yield a row (or a whole batch,
+/// DatasetSpec::rows_per_yield) of `record_bytes` a row, converted from NumPy arrays.
+enum class DatasetFormat { MnistIdx, Cifar10Binary, SyntheticJpeg, ImageFolder, MindRecord, Generator };
 const char* dataset_format_name(DatasetFormat f);
 
 struct DatasetSpec {
@@ -27,6 +29,11 @@ struct DatasetSpec {
   /// A token stream (a directory's train-tokens.bin): `samples` counts its tokens; a sequence
   /// model reads them as windows of its sequence.
   bool token_stream = false;
+  /// A generator's rows per yield: 1 (rows, batched by the batch op) or the batch (a source that
+  /// yields whole batches, which the batch op passes on).
+  std::int64_t rows_per_yield = 1;
+  /// A generator's columns per yield (each a NumPy array turned into a tensor).
+  std::int64_t columns = 2;
 
   /// Geometry of sample `index` (JPEG sizes vary deterministically with the index).
   struct Geometry {
@@ -104,6 +111,13 @@ enum class MapOpType {
   RandomCropDecodeResize,
   /// Brightness, contrast and saturation, each by a random factor in [1 - x, 1 + x], in random order.
   RandomColorAdjust,
+  /// CutOut(length, num_patches): `patches` squares of side `height` set to zero, each centred at a
+  /// uniformly random pixel and clipped at the borders.
+  CutOut,
+  /// RandomErasing(prob, scale, ratio): with probability `prob`, one random rectangle of `scale`
+  /// (fraction of the area) and `ratio` (height / width) set to a constant (the timm and MindCV
+  /// definition).
+  RandomErasing,
 };
 const char* map_op_name(MapOpType t);
 
@@ -121,9 +135,22 @@ struct MapOp {
   double scale_min = 0.08, scale_max = 1.0, ratio_min = 0.75, ratio_max = 4.0 / 3;
   /// RandomColorAdjust: factors drawn in [max(0, 1 - x), 1 + x] for each.
   double brightness = 0, contrast = 0, saturation = 0;
+  /// RandomCrop: zero padding on every side before the crop (CIFAR-10's RandomCrop(32, padding=4)).
+  std::int64_t pad = 0;
+  /// CutOut: the squares (num_patches).
+  std::int64_t patches = 1;
+  /// RandomErasing: the probability an image is erased; RandomHorizontalFlip: that it is flipped.
+  double prob = 0.5;
+  /// The op is a Python function (a transform written in Python, as MindCV's RandomErasing): each
+  /// row also pays a call into the interpreter (host.python_call_us).
+  bool python = false;
+  /// Dataset offload (MindSpore's map(offload=True)): the op runs on the device as a kernel of the
+  /// step's graph, not on the host; the batch leaves the host as the ops before it left it.
+  bool offload = false;
   bool random() const {
     return type == MapOpType::RandomCrop || type == MapOpType::RandomHorizontalFlip ||
-           type == MapOpType::RandomCropDecodeResize || type == MapOpType::RandomColorAdjust;
+           type == MapOpType::RandomCropDecodeResize || type == MapOpType::RandomColorAdjust ||
+           type == MapOpType::CutOut || type == MapOpType::RandomErasing;
   }
 };
 
@@ -149,6 +176,24 @@ struct DataRecipe {
   /// Index of the first random map op: a cache placed after the deterministic prefix holds
   /// samples after maps[0 .. first_random).
   std::size_t first_random() const;
+  /// A sample as it leaves the host (the host's maps applied; offloaded ops not): height, width,
+  /// channels and bytes per value (1 until a Rescale or Normalize makes it float32).
+  struct Output {
+    double height = 0, width = 0, channels = 0, bytes_per_value = 1;
+    double values() const { return height * width * channels; }
+  };
+  Output host_output() const;
 };
+
+/// How a map op changes a sample's geometry (`o`): a resize or crop its height and width, Rescale
+/// and Normalize its values to float32. Offloaded ops are the caller's to skip.
+void apply_map_geometry(const MapOp& op, DataRecipe::Output& o);
+
+/// Mean fraction of an image of width/height `aspect` that RandomErasing erases when it erases
+/// (timm's and MindCV's definition): per attempt a target area uniform in [scale_min, scale_max]
+/// of the image and an aspect h/w log-uniform in [ratio_min, ratio_max], accepted when the
+/// rectangle fits; nothing erased after `attempts` misses. Integrated numerically (deterministic).
+double random_erasing_mean_area(double aspect, double scale_min = 0.02, double scale_max = 1.0 / 3,
+                                double ratio_min = 0.3, double ratio_max = 3.3, int attempts = 10);
 
 }  // namespace ascendsim::workloads

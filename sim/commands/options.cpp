@@ -20,6 +20,8 @@
 #include "runtime/functional.h"
 #include "sim/commands/messages.h"
 #include "sim/commands/options.h"
+
+#include "sim/data_script.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
@@ -248,6 +250,10 @@ po::options_description run_options(Options& o) {
       }),
       "true | false: broadcast the initialised parameters from rank 0 before training (default true, as "
       "MindSpore's DATA_PARALLEL mode)")(
+      "data", po::value(&o.data),
+      "a data script (YAML, docs/model.md \"The data script\"): the dataset, each map() call's ops with their "
+      "parameters and workers, the reader's workers, prefetch, NUMA binding and dataset offload, as the training "
+      "script builds them; replaces the workload's pipeline")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {
@@ -362,6 +368,12 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.sink_size = o.sink_size;
   r.steps_per_epoch = o.steps_per_epoch;
   r.dataset = o.dataset;
+  if (!o.data.empty()) {
+    const DataScript d = load_data_script(o.data);
+    r.data = std::make_shared<const workloads::DataRecipe>(d.recipe);
+    r.data_where = "--data " + o.data;
+    r.config.sets.insert(r.config.sets.begin(), d.sets.begin(), d.sets.end());
+  }
   r.eval_every = o.eval_every;
   r.eval_dataset = o.eval_dataset;
   r.dataset_index = o.dataset_index;

@@ -51,6 +51,7 @@ struct Options {
   std::string dump_batches, save_weights;
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
+  std::string data;     // a data script (sim/data_script.h): the pipeline as the training script builds it
   std::int64_t eval_every = 0;
   std::string eval_dataset;
   std::string dataset_index;

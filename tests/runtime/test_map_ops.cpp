@@ -23,19 +23,7 @@ using workloads::DataRecipe;
 using workloads::MapOp;
 using workloads::MapOpType;
 
-/// A recipe on `h` x `w` x 3 raw (not encoded) samples, so every row has the same geometry.
-DataRecipe raw_recipe(std::int64_t h, std::int64_t w, std::vector<MapOp> maps) {
-  DataRecipe r;
-  r.dataset.format = workloads::DatasetFormat::Cifar10Binary;
-  r.dataset.samples = 100;
-  r.dataset.height = h;
-  r.dataset.width = w;
-  r.dataset.channels = 3;
-  r.dataset.classes = 10;
-  r.dataset.record_bytes = h * w * 3;
-  r.maps = std::move(maps);
-  return r;
-}
+using test::raw_recipe;
 
 /// One row's CPU time on the image's map() call (stage 1), in ns.
 double image_call_ns(const runtime::HostConfig& host, const DataRecipe& r) {
