@@ -63,6 +63,10 @@ struct PoolAttr {
   /// ceil_mode (MaxPool): a last, partial window where the windows do not fit the input exactly
   /// (starting inside the input or its leading padding), as PyTorch's and ONNX's ceil_mode.
   bool ceil = false;
+  /// A window of kernel x kernel_w (0: square). A rectangular one spans the whole input (a global
+  /// pool, as TextCNN's max over the sentence): its one output needs no stride.
+  std::int64_t kernel_w = 0;
+  std::int64_t width() const { return kernel_w > 0 ? kernel_w : kernel; }
 };
 struct MatMulAttr {
   bool transpose_a = false, transpose_b = false;

@@ -292,11 +292,11 @@ void gather(KernelIO& io) {  // table [T], index [1]
 // Pooling (max, with padding that never wins) ----------------------------------------------------
 
 struct Window {
-  std::int64_t n, c, h, w, ho, wo, k, stride, pad;
+  std::int64_t n, c, h, w, ho, wo, k, kw, stride, pad;
 };
 
 Window window(const Shape& x, const Shape& y, const PoolAttr& a) {
-  return {x[0], x[1], x[2], x[3], y[2], y[3], a.kernel, a.stride, a.pad};
+  return {x[0], x[1], x[2], x[3], y[2], y[3], a.kernel, a.width(), a.stride, a.pad};
 }
 
 /// Calls f(plane offset of the input, output index, input index of the window's first maximum).
@@ -312,7 +312,7 @@ void each_window_max(const Window& p, const float* x, F&& f) {
         for (std::int64_t di = 0; di < p.k; ++di) {
           const std::int64_t r = i * p.stride - p.pad + di;
           if (r < 0 || r >= p.h) continue;
-          for (std::int64_t dj = 0; dj < p.k; ++dj) {
+          for (std::int64_t dj = 0; dj < p.kw; ++dj) {
             const std::int64_t col = j * p.stride - p.pad + dj;
             if (col < 0 || col >= p.w) continue;
             if (best < 0 || xp[r * p.w + col] > v) {

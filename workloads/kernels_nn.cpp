@@ -91,9 +91,9 @@ void each_avg_window(const Shape& xs, const Shape& ys, const PoolAttr& p, bool i
       for (std::int64_t ox = 0; ox < wo; ++ox) {
         const std::int64_t y0 = oy * p.stride - p.pad, x0 = ox * p.stride - p.pad;
         const std::int64_t ya = std::max<std::int64_t>(y0, 0), yb = std::min(y0 + p.kernel, h);
-        const std::int64_t xa = std::max<std::int64_t>(x0, 0), xb = std::min(x0 + p.kernel, w);
+        const std::int64_t xa = std::max<std::int64_t>(x0, 0), xb = std::min(x0 + p.width(), w);
         const double count =
-            include_pad ? static_cast<double>(p.kernel * p.kernel) : static_cast<double>((yb - ya) * (xb - xa));
+            include_pad ? static_cast<double>(p.kernel * p.width()) : static_cast<double>((yb - ya) * (xb - xa));
         f(c * h * w, ya, yb, xa, xb, w, (c * ho + oy) * wo + ox, count);
       }
 }

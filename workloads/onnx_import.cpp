@@ -398,11 +398,28 @@ class Importer {
            std::to_string(kw));
   }
 
-  /// A pooling window: square, its padding equal on every side.
+  /// A pooling window: square, its padding equal on every side; or rectangular and spanning the
+  /// whole unpadded input (a global pool: TextCNN's max over the sentence), whatever its strides.
   void pool_window(const onnx::NodeProto& n, PoolAttr& a, std::int64_t in_h, std::int64_t in_w) {
     const auto k = attr_ints(n, "kernel_shape");
+    if (k.size() == 2 && k[0] != k[1] && k[0] == in_h && k[1] == in_w) {
+      const auto p = attr_ints(n, "pads");
+      const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+      for (auto d : attr_ints(n, "dilations"))
+        if (d != 1) fail(where(n) + ": dilations other than 1 are not supported");
+      if (std::any_of(p.begin(), p.end(), [](std::int64_t v) { return v != 0; }) ||
+          (auto_pad != "NOTSET" && auto_pad != "VALID"))
+        fail(where(n) + ": a rectangular window spanning the input is supported without padding, pads " +
+             shape_string(p));
+      a.kernel = k[0];
+      a.kernel_w = k[1];
+      a.stride = 1;  // one window: no stride
+      a.pad = 0;
+      return;
+    }
     if (k.size() != 2 || k[0] != k[1])
-      fail(where(n) + ": a square 2-D window is supported, kernel_shape " + shape_string(k));
+      fail(where(n) + ": a square 2-D window, or one spanning the whole input (a global pool), is supported, "
+           "kernel_shape " + shape_string(k) + " over " + std::to_string(in_h) + "x" + std::to_string(in_w));
     a.kernel = k[0];
     if (a.kernel < 1 || a.kernel > kMaxDim) fail(where(n) + ": kernel_shape " + shape_string(k) + " out of range");
     std::int64_t pad_w = 0;
@@ -1126,7 +1143,7 @@ void Importer::install() {
       pool_window(n, p, xs[2], xs[3]);
       const auto padded = m_pad_for_pool.find(n.input(0));  // a zero Pad before it: its padding, counted
       if (padded != m_pad_for_pool.end()) {
-        if (p.pad != 0 || padded->second >= p.kernel)
+        if (p.pad != 0 || p.kernel_w > 0 || padded->second >= p.kernel)
           fail(where(n) + ": a Pad of " + std::to_string(padded->second) + " before a pool of window " +
                std::to_string(p.kernel) + " and padding " + std::to_string(p.pad) + " is not supported");
         p.pad = padded->second;

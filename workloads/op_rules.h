@@ -60,8 +60,8 @@ inline OpDef layout(OpDef def, std::vector<Format> in, Format out, bool cube = f
 
 /// Windows along an axis of `d` pixels: floor's, or with ceil_mode a last partial window that
 /// starts inside the input or its leading padding. 0 when the window is larger than the input.
-inline std::int64_t pool_out(std::int64_t d, const PoolAttr& p) {
-  const std::int64_t span = d + 2 * p.pad - p.kernel;
+inline std::int64_t pool_out(std::int64_t d, const PoolAttr& p, bool width = false) {
+  const std::int64_t span = d + 2 * p.pad - (width ? p.width() : p.kernel);
   if (span < 0 || p.stride < 1) return 0;
   std::int64_t o = (p.ceil ? (span + p.stride - 1) / p.stride : span / p.stride) + 1;
   if (p.ceil && (o - 1) * p.stride >= d + p.pad) --o;
@@ -72,7 +72,7 @@ inline std::int64_t pool_out(std::int64_t d, const PoolAttr& p) {
 inline std::vector<OutputSpec> pool_infer(const Graph& g, const Inputs& i, OpAttrs& a) {
   const Shape& xs = g.tensor(i.at(0)).shape;
   require(xs.size() == 4, "NCHW input expected");
-  const std::int64_t ho = pool_out(xs[2], a.pool), wo = pool_out(xs[3], a.pool);
+  const std::int64_t ho = pool_out(xs[2], a.pool), wo = pool_out(xs[3], a.pool, true);
   require(ho > 0 && wo > 0, "window larger than input");
   return {out({xs[0], xs[1], ho, wo}, g.tensor(i[0]).dtype, TensorRole::Activation)};
 }
@@ -84,12 +84,13 @@ inline std::function<aicore::OpDesc(const Graph&, const Op&)> pool_lower(aicore:
     const Tensor& x = on_output ? res(g, op, 0) : in(g, op, 0);
     aicore::OpDesc d = vector_op(kind, x);
     set_nchw(d, x.shape);
-    d.kh = d.kw = op.pool.kernel;
+    d.kh = op.pool.kernel;
+    d.kw = op.pool.width();
     d.stride = op.pool.stride;
     d.pad_h = d.pad_w = op.pool.pad;
     if (op.pool.ceil) {  // the partial windows cost as whole ones over an input padded at its end
       d.h = (pool_out(x.shape[2], op.pool) - 1) * d.stride + d.kh - 2 * d.pad_h;
-      d.w = (pool_out(x.shape[3], op.pool) - 1) * d.stride + d.kw - 2 * d.pad_w;
+      d.w = (pool_out(x.shape[3], op.pool, true) - 1) * d.stride + d.kw - 2 * d.pad_w;
       d.h = std::max(d.h, x.shape[2]);
       d.w = std::max(d.w, x.shape[3]);
     }

@@ -307,6 +307,26 @@ TEST(NnOps, ACeilModeMaxPoolHasItsPartialWindows) {
   EXPECT_EQ(rules::pool_out(6, PoolAttr{3, 2, 0, false}), 2);
 }
 
+TEST(NnOps, ARectangularGlobalPoolTakesTheWholePlane) {
+  // A 3x2 plane by a 3x2 window (TextCNN's max over the sentence, its window the conv output's
+  // height and width): one output, the plane's maximum; the gradient goes to it alone; the mean
+  // divides by all six cells.
+  const std::vector<float> x{4, -1, 7, 2, 0, 5};
+  OpAttrs a;
+  a.pool = PoolAttr{3, 1, 0, false, 2};
+  Graph g;
+  EXPECT_EQ(compute(g, "MaxPool", {x}, {{1, 1, 3, 2}}, a), (std::vector<float>{7}));
+  Graph avg;
+  EXPECT_EQ(compute(avg, "AvgPool", {x}, {{1, 1, 3, 2}}, a), (std::vector<float>{17.0f / 6}));
+  Graph gg;
+  EXPECT_EQ(compute(gg, "MaxPoolGrad", {x, {7}, {3}}, {{1, 1, 3, 2}, {1, 1, 1, 1}, {1, 1, 1, 1}}, a),
+            (std::vector<float>{0, 0, 3, 0, 0, 0}));
+  EXPECT_EQ(rules::pool_out(3, a.pool), 1);
+  EXPECT_EQ(rules::pool_out(2, a.pool, true), 1);
+  auto one = [a](Graph& gr, const std::vector<TensorId>& p) { return gr.apply("AvgPool", "AvgPool", {p[0]}, a)[0]; };
+  check_gradients("AvgPool 3x2", {{2, 2, 3, 2}}, one);
+}
+
 TEST(NnOps, TheEvaluationNetworkNormalisesByMovingStatisticsAndDropsNothing) {
   // BatchNorm of two channels, two samples of 1x2: x, gamma, beta, moving mean, moving variance.
   const std::vector<float> x{1, 3, 10, 20, 5, 7, 30, 40}, gamma{2, 1}, beta{0.5f, -1}, mean{2, 25}, var{4, 100};

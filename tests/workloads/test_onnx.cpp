@@ -423,8 +423,8 @@ TEST(Onnx, ARefusalListsEveryBlockerAtOnce) {
   EXPECT_THAT(e, HasSubstr("bad.onnx: 2 operator types not supported, nothing simulated:\n  Mod (first at node "
                            "'/mod')\n  TopK (first at node '/topk')\nand 2 operator forms not supported:"));
   EXPECT_THAT(e, HasSubstr("node '/zero_stride' (Conv): strides [0,0]: a stride must be a positive number"));
-  EXPECT_THAT(e, HasSubstr("node '/tall_a' (MaxPool): a square 2-D window is supported, kernel_shape [3,1] (and 1 "
-                           "more such node)"));
+  EXPECT_THAT(e, HasSubstr("node '/tall_a' (MaxPool): a square 2-D window, or one spanning the whole input (a "
+                           "global pool), is supported, kernel_shape [3,1] over 8x8 (and 1 more such node)"));
   EXPECT_THAT(e, Not(HasSubstr("/tall_b")));
   EXPECT_THAT(e, Not(HasSubstr("/after_topk")));
   EXPECT_THAT(e, Not(HasSubstr("/shape_of_topk")));
@@ -443,6 +443,43 @@ TEST(Onnx, ARefusalListsEveryBlockerAtOnce) {
     EXPECT_THAT(import_error(empty.bytes()), HasSubstr("initializer 'unused': 0 values for " +
                                                        std::to_string(side * side) + " elements (truncated?)"));
   }
+}
+
+TEST(Onnx, ARectangularPoolSpanningTheInputIsAGlobalPool) {
+  // TextCNN's max over the sentence: a conv of kernel (3, width) gives [N, C, L, 1], pooled by a
+  // (L, 1) window with strides (L, 1) as PyTorch exports MaxPool2d((L, 1)).
+  ModelBuilder b({2, 1, 7, 5});
+  b.weight("conv.weight", {6, 1, 3, 5});
+  b.weight("fc.weight", {2, 6});
+  b.node("Conv", "/conv", {"x", "conv.weight"}, {"c"});  // [2, 6, 5, 1]
+  auto* pool = b.node("MaxPool", "/pool", {"c"}, {"p"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{5, 1});
+  ModelBuilder::attr(pool, "strides", std::vector<std::int64_t>{5, 1});
+  b.node("Flatten", "/flat", {"p"}, {"f"});
+  ModelBuilder::attr(b.node("Gemm", "/fc", {"f", "fc.weight"}, {"y"}), "transB", 1);
+  b.output("y");
+  const Workload w = b.import();
+  const auto n = op_types(w.graph);
+  EXPECT_EQ(n.at("MaxPool"), 1);
+  EXPECT_EQ(n.at("MaxPoolGrad"), 1);
+  for (const auto& op : w.graph.ops())
+    if (op.type == "MaxPool") {
+      EXPECT_EQ(w.graph.tensor(op.outputs[0]).shape, (Shape{2, 6, 1, 1}));
+      EXPECT_EQ(op.pool.kernel, 5);
+      EXPECT_EQ(op.pool.width(), 1);
+    }
+  // A rectangular window that does not span the input, or one padded, is refused.
+  ModelBuilder part = b;
+  part.g = part.m.mutable_graph();
+  part.g->mutable_node(1)->mutable_attribute(0)->set_ints(0, 3);
+  EXPECT_THAT(import_error(part.bytes()), HasSubstr("node '/pool' (MaxPool): a square 2-D window, or one spanning "
+                                                    "the whole input (a global pool), is supported, kernel_shape "
+                                                    "[3,1] over 5x1"));
+  ModelBuilder padded = b;
+  padded.g = padded.m.mutable_graph();
+  ModelBuilder::attr(padded.g->mutable_node(1), "pads", std::vector<std::int64_t>{1, 0, 1, 0});
+  EXPECT_THAT(import_error(padded.bytes()), HasSubstr("a rectangular window spanning the input is supported "
+                                                      "without padding, pads [1,0,1,0]"));
 }
 
 TEST(Onnx, ALossOfTheModelsOwn) {
