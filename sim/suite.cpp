@@ -13,6 +13,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/data_script.h"
+#include "sim/model_zoo.h"
 #include "sim/rank_table.h"
 #include "sim/run_yaml.h"
 
@@ -64,6 +65,9 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.workload = scalar(v, at, key);
     } else if (key == "model") {
       r.model = scalar(v, at, key);
+    } else if (key == "export") {  // a model zoo network: <cache>/NAME.onnx, made when missing (sim/model_zoo.h)
+      if (run["model"]) throw InputError(at + ": give 'model' or 'export', not both");
+      r.model = zoo_model(scalar(v, at, key), at);
     } else if (key == "mode") {
       r.mode = scalar(v, at, key);
     } else if (key == "loss") {

@@ -1378,4 +1378,39 @@ TEST_F(CliTest, ValidateMeasuresEpochsAsTimeMonitorAndTakesARunsConfigFile) {
   EXPECT_THAT(missing.err, HasSubstr("nfs.yaml"));
 }
 
+TEST_F(CliTest, AFigureWhoseExportIsMissingAndCannotBeMadeNamesTheCommandThatMakesIt) {
+  // `export: NAME` is <cache>/NAME.onnx, made by the package's zoo (python/ascendsim/zoo.py) when
+  // missing. On a machine without torch (an interpreter that says so) the figure's line, the file
+  // and the command that makes it are named in one line; exit 2; nothing is left in the cache.
+  const fs::path cache = m_dir / "cache";
+  const std::string python = file("python", "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n");
+  fs::permissions(python, fs::perms::owner_all);
+  ::setenv("ASCENDSIM_MODEL_CACHE", cache.c_str(), 1);
+  ::setenv("ASCENDSIM_PYTHON", python.c_str(), 1);
+  const std::string figures = file("z.yaml", "figures:\n  - id: F8\n    value: 0.575\n    unit: ms/step\n"
+                                             "    measure: step_time_ms\n"
+                                             "    run: {server: atlas800-9000, export: ncf, batch_size: 256}\n");
+  const Result r = run("validate --figures " + figures);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("error: " + figures + ":2: run: export 'ncf': " + (cache / "ncf.onnx").string() +
+                               " is missing and could not be made (ModuleNotFoundError: No module named 'torch'); "
+                               "make it with: "));
+  EXPECT_THAT(r.err, HasSubstr(python + " -m ascendsim.zoo --out " + cache.string() + " ncf\n"));
+  EXPECT_EQ(occurrences(r.err, "error: "), 1u);
+  EXPECT_FALSE(fs::exists(cache / "ncf.onnx"));
+  // An interpreter that fails without a word: its exit status is the reason.
+  ::setenv("ASCENDSIM_PYTHON", "/bin/false", 1);
+  const Result none = run("validate --figures " + figures);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_THAT(none.err, HasSubstr("(the command exited with status 1); make it with: "));
+  // A run names its model once: a file or a zoo entry.
+  const Result both = run("validate --figures " +
+                          file("b.yaml", "figures:\n  - id: X\n    value: 1\n    unit: ms/step\n"
+                                         "    measure: step_time_ms\n    run: {model: a.onnx, export: ncf}\n"));
+  EXPECT_EQ(both.code, 2);
+  EXPECT_THAT(both.err, HasSubstr(":2: run: give 'model' or 'export', not both"));
+  ::unsetenv("ASCENDSIM_MODEL_CACHE");
+  ::unsetenv("ASCENDSIM_PYTHON");
+}
+
 }  // namespace
