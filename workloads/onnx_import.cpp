@@ -292,7 +292,7 @@ class Importer {
     const Const& c = *v.c;
     if (!is_float(c.elem_type)) fail(where(n) + ": integer constant '" + name + "' used as a tensor");
     TensorId t;
-    if (c.initializer && c.elements() > 1 && m_weights.count(name)) {
+    if (c.initializer && m_weights.count(name)) {  // one element too: a bias (find_weights)
       const TensorId p = m_g.add_tensor({name, c.shape, m_master, TensorRole::Parameter});
       if (decayed) m_decayed.insert(p);
       t = m_master == m_compute ? p : m_g.cast(name + "/Cast", p, m_compute);
@@ -512,7 +512,14 @@ void Importer::find_weights() {
   for (const auto& [name, t] : inits) {
     std::int64_t elements = 1;
     for (auto d : t->dims()) elements *= d;
-    if (elements <= 1 || !readers.count(name)) continue;
+    if (elements < 1 || !readers.count(name)) continue;
+    // One element is a constant (an epsilon, a scale), unless it is a layer's weight or bias: the
+    // bias of a convolution of one output channel (SRCNN's last), of a dense layer of one output.
+    if (elements == 1 && std::none_of(readers.at(name).begin(), readers.at(name).end(), [](const auto& r) {
+          const std::string& op = r.first->op_type();
+          return r.second >= 1 && (op == "Conv" || op == "ConvTranspose" || op == "Gemm");
+        }))
+      continue;
     if (std::find(m_opt.frozen.begin(), m_opt.frozen.end(), name) != m_opt.frozen.end()) continue;
     if (mask_only(name, 0)) continue;
     // An op's weight (a product's, a convolution's, a norm's, a lookup table) is never a mask:

@@ -482,6 +482,23 @@ TEST(Onnx, ARectangularPoolSpanningTheInputIsAGlobalPool) {
                                                       "without padding, pads [1,0,1,0]"));
 }
 
+TEST(Onnx, TheBiasOfAConvolutionOfOneChannelIsTrained) {
+  // SRCNN's last layer: 32 -> 1 channel, its bias one element. A one-element initializer is
+  // otherwise a constant (an epsilon); a convolution's bias is a parameter, updated as the others.
+  ModelBuilder b({2, 3, 6, 6});
+  b.weight("conv.weight", {1, 3, 3, 3});
+  b.weight("conv.bias", {1});
+  b.weight("fc.weight", {10, 36});
+  ModelBuilder::attr(b.node("Conv", "/conv", {"x", "conv.weight", "conv.bias"}, {"c"}), "pads",
+                     std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Flatten", "/flat", {"c"}, {"f"});
+  ModelBuilder::attr(b.node("Gemm", "/fc", {"f", "fc.weight"}, {"y"}), "transB", 1);
+  b.output("y");
+  const Workload w = b.import();
+  EXPECT_EQ(parameter_count(w.graph), 27 + 1 + 360);
+  EXPECT_EQ(op_types(w.graph).at("ApplyMomentum"), 3);
+}
+
 TEST(Onnx, ALossOfTheModelsOwn) {
   // The model ends in its own loss: the mean square of its outputs (a scalar, keepdims 0).
   ModelBuilder b = small_cnn();
