@@ -155,7 +155,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
                        "devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, chip, config, "
-                       "dataset, dataset_index, data, eval_every, "
+                       "export, dataset, dataset_index, data, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, set)");
     }
   }
