@@ -377,10 +377,18 @@ void PipelineCosts::sample_into(std::int64_t index, bool first_epoch, double* ro
       case MapOpType::SlicePatches:  // every patch copied out (`area` of them); the rank's one kept (project)
         ns = m_host.crop_ns_per_value * s.values() * op.area;
         break;
-      case MapOpType::RandomCropDecodeResize:  // the crop window's pixels decoded (mean window), then resized
-        ns = m_host.decode_ns_per_pixel * in.h() * in.w() * crop_area(i, in.h(), in.w()) +
+      case MapOpType::RandomCropDecodeResize: {
+        // A cropped decode (libjpeg-turbo's jpeg_crop_scanline and jpeg_skip_scanlines): the
+        // entropy (Huffman) decoding runs over every row down to the window's last, across the
+        // whole width; the rest of a decode (inverse DCT, upsampling, colour conversion) over the
+        // window only. The window's last row lies at (H + h) / 2 on average (its top uniform in
+        // [0, H - h]), h = sqrt(a) H for a window of the mean area a. Then the resize.
+        const double a = crop_area(i, in.h(), in.w());
+        const double f = m_host.entropy_decode_fraction;
+        ns = m_host.decode_ns_per_pixel * in.h() * in.w() * (f * (1 + std::sqrt(a)) / 2 + (1 - f) * a) +
              m_host.resize_ns_per_value * s.values();
         break;
+      }
       case MapOpType::RandomColorAdjust:
         ns = m_host.color_adjust_ns_per_value * s.values();
         break;

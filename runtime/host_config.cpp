@@ -3,6 +3,12 @@
 namespace ascendsim::runtime {
 
 void HostConfig::declare(sim::ParamSet& ps) {
+  ps.text("host.name", name, {}, "the host preset's name (configs/hosts/NAME.yaml), set by the preset");
+  ps.text("host.description", description, {}, "one line on the host preset");
+  ps.text("host.base", base, {}, "in a host preset: the preset it is made from (applied first)");
+  ps.text("host.fitted", fitted, {},
+          "in a host preset: the parameters its values were fitted for, space-separated (`ascendsim calibrate` "
+          "with no --fit refits them)");
   ps.real("host.schedule_step_us", schedule_step_us, "us", 0, 1e7,
           "LLM serving: one scheduler iteration (batch policy, queues, the step's input tensors)");
   ps.real("host.schedule_seq_us", schedule_seq_us, "us", 0, 1e6,
@@ -28,6 +34,9 @@ void HostConfig::declare(sim::ParamSet& ps) {
   ps.integer("host.cpu_cores", cpu_cores, "cores", 1, 4096, "host CPU cores the data pipeline threads share");
   ps.real("host.read_ns_per_byte", read_ns_per_byte, "ns/B", 0, 1e6, "source reader: file bytes read per sample");
   ps.real("host.decode_ns_per_pixel", decode_ns_per_pixel, "ns/pixel", 0, 1e6, "JPEG decode");
+  ps.real("host.entropy_decode_fraction", entropy_decode_fraction, "fraction", 0, 1,
+          "the share of a JPEG decode's time in entropy (Huffman) decoding, which a cropped decode "
+          "(RandomCropDecodeResize) pays down to the window's last row across the whole width");
   ps.real("host.resize_ns_per_value", resize_ns_per_value, "ns/value", 0, 1e6, "bilinear resize, per output value");
   ps.real("host.crop_ns_per_value", crop_ns_per_value, "ns/value", 0, 1e6, "crop copy, per output value");
   ps.real("host.flip_ns_per_value", flip_ns_per_value, "ns/value", 0, 1e6,

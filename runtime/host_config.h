@@ -10,6 +10,12 @@
 namespace ascendsim::runtime {
 
 struct HostConfig {
+  /// The host preset (configs/hosts/<name>.yaml) these values come from, if any; its base preset
+  /// and the parameters it marks as fitted (read by the configuration's loader).
+  std::string name;
+  std::string description;
+  std::string base;
+  std::string fitted;
   double op_launch_us = 10;       ///< one op launch: kernel selection, args, task submission
   double collective_launch_us = 10;  ///< one collective launched by the host (op-by-op modes): the HCCL call
   double graph_launch_us = 30;    ///< one graph launch (model execute)
@@ -35,6 +41,9 @@ struct HostConfig {
   // Data pipeline costs, per sample on one thread.
   double read_ns_per_byte = 0.5;         ///< source reader: file bytes from the page cache
   double decode_ns_per_pixel = 8;        ///< JPEG decode
+  /// The share of a JPEG's decode time spent entropy-decoding (Huffman): a cropped decode pays it
+  /// for every row down to the window's last, the rest of the decode for the window only.
+  double entropy_decode_fraction = 0.4;
   double resize_ns_per_value = 1.0;      ///< bilinear resize, per output value
   double crop_ns_per_value = 0.2;        ///< crop copy, per output value
   double flip_ns_per_value = 0.3;        ///< horizontal flip, per value (applied to half the samples)

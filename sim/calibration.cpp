@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -24,6 +25,23 @@ using run_yaml::whole_real;
 
 namespace {
 
+/// A fitted key, `PRESET:key` for a parameter of one host preset (the figures whose servers carry
+/// it), else `key` for every figure.
+struct Scoped {
+  std::string preset, key;
+};
+Scoped scoped(const std::string& k) {
+  const auto colon = k.find(':');
+  if (colon == std::string::npos) return {"", k};
+  return {k.substr(0, colon), k.substr(colon + 1)};
+}
+
+std::set<std::string> host_presets_of(const PublishedFigure& f) {
+  std::set<std::string> out;
+  for (const auto& p : load_config(f.run.config).host_presets) out.insert(p.name);
+  return out;
+}
+
 std::vector<std::string> own_keys(const PublishedFigure& f) {
   std::vector<std::string> keys;
   for (const auto& s : f.run.config.sets) keys.push_back(s.substr(0, s.find('=')));
@@ -35,15 +53,19 @@ std::vector<std::string> own_keys(const PublishedFigure& f) {
 class FigureModel : public fit::Evaluator {
  public:
   FigureModel(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& keys)
-      : m_figures(figures), m_keys(keys) {}
+      : m_figures(figures), m_keys(keys) {
+    for (const auto& f : figures) m_presets.push_back(host_presets_of(f));
+  }
   double simulate(std::size_t j, const std::vector<double>& values) override {
     const PublishedFigure& f = m_figures[j];
     const std::vector<std::string> own = own_keys(f);
     std::vector<std::string> sets;
     std::string at;
     for (std::size_t i = 0; i < m_keys.size(); ++i) {
-      if (std::find(own.begin(), own.end(), m_keys[i]) != own.end()) continue;
-      sets.push_back(m_keys[i] + "=" + fmt::format("{}", values[i]));
+      const Scoped k = scoped(m_keys[i]);
+      if (std::find(own.begin(), own.end(), k.key) != own.end()) continue;
+      if (!k.preset.empty() && !m_presets[j].count(k.preset)) continue;  // another host's
+      sets.push_back(k.key + "=" + fmt::format("{}", values[i]));
       at += (at.empty() ? "" : ", ") + sets.back();
     }
     try {
@@ -56,6 +78,7 @@ class FigureModel : public fit::Evaluator {
  private:
   const std::vector<PublishedFigure>& m_figures;
   const std::vector<std::string>& m_keys;
+  std::vector<std::set<std::string>> m_presets;  ///< per figure, the host presets its server carries
 };
 
 std::string joined(const std::vector<std::string>& v) {
@@ -67,7 +90,32 @@ std::string joined(const std::vector<std::string>& v) {
 double configured_value(const PublishedFigure& f, const std::string& key) {
   SystemConfig cfg = load_config(f.run.config);
   ParamSet ps = bind_params(cfg);
-  return *std::get<double*>(ps.find(key)->target);
+  return *std::get<double*>(ps.find(scoped(key).key)->target);
+}
+
+/// The parameters the host presets of the figures `ids` mark as fitted, each scoped to its preset,
+/// in the order the figures meet them.
+std::vector<std::string> preset_fitted(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& ids) {
+  std::vector<std::string> keys;
+  for (const auto& f : figures) {
+    if (std::find(ids.begin(), ids.end(), f.id) == ids.end()) continue;
+    for (const auto& use : load_config(f.run.config).host_presets)
+      for (const auto& k : use.fitted) {
+        const std::string key = use.name + ":" + k;
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      }
+  }
+  return keys;
+}
+
+/// The host presets in the configuration directory (configs/hosts/*.yaml), by name.
+std::vector<std::string> host_preset_names(const std::string& config_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(config_dir) / "hosts", ec))
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace
@@ -76,18 +124,33 @@ Calibration calibrate(const CalibrationRequest& req) {
   Calibration c;
   c.file = load_figures_file(req.figures_path, req.config_dir);
   const std::string& path = c.file.path;
-  // The parameters: known, real, at most four, each with bounds in the file.
-  if (req.fit.empty()) throw InputError("--fit: give the parameter keys to fit (1 to 4), e.g. host.map_op_overhead_us");
-  if (req.fit.size() > 4)
+  // The figures: --only's, or those marked host_bound (chosen first: with no --fit, their
+  // servers' host presets name the parameters).
+  std::vector<std::string> ids = figure_ids(c.file, req.only);
+  std::vector<std::string> fit_keys = req.fit;
+  if (fit_keys.empty()) {
+    fit_keys = preset_fitted(c.file.figures, ids);
+    if (fit_keys.empty())
+      throw InputError("--fit: the host presets of the figures fitted mark no parameter as fitted (host.fitted); name "
+                       "the parameters to fit, e.g. --fit host.map_op_overhead_us");
+  }
+  c.keys = fit_keys;
+  // The parameters: known, real, at most six, each with bounds in the file.
+  if (fit_keys.size() > 6)
     throw InputError(
-        fmt::format("--fit {}: {} parameters; at most four are fitted jointly", joined(req.fit), req.fit.size()));
+        fmt::format("--fit {}: {} parameters; at most six are fitted jointly", joined(fit_keys), fit_keys.size()));
   SystemConfig probe;
   ParamSet ps = bind_params(probe);
-  for (std::size_t i = 0; i < req.fit.size(); ++i) {
-    const std::string& key = req.fit[i];
-    if (key.empty()) throw InputError("--fit " + joined(req.fit) + ": an empty key");
+  const std::vector<std::string> presets = host_preset_names(req.config_dir);
+  for (std::size_t i = 0; i < fit_keys.size(); ++i) {
+    const std::string& full = fit_keys[i];
+    if (full.empty()) throw InputError("--fit " + joined(fit_keys) + ": an empty key");
     for (std::size_t k = 0; k < i; ++k)
-      if (req.fit[k] == key) throw InputError("--fit " + key + ": given twice");
+      if (fit_keys[k] == full) throw InputError("--fit " + full + ": given twice");
+    const Scoped sc = scoped(full);
+    if (!sc.preset.empty() && std::find(presets.begin(), presets.end(), sc.preset) == presets.end())
+      throw InputError("--fit " + full + ": no host preset '" + sc.preset + "' (" + joined(presets) + ")");
+    const std::string& key = sc.key;
     const ParamSpec* spec = ps.find(key);
     if (!spec) {
       ps.set(key, "0", "--fit " + key);  // throws, naming the closest keys
@@ -101,33 +164,11 @@ Calibration calibrate(const CalibrationRequest& req) {
       throw InputError("--fit " + key + ": " + path +
                        " gives no bounds for it; add it to the file's `fit:` section with min, max and why");
     c.bounds.push_back(*b);
+    c.bounds.back().key = full;
     c.units.push_back(spec->unit);
   }
-  // The figures: --only's, or those marked host_bound.
-  std::vector<std::string> ids;
-  if (req.only.empty()) {
-    for (const auto& f : c.file.figures)
-      if (f.host_bound) ids.push_back(f.id);
-    if (ids.empty()) throw InputError(path + ": no figure is marked host_bound: true; name the figures with --only");
-  } else {
-    for (const auto& id : req.only) {
-      const bool known = std::any_of(c.file.figures.begin(), c.file.figures.end(),
-                                     [&](const PublishedFigure& f) { return f.id == id; });
-      if (!known) {
-        std::vector<std::string> all;
-        for (const auto& f : c.file.figures) all.push_back(f.id);
-        throw InputError("--only " + id + ": no such figure in " + path + " (" + joined(all) + ")");
-      }
-      if (std::count(req.only.begin(), req.only.end(), id) > 1) throw InputError("--only " + id + ": given twice");
-      const auto& f = *std::find_if(c.file.figures.begin(), c.file.figures.end(),
-                                    [&](const PublishedFigure& x) { return x.id == id; });
-      if (!f.not_compared.empty())
-        throw InputError("--only " + id + ": the figure is not compared (" + f.not_compared +
-                         "); a fit to it would fit what the model does not claim");
-      ids.push_back(id);
-    }
-  }
   std::vector<fit::Figure> figs;
+  std::vector<std::set<std::string>> figure_presets;
   for (const auto& f : c.file.figures) {
     const bool fitted = std::find(ids.begin(), ids.end(), f.id) != ids.end();
     if (f.run.devices > 8) {
@@ -138,44 +179,51 @@ Calibration calibrate(const CalibrationRequest& req) {
     }
     if (fitted)
       for (const auto& key : own_keys(f))
-        if (std::find(req.fit.begin(), req.fit.end(), key) != req.fit.end())
-          throw InputError("--fit " + key + ": figure " + f.id + " sets it itself (its configuration); leave " + f.id +
-                           " out (--only) or fit another parameter");
+        for (const auto& full : fit_keys)
+          if (scoped(full).key == key)
+            throw InputError("--fit " + key + ": figure " + f.id + " sets it itself (its configuration); leave " +
+                             f.id + " out (--only) or fit another parameter");
     c.figures.push_back(f);
     figs.push_back({f.id, f.value, fitted});
+    figure_presets.push_back(host_presets_of(f));
   }
   // The start: each parameter's configured value (one value in every fitted figure's
-  // configuration), or --start's.
+  // configuration it applies to), or --start's.
   std::vector<fit::Parameter> params;
-  for (std::size_t i = 0; i < req.fit.size(); ++i) {
-    fit::Parameter p{req.fit[i], c.bounds[i].min, c.bounds[i].max, 0};
+  for (std::size_t i = 0; i < fit_keys.size(); ++i) {
+    fit::Parameter p{fit_keys[i], c.bounds[i].min, c.bounds[i].max, 0};
+    const Scoped sc = scoped(p.key);
     bool first = true;
     std::string first_id;
-    for (const auto& f : c.figures) {
+    for (std::size_t j = 0; j < c.figures.size(); ++j) {
+      const auto& f = c.figures[j];
       if (std::find(ids.begin(), ids.end(), f.id) == ids.end()) continue;
+      if (!sc.preset.empty() && !figure_presets[j].count(sc.preset)) continue;
       const double v = configured_value(f, p.key);
       if (!first && v != p.start)
         throw InputError(
             fmt::format("--fit {}: {:g} in {}'s configuration and {:g} in {}'s; a fitted parameter has "
-                        "one value",
-                        p.key, p.start, first_id, v, f.id));
+                        "one value (a parameter of one server's host is fitted as HOSTPRESET:{})",
+                        p.key, p.start, first_id, v, f.id, sc.key));
       if (first) first_id = f.id;
       p.start = v;
       first = false;
     }
+    if (first)
+      throw InputError("--fit " + p.key + ": no fitted figure runs on a server with host preset '" + sc.preset + "'");
     params.push_back(p);
   }
   std::set<std::string> started;
   for (const auto& s : req.start) {
     const auto eq = s.find('=');
     const std::string key = s.substr(0, eq);
-    const auto at = std::find(req.fit.begin(), req.fit.end(), key);
-    if (eq == std::string::npos || at == req.fit.end())
-      throw InputError("--start " + s + ": give key=value for a parameter of --fit (" + joined(req.fit) + ")");
+    const auto at = std::find(fit_keys.begin(), fit_keys.end(), key);
+    if (eq == std::string::npos || at == fit_keys.end())
+      throw InputError("--start " + s + ": give key=value for a parameter of --fit (" + joined(fit_keys) + ")");
     if (!started.insert(key).second) throw InputError("--start " + key + " is given twice; keep one");
     const std::optional<double> v = whole_real(s.substr(eq + 1));
     if (!v) throw InputError("--start " + s + ": expects a number");
-    params[static_cast<std::size_t>(at - req.fit.begin())].start = *v;
+    params[static_cast<std::size_t>(at - fit_keys.begin())].start = *v;
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!(params[i].start >= params[i].min && params[i].start <= params[i].max))
@@ -183,9 +231,38 @@ Calibration calibrate(const CalibrationRequest& req) {
           fmt::format("--fit {}: the start {:g} lies outside its bounds [{:g}, {:g}] in {}; give --start "
                       "{}=VALUE inside them or widen the bounds",
                       params[i].key, params[i].start, params[i].min, params[i].max, path, params[i].key));
-  FigureModel model(c.figures, req.fit);
+  FigureModel model(c.figures, c.keys);
   c.result = fit::calibrate(model, figs, params, req.options);
   return c;
+}
+
+std::vector<std::string> figure_ids(const FiguresFile& file, const std::vector<std::string>& only) {
+  const std::string& path = file.path;
+  const auto& figures = file.figures;
+  std::vector<std::string> ids;
+  if (only.empty()) {
+    for (const auto& f : figures)
+      if (f.host_bound) ids.push_back(f.id);
+    if (ids.empty()) throw InputError(path + ": no figure is marked host_bound: true; name the figures with --only");
+  } else {
+    for (const auto& id : only) {
+      const bool known = std::any_of(figures.begin(), figures.end(),
+                                     [&](const PublishedFigure& f) { return f.id == id; });
+      if (!known) {
+        std::vector<std::string> all;
+        for (const auto& f : figures) all.push_back(f.id);
+        throw InputError("--only " + id + ": no such figure in " + path + " (" + joined(all) + ")");
+      }
+      if (std::count(only.begin(), only.end(), id) > 1) throw InputError("--only " + id + ": given twice");
+      const auto& f = *std::find_if(figures.begin(), figures.end(),
+                                    [&](const PublishedFigure& x) { return x.id == id; });
+      if (!f.not_compared.empty())
+        throw InputError("--only " + id + ": the figure is not compared (" + f.not_compared +
+                         "); a fit to it would fit what the model does not claim");
+      ids.push_back(id);
+    }
+  }
+  return ids;
 }
 
 }  // namespace ascendsim::sim

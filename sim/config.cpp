@@ -34,6 +34,9 @@ void ServerConfig::declare(ParamSet& ps) {
   ps.text("server.chip", chip, {}, "the chip preset the server carries, used unless a chip is named");
   ps.integer("server.devices_per_server", devices_per_server, "devices", 1, 8,
              "devices one host feeds: a run's ranks fill servers of this many, each sharing its host's cores");
+  ps.text("server.host", host, {},
+          "the host preset the server carries (configs/hosts/NAME.yaml; `ascendsim servers` shows it), its values "
+          "under the server's own");
 }
 
 ParamSet bind_params(SystemConfig& cfg) {
@@ -214,6 +217,45 @@ void check_combinations(const SystemConfig& cfg) {
         "halves; set aicore.model=event (--aicore-model event) as well");
 }
 
+namespace {
+
+/// Applies configs/hosts/<name>.yaml after the preset it is made from (`host.base`), recording each
+/// preset's fitted parameters (`host.fitted`, which then reads empty again).
+void apply_host_preset(ParamSet& ps, SystemConfig& cfg, const fs::path& dir, const std::string& name,
+                       const std::string& named_by, int depth) {
+  const fs::path file = dir / "hosts" / (name + ".yaml");
+  if (!fs::is_regular_file(file))
+    throw InputError(named_by + ": host preset '" + name + "': no file " + file.string());
+  if (depth > 8) throw InputError(file.string() + ": host.base goes round in a circle (" + name + ")");
+  std::string base;
+  try {
+    const YAML::Node root = YAML::LoadFile(file.string());
+    if (root.IsMap() && root["host"] && root["host"].IsMap() && root["host"]["base"])
+      base = root["host"]["base"].as<std::string>();
+  } catch (const YAML::Exception& e) {
+    throw InputError(file.string() + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!base.empty()) apply_host_preset(ps, cfg, dir, base, file.string(), depth + 1);
+  cfg.host.fitted.clear();
+  apply_yaml_file(ps, file.string());
+  if (cfg.host.name != name)
+    throw InputError(file.string() + ": host.name is '" + cfg.host.name + "' but the file is the '" + name +
+                     "' preset");
+  HostPresetUse use{name, {}};
+  std::istringstream keys(cfg.host.fitted);
+  for (std::string k; keys >> k;) {
+    const ParamSpec* spec = ps.find(k);
+    if (!spec || spec->type != ParamType::Real)
+      throw InputError(file.string() + ": host.fitted names '" + k + "', which is no real-valued parameter");
+    use.fitted.push_back(k);
+  }
+  cfg.host.fitted.clear();
+  cfg.host.base.clear();
+  cfg.host_presets.push_back(std::move(use));
+}
+
+}  // namespace
+
 SystemConfig load_config(const ConfigRequest& req) {
   SystemConfig cfg;
   ParamSet ps = bind_params(cfg);
@@ -239,6 +281,10 @@ SystemConfig load_config(const ConfigRequest& req) {
     if (cfg.server.name != server_name)
       throw InputError(server.string() + ": server.name is '" + cfg.server.name + "' but the file is the '" +
                        server_name + "' preset");
+    if (!cfg.server.host.empty()) {  // the host preset (its base first), then the server's own keys again
+      apply_host_preset(ps, cfg, dir, cfg.server.host, server.string(), 0);
+      apply_yaml_file(ps, server.string());
+    }
   } else if (!req.server.empty()) {
     throw InputError("unknown server '" + req.server + "': no file " + server.string() + " (presets in " +
                      (dir / "servers").string() + ": " + listing(server_presets(req.dir)) +

@@ -1,7 +1,9 @@
 // The typed configuration tree of a simulated system and its loading from YAML presets.
 //
 // Precedence, lowest first: built-in defaults (the ascend910 values), configs/host.yaml, the server
-// preset configs/servers/<server>.yaml (generic-x86 unless one is named), the chip preset
+// preset configs/servers/<server>.yaml (generic-x86 unless one is named) — with the host preset it
+// names (`server.host`: configs/hosts/<host>.yaml, after the host preset that one is made from,
+// `host.base`, and before the server's own keys) — the chip preset
 // configs/chips/<chip>.yaml (the one named, else the server's `server.chip`), --config FILE, then
 // each --set key=value in order. Unknown keys, wrong types and out-of-range values are rejected
 // naming the file (and line) and key.
@@ -35,8 +37,19 @@ struct ServerConfig {
   std::string description = "generic dual-socket x86 host (32 cores), 8 devices on PCIe 4.0 x16, one HCCS ring";
   std::string chip = "ascend910";       ///< the chip preset it carries (unless a chip is named)
   std::int64_t devices_per_server = 8;  ///< devices one host feeds (a rank table's servers override it)
+  /// The host preset it carries (configs/hosts/<host>.yaml), its values under the server's own;
+  /// "" none (host.yaml's and the server's values only).
+  std::string host;
 
   void declare(ParamSet& ps);
+};
+
+/// A host preset as load_config applied it: its name and the parameters it marks as fitted
+/// (`host.fitted`: `ascendsim calibrate` with no --fit refits them, on the figures whose servers
+/// carry this preset).
+struct HostPresetUse {
+  std::string name;
+  std::vector<std::string> fitted;
 };
 
 struct SystemConfig {
@@ -45,6 +58,8 @@ struct SystemConfig {
   hostif::LinkConfig link;
   runtime::HostConfig host;
   runtime::PipelineConfig pipeline;
+  /// The host presets applied, the base first (empty without `server.host`).
+  std::vector<HostPresetUse> host_presets;
 };
 
 /// Declares every parameter of `cfg`, bound to its fields. `cfg` must outlive the set and not move.

@@ -116,14 +116,23 @@ double simulate_figure(const PublishedFigure& figure, const std::vector<std::str
 struct CalibrationRequest {
   std::string figures_path;
   std::string config_dir;
-  std::vector<std::string> fit;    ///< parameter keys, 1 to 4, each with bounds in the file
+  /// Parameter keys, 1 to 6, each with bounds in the file; `PRESET:key` fits a host preset's own
+  /// (applied only to the figures whose servers carry that preset). Empty: the parameters the
+  /// fitted figures' host presets mark as fitted (`host.fitted`).
+  std::vector<std::string> fit;
   std::vector<std::string> only;   ///< figure ids fitted; empty: those marked host_bound
   std::vector<std::string> start;  ///< "key=value": a fitted parameter's start instead of its configured value
   fit::Options options;
 };
 
+/// The ids of the figures a calibration fits: `only`'s (each known and compared), else those
+/// marked host_bound.
+struct FiguresFile;
+std::vector<std::string> figure_ids(const FiguresFile& file, const std::vector<std::string>& only);
+
 struct Calibration {
   FiguresFile file;
+  std::vector<std::string> keys;         ///< the fitted keys, --fit's or the presets'
   std::vector<FitBounds> bounds;         ///< per fitted key, in --fit order
   std::vector<std::string> units;        ///< per fitted key
   std::vector<PublishedFigure> figures;  ///< the fitted ones first, then the others that can be simulated

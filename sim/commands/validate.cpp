@@ -54,7 +54,8 @@ int cmd_calibrate(int argc, char* argv[]) {
   desc.add_options()("help,h", "show this help")(
       "figures", po::value(&req.figures_path)->default_value(req.figures_path),
       "published figures with their runs, and the `fit:` bounds of the parameters")(
-      "fit", po::value(&fit), "parameter keys to fit, comma-separated (1 to 4, each with bounds in the figures file)")(
+      "fit", po::value(&fit), "parameter keys to fit, comma-separated (1 to 6, each with bounds in the figures file; HOSTPRESET:key for one "
+      "host preset's own; default: the parameters the fitted figures' host presets mark as fitted)")(
       "only", po::value(&only), "figure ids to fit to, comma-separated (default: those marked host_bound: true)")(
       "start", po::value(&starts)->composing(),
       "KEY=VALUE: start a fitted parameter here instead of at its configured value (repeatable)")(
@@ -64,9 +65,6 @@ int cmd_calibrate(int argc, char* argv[]) {
       "out", po::value(&out), "write the fitted values as a configuration fragment (YAML, for --config) to FILE")(
       "quiet,q", po::bool_switch(&quiet), "no progress on stderr");
   if (!parse(argc, argv, desc, "calibrate")) return 0;
-  if (fit.empty())
-    throw InputError(
-        "--fit: give the parameter keys to fit (1 to 4), e.g. --fit host.map_op_overhead_us,host.decode_ns_per_pixel");
   if (req.options.max_iterations < 1 || req.options.max_iterations > 1000)
     throw InputError("--max-iterations " + std::to_string(req.options.max_iterations) + ": give 1 to 1000");
   req.fit = comma_list(fit);

@@ -184,6 +184,14 @@ std::string calibration_yaml(const Calibration& c) {
   std::vector<Item> items;
   for (const auto& p : r.parameters) {
     if (!p.fitted) continue;
+    if (const auto colon = p.parameter.key.find(':'); colon != std::string::npos) {
+      // One host preset's own: a fragment for --config would set it on every server.
+      const std::string preset = p.parameter.key.substr(0, colon);
+      out += fmt::format("# {} = {:.6g} on the servers carrying host preset {} (configs/hosts/{}.yaml holds it; "
+                         "a --config file would set it for every server)\n",
+                         p.parameter.key.substr(colon + 1), p.value, preset, preset);
+      continue;
+    }
     Item it;
     for (const auto& part : [&] {
            std::vector<std::string> parts;

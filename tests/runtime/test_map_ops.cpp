@@ -75,11 +75,18 @@ TEST(RandomCropDecodeResize, ItsCostIsTheWindowsDecodePlusTheResizePlusOneOp) {
   host.map_op_overhead_us = 1;
   host.row_handoff_us = 2;
   const DataRecipe fused = raw_recipe(350, 400, {{MapOpType::RandomCropDecodeResize, 224, 224}});
+  host.entropy_decode_fraction = 0.4;
   const double f = workloads::random_resized_crop_mean_area(400.0 / 350);
-  const double expected = 8 * 350 * 400 * f + 1.5 * 224 * 224 * 3 + 1000 + 2000;  // + the row's hand-off
+  // The entropy decoding (0.4 of a decode) down to the window's mean last row, (1 + sqrt(f)) / 2 of
+  // the image's rows, across the width; the rest of the decode over the window.
+  const double decoded = 350 * 400 * (0.4 * (1 + std::sqrt(f)) / 2 + 0.6 * f);
+  const double expected = 8 * decoded + 1.5 * 224 * 224 * 3 + 1000 + 2000;  // + the row's hand-off
   EXPECT_NEAR(image_call_ns(host, fused), expected, 1e-6 * expected);
-  // The window's pixels, not the image's: a cropped decode costs less than a full one.
-  EXPECT_LT(8 * 350 * 400 * f, 8 * 350 * 400 * 0.5);
+  // A cropped decode costs less than a full one, more than the window's alone.
+  EXPECT_LT(decoded, 350 * 400);
+  EXPECT_GT(decoded, 350 * 400 * f);
+  host.entropy_decode_fraction = 0;  // all of a decode per decoded pixel: the window's pixels only
+  EXPECT_NEAR(image_call_ns(host, fused), 8 * 350 * 400 * f + 1.5 * 224 * 224 * 3 + 3000, 1e-6 * expected);
 }
 
 TEST(RandomCropDecodeResize, TheFusedRecipeSavesTheDecodeOutsideTheWindowTheCropAndTwoOps) {
@@ -92,6 +99,7 @@ TEST(RandomCropDecodeResize, TheFusedRecipeSavesTheDecodeOutsideTheWindowTheCrop
   std::vector<MapOp> one = {{MapOpType::RandomCropDecodeResize, 224, 224}};
   three.insert(three.end(), tail.begin(), tail.end());
   one.insert(one.end(), tail.begin(), tail.end());
+  host.entropy_decode_fraction = 0;  // the window's pixels decoded, as the three ops' crop keeps them
   const double old_ns = image_call_ns(host, raw_recipe(350, 400, three));
   const double new_ns = image_call_ns(host, raw_recipe(350, 400, one));
   const double saved = host.decode_ns_per_pixel * 350 * 400 * (1 - f)  // the rows and columns not decoded

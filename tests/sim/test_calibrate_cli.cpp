@@ -199,6 +199,21 @@ TEST_F(CalibrateCli, AFigureNotHostBoundIsReportedWithHowFarTheFitMovedIt) {
   EXPECT_LT(std::fabs(f["A"]["left_out_error"].get<double>()), 1e-4);
 }
 
+TEST_F(CalibrateCli, WithoutFitItRefitsWhatTheHostPresetsMarkAndReproducesTheirValues) {
+  // The Atlas 800's host preset marks its device-queue costs as fitted to C1 and C8: a refit from
+  // the preset's values to the same figures lands on them again, each scoped to the preset.
+  const fs::path json = m_dir / "refit.json";
+  const Result r = run("calibrate --quiet --only C1,C8-nocache,C8-cache --max-iterations 5 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  std::map<std::string, double> fitted;
+  for (const auto& p : j["parameters"]) fitted[p["key"].get<std::string>()] = p["value"].get<double>();
+  ASSERT_EQ(fitted.count("kunpeng920-4s:host.device_queue_push_us"), 1u) << j["parameters"].dump();
+  ASSERT_EQ(fitted.count("kunpeng920-4s:host.device_queue_ns_per_byte"), 1u);
+  EXPECT_NEAR(fitted["kunpeng920-4s:host.device_queue_push_us"], 1020, 0.02 * 1020);
+  EXPECT_NEAR(fitted["kunpeng920-4s:host.device_queue_ns_per_byte"], 0.29, 0.02 * 0.29);
+}
+
 TEST_F(CalibrateCli, BadRequestsAreNamedAndWriteNothing) {
   const std::string pub = published();
   const fs::path json = m_dir / "bad.json", yaml = m_dir / "bad.yaml";
@@ -213,14 +228,16 @@ TEST_F(CalibrateCli, BadRequestsAreNamedAndWriteNothing) {
       {"--figures " + pub + " --fit host.map_op_overhead_us,host.nope", "unknown parameter 'host.nope'"},
       {"--figures " + pub +
            " --fit host.map_op_overhead_us,host.step_overhead_us,host.op_launch_us,host.decode_ns_per_pixel,"
-           "host.resize_ns_per_value",
-       "5 parameters; at most four are fitted jointly"},
+           "host.resize_ns_per_value,host.crop_ns_per_value,host.flip_ns_per_value",
+       "7 parameters; at most six are fitted jointly"},
+      {"--figures " + pub + " --fit nohost:host.step_overhead_us", "--fit nohost:host.step_overhead_us: no host preset 'nohost'"},
       {"--figures " + pub + two + " --only A,B,Z", "--only Z: no such figure in " + pub + " (A, B, C, E, F, D)"},
       {"--figures " + pub + two + " --only A", "1 figure(s) (A) cannot fit 2 parameters"},
       {"--figures " + pub + two + " --start host.step_overhead_us=5000",
        "--fit host.step_overhead_us: the start 5000 lies outside its bounds [50, 2000]"},
       {"--figures " + pub + two + " --start host.op_launch_us=5", "--start host.op_launch_us=5: give key=value"},
-      {"--figures " + pub, "--fit: give the parameter keys"},
+      // No --fit: the host presets' marked parameters; the generic server carries none.
+      {"--figures " + pub, "the host presets of the figures fitted mark no parameter as fitted"},
       {"--figures " + pub + two + " --max-iterations 0", "--max-iterations 0: give 1 to 1000"},
       {"--figures " + pub + " --fit host.map_op_overhead_us,host.map_op_overhead_us",
        "--fit host.map_op_overhead_us: given twice"},
