@@ -232,6 +232,7 @@ Calibration calibrate(const CalibrationRequest& req) {
                       "{}=VALUE inside them or widen the bounds",
                       params[i].key, params[i].start, params[i].min, params[i].max, path, params[i].key));
   FigureModel model(c.figures, c.keys);
+  c.loo = req.options.loo;
   c.result = fit::calibrate(model, figs, params, req.options);
   return c;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,33 @@ struct LogSpace {
   }
 };
 
+/// The residuals' Jacobian at u in log-space: forward differences, backward at the upper bound. A
+/// flat column (the figures do not move over so small a step, e.g. on a plateau of max()) tries
+/// ten and a hundred times the step.
+std::vector<std::vector<double>> jacobian(const LogSpace& space, const std::vector<double>& u,
+                                          const std::vector<double>& r,
+                                          const std::function<std::vector<double>(const std::vector<double>&)>& residuals,
+                                          const Options& options) {
+  const std::size_t m = r.size(), n = u.size();
+  std::vector<std::vector<double>> jac(m, std::vector<double>(n, 0));
+  for (std::size_t k = 0; k < n; ++k) {
+    const double range = space.hi[k] - space.lo[k];
+    for (double h = options.fd_step * range; h <= 0.1 * range * (1 + 1e-12); h *= 10) {
+      std::vector<double> w = u;
+      const double step = u[k] + h <= space.hi[k] ? h : -h;
+      w[k] = u[k] + step;
+      const std::vector<double> rw = residuals(w);
+      bool flat = true;
+      for (std::size_t j = 0; j < m; ++j) {
+        jac[j][k] = (rw[j] - r[j]) / step;
+        flat = flat && jac[j][k] == 0;
+      }
+      if (!flat) break;
+    }
+  }
+  return jac;
+}
+
 std::string describe(const std::vector<Parameter>& params, const std::vector<double>& values) {
   std::string s;
   for (std::size_t i = 0; i < params.size(); ++i)
@@ -129,22 +157,7 @@ Solution solve(Evaluator& model, const std::vector<Figure>& figures, const std::
     // Forward differences in log-space; backward at the upper bound. A flat column (the figures
     // do not move over so small a step, e.g. on a plateau of max()) tries ten and a hundred times
     // the step.
-    std::vector<std::vector<double>> jac(m, std::vector<double>(n, 0));
-    for (std::size_t k = 0; k < n; ++k) {
-      const double range = space.hi[k] - space.lo[k];
-      for (double h = options.fd_step * range; h <= 0.1 * range * (1 + 1e-12); h *= 10) {
-        std::vector<double> w = u;
-        const double step = u[k] + h <= space.hi[k] ? h : -h;
-        w[k] = u[k] + step;
-        const std::vector<double> rw = residuals(w);
-        bool flat = true;
-        for (std::size_t j = 0; j < m; ++j) {
-          jac[j][k] = (rw[j] - r[j]) / step;
-          flat = flat && jac[j][k] == 0;
-        }
-        if (!flat) break;
-      }
-    }
+    const std::vector<std::vector<double>> jac = jacobian(space, u, r, residuals, options);
     std::vector<double> g(n, 0);
     std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
     for (std::size_t j = 0; j < m; ++j)
@@ -273,7 +286,7 @@ Result calibrate(Evaluator& model, const std::vector<Figure>& figures, const std
                                                                  : Bound::None;
   }
   for (std::size_t j = 0; j < figures.size(); ++j) res.figures[j].at_fit = cached.simulate(j, res.all.values);
-  if (in_fit.size() > free.size()) {
+  if (in_fit.size() > free.size() && options.loo == Loo::Exact) {
     for (std::size_t k : in_fit) {
       std::vector<std::size_t> rest;
       for (std::size_t j : in_fit)
@@ -281,6 +294,71 @@ Result calibrate(Evaluator& model, const std::vector<Figure>& figures, const std
       const Solution s = solve(cached, figures, rest, params, free, options);
       res.figures[k].loo = cached.simulate(k, s.values);
       res.figures[k].loo_values = s.values;
+    }
+  } else if (in_fit.size() > free.size()) {
+    // From the fit with every figure: the residuals' Jacobian there says which parameters each
+    // figure alone pins (the others' column is under a hundredth of the whole's, in squares: they
+    // move it by a tenth as much). Linear: one bounded Gauss-Newton step without figure k from there (a
+    // parameter on a bound whose step leaves the box stays), and figure k simulated at those
+    // values. Refit: the whole fit without figure k, started there.
+    std::vector<Parameter> at_fit = params;
+    for (std::size_t i = 0; i < params.size(); ++i) at_fit[i].start = res.all.values[i];
+    const LogSpace space(at_fit, free);
+    auto residuals = [&](const std::vector<double>& u) {
+      const std::vector<double> v = space.values(u);
+      std::vector<double> r(in_fit.size());
+      for (std::size_t j = 0; j < in_fit.size(); ++j)
+        r[j] = (cached.simulate(in_fit[j], v) - figures[in_fit[j]].published) / figures[in_fit[j]].published;
+      return r;
+    };
+    const std::vector<double> r = residuals(space.u0);
+    const auto jac = jacobian(space, space.u0, r, residuals, options);
+    const std::size_t n = free.size();
+    for (std::size_t x = 0; x < in_fit.size(); ++x) {
+      const std::size_t k = in_fit[x];
+      std::vector<double> g(n, 0);
+      std::vector<std::vector<double>> a(n, std::vector<double>(n, 0));
+      for (std::size_t j = 0; j < in_fit.size(); ++j) {
+        if (j == x) continue;
+        for (std::size_t c = 0; c < n; ++c) {
+          g[c] += jac[j][c] * r[j];
+          for (std::size_t l = 0; l < n; ++l) a[c][l] += jac[j][c] * jac[j][l];
+        }
+      }
+      for (std::size_t c = 0; c < n; ++c) {
+        const double all = a[c][c] + jac[x][c] * jac[x][c];
+        if (all > 0 && a[c][c] <= 0.01 * all) res.figures[k].unpinned.push_back(params[free[c]].key);
+      }
+      if (!res.figures[k].unpinned.empty()) continue;  // the figure alone pins a parameter
+      if (options.loo == Loo::Refit) {
+        std::vector<std::size_t> rest;
+        for (std::size_t j : in_fit)
+          if (j != k) rest.push_back(j);
+        const Solution s = solve(cached, figures, rest, at_fit, free, options);
+        res.figures[k].loo_values = s.values;
+        res.figures[k].loo = cached.simulate(k, s.values);
+        continue;
+      }
+      std::vector<std::size_t> act;
+      for (std::size_t c = 0; c < n; ++c) {
+        const bool out = (space.u0[c] <= space.lo[c] && g[c] > 0) || (space.u0[c] >= space.hi[c] && g[c] < 0);
+        if (!out && a[c][c] > 0) act.push_back(c);
+      }
+      std::vector<double> u = space.u0;
+      if (!act.empty()) {
+        const std::size_t q = act.size();
+        std::vector<std::vector<double>> sys(q, std::vector<double>(q));
+        std::vector<double> rhs(q), d;
+        for (std::size_t y = 0; y < q; ++y) {
+          for (std::size_t z = 0; z < q; ++z) sys[y][z] = a[act[y]][act[z]];
+          rhs[y] = -g[act[y]];
+        }
+        if (solve_dense(sys, rhs, d))
+          for (std::size_t y = 0; y < q; ++y)
+            u[act[y]] = std::clamp(u[act[y]] + d[y], space.lo[act[y]], space.hi[act[y]]);
+      }
+      res.figures[k].loo_values = space.values(u);
+      res.figures[k].loo = cached.simulate(k, res.figures[k].loo_values);
     }
   } else {
     res.loo_note =

@@ -49,7 +49,16 @@ struct Figure {
   bool fitted = true;    ///< in the objective; else only simulated at the start and at the fit
 };
 
+/// How a figure's left-out error is had: `Exact` repeats the whole fit without it, from the start;
+/// `Linear` takes one bounded Gauss-Newton step without it from the fit with every figure, on the
+/// Jacobian there, and simulates the figure at those values (one simulation per figure).
+/// `Refit` repeats the fit without it, started at the fit with every figure. Where no remaining
+/// figure moves a parameter (its Jacobian column without the figure is nought), the figure was the
+/// only one pinning it: `Linear` and `Refit` say so (FigureResult::unpinned) instead of a value.
+enum class Loo { Exact, Refit, Linear };
+
 struct Options {
+  Loo loo = Loo::Exact;
   int max_iterations = 30;        ///< Levenberg-Marquardt iterations per fit (each a Jacobian)
   double min_improvement = 1e-6;  ///< stop when an accepted step lowers the sum of squares by less than this share
   double fd_step = 1e-3;          ///< finite-difference step, as a share of the parameter's log-range
@@ -86,6 +95,8 @@ struct FigureResult {
   double at_fit = 0;               ///< simulated at the fit with every fitted figure
   std::optional<double> loo;       ///< simulated at the fit without this figure (fitted figures)
   std::vector<double> loo_values;  ///< that fit's parameter values
+  /// Leave-one-out: the parameters no other fitted figure moves (their keys); no left-out value then.
+  std::vector<std::string> unpinned;
   double start_error() const { return (start - figure.published) / figure.published; }
   double fit_error() const { return (at_fit - figure.published) / figure.published; }
   std::optional<double> loo_error() const {

@@ -133,6 +133,7 @@ std::vector<std::string> figure_ids(const FiguresFile& file, const std::vector<s
 struct Calibration {
   FiguresFile file;
   std::vector<std::string> keys;         ///< the fitted keys, --fit's or the presets'
+  fit::Loo loo = fit::Loo::Exact;        ///< how the left-out errors were had
   std::vector<FitBounds> bounds;         ///< per fitted key, in --fit order
   std::vector<std::string> units;        ///< per fitted key
   std::vector<PublishedFigure> figures;  ///< the fitted ones first, then the others that can be simulated

@@ -47,7 +47,7 @@ int cmd_calibrate(int argc, char* argv[]) {
   CalibrationRequest req;
   req.figures_path = std::string(ASCENDSIM_SOURCE_DIR) + "/bench/validation/figures.yaml";
   req.config_dir = default_config_dir();
-  std::string fit, only, json, out;
+  std::string fit, only, json, out, loo = "refit";
   std::vector<std::string> starts;
   bool quiet = false;
   po::options_description desc("options");
@@ -59,12 +59,18 @@ int cmd_calibrate(int argc, char* argv[]) {
       "only", po::value(&only), "figure ids to fit to, comma-separated (default: those marked host_bound: true)")(
       "start", po::value(&starts)->composing(),
       "KEY=VALUE: start a fitted parameter here instead of at its configured value (repeatable)")(
+      "loo", po::value(&loo)->default_value(loo),
+      "left-out errors: linear (one Gauss-Newton step without the figure from the fit, then the figure "
+      "simulated: one simulation each) | refit (the whole fit again without it, from the fit) | exact (the whole "
+      "fit again without it, from the start)")(
       "max-iterations", po::value(&req.options.max_iterations)->default_value(req.options.max_iterations),
       "Levenberg-Marquardt iterations per fit at most")(
       "json", po::value(&json), "write parameters, figures and leave-one-out errors as JSON to FILE")(
       "out", po::value(&out), "write the fitted values as a configuration fragment (YAML, for --config) to FILE")(
       "quiet,q", po::bool_switch(&quiet), "no progress on stderr");
   if (!parse(argc, argv, desc, "calibrate")) return 0;
+  if (loo != "linear" && loo != "refit" && loo != "exact") throw InputError("--loo " + loo + ": linear, refit or exact");
+  req.options.loo = loo == "exact" ? fit::Loo::Exact : loo == "refit" ? fit::Loo::Refit : fit::Loo::Linear;
   if (req.options.max_iterations < 1 || req.options.max_iterations > 1000)
     throw InputError("--max-iterations " + std::to_string(req.options.max_iterations) + ": give 1 to 1000");
   req.fit = comma_list(fit);

@@ -74,10 +74,25 @@ std::string calibration_table(const Calibration& c) {
     const std::string unit = " " + c.figures[j].unit;
     ft.add({fr.figure.id, fmt::format("{:g}{}", fr.figure.published, unit), fmt::format("{:.4g}{}", fr.start, unit),
             pct(fr.start_error()), fmt::format("{:.4g}{}", fr.at_fit, unit), pct(fr.fit_error()),
-            fr.loo_error() ? pct(*fr.loo_error()) : "-"});
+            fr.loo_error() ? pct(*fr.loo_error()) : !fr.unpinned.empty() ? "alone pins" : "-"});
   }
   out += ft.render();
-  if (!r.loo_note.empty()) out += "left out: " + r.loo_note + "\n";
+  if (!r.loo_note.empty())
+    out += "left out: " + r.loo_note + "\n";
+  else
+    out += c.loo == fit::Loo::Exact ? "left out: each figure's error at a fit made again without it, from the start "
+                                      "(--loo exact)\n"
+           : c.loo == fit::Loo::Refit
+               ? "left out: each figure's error at a fit made again without it, from the fit with it (--loo refit)\n"
+               : "left out: each figure's error at one Gauss-Newton step without it from the fit, on the Jacobian "
+                 "there (--loo linear; --loo refit fits again)\n";
+  for (const auto& fr : r.figures)
+    if (!fr.unpinned.empty()) {
+      std::string keys;
+      for (const auto& k : fr.unpinned) keys += (keys.empty() ? "" : ", ") + k;
+      out += "  " + fr.figure.id + " alone pins " + keys + ": no other fitted figure moves it, so it cannot be "
+             "predicted from them\n";
+    }
   bool others = false;
   TextTable ot({"not fitted", "published", "at start", "at fit", "moved by", "error at fit"});
   for (std::size_t j = 0; j < r.figures.size(); ++j) {
@@ -149,6 +164,7 @@ nlohmann::ordered_json calibration_json(const Calibration& c) {
     if (fr.figure.fitted) {
       f["left_out"] = fr.loo ? ordered_json(*fr.loo) : ordered_json();
       f["left_out_error"] = fr.loo_error() ? ordered_json(*fr.loo_error()) : ordered_json();
+      if (!fr.unpinned.empty()) f["alone_pins"] = fr.unpinned;
       ordered_json lv = ordered_json::object();
       for (std::size_t i = 0; i < fr.loo_values.size(); ++i)
         if (r.parameters[i].fitted) lv[r.parameters[i].parameter.key] = fr.loo_values[i];
@@ -165,6 +181,7 @@ nlohmann::ordered_json calibration_json(const Calibration& c) {
   fit["simulations"] = r.evaluations;
   fit["cache_hits"] = r.cache_hits;
   if (!r.loo_note.empty()) fit["left_out_note"] = r.loo_note;
+  fit["left_out"] = c.loo == fit::Loo::Exact ? "exact" : c.loo == fit::Loo::Refit ? "refit" : "linear";
   j["fit"] = fit;
   return j;
 }
