@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -36,10 +37,34 @@ Scoped scoped(const std::string& k) {
   return {k.substr(0, colon), k.substr(colon + 1)};
 }
 
-std::set<std::string> host_presets_of(const PublishedFigure& f) {
-  std::set<std::string> out;
-  for (const auto& p : load_config(f.run.config).host_presets) out.insert(p.name);
+/// The host presets whose fitted parameters reach figure `f`: per preset, the keys it marks that no
+/// later preset of the figure's chain (one made from it) marks again — that one's value wins.
+std::map<std::string, std::set<std::string>> host_presets_of(const PublishedFigure& f) {
+  const auto chain = load_config(f.run.config).host_presets;
+  std::map<std::string, std::set<std::string>> out;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    auto& keys = out[chain[i].name];
+    for (const auto& k : chain[i].fitted) {
+      bool overridden = false;
+      for (std::size_t later = i + 1; later < chain.size(); ++later)
+        overridden = overridden || std::find(chain[later].fitted.begin(), chain[later].fitted.end(), k) !=
+                                       chain[later].fitted.end();
+      if (!overridden) keys.insert(k);
+    }
+  }
   return out;
+}
+
+/// Whether the scoped key reaches a figure of these presets: an unscoped key always; `P:k` when the
+/// figure's server carries P and no preset made from P marks k as its own.
+bool reaches(const std::map<std::string, std::set<std::string>>& presets, const std::string& preset,
+             const std::string& key) {
+  if (preset.empty()) return true;
+  const auto it = presets.find(preset);
+  if (it == presets.end()) return false;
+  for (const auto& [name, keys] : presets)
+    if (name != preset && keys.count(key) && !it->second.count(key)) return false;  // a derived preset's own
+  return true;
 }
 
 std::vector<std::string> own_keys(const PublishedFigure& f) {
@@ -64,7 +89,7 @@ class FigureModel : public fit::Evaluator {
     for (std::size_t i = 0; i < m_keys.size(); ++i) {
       const Scoped k = scoped(m_keys[i]);
       if (std::find(own.begin(), own.end(), k.key) != own.end()) continue;
-      if (!k.preset.empty() && !m_presets[j].count(k.preset)) continue;  // another host's
+      if (!reaches(m_presets[j], k.preset, k.key)) continue;  // another host's
       sets.push_back(k.key + "=" + fmt::format("{}", values[i]));
       at += (at.empty() ? "" : ", ") + sets.back();
     }
@@ -78,7 +103,7 @@ class FigureModel : public fit::Evaluator {
  private:
   const std::vector<PublishedFigure>& m_figures;
   const std::vector<std::string>& m_keys;
-  std::vector<std::set<std::string>> m_presets;  ///< per figure, the host presets its server carries
+  std::vector<std::map<std::string, std::set<std::string>>> m_presets;  ///< per figure, its host presets' fitted keys
 };
 
 std::string joined(const std::vector<std::string>& v) {
@@ -130,6 +155,18 @@ Calibration calibrate(const CalibrationRequest& req) {
   std::vector<std::string> fit_keys = req.fit;
   if (fit_keys.empty()) {
     fit_keys = preset_fitted(c.file.figures, ids);
+    // A preset's parameter that reaches none of the figures fitted (--only named another server's)
+    // is left as it is.
+    std::vector<std::string> reached;
+    for (const auto& key : fit_keys) {
+      const Scoped sc = scoped(key);
+      bool any = false;
+      for (const auto& f : c.file.figures)
+        if (std::find(ids.begin(), ids.end(), f.id) != ids.end() && f.run.devices <= 8)
+          any = any || reaches(host_presets_of(f), sc.preset, sc.key);
+      if (any) reached.push_back(key);
+    }
+    fit_keys = reached;
     if (fit_keys.empty())
       throw InputError("--fit: the host presets of the figures fitted mark no parameter as fitted (host.fitted); name "
                        "the parameters to fit, e.g. --fit host.map_op_overhead_us");
@@ -168,7 +205,7 @@ Calibration calibrate(const CalibrationRequest& req) {
     c.units.push_back(spec->unit);
   }
   std::vector<fit::Figure> figs;
-  std::vector<std::set<std::string>> figure_presets;
+  std::vector<std::map<std::string, std::set<std::string>>> figure_presets;
   for (const auto& f : c.file.figures) {
     const bool fitted = std::find(ids.begin(), ids.end(), f.id) != ids.end();
     if (f.run.devices > 8) {
@@ -198,7 +235,7 @@ Calibration calibrate(const CalibrationRequest& req) {
     for (std::size_t j = 0; j < c.figures.size(); ++j) {
       const auto& f = c.figures[j];
       if (std::find(ids.begin(), ids.end(), f.id) == ids.end()) continue;
-      if (!sc.preset.empty() && !figure_presets[j].count(sc.preset)) continue;
+      if (!reaches(figure_presets[j], sc.preset, sc.key)) continue;
       const double v = configured_value(f, p.key);
       if (!first && v != p.start)
         throw InputError(

@@ -55,6 +55,55 @@ TEST_F(ConfigTest, EveryPresetLoadsAndNamesItself) {
   }
 }
 
+TEST_F(ConfigTest, AServersHostPresetIsAppliedAfterItsBaseAndUnderTheServersOwnKeys) {
+  ConfigRequest atlas = test::config_request(), a2 = test::config_request();
+  atlas.server = "atlas800-9000";
+  a2.server = "atlas800t-a2";
+  const SystemConfig k = load_config(atlas), b = load_config(a2);
+  ASSERT_EQ(k.host_presets.size(), 1u);
+  EXPECT_EQ(k.host_presets[0].name, "kunpeng920-4s");
+  ASSERT_EQ(b.host_presets.size(), 2u);  // the base first
+  EXPECT_EQ(b.host_presets[0].name, "kunpeng920-4s");
+  EXPECT_EQ(b.host_presets[1].name, "atlas800t-a2");
+  EXPECT_EQ(b.host_presets[1].fitted, std::vector<std::string>{"host.core_speed"});
+  // The A2's host is the Kunpeng host but for its core speed: the same per-op and device-queue costs.
+  EXPECT_EQ(b.host.cpu_cores, k.host.cpu_cores);
+  EXPECT_EQ(b.host.device_queue_push_us, k.host.device_queue_push_us);
+  EXPECT_EQ(b.host.device_queue_ns_per_byte, k.host.device_queue_ns_per_byte);
+  EXPECT_EQ(b.host.decode_ns_per_pixel, k.host.decode_ns_per_pixel);
+  EXPECT_NE(b.host.core_speed, k.host.core_speed);
+  // Each preset's marks are recorded and read back empty, so a --set or --config cannot add some.
+  EXPECT_TRUE(k.host.fitted.empty());
+  EXPECT_FALSE(k.host_presets[0].fitted.empty());
+  // A --set still wins over a preset.
+  atlas.sets = {"host.core_speed=2"};
+  EXPECT_EQ(load_config(atlas).host.core_speed, 2.0);
+}
+
+TEST_F(ConfigTest, ABadHostPresetIsNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = m_dir / "configs";
+  fs::create_directories(dir / "servers");
+  fs::create_directories(dir / "hosts");
+  fs::copy(fs::path(test::config_request().dir) / "chips", dir / "chips");
+  auto server = [&](const std::string& host) {
+    std::ofstream(dir / "servers" / "s.yaml") << "server:\n  name: s\n  host: " << host << "\n";
+  };
+  ConfigRequest req;
+  req.dir = dir.string();
+  req.server = "s";
+  server("nohost");
+  EXPECT_THAT(error_of(req), HasSubstr("host preset 'nohost': no file"));
+  std::ofstream(dir / "hosts" / "a.yaml") << "host:\n  name: a\n  base: b\n";
+  std::ofstream(dir / "hosts" / "b.yaml") << "host:\n  name: b\n  base: a\n";
+  server("a");
+  EXPECT_THAT(error_of(req), HasSubstr("host.base goes round in a circle"));
+  std::ofstream(dir / "hosts" / "a.yaml") << "host:\n  name: other\n";
+  EXPECT_THAT(error_of(req), HasSubstr("host.name is 'other' but the file is the 'a' preset"));
+  std::ofstream(dir / "hosts" / "a.yaml") << "host:\n  name: a\n  fitted: host.cpu_cores\n";
+  EXPECT_THAT(error_of(req), HasSubstr("host.fitted names 'host.cpu_cores', which is no real-valued parameter"));
+}
+
 TEST_F(ConfigTest, Ascend910PresetCarriesThePublicFigures) {
   const SystemConfig c = load_config(test::config_request());
   EXPECT_EQ(c.chip.aicore.cores, 32);
