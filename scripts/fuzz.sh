@@ -31,7 +31,7 @@ scripts/install-deps.sh --fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASCENDSIM_FUZZ=ON \
   -DASCENDSIM_BUILD_TESTS=OFF -DASCENDSIM_BUILD_BENCH=OFF >/dev/null
 targets=(fuzz_idx fuzz_cifar10 fuzz_dataset_dir fuzz_config fuzz_rank_table fuzz_jpeg_header fuzz_shard_strategy
-  fuzz_onnx fuzz_weights fuzz_event_model fuzz_arrivals)
+  fuzz_onnx fuzz_weights fuzz_event_model fuzz_arrivals fuzz_data_script)
 if [ $# -gt 1 ]; then
   for t in "${@:2}"; do
     [[ " ${targets[*]} " == *" $t "* ]] || { echo "fuzz.sh: unknown target $t (${targets[*]})" >&2; exit 2; }

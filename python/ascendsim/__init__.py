@@ -248,7 +248,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               tensor_parallel: Optional[int] = None, optimizer_shard: bool = False,
               recompute: bool = False, flash_attention: Optional[bool] = None,
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
-              frozen: Optional[Sequence[str]] = None) -> List[str]:
+              frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> List[str]:
     # Types here (a string or a bool is not a number); ranges are the command line's to judge.
     for name, value in (("epochs", epochs), ("sink_size", sink_size), ("devices", devices), ("eval_every", eval_every),
                         ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
@@ -263,7 +263,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("recompute", recompute), ("keep_batchnorm_fp32", keep_batchnorm_fp32),
                         ("ub_fusion", ub_fusion), ("flash_attention", flash_attention)):
         _switch(name, value)
-    for name, value in (("server", server), ("chip", chip), ("dataset", dataset), ("config", config),
+    for name, value in (("server", server), ("chip", chip), ("dataset", dataset), ("data", data), ("config", config),
                         ("rank_table", rank_table), ("amp_level", amp_level), ("init", init),
                         ("parallel_mode", parallel_mode), ("dataset_strategy", dataset_strategy),
                         ("shard_strategy", shard_strategy), ("accuracy_curve", accuracy_curve),
@@ -284,7 +284,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
     # Options given only when set (None, or a false switch or a zero eval_every, leaves the default).
     for flag, value in (("--optimizer", optimizer), ("--accuracy-curve", accuracy_curve),
                         ("--target-accuracy", target_accuracy), ("--batch-size", batch_size),
-                        ("--steps-per-epoch", steps_per_epoch), ("--dataset", dataset), ("--config", config),
+                        ("--steps-per-epoch", steps_per_epoch), ("--dataset", dataset), ("--data", data),
+                        ("--config", config),
                         ("--rank-table", rank_table), ("--amp-level", amp_level), ("--loss-scale", loss_scale),
                         ("--seed", seed), ("--init", init), ("--eval-every", eval_every or None),
                         ("--parallel-mode", parallel_mode), ("--dataset-strategy", dataset_strategy),
@@ -318,7 +319,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
           tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
           flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
-          micro_batches: Optional[int] = None, frozen: Optional[Sequence[str]] = None) -> Report:
+          micro_batches: Optional[int] = None, frozen: Optional[Sequence[str]] = None,
+          data: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -343,7 +345,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     divides a transformer's layers among P stages of consecutive devices, each step's batch in
     ``micro_batches`` micro-batches in the 1F1B order (``batch_size`` is then each pipeline's; the
     report's ``pipeline`` gives each stage's bubble); ``frozen`` names an ONNX model's initializers
-    that are not trained (PyTorch's buffers read as data, such as rotary tables)."""
+    that are not trained (PyTorch's buffers read as data, such as rotary tables). ``data`` names a data
+    script (YAML: the pipeline as a training script builds it, docs/model.md "The data script")."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -356,7 +359,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen), "--json", "-", "-q"))
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen, data=data), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -373,8 +376,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
             optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None,
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
-            frozen: Optional[Sequence[str]] = None) -> Report:
-    """The same job under all four strategies (runs in the order of STRATEGIES)."""
+            frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> Report:
+    """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` as :func:`train`."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, server=server, chip=chip, overrides=overrides, dataset=dataset, config=config,
@@ -383,7 +386,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen), "--json", "-", "-q"))
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen, data=data), "--json", "-", "-q"))
 
 
 class ServeReport(Report):

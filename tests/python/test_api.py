@@ -57,6 +57,28 @@ def test_evaluation_during_training_and_its_cache():
 
 
 
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def test_a_data_script_is_the_pipeline_of_the_run_as_on_the_command_line(tmp_path):
+    script = os.path.join(SOURCE, "configs", "data", "resnet-cifar10.yaml")
+    r = ascendsim.train("resnet18", "loop-sink", data=script, steps_per_epoch=20)
+    assert r.to_json() == cli_stdout("train", "--workload", "resnet18", "--strategy", "loop-sink", "--data", script,
+                                     "--steps-per-epoch", 20, "--json", "-", "-q")
+    tree = [stage["stage"] for stage in r.runs[0]["data"]["tree"]]
+    assert tree[0] == "Cifar10Dataset"
+    assert "Map(RandomCrop,RandomHorizontalFlip,Resize,Rescale,Normalize,HWC2CHW)" in tree
+    with pytest.raises(ascendsim.InputError, match="data: a string"):
+        ascendsim.train("resnet18", "loop-sink", data=3)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("dataset: cifar10\nmaps:\n  - ops: [Sharpen]\n")
+    with pytest.raises(ascendsim.InputError, match="unknown map op 'Sharpen'"):
+        ascendsim.train("resnet18", "loop-sink", data=str(bad))
+    code, errors = cli_error("train", "--workload", "resnet18", "--strategy", "loop-sink", "--data",
+                             str(tmp_path / "none.yaml"))
+    assert code == 2 and len(errors) == 1 and "none.yaml: no such file" in errors[0]
+
+
 def test_a_run_to_a_target_accuracy_trains_the_curves_epochs(tmp_path):
     curve = tmp_path / "curve.csv"
     curve.write_text("epoch,top1\n1,0.4\n2,0.6\n3,0.7\n")
