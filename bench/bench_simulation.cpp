@@ -255,6 +255,28 @@ void BM_Tune200ResNet50Trials(benchmark::State& state) {
 }
 BENCHMARK(BM_Tune200ResNet50Trials)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// `ascendsim validate` over every published figure (the goal: under 60 s on the 2-core machine
+/// after the README's setup), through the command line; the model zoo's exports made once before
+/// the timing (in the build's cache, as the tests keep them), so what is timed is the simulation.
+void BM_ValidateAllFigures(benchmark::State& state) {
+  const std::string cache = std::string("ASCENDSIM_MODEL_CACHE=") + ASCENDSIM_BUILD_DIR + "/model-cache ";
+  const std::string cmd = cache + ASCENDSIM_BIN + " validate > /dev/null";
+  if (std::system((cmd + " 2>/dev/null").c_str()) != 0) {  // makes the missing exports
+    state.SkipWithError("ascendsim validate failed (the model zoo's exports need python3-torch)");
+    return;
+  }
+  double figures = 0;
+  for (auto _ : state) {
+    if (std::system(cmd.c_str()) != 0) {
+      state.SkipWithError("ascendsim validate failed");
+      return;
+    }
+    figures += 1;
+  }
+  state.counters["runs_per_s"] = benchmark::Counter(figures, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ValidateAllFigures)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// A long run on a thousand-chip cluster: 4096 devices (512 servers alike), 1,000 steps per rank.
 /// Run it in its own process for its peak memory: --benchmark_filter=BM_ResNet50Devices4096LongRun
 void BM_ResNet50Devices4096LongRun(benchmark::State& state) { run_and_count(state, resnet50_on(4096, 1000)); }
