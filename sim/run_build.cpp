@@ -454,28 +454,24 @@ void apply_data_script(const RunRequest& r, workloads::Workload& w) {
       const std::int64_t c = x.shape[1], h = x.shape[2], wd = x.shape[3];
       if (static_cast<std::int64_t>(o.height) != h || static_cast<std::int64_t>(o.width) != wd ||
           static_cast<std::int64_t>(o.channels) != c)
-        throw InputError("data", "data",
-                         fmt::format("{}: the maps give {:g}x{:g}x{:g} images (height x width x channels) but {} takes "
+        throw InputError(fmt::format("{}: the maps give {:g}x{:g}x{:g} images (height x width x channels) but {} takes "
                                      "{}x{}x{}; make the last resize or crop {}x{}",
                                      r.data_where, o.height, o.width, o.channels, w.name, h, wd, c, h, wd));
       if (!chw)
-        throw InputError("data", "data",
-                         r.data_where + ": the maps leave the image HWC; " + w.name +
+        throw InputError(r.data_where + ": the maps leave the image HWC; " + w.name +
                              " takes CHW (NCHW batches): end the image's maps with HWC2CHW");
       if (!floats)
-        throw InputError("data", "data",
-                         r.data_where + ": the maps leave the image as bytes; " + w.name +
+        throw InputError(r.data_where + ": the maps leave the image as bytes; " + w.name +
                              " takes float32: add Rescale or Normalize");
     }
   }
   if (offload) {
     if (w.parallel.semi_auto || !w.stages.empty() || w.whole)
-      throw InputError("data", "data",
-                       r.data_where + ": dataset offload with semi-automatic or pipeline parallelism is not modelled");
+      throw InputError(r.data_where + ": dataset offload with semi-automatic or pipeline parallelism is not modelled");
     if (r.functional.enabled)
-      throw InputError("data", "data", r.data_where + ": functional mode runs the maps on the host; drop offload");
+      throw InputError(r.data_where + ": functional mode runs the maps on the host; drop offload");
     if (w.batch_inputs.empty() || w.graph.tensor(w.batch_inputs.front()).shape.size() != 4)
-      throw InputError("data", "data", r.data_where + ": dataset offload maps an image input [N, C, H, W]");
+      throw InputError(r.data_where + ": dataset offload maps an image input [N, C, H, W]");
     // The batch as the host leaves it, then the offloaded ops as kernels in the script's order.
     workloads::Graph& g = w.graph;
     const workloads::TensorId x = w.batch_inputs.front();
@@ -527,8 +523,7 @@ void apply_data_script(const RunRequest& r, workloads::Workload& w) {
       a.dtype = xt.dtype;
       if (g.tensor(cur).dtype != xt.dtype) apply("Cast", "CastToInput", {cur}, a);
       if (g.tensor(cur).shape != xt.shape)
-        throw InputError("data", "data",
-                         r.data_where + ": the offloaded ops give " + workloads::shape_string(g.tensor(cur).shape) +
+        throw InputError(r.data_where + ": the offloaded ops give " + workloads::shape_string(g.tensor(cur).shape) +
                              " where " + w.name + " takes " + workloads::shape_string(xt.shape));
     }
     // The network reads the offloaded ops' output where it read the batch.

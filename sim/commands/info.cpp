@@ -25,8 +25,9 @@ int cmd_info(int argc, char* argv[]) {
   po::options_description desc = common_options(o);
   desc.add(parallel_options(o));
   if (!parse(argc, argv, desc, "info")) return 0;
-  const SystemConfig cfg = load_config(o.request());
-  const workloads::Workload w = request_workload(make_request(o, {}), cfg);
+  const RunRequest req = make_request(o, {});
+  const SystemConfig cfg = load_config(req.config);  // with a data script's pipeline settings
+  const workloads::Workload w = request_workload(req, cfg);
   const runtime::CompiledGraph g = compile_for(cfg, w);
   // Pipeline stages: every stage's graph; the memory and the fit are the fullest stage's, the
   // parameters and MACs the whole network's.

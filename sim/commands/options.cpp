@@ -117,6 +117,10 @@ po::options_description common_options(Options& o) {
       "generic-x86)")("chip", po::value(&o.config.chip),
                       "chip preset (`ascendsim chips`; default: the server's, ascend910 on generic-x86)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
+      "data", po::value(&o.data),
+      "a data script (YAML, docs/model.md \"The data script\"): the dataset, each map() call's ops with their "
+      "parameters and workers, the reader's workers, prefetch, NUMA binding and dataset offload, as the training "
+      "script builds them; replaces the workload's pipeline")(
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "model", po::value(&o.model),
       "an ONNX file (e.g. from torch.onnx.export): the network to run, instead of --workload (docs/onnx.md)")(
@@ -250,10 +254,6 @@ po::options_description run_options(Options& o) {
       }),
       "true | false: broadcast the initialised parameters from rank 0 before training (default true, as "
       "MindSpore's DATA_PARALLEL mode)")(
-      "data", po::value(&o.data),
-      "a data script (YAML, docs/model.md \"The data script\"): the dataset, each map() call's ops with their "
-      "parameters and workers, the reader's workers, prefetch, NUMA binding and dataset offload, as the training "
-      "script builds them; replaces the workload's pipeline")(
       "dataset", po::value(&o.dataset),
       "directory with MNIST idx files (lenet5) or CIFAR-10 binary batches (resnet50-cifar10); the epoch length "
       "comes from the files")("num-parallel-workers", po::value<std::string>()->notifier([&o](const std::string& v) {

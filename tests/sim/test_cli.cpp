@@ -1282,6 +1282,31 @@ TEST_F(CliTest, ProfileWritesMindSporeStyleOpTables) {
   EXPECT_EQ(slurp(out / "op_summary.csv").rfind("Op Name,OP Type,Task Type,Block Dim,Task Duration(us)", 0), 0u);
 }
 
+TEST_F(CliTest, ADataScriptIsThePipelineInfoAndTheRunsShowAndABadOneIsNamed) {
+  const std::string script = ASCENDSIM_SOURCE_DIR "/configs/data/resnet-cifar10.yaml";
+  const Result info = run("info --workload resnet18 --data " + script);
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_THAT(info.out, HasSubstr("Cifar10Dataset                                12 worker(s)"));
+  EXPECT_THAT(info.out, HasSubstr("Map(RandomCrop,RandomHorizontalFlip,Resize,Rescale,Normalize,HWC2CHW)   8 worker(s)"));
+  // Bad scripts: one error line naming the file and what is wrong, exit 2, nothing written.
+  const fs::path json = m_dir / "d.json";
+  std::ofstream(m_dir / "op.yaml") << "dataset: cifar10\nmaps:\n  - ops: [Sharpen]\n";
+  std::ofstream(m_dir / "size.yaml") << "dataset: cifar10\nmaps:\n  - ops: [{Resize: {size: [227, 227]}}, Rescale, HWC2CHW]\n";
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--data " + m_dir.string(), "a directory; give a data script (YAML) file"},
+           {"--data " + (m_dir / "none.yaml").string(), "none.yaml: no such file"},
+           {"--data " + (m_dir / "op.yaml").string(), "unknown map op 'Sharpen'"},
+           {"--data " + (m_dir / "size.yaml").string(), "size.yaml: the maps give 227x227x3 images (height x width x channels) but resnet18 takes 224x224x3"}}) {
+    for (const char* cmd : {"info", "train --strategy loop-sink"}) {
+      const Result r = run(std::string(cmd) + " --workload resnet18 " + args + " --json " + json.string());
+      EXPECT_EQ(r.code, 2) << cmd << " " << args << "\n" << r.err;
+      EXPECT_THAT(r.err, HasSubstr(says)) << cmd << " " << args;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_FALSE(fs::exists(json));
+    }
+  }
+}
+
 TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   const Result r = run("validate");
   ASSERT_EQ(r.code, 0) << r.err;
