@@ -495,11 +495,12 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
          overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
          model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
          ub_fusion: Optional[bool] = None, frozen: Optional[Sequence[str]] = None,
-         shape: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
+         shape: Optional[Mapping[str, int]] = None, data: Optional[str] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
     (``ascendsim info --json``); ``graph_passes`` ends with the backend's UB fusion, its ops and
-    bytes (``ub_fusion=False``: without it); ``shape`` a transformer's size over its preset's."""
-    for name, value in (("server", server), ("chip", chip), ("amp_level", amp_level)):
+    bytes (``ub_fusion=False``: without it); ``shape`` a transformer's size over its preset's;
+    ``data`` a data script (its pipeline in ``pipeline_tree``)."""
+    for name, value in (("server", server), ("chip", chip), ("amp_level", amp_level), ("data", data)):
         _text(name, value)
     _switch("ub_fusion", ub_fusion)
     _mapping("overrides", overrides)
@@ -507,6 +508,8 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
     if batch_size is not None:
         _whole("batch_size", batch_size)
     a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
+    if data is not None:
+        a += ["--data", data]
     a += _shape_args(shape, _SHAPE_KEYS)
     if frozen:
         a += ["--frozen", ",".join(frozen)]

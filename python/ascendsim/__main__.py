@@ -170,6 +170,8 @@ def _main(argv):
                    help="search the devices too, in powers of two up to N")
     t.add_argument("--server", default=None)
     t.add_argument("--chip", default=None)
+    t.add_argument("--data", default=None, metavar="FILE",
+                   help="a data script: the pipeline as the training script builds it (its map() calls the knobs)")
     t.add_argument("--scheduler", default=None, help="a Dask scheduler's address, e.g. tcp://host:8786")
     t.add_argument("--parallel", type=int, default=None,
                    help="trials per batch (default: the cluster's workers, 1 without --scheduler)")
@@ -320,7 +322,7 @@ def _tune(parser, a):
         training = [f for f, v in (("--search-batch-size", a.search_batch_size), ("--search-amp", a.search_amp),
                                    ("--epochs", a.epochs != 1), ("--steps-per-epoch", a.steps_per_epoch is not None),
                                    ("--batch-size", a.batch_size is not None), ("--strategy", a.strategy != "non-sink"),
-                                   ("--model", a.model is not None))
+                                   ("--model", a.model is not None), ("--data", a.data is not None))
                     if v]
         if training:
             raise ascendsim.InputError(
@@ -333,7 +335,7 @@ def _tune(parser, a):
                 + ", ".join(_DECODERS[:-1]) + f" or {_DECODERS[-1]}")
     else:
         job["epochs"] = a.epochs
-        keys = ("steps_per_epoch", "batch_size", "server", "chip", "model")
+        keys = ("steps_per_epoch", "batch_size", "server", "chip", "model", "data")
         given = [k for k in serving + tuple(shape) if getattr(a, k) is not None]
         if given:
             raise ascendsim.InputError(f"--{given[0].replace('_', '-')} is a serving setting: give --objective "

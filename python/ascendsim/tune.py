@@ -88,12 +88,14 @@ def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
                          "(overrides), so the start and the knobs' ranges are the job's")
     about = info(workload, batch_size=job.get("batch_size"), server=job.get("server"), chip=job.get("chip"),
                  overrides=job.get("overrides"), shape=job.get("shape"), amp_level=job.get("amp_level"),
-                 model=job.get("model"), mode=job.get("mode"), loss=job.get("loss"))
+                 model=job.get("model"), mode=job.get("mode"), loss=job.get("loss"), data=job.get("data"))
     values = {k: v["value"] for k, v in params(job.get("chip"), server=job.get("server")).items()}
     for key, value in (job.get("overrides") or {}).items():
         values[key] = _parse_value(str(value))
     maps = [s["stage"] for s in about.get("pipeline_tree", []) if s.get("kind") == "map"]
+    workers = [s["workers"] for s in about.get("pipeline_tree", []) if s.get("kind") == "map"]
     return {"steps_per_epoch": about["steps_per_epoch"], "batch_size": about["batch_size"], "map_calls": maps,
+            "map_workers": workers,
             "gradients": about.get("gradients", 0),
             "amp_level": about.get("recipe", {}).get("amp_level", "O0"), "host_cpu_cores": values["host.cpu_cores"],
             "params": values}
@@ -197,6 +199,10 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
         elif k.key.startswith("map_workers."):
             listed = str(overrides.get("pipeline.map_workers", params.get("pipeline.map_workers") or "")).split(",")
             i = int(k.key.split(".")[1]) - 1
+            given = facts.get("map_workers") or []
+            if job.get("data") and i < len(given):  # the data script's own workers for its calls
+                start[k.key] = int(given[i])
+                continue
             default = _parse_value(str(overrides.get("pipeline.num_parallel_workers",
                                                      params.get("pipeline.num_parallel_workers", 8))))
             start[k.key] = _parse_value(listed[i]) if i < len(listed) and listed[i].strip() else default

@@ -44,6 +44,23 @@ def test_a_data_bound_resnet_gets_map_workers_until_the_device_bounds_it():
     assert "map_workers.1" in list(r.data["importance"])[:2]
 
 
+def test_a_data_scripts_map_calls_are_the_knobs_and_its_workers_the_start(tmp_path):
+    import ascendsim.tune as tune
+    script = tmp_path / "pipe.yaml"
+    script.write_text("dataset: cifar10\nmaps:\n"
+                      "  - {workers: 1, ops: [{RandomCrop: {size: 32, padding: 4}}, RandomHorizontalFlip]}\n"
+                      "  - {workers: 2, ops: [{Resize: {size: [224, 224]}}, Rescale, Normalize, HWC2CHW]}\n"
+                      "  - {column: label, workers: 3, ops: [TypeCast]}\n")
+    r = tune.tune("resnet18", budget=6, seed=2, strategy="loop-sink", steps_per_epoch=20, data=str(script))
+    start = r.start["config"]
+    assert (start["map_workers.1"], start["map_workers.2"], start["map_workers.3"]) == (1, 2, 3)
+    assert "map_workers.4" not in start
+    # The start is the script's run, as train runs it.
+    import ascendsim
+    plain = ascendsim.train("resnet18", "loop-sink", steps_per_epoch=20, sink_size=20, data=str(script))
+    assert r.start["value"] == pytest.approx(plain.runs[0]["samples_per_s"], rel=1e-9)
+
+
 def test_the_same_seed_gives_the_same_answer_and_a_budget_runs_that_many_simulations(monkeypatch):
     import ascendsim.tune as tune
     calls = []
