@@ -212,6 +212,9 @@ DataScript parse_data_script(const YAML::Node& node, const std::string& at) {
       if (yields != "row" && yields != "batch")
         throw InputError(here + ": 'yields' is row (the batch op batches them) or batch (whole batches)");
     } else if (k == "columns") {
+      if (!v.IsScalar())
+        throw InputError(here + ": 'columns' is a count: the NumPy arrays a yield gives (e.g. 2 for an image and "
+                         "its label)");
       columns = whole_in(v, here, k, 1, 64, "the NumPy arrays a yield gives");
     } else if (k == "reader_workers") {
       out.sets.push_back("pipeline.reader_workers=" + std::to_string(whole_in(v, here, k, 1, 1024, "threads")));
@@ -295,7 +298,8 @@ DataScript parse_data_script(const YAML::Node& node, const std::string& at) {
         if (first == ops.size())
           throw InputError(here + ": offload: " + workloads::map_op_name(ops.back().type) +
                            " does not run on the device; offload takes the call's trailing Normalize, Rescale, "
-                           "HWC2CHW and TypeCast");
+                           "HWC2CHW and TypeCast: put those in a map() call of their own with offload, or drop "
+                           "offload");
         for (std::size_t i = first; i < ops.size(); ++i) ops[i].offload = true;
       }
       for (auto& op : ops) {
@@ -315,6 +319,30 @@ DataScript parse_data_script(const YAML::Node& node, const std::string& at) {
       }
       out.sets.push_back("pipeline.map_workers=" + list);
     }
+  }
+  // A JPEG dataset is decoded once, first; the others hold decoded arrays already.
+  {
+    const bool jpegs = d.format == DatasetFormat::SyntheticJpeg;
+    bool decoded = !jpegs;
+    for (const auto& op : r.maps) {
+      if (op.type == MapOpType::TypeCast) continue;
+      const bool decode = op.type == MapOpType::Decode || op.type == MapOpType::RandomCropDecodeResize;
+      if (decode && !jpegs)
+        throw InputError(at + ": " + workloads::map_op_name(op.type) + " decodes JPEG files, but a " +
+                         workloads::dataset_format_name(d.format) +
+                         " dataset's rows are decoded arrays already; take it out (RandomCrop or Resize crop and "
+                         "resize them)");
+      if (decode && decoded)
+        throw InputError(at + ": " + workloads::map_op_name(op.type) +
+                         " decodes the image a second time; keep one Decode or RandomCropDecodeResize");
+      if (!decode && !decoded)
+        throw InputError(at + ": " + workloads::map_op_name(op.type) +
+                         " on JPEG bytes: an imagenet dataset's first image op is Decode or RandomCropDecodeResize");
+      decoded = decoded || decode;
+    }
+    if (jpegs && !decoded && !r.maps.empty())
+      throw InputError(at + ": the JPEG files are never decoded; begin the image's maps with Decode or "
+                       "RandomCropDecodeResize");
   }
   if (!r.maps.empty() && r.maps.back().call + 1 > 13)
     throw InputError(at + ": at most 13 map() calls (the pipeline model's execution tree)");

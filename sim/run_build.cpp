@@ -443,6 +443,25 @@ void apply_data_script(const RunRequest& r, workloads::Workload& w) {
   }
   const bool image = data.dataset.format != workloads::DatasetFormat::MindRecord &&
                      data.dataset.format != workloads::DatasetFormat::Generator;
+  if (!image && !w.batch_inputs.empty()) {
+    // A MindRecord's or generator's row: it holds the network's sample (and its other columns: a
+    // label, a mask), in float32 bytes for a float input unless a Rescale or Normalize makes it so.
+    const auto& x = w.graph.tensor(w.batch_inputs.front());
+    std::int64_t per_sample = 1;
+    for (std::size_t k = 1; k < x.shape.size(); ++k) per_sample *= x.shape[k];
+    const std::int64_t values = data.dataset.height * data.dataset.width * data.dataset.channels;
+    if (x.shape.size() >= 2 && values < per_sample)
+      throw InputError(fmt::format("{}: a row of {}x{}x{} = {} values, but {} takes {} a sample ({}); give 'image' "
+                                   "the input's shape (and the other columns' values)",
+                                   r.data_where, data.dataset.height, data.dataset.width, data.dataset.channels,
+                                   values, w.name, per_sample, workloads::shape_string(x.shape)));
+    const bool float_input = x.dtype == workloads::DType::F32 || x.dtype == workloads::DType::F16;
+    if (float_input && !floats && data.dataset.record_bytes < per_sample * 4)
+      throw InputError(fmt::format("{}: a row of {} bytes holds less than the {} float32 values {} takes, and no "
+                                   "Rescale or Normalize makes bytes float; give record_bytes of at least {} or add "
+                                   "Rescale",
+                                   r.data_where, data.dataset.record_bytes, per_sample, w.name, per_sample * 4));
+  }
   if (image && !w.batch_inputs.empty()) {
     const auto& x = w.graph.tensor(w.batch_inputs.front());
     const auto o = [&] {
@@ -454,9 +473,13 @@ void apply_data_script(const RunRequest& r, workloads::Workload& w) {
       const std::int64_t c = x.shape[1], h = x.shape[2], wd = x.shape[3];
       if (static_cast<std::int64_t>(o.height) != h || static_cast<std::int64_t>(o.width) != wd ||
           static_cast<std::int64_t>(o.channels) != c)
-        throw InputError(fmt::format("{}: the maps give {:g}x{:g}x{:g} images (height x width x channels) but {} takes "
-                                     "{}x{}x{}; make the last resize or crop {}x{}",
-                                     r.data_where, o.height, o.width, o.channels, w.name, h, wd, c, h, wd));
+        throw InputError(static_cast<std::int64_t>(o.channels) != c
+                             ? fmt::format("{}: the maps give {:g}x{:g}x{:g} images (height x width x channels) but {} "
+                                           "takes {}x{}x{}: a dataset of {}-channel images, not {:g}",
+                                           r.data_where, o.height, o.width, o.channels, w.name, h, wd, c, c, o.channels)
+                             : fmt::format("{}: the maps give {:g}x{:g}x{:g} images (height x width x channels) but {} "
+                                           "takes {}x{}x{}; make the last resize or crop {}x{}",
+                                           r.data_where, o.height, o.width, o.channels, w.name, h, wd, c, h, wd));
       if (!chw)
         throw InputError(r.data_where + ": the maps leave the image HWC; " + w.name +
                              " takes CHW (NCHW batches): end the image's maps with HWC2CHW");

@@ -244,6 +244,37 @@ TEST(DataScriptErrors, BadScriptsAreRefusedNamingTheKeyOrOp) {
   refused("dataset: cifar10\nworkers: 3", "unknown key 'workers'");
   refused("dataset: cifar10\nmaps:\n  - {ops: [HWC2CHW], workers: 2}\n  - {column: label, ops: [TypeCast]}",
           "every map() call its 'workers'");
+  // Decoding is a JPEG dataset's, once, first.
+  refused("dataset: cifar10\nmaps:\n  - ops: [{RandomCropDecodeResize: {size: 224}}]", "decodes JPEG files, but a");
+  refused("dataset: imagenet\nmaps:\n  - ops: [{Resize: {size: 256}}, Decode]", "Resize on JPEG bytes");
+  refused("dataset: imagenet\nmaps:\n  - ops: [Decode, Decode]", "decodes the image a second time");
+  refused("dataset: imagenet\nmaps:\n  - {column: label, ops: [TypeCast]}", "the JPEG files are never decoded");
+  refused("dataset: generator\nsamples: 10\nimage: [1, 1, 4]\ncolumns: [image, label]", "'columns' is a count");
+}
+
+TEST(DataScriptErrors, ARecordRowShorterThanTheNetworksSampleOrNotFloatIsRefused) {
+  auto error = [](const std::string& yaml) {
+    sim::RunRequest r;
+    r.config = test::config_request();
+    r.data = std::make_shared<const DataRecipe>(script(yaml).recipe);
+    r.data_where = "g.yaml";
+    r.workload = "resnet18";
+    try {
+      sim::request_workload(r, sim::load_config(r.config));
+    } catch (const sim::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("dataset: generator\nsamples: 100\nimage: [100, 100, 3]").find("30000 values, but resnet18 takes 150528"),
+            std::string::npos);
+  EXPECT_NE(error("dataset: generator\nsamples: 100\nimage: [3, 224, 224]\nrecord_bytes: 150528")
+                .find("less than the 150528 float32 values"),
+            std::string::npos);
+  EXPECT_EQ(error("dataset: generator\nsamples: 100\nimage: [3, 224, 224]"), "");  // float32 rows
+  EXPECT_EQ(error("dataset: generator\nsamples: 100\nimage: [3, 224, 224]\nrecord_bytes: 150528\n"
+                  "maps:\n  - ops: [Rescale]"),
+            "");
 }
 
 TEST(DataScriptErrors, AScriptWhoseImageIsNotTheNetworksInputIsRefused) {
