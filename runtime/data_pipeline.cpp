@@ -469,6 +469,13 @@ double PipelineCosts::mean_stage_s(std::size_t s, bool later) const {
   return sum / 8;
 }
 
+double PipelineCosts::mean_storage_s(bool later) const {
+  const std::int64_t base = later ? m_steps_per_epoch : 0;
+  double sum = 0;
+  for (std::int64_t b = 0; b < 8; ++b) sum += read_parts(base + b).storage_s;
+  return sum / 8;
+}
+
 nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cpu_cores, double send_bytes,
                                      double h2d_gbps) {
   const auto& stages = costs.stages();
@@ -479,8 +486,7 @@ nlohmann::ordered_json describe_tree(const PipelineCosts& costs, std::int64_t cp
     const std::int64_t threads = std::min({stages[s].workers, costs.batch_size(), cpu_cores});
     rate[s] = t > 0 ? static_cast<double>(threads) / t : 0;
     if (s == 0 && t > 0) {  // the reader: the storage wait does not divide among its workers
-      double io = 0;
-      for (std::int64_t b = 0; b < 8; ++b) io += costs.read_parts(b).storage_s / 8;
+      const double io = costs.mean_storage_s(false);
       rate[s] = 1 / (io + (t - io) / static_cast<double>(threads));
     }
     if (t > 0 && (rate[slowest] <= 0 || rate[s] < rate[slowest])) slowest = s;

@@ -73,6 +73,8 @@ class PipelineCosts {
   /// Mean over the first epoch's first batches / over a later epoch's: one batch's time on stage
   /// `s` (the source: its read, storage wait included) on one thread.
   double mean_stage_s(std::size_t s, bool later_epoch) const;
+  /// The same for the source's wait for storage alone (the part its workers do not divide).
+  double mean_storage_s(bool later_epoch) const;
 
   /// Reader time for batch `b` (file reads, or cache reads in later epochs): its CPU work plus
   /// the wait for storage.

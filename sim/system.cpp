@@ -277,10 +277,13 @@ runtime::RunResult System::result() {
   report::DataRates rates;
   rates.has_later_epochs = m_session.steps() > m_session.steps_per_epoch;
   const auto& stages = m_pipeline.costs().stages();
-  for (std::size_t s = 0; s < stages.size(); ++s)
-    rates.stages.push_back({stages[s].name, std::min(stages[s].workers, m_pipeline.costs().batch_size()),
-                            stages[s].kind == runtime::Stage::Kind::Source,
-                            m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true)});
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const bool source = stages[s].kind == runtime::Stage::Kind::Source;
+    rates.stages.push_back({stages[s].name, std::min(stages[s].workers, m_pipeline.costs().batch_size()), source,
+                            m_pipeline.costs().mean_stage_s(s, false), m_pipeline.costs().mean_stage_s(s, true),
+                            source ? m_pipeline.costs().mean_storage_s(false) : 0.0,
+                            source ? m_pipeline.costs().mean_storage_s(true) : 0.0});
+  }
   if (runtime::uses_queue(m_session.strategy)) {  // the sink modes' device-queue op: its host work and DMA
     const double bytes = static_cast<double>(m_graph.batch_bytes);
     const double send = m_pipeline.costs().send_and_dma_s(bytes, m_cfg.link.h2d_bandwidth_gbps);

@@ -89,7 +89,12 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
   auto stage_rate = [&](const StageRate& st, bool later) {
     const double s = later ? st.later_s : st.first_s;
     if (s <= 0) return 1e300;
-    return static_cast<double>(st.source ? 1 : std::min(st.threads, host.cpu_cores)) / s;
+    const double threads = static_cast<double>(std::max<std::int64_t>(1, std::min(st.threads, host.cpu_cores)));
+    if (st.source) {  // the reader's workers divide its CPU work, not the wait for storage
+      const double io = std::min(s, later ? st.storage_later_s : st.storage_first_s);
+      return 1 / (io + (s - io) / threads);
+    }
+    return threads / s;
   };
   auto slowest = [&](bool later) {
     std::size_t at = 0;

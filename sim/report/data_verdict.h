@@ -24,6 +24,8 @@ struct StageRate {
   std::int64_t threads = 1;         ///< the threads that share a batch's rows: min(workers, batch)
   bool source = false;              ///< the reader (its rate: one batch per read_s)
   double first_s = 0, later_s = 0;  ///< one batch on one thread: first epoch, later epochs (differ with a cache)
+  /// The source's wait for storage within first_s and later_s: its workers do not divide it.
+  double storage_first_s = 0, storage_later_s = 0;
 };
 
 struct DataRates {

@@ -184,6 +184,29 @@ TEST(DataScriptRuns, AScanOfOneMapsWorkersFallsNearLinearlyUntilAnotherStageBoun
   EXPECT_GE(w16, 10.0);
 }
 
+TEST(DataScriptRuns, TheReadersWorkersShareItsReadsAndTheVerdictCountsThem) {
+  // A slow reader (5 ns a byte of CIFAR-10's records) bounds the pipeline with one worker; four
+  // share a batch's reads: the verdict's pipeline rate, and the run's step, follow.
+  auto report = [](int readers) {
+    sim::RunRequest r;
+    r.config = test::config_request();
+    const sim::DataScript d = script("dataset: cifar10\nreader_workers: " + std::to_string(readers) +
+                                     "\nmaps:\n  - {workers: 16, ops: [{Resize: {size: [224, 224]}}, Rescale, HWC2CHW]}\n");
+    r.config.sets = d.sets;
+    r.config.sets.push_back("host.read_ns_per_byte=2000");
+    r.config.sets.push_back("host.cpu_cores=64");
+    r.data = std::make_shared<const DataRecipe>(d.recipe);
+    r.data_where = "t.yaml";
+    r.workload = "resnet18";
+    r.steps_per_epoch = 40;
+    r.strategies = {runtime::Strategy::LoopSink};
+    return sim::run(r).report()["runs"][0]["data"];
+  };
+  const auto one = report(1), four = report(4);
+  EXPECT_EQ(one["bounding_stage"], "Cifar10Dataset");
+  EXPECT_NEAR(four["pipeline_batches_per_s"].get<double>() / one["pipeline_batches_per_s"].get<double>(), 4.0, 0.05);
+}
+
 TEST(DataScriptRuns, OffloadMovesNormalizeToTheDeviceAndShrinksThePushedBatchFourfold) {
   const std::string host_side =
       "dataset: imagenet\nmaps:\n  - ops: [{RandomCropDecodeResize: {size: 224}}, RandomHorizontalFlip]\n"
