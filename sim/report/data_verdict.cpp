@@ -142,11 +142,27 @@ DataVerdict judge_data(const RunResult& r, const DataRates& rates, const HostCon
     return v;
   }
   if (b->source) {
-    v.advice = pipe.cache == "none"
-                   ? "the source reader is the bottleneck: cache the dataset (--cache source) so later "
-                     "epochs read from memory, or read from faster storage"
-                   : "the source reader is the bottleneck even with the cache: enlarge "
-                     "pipeline.cache_gib or read from faster storage";
+    const double s = later ? b->later_s : b->first_s;
+    const double io = std::min(s, later ? b->storage_later_s : b->storage_first_s);
+    const std::string more = fmt::format(
+        "; its {} worker(s) share a batch's reads, so more of them (pipeline.reader_workers, the dataset's "
+        "num_parallel_workers) shorten its CPU part",
+        b->threads);
+    if (b->name == "GeneratorDataset")
+      v.advice = "the Python generator is the bottleneck: its calls (host.python_call_us a yield) and the "
+                 "arrays' copies; yield whole batches, or give the source more workers (pipeline.reader_workers)";
+    else if (io >= 0.5 * s)
+      v.advice = pipe.cache == "none"
+                     ? "the source reader is the bottleneck, waiting for storage: cache the dataset (--cache "
+                       "source) so later epochs read from memory, or read from faster storage"
+                     : "the source reader is the bottleneck even with the cache: enlarge pipeline.cache_gib or read "
+                       "from faster storage";
+    else
+      v.advice = (pipe.cache == "none" ? std::string("the source reader is the bottleneck: cache the dataset "
+                                                     "(--cache source) so later epochs read from memory")
+                                       : std::string("the source reader is the bottleneck even with the cache: "
+                                                     "enlarge pipeline.cache_gib")) +
+                 more;
     return v;
   }
   const double stage_s = later ? b->later_s : b->first_s;

@@ -204,6 +204,9 @@ TEST(DataScriptRuns, TheReadersWorkersShareItsReadsAndTheVerdictCountsThem) {
   };
   const auto one = report(1), four = report(4);
   EXPECT_EQ(one["bounding_stage"], "Cifar10Dataset");
+  // Its CPU, not storage: the advice says so, and offers the reader's workers.
+  EXPECT_NE(one["advice"].get<std::string>().find("pipeline.reader_workers"), std::string::npos) << one["advice"];
+  EXPECT_EQ(one["advice"].get<std::string>().find("faster storage"), std::string::npos) << one["advice"];
   EXPECT_NEAR(four["pipeline_batches_per_s"].get<double>() / one["pipeline_batches_per_s"].get<double>(), 4.0, 0.05);
 }
 
