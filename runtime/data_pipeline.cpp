@@ -660,6 +660,38 @@ void DataPipeline::release_cores(std::int64_t k) {
   notify_waiters(m_cores.freed, m_cores.waiting);
 }
 
+DataPipeline::Shared DataPipeline::share_rows(std::int64_t slices, std::int64_t key, double row_s,
+                                              const std::function<double(std::int64_t, std::int64_t)>& cost) {
+  // Each of the W = slices threads a share of ceil(rows / W). As many run at once as the host has
+  // cores free (at least one); with fewer than W, the threads that run take a quarter of a share
+  // and the rest wait for the next round, taken with the cores free then (as workers that find a
+  // core join the batch).
+  Shared out;
+  for (std::int64_t next = 0; next < m_batch_size;) {
+    const std::int64_t left = m_batch_size - next;
+    const std::int64_t full = (left + slices - 1) / slices;
+    const std::int64_t k = acquire_cores(std::min(slices, left), key);
+    const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
+    out.threads = std::max(out.threads, k);
+    double longest = 0;
+    if (row_s >= 0) {  // every slice costs its rows times one row's cost
+      const std::int64_t rows = std::min(left, k * share);
+      longest = static_cast<double>(std::min(share, rows)) * row_s;
+      out.work_s += static_cast<double>(rows) * row_s;
+      next += rows;
+    } else {
+      for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share) {
+        const double t = cost(next, std::min(m_batch_size, next + share));
+        longest = std::max(longest, t);
+        out.work_s += t;
+      }
+    }
+    wait(sim::seconds(longest));
+    release_cores(k);
+  }
+  return out;
+}
+
 void DataPipeline::source() {
   StageState& st = m_state[0];
   for (std::int64_t b = 0; b < m_batches; ++b) {
@@ -673,23 +705,8 @@ void DataPipeline::source() {
     const sc_core::sc_time wait_io = sim::seconds(r.storage_s);
     if (r.storage_s > 0) wait(wait_io);
     const sc_core::sc_time cpu_began = sc_core::sc_time_stamp();
-    if (st.slices <= 1) {
-      acquire_cores(1, 0);
-      wait(sim::seconds(r.cpu_s));
-      release_cores(1);
-    } else {
-      for (std::int64_t next = 0; next < m_batch_size;) {
-        const std::int64_t left = m_batch_size - next;
-        const std::int64_t full = (left + st.slices - 1) / st.slices;
-        const std::int64_t k = acquire_cores(std::min(st.slices, left), 0);
-        const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
-        double longest = 0;
-        for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share)
-          longest = std::max(longest, m_costs.read_parts(b, next, std::min(m_batch_size, next + share)).cpu_s);
-        wait(sim::seconds(longest));
-        release_cores(k);
-      }
-    }
+    share_rows(st.slices, 0, -1,
+               [&](std::int64_t first, std::int64_t last) { return m_costs.read_parts(b, first, last).cpu_s; });
     const sc_core::sc_time cpu = sc_core::sc_time_stamp() - cpu_began;
     const sc_core::sc_time t = wait_io + cpu;
     if (m_trace && m_trace->active() && !st.tracks.empty())
@@ -720,36 +737,10 @@ void DataPipeline::stage_thread(std::size_t s) {
     account_usage(s - 1);  // the connector before gives the batch
     st.claimed = b + 1;
     notify_waiters(st.started, st.started_waiters);
-    // Its workers share the batch's rows: each of the W = slices threads a share of
-    // ceil(rows / W). As many run at once as the host has cores free (at least one); with fewer
-    // than W, the threads that run take a quarter of a share and the rest wait for the next
-    // round, taken with the cores free then (as workers that find a core join the batch).
     const sc_core::sc_time began = sc_core::sc_time_stamp();
-    double work = 0;
-    std::int64_t threads = 0;
-    for (std::int64_t next = 0; next < m_batch_size;) {
-      const std::int64_t left = m_batch_size - next;
-      const std::int64_t full = (left + st.slices - 1) / st.slices;
-      const std::int64_t k = acquire_cores(std::min(st.slices, left), static_cast<std::int64_t>(s));
-      const std::int64_t share = k * full >= left ? full : std::max<std::int64_t>(1, full / 4);
-      threads = std::max(threads, k);
-      double longest = 0;
-      if (m_costs.rows_alike()) {  // every slice costs its rows times one row's cost
-        const double row = m_costs.stage_s(s, b, 0, 1);
-        const std::int64_t rows = std::min(left, k * share);
-        longest = static_cast<double>(std::min(share, rows)) * row;
-        work += static_cast<double>(rows) * row;
-        next += rows;
-      } else {
-        for (std::int64_t i = 0; i < k && next < m_batch_size; ++i, next += share) {
-          const double t = m_costs.stage_s(s, b, next, std::min(m_batch_size, next + share));
-          longest = std::max(longest, t);
-          work += t;
-        }
-      }
-      wait(sim::seconds(longest));
-      release_cores(k);
-    }
+    const auto [work, threads] =
+        share_rows(st.slices, static_cast<std::int64_t>(s), m_costs.rows_alike() ? m_costs.stage_s(s, b, 0, 1) : -1,
+                   [&](std::int64_t first, std::int64_t last) { return m_costs.stage_s(s, b, first, last); });
     if (m_trace && m_trace->active() && !st.tracks.empty())
       m_trace->span(st.tracks[0], "batch " + std::to_string(b + 1) + " on " + std::to_string(threads) + " thread(s)",
                     began, sc_core::sc_time_stamp());

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <systemc>
@@ -250,6 +251,15 @@ class DataPipeline : public sc_core::sc_module {
   /// `key`: the requesting thread among the pipeline's (0 the source, s a stage, then the
   /// device-queue op), for an arbitrated host's order.
   std::int64_t acquire_cores(std::int64_t wanted, std::int64_t key);
+  /// A stage's `slices` workers sharing a batch's rows (the reader's and every map stage's): the
+  /// work's seconds summed over the threads and the most threads that ran at once. `row_s` >= 0:
+  /// every row costs that; else `cost(first, last)` prices rows [first, last). Call from an SC_THREAD.
+  struct Shared {
+    double work_s = 0;
+    std::int64_t threads = 0;
+  };
+  Shared share_rows(std::int64_t slices, std::int64_t key, double row_s,
+                    const std::function<double(std::int64_t, std::int64_t)>& cost);
   /// Waits for `e`, counted in `waiters` (a notification is sent only when someone waits; every
   /// waiter re-checks its condition on the state, which changes before the notification).
   void wait_counted(sc_core::sc_event& e, int& waiters);
