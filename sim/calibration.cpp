@@ -37,10 +37,22 @@ Scoped scoped(const std::string& k) {
   return {k.substr(0, colon), k.substr(colon + 1)};
 }
 
-/// The host presets whose fitted parameters reach figure `f`: per preset, the keys it marks that no
-/// later preset of the figure's chain (one made from it) marks again — that one's value wins.
-std::map<std::string, std::set<std::string>> host_presets_of(const PublishedFigure& f) {
-  const auto chain = load_config(f.run.config).host_presets;
+/// Each figure's host presets, its configuration loaded once (by id).
+class PresetChains {
+ public:
+  const std::vector<HostPresetUse>& of(const PublishedFigure& f) {
+    auto it = m_chains.find(f.id);
+    if (it == m_chains.end()) it = m_chains.emplace(f.id, load_config(f.run.config).host_presets).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, std::vector<HostPresetUse>> m_chains;
+};
+
+/// The host presets whose fitted parameters reach a figure of this chain: per preset, the keys it
+/// marks that no later preset of the chain (one made from it) marks again — that one's value wins.
+std::map<std::string, std::set<std::string>> host_presets_of(const std::vector<HostPresetUse>& chain) {
   std::map<std::string, std::set<std::string>> out;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     auto& keys = out[chain[i].name];
@@ -77,10 +89,9 @@ std::vector<std::string> own_keys(const PublishedFigure& f) {
 /// figure's own (a figure that sets a key itself keeps its own value: its configuration).
 class FigureModel : public fit::Evaluator {
  public:
-  FigureModel(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& keys)
-      : m_figures(figures), m_keys(keys) {
-    for (const auto& f : figures) m_presets.push_back(host_presets_of(f));
-  }
+  FigureModel(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& keys,
+              std::vector<std::map<std::string, std::set<std::string>>> presets)
+      : m_figures(figures), m_keys(keys), m_presets(std::move(presets)) {}
   double simulate(std::size_t j, const std::vector<double>& values) override {
     const PublishedFigure& f = m_figures[j];
     const std::vector<std::string> own = own_keys(f);
@@ -120,11 +131,12 @@ double configured_value(const PublishedFigure& f, const std::string& key) {
 
 /// The parameters the host presets of the figures `ids` mark as fitted, each scoped to its preset,
 /// in the order the figures meet them.
-std::vector<std::string> preset_fitted(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& ids) {
+std::vector<std::string> preset_fitted(const std::vector<PublishedFigure>& figures, const std::vector<std::string>& ids,
+                                       PresetChains& chains) {
   std::vector<std::string> keys;
   for (const auto& f : figures) {
     if (std::find(ids.begin(), ids.end(), f.id) == ids.end()) continue;
-    for (const auto& use : load_config(f.run.config).host_presets)
+    for (const auto& use : chains.of(f))
       for (const auto& k : use.fitted) {
         const std::string key = use.name + ":" + k;
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
@@ -153,8 +165,9 @@ Calibration calibrate(const CalibrationRequest& req) {
   // servers' host presets name the parameters).
   std::vector<std::string> ids = figure_ids(c.file, req.only);
   std::vector<std::string> fit_keys = req.fit;
+  PresetChains chains;
   if (fit_keys.empty()) {
-    fit_keys = preset_fitted(c.file.figures, ids);
+    fit_keys = preset_fitted(c.file.figures, ids, chains);
     // A preset's parameter that reaches none of the figures fitted (--only named another server's)
     // is left as it is.
     std::vector<std::string> reached;
@@ -163,7 +176,7 @@ Calibration calibrate(const CalibrationRequest& req) {
       bool any = false;
       for (const auto& f : c.file.figures)
         if (std::find(ids.begin(), ids.end(), f.id) != ids.end() && f.run.devices <= 8)
-          any = any || reaches(host_presets_of(f), sc.preset, sc.key);
+          any = any || reaches(host_presets_of(chains.of(f)), sc.preset, sc.key);
       if (any) reached.push_back(key);
     }
     fit_keys = reached;
@@ -222,7 +235,7 @@ Calibration calibrate(const CalibrationRequest& req) {
                              f.id + " out (--only) or fit another parameter");
     c.figures.push_back(f);
     figs.push_back({f.id, f.value, fitted});
-    figure_presets.push_back(host_presets_of(f));
+    figure_presets.push_back(host_presets_of(chains.of(f)));
   }
   // The start: each parameter's configured value (one value in every fitted figure's
   // configuration it applies to), or --start's.
@@ -268,7 +281,7 @@ Calibration calibrate(const CalibrationRequest& req) {
           fmt::format("--fit {}: the start {:g} lies outside its bounds [{:g}, {:g}] in {}; give --start "
                       "{}=VALUE inside them or widen the bounds",
                       params[i].key, params[i].start, params[i].min, params[i].max, path, params[i].key));
-  FigureModel model(c.figures, c.keys);
+  FigureModel model(c.figures, c.keys, figure_presets);
   c.loo = req.options.loo;
   c.result = fit::calibrate(model, figs, params, req.options);
   return c;
