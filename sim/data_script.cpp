@@ -353,7 +353,9 @@ DataScript load_data_script(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw InputError("--data " + path + ": a directory; give a data script (YAML) file");
-  if (!fs::is_regular_file(path, ec)) throw InputError("--data " + path + ": no such file");
+  if (!fs::exists(path, ec)) throw InputError("--data " + path + ": no such file");
+  if (!fs::is_regular_file(path, ec))
+    throw InputError("--data " + path + ": not a regular file (a device, a FIFO or a socket); give a data script (YAML) file");
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

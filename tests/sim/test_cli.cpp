@@ -1292,11 +1292,28 @@ TEST_F(CliTest, ADataScriptIsThePipelineInfoAndTheRunsShowAndABadOneIsNamed) {
   const fs::path json = m_dir / "d.json";
   std::ofstream(m_dir / "op.yaml") << "dataset: cifar10\nmaps:\n  - ops: [Sharpen]\n";
   std::ofstream(m_dir / "size.yaml") << "dataset: cifar10\nmaps:\n  - ops: [{Resize: {size: [227, 227]}}, Rescale, HWC2CHW]\n";
+  std::ofstream(m_dir / "zero.yaml") << "dataset: cifar10\nmaps:\n  - {workers: 0, ops: [HWC2CHW]}\n";
+  std::ofstream(m_dir / "neg.yaml") << "dataset: cifar10\nreader_workers: -3\n";
+  std::ofstream(m_dir / "huge.yaml") << "dataset: cifar10\nsamples: 9223372036854775808\n";
+  std::ofstream(m_dir / "nan.yaml")
+      << "dataset: imagenet\nmaps:\n  - ops: [{RandomCropDecodeResize: {size: 224, scale: [nan, 1]}}]\n";
+  std::ofstream(m_dir / "empty.yaml") << "";
+  // A link to a script is the script.
+  fs::create_symlink(script, m_dir / "link.yaml");
+  const Result linked = run("info --workload resnet18 --data " + (m_dir / "link.yaml").string());
+  EXPECT_EQ(linked.code, 0) << linked.err;
+  EXPECT_EQ(linked.out, info.out);
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"--data " + m_dir.string(), "a directory; give a data script (YAML) file"},
            {"--data " + (m_dir / "none.yaml").string(), "none.yaml: no such file"},
            {"--data " + (m_dir / "op.yaml").string(), "unknown map op 'Sharpen'"},
-           {"--data " + (m_dir / "size.yaml").string(), "size.yaml: the maps give 227x227x3 images (height x width x channels) but resnet18 takes 224x224x3"}}) {
+           {"--data " + (m_dir / "size.yaml").string(), "size.yaml: the maps give 227x227x3 images (height x width x channels) but resnet18 takes 224x224x3"},
+           {"--data /dev/full", "--data /dev/full: not a regular file"},
+           {"--data " + (m_dir / "zero.yaml").string(), "'workers' is 0"},
+           {"--data " + (m_dir / "neg.yaml").string(), "'reader_workers' is -3"},
+           {"--data " + (m_dir / "huge.yaml").string(), "'samples' is 9223372036854775808"},
+           {"--data " + (m_dir / "nan.yaml").string(), "'scale' expects a number, got 'nan'"},
+           {"--data " + (m_dir / "empty.yaml").string(), "a data script is a mapping"}}) {
     for (const char* cmd : {"info", "train --strategy loop-sink"}) {
       const Result r = run(std::string(cmd) + " --workload resnet18 " + args + " --json " + json.string());
       EXPECT_EQ(r.code, 2) << cmd << " " << args << "\n" << r.err;
