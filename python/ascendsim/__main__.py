@@ -275,8 +275,10 @@ def _progress(a, words):
     def show(done, *rest):
         total = rest[-1]
         try:
-            print(("\r" if tty else "") + words(done, *rest), end="" if tty and done < total else "\n",
-                  file=sys.stderr, flush=True)
+            # One write with its end: a signal handled between print's two writes would leave the
+            # line open and the error that follows would join it.
+            sys.stderr.write(("\r" if tty else "") + words(done, *rest) + ("" if tty and done < total else "\n"))
+            sys.stderr.flush()
         except (OSError, ValueError):
             pass  # progress is not worth failing the command for
 
