@@ -231,9 +231,12 @@ class DaVinciCostModel final : public CostModel {
     const double vector_bytes = br * bc * f32 * passes + (forward ? br * D * f32 * 2 : 0);
     // Of the streamed tiles, the first pass over a head's operand misses L2, the rest hit while
     // the heads in flight (one per block) fit.
+    // Grouped KV heads: a group's query heads, dealt to the blocks together, stream the same key and
+    // value tiles, so the group's first pass misses and the others hit.
+    const double group = forward ? static_cast<double>(std::max<std::int64_t>(1, d.group)) : 1.0;
     const double per_head = (forward ? 2 * static_cast<double>(t.N) * D * b : 2 * static_cast<double>(t.M) * D * b);
-    const double in_flight = per_head * static_cast<double>(c.blocks);
-    const double repeats = static_cast<double>(forward ? t.tiles_m : t.tiles_n);
+    const double in_flight = per_head * static_cast<double>(c.blocks) / group;
+    const double repeats = static_cast<double>(forward ? t.tiles_m : t.tiles_n) * group;
     double miss = 1 / repeats;
     if (in_flight > m_mem.l2_mib * 1024 * 1024) miss = 1;
     PipeCycles inner{};
@@ -258,9 +261,11 @@ class DaVinciCostModel final : public CostModel {
     // V in and dK, dV out.
     const double own_in = forward ? br * D * b : 2 * bc * D * b;
     const double own_out = forward ? br * D * b + br * 8 * f32 * 2 : 2 * bc * D * b;
+    // The gradient's own key and value tiles: the group's heads read the same ones (one from HBM).
+    const double own_in_gm = forward ? own_in : own_in / static_cast<double>(std::max<std::int64_t>(1, d.group));
     PipeCycles last = inner;
     last[static_cast<std::size_t>(Pipe::Mte2)] +=
-        std::max(own_in / static_cast<double>(m_core.mte2_bytes_per_cycle), own_in / hbm);
+        std::max(own_in / static_cast<double>(m_core.mte2_bytes_per_cycle), own_in_gm / hbm);
     last[static_cast<std::size_t>(Pipe::Mte3)] +=
         std::max(own_out / static_cast<double>(m_core.mte3_bytes_per_cycle), own_out / hbm);
     // The busiest block's units (deal_attention_units: balanced under a causal mask), runs of
@@ -270,7 +275,7 @@ class DaVinciCostModel final : public CostModel {
     const auto at_most = static_cast<std::size_t>(std::max_element(loads.begin(), loads.end()) - loads.begin());
     const auto all_steps = static_cast<double>(std::accumulate(loads.begin(), loads.end(), std::int64_t{0}));
     c.mte_bytes = all_steps * (streamed + atomic) + units * (own_in + own_out);
-    c.gm_bytes = all_steps * (streamed * miss + atomic) + units * (own_in + own_out);
+    c.gm_bytes = all_steps * (streamed * miss + atomic) + units * (own_in_gm + own_out);
     const auto& mine = dealt[at_most];
     for (std::size_t i = 0; i < mine.size();) {
       const auto r = attention_range(d, t, mine[i]);

@@ -249,8 +249,13 @@ Program attention_program(const OpDesc& d, const Tiling& tiling, const std::vect
   const double own_in = forward ? br * D * b : 2 * bc * D * b;
   const double own_out = forward ? br * D * b + br * 8 * f32 * 2 : 2 * bc * D * b;
   auto range = [&](std::int64_t u) { return attention_range(d, t, u); };
-  const double unique = static_cast<double>(t.batch) * static_cast<double>(across) * streamed;
-  L2Model l2(mem.l2_mib * 1024 * 1024, unique, static_cast<std::size_t>(t.batch * across));
+  // Grouped KV heads: the forward pass's streamed key and value tiles are the group's, the
+  // gradient's own key and value tiles too (the analytic model's assumption).
+  const std::int64_t group = std::max<std::int64_t>(1, d.group);
+  const std::int64_t stream_group = forward ? group : 1;
+  const double own_in_gm = forward ? own_in : own_in / static_cast<double>(group);
+  const double unique = static_cast<double>(t.batch / stream_group) * static_cast<double>(across) * streamed;
+  L2Model l2(mem.l2_mib * 1024 * 1024, unique, static_cast<std::size_t>(t.batch / stream_group * across));
 
   PipeCycles inner{};
   inner[at(Pipe::Scalar)] = static_cast<double>(core.scalar_tile_cycles);
@@ -283,7 +288,7 @@ Program attention_program(const OpDesc& d, const Tiling& tiling, const std::vect
       for (std::int64_t u : in_round) {
         const auto [lo, hi] = range(u);
         if (lo + s >= hi) continue;
-        const std::int64_t head = u / own_tiles;
+        const std::int64_t head = u / own_tiles / stream_group;
         all += streamed;
         if (!l2.read(static_cast<std::size_t>(head * across + lo + s), streamed)) missed += streamed;
         writers += 1;
@@ -296,13 +301,13 @@ Program attention_program(const OpDesc& d, const Tiling& tiling, const std::vect
       st.d[at(Pipe::Mte2)] = std::max({streamed / r.mte2, missed / r.hbm, (all - missed) / r.l2});
       st.d[at(Pipe::Mte3)] = atomic > 0 ? std::max(atomic / r.mte3, writers * atomic / r.hbm) : 0;
       if (own_lo + s + 1 == own_hi) {  // the unit's own tiles in and out
-        st.d[at(Pipe::Mte2)] += std::max(own_in / r.mte2, own_in * static_cast<double>(active) / r.hbm);
+        st.d[at(Pipe::Mte2)] += std::max(own_in / r.mte2, own_in_gm * static_cast<double>(active) / r.hbm);
         st.d[at(Pipe::Mte3)] += std::max(own_out / r.mte3, own_out * static_cast<double>(active) / r.hbm);
       }
       p.steps.push_back(st);
     }
     p.mte_bytes += static_cast<double>(active) * (own_in + own_out);
-    p.gm_bytes += static_cast<double>(active) * (own_in + own_out);
+    p.gm_bytes += static_cast<double>(active) * (own_in_gm + own_out);
   }
   p.hbm_floor = p.gm_bytes / r.hbm;
   return p;

@@ -120,7 +120,7 @@ namespace {
 auto tie(const OpDesc& d) {
   return std::tie(d.kind, d.precision, d.out_precision, d.m, d.n, d.k, d.transpose_a, d.transpose_b, d.batch, d.cin,
                   d.h, d.w, d.cout, d.kh, d.kw, d.stride, d.pad_h, d.pad_w, d.elements, d.out_elements, d.operands,
-                  d.results, d.fused_ops, d.epilogue_ops, d.epilogue_operands, d.epilogue_sums, d.causal);
+                  d.results, d.fused_ops, d.epilogue_ops, d.epilogue_operands, d.epilogue_sums, d.causal, d.group);
 }
 }  // namespace
 
@@ -156,7 +156,8 @@ std::size_t OpDesc::hash() const {
                          epilogue_ops,
                          epilogue_operands,
                          epilogue_sums,
-                         static_cast<std::int64_t>(causal)})
+                         static_cast<std::int64_t>(causal),
+                         group})
     acc = acc * 1000003u ^ std::hash<std::int64_t>()(v);
   return acc;
 }
@@ -189,6 +190,10 @@ void OpDesc::validate() const {
     positive(k, "k");
     if (is_attention(kind) && precision == Precision::FP32)
       throw std::invalid_argument(std::string(op_kind_name(kind)) + ": the fused attention kernel runs in fp16");
+    if (is_attention(kind) && (group < 1 || std::max<std::int64_t>(1, batch) % group != 0))
+      throw std::invalid_argument(std::string(op_kind_name(kind)) + ": --group " + std::to_string(group) +
+                                  " must divide the " + std::to_string(std::max<std::int64_t>(1, batch)) +
+                                  " query heads (query heads per key/value head)");
     if (is_attention(kind) && causal && m != n)
       throw std::invalid_argument(
           std::string(op_kind_name(kind)) + ": a causal mask here is a decoder's over its own " +
@@ -279,7 +284,8 @@ std::string OpDesc::to_string() const {
           : std::string();
   if (is_attention(kind))
     return s + " heads=" + std::to_string(std::max<std::int64_t>(1, batch)) + " m=" + std::to_string(m) +
-           " n=" + std::to_string(n) + " k=" + std::to_string(k) + (causal ? " causal" : "");
+           " n=" + std::to_string(n) + " k=" + std::to_string(k) + (causal ? " causal" : "") +
+           (group > 1 ? " group=" + std::to_string(group) : std::string());
   if (kind == OpKind::MatMul)
     return s + (batch > 1 ? " batch=" + std::to_string(batch) : std::string()) + " m=" + std::to_string(m) +
            " n=" + std::to_string(n) + " k=" + std::to_string(k) + (transpose_a ? " ta" : "") +

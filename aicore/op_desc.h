@@ -104,6 +104,9 @@ struct OpDesc {
   /// the tile (a fused BNTrainingReduce's, fp32). All 0: the plain Cube op.
   std::int64_t epilogue_ops = 0, epilogue_operands = 0, epilogue_sums = 0;
   bool causal = false;  ///< FlashAttention: each query sees the keys up to its own position
+  /// FlashAttention: query heads per key/value head (grouped-query attention; `batch` counts the
+  /// query heads). The group's heads read the same key and value tiles.
+  std::int64_t group = 1;
 
   bool operator==(const OpDesc& o) const;
   std::size_t hash() const;

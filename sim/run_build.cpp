@@ -386,8 +386,10 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     const std::int64_t dp = r.devices / tp;
     try {
       w = workloads::make_workload(r.workload, w.batch_size * dp, recipe_for(r, cfg));
-      c.layers = workloads::tensor_parallel_strategies(w, r.recipe.heads.value_or(shape->heads),
-                                                       r.recipe.ffn.value_or(shape->ffn), dp, tp);
+      const std::int64_t heads = r.recipe.heads.value_or(shape->heads);
+      c.layers = workloads::tensor_parallel_strategies(
+          w, heads, r.recipe.kv_heads.value_or(shape->kv_heads > 0 ? shape->kv_heads : heads),
+          r.recipe.ffn.value_or(shape->ffn), dp, tp);
     } catch (const std::invalid_argument& e) {
       throw InputError("tensor_parallel", "tensor_parallel", e.what());
     }

@@ -68,12 +68,17 @@ workloads::TransformerShape serving_shape(const ServeRequest& r) {
   positive(o.layers, "layers", s->layers);
   positive(o.hidden, "hidden", s->hidden);
   positive(o.heads, "heads", s->heads);
+  positive(o.kv_heads, "kv_heads", s->kv_heads);
   positive(o.ffn, "ffn", s->ffn);
   positive(o.vocab, "vocab", s->vocab);
   if (o.seq_length) throw InputError("seq_length", "seq_length", "a served model's lengths are its requests'");
   if (s->hidden % s->heads != 0)
     throw InputError("heads", "heads",
                      std::to_string(s->heads) + " heads do not divide the hidden width " + std::to_string(s->hidden));
+  if (s->heads % s->kv() != 0)
+    throw InputError("kv_heads", "kv_heads",
+                     std::to_string(s->kv()) + " key/value heads do not divide the " + std::to_string(s->heads) +
+                         " query heads (each serves a group of them)");
   return *s;
 }
 
@@ -220,9 +225,10 @@ class StepCosts {
     // (not the cache's size, which only has to fit: serve() checks it before any step).
     SystemConfig copy = cfg;
     m_identity = bind_params(copy).to_json().dump() + "|" +
-                 fmt::format("{}/{}/{}/{}/{}/{}/{}/{}|{}/{}/{}|{}", static_cast<int>(shape.kind), shape.layers,
-                             shape.hidden, shape.heads, shape.ffn, shape.vocab, shape.max_positions, shape.seq,
-                             layout.tensor_parallel, layout.block_size, layout.sample_on_device, multi_step);
+                 fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}|{}/{}/{}|{}", static_cast<int>(shape.kind), shape.layers,
+                             shape.hidden, shape.heads, shape.kv(), shape.tied_embeddings, shape.ffn, shape.vocab,
+                             shape.max_positions, shape.seq, layout.tensor_parallel, layout.block_size,
+                             layout.sample_on_device, multi_step);
   }
 
   runtime::StepCost operator()(const runtime::StepQuery& q) {
@@ -681,9 +687,11 @@ ServeOutcome serve(const ServeRequest& req) {
   out.simulations = costs.simulated();
 
   out.header = {{"workload", shape.name},
-                {"description", fmt::format("{} layers, hidden {}, {} heads, MLP {}, vocabulary {}; fp16 weights, "
-                                            "inference",
-                                            shape.layers, shape.hidden, shape.heads, shape.ffn, shape.vocab)},
+                {"description",
+                 fmt::format("{} layers, hidden {}, {} heads{}, MLP {}, vocabulary {}; fp16 weights, inference",
+                             shape.layers, shape.hidden, shape.heads,
+                             shape.kv() != shape.heads ? fmt::format(" ({} key/value)", shape.kv()) : std::string(),
+                             shape.ffn, shape.vocab)},
                 {"chip", cfg.chip.name},
                 {"server", cfg.server.name},
                 {"devices", req.devices},
@@ -693,6 +701,7 @@ ServeOutcome serve(const ServeRequest& req) {
                  {{"layers", shape.layers},
                   {"hidden", shape.hidden},
                   {"heads", shape.heads},
+                  {"kv_heads", shape.kv()},
                   {"ffn", shape.ffn},
                   {"vocab", shape.vocab},
                   {"weight_bytes_per_rank", workloads::serving_weight_bytes(shape, layout)}}},

@@ -216,6 +216,8 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
       r.shape.hidden = whole(v, at, key);
     else if (key == "heads")
       r.shape.heads = whole(v, at, key);
+    else if (key == "kv_heads")
+      r.shape.kv_heads = whole(v, at, key);
     else if (key == "ffn")
       r.shape.ffn = whole(v, at, key);
     else if (key == "vocab")
@@ -281,7 +283,7 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
     } else {
       throw InputError(
           at + ": unknown key '" + key +
-          "' (a serving run takes name, serve, workload, gpt_size, layers, hidden, heads, ffn, vocab, "
+          "' (a serving run takes name, serve, workload, gpt_size, layers, hidden, heads, kv_heads, ffn, vocab, "
           "server, chip, set, devices, tensor_parallel, launch, rate, requests, prompt_tokens, "
           "output_tokens, length_spread, arrivals, seed, max_seqs, max_batched_tokens, chunked_prefill, "
           "block_size, kv_blocks, memory_utilization, multi_step, sampling, capture, graph_buckets, rates, "

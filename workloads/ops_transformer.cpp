@@ -281,6 +281,7 @@ void register_transformer_ops(OpRegistry& r) {
     d.n = in(g, op, 1).shape[2];
     d.k = q[3];
     d.causal = op.causal;
+    d.group = q[1] / in(g, op, 1).shape[1];  // query heads per key/value head
     return d;
   };
   r.add(layout(OpDef{"FlashAttentionScore",
@@ -290,8 +291,9 @@ void register_transformer_ops(OpRegistry& r) {
                        const Tensor& q = g.tensor(i[0]);
                        const Tensor& k = g.tensor(i[1]);
                        require(q.shape.size() == 4 && k.shape == g.tensor(i[2]).shape && k.shape.size() == 4 &&
-                                   k.shape[0] == q.shape[0] && k.shape[1] == q.shape[1] && k.shape[3] == q.shape[3],
-                               "q [B, N, Sq, D], k and v [B, N, Skv, D] expected");
+                                   k.shape[0] == q.shape[0] && k.shape[1] >= 1 && q.shape[1] % k.shape[1] == 0 &&
+                                   k.shape[3] == q.shape[3],
+                               "q [B, N, Sq, D], k and v [B, Nkv, Skv, D] (Nkv dividing N) expected");
                        require(a.alpha > 0 && a.alpha <= 1, "keep probability must lie in (0, 1]");
                        Shape stat = q.shape;
                        stat.back() = 8;
@@ -332,17 +334,19 @@ void register_transformer_ops(OpRegistry& r) {
                {Format::ND, Format::ND, Format::ND, Format::ND, Format::ND}, Format::ND));
 
   // Serving (workloads/serving.h), the kernels vLLM's Ascend backend runs a step with. The
-  // attention's queries, keys and values come fused from one projection: qkv [T, 3N, D], the
-  // first N heads the queries, then the keys, then the values (T tokens, N heads of width D).
+  // attention's queries, keys and values come fused from one projection: qkv [T, N + 2 Nkv, D],
+  // the first N heads the queries, then the Nkv keys, then the Nkv values (T tokens, heads of
+  // width D; Nkv = N but for grouped-query attention).
   //
   // ApplyRotaryPosEmb: the rotary embedding of the queries and keys in place, from the [T, D]
-  // cos and sin rows of the tokens' positions.
+  // cos and sin rows of the tokens' positions; `count` the key heads (0: N, a third of qkv's).
   r.add({"ApplyRotaryPosEmb",
          false,
-         [](const Graph& g, const Inputs& i, OpAttrs&) {
+         [](const Graph& g, const Inputs& i, OpAttrs& a) {
            require(i.size() == 3, "qkv, cos and sin expected");
            const Tensor& x = g.tensor(i[0]);
-           require(x.shape.size() == 3 && x.shape[1] % 3 == 0, "qkv [T, 3N, D] expected");
+           require(x.shape.size() == 3 && (a.count > 0 ? x.shape[1] > 2 * a.count : x.shape[1] % 3 == 0),
+                   "qkv [T, N + 2 Nkv, D] expected");
            const Shape table{x.shape[0], x.shape[2]};
            require(g.tensor(i[1]).shape == table && g.tensor(i[2]).shape == table,
                    "cos and sin must be " + shape_string(table));
@@ -351,7 +355,8 @@ void register_transformer_ops(OpRegistry& r) {
          {},
          [](const Graph& g, const Op& op) {
            OpDesc d = vector_kernel(in(g, op, 0), 1, 1, 4, 2 * in(g, op, 1).elements());
-           d.elements = d.elements / 3 * 2;  // the queries and keys
+           const std::int64_t heads = in(g, op, 0).shape[1], kv = op.count > 0 ? op.count : heads / 3;
+           d.elements = d.elements / heads * (heads - kv);  // the queries and keys
            return d;
          }});
   // ReshapeAndCache: the keys and values of qkv written into the paged caches [blocks,
@@ -363,10 +368,11 @@ void register_transformer_ops(OpRegistry& r) {
            require(i.size() == 4, "qkv, the key cache, the value cache and the slots expected");
            const Tensor& x = g.tensor(i[0]);
            const Tensor& kc = g.tensor(i[1]);
-           require(x.shape.size() == 3 && x.shape[1] % 3 == 0, "qkv [T, 3N, D] expected");
-           require(kc.shape.size() == 4 && kc.shape == g.tensor(i[2]).shape && kc.shape[2] == x.shape[1] / 3 &&
+           require(x.shape.size() == 3, "qkv [T, N + 2 Nkv, D] expected");
+           require(kc.shape.size() == 4 && kc.shape == g.tensor(i[2]).shape && kc.shape[2] >= 1 &&
+                       x.shape[1] > 2 * kc.shape[2] && (x.shape[1] - 2 * kc.shape[2]) % kc.shape[2] == 0 &&
                        kc.shape[3] == x.shape[2],
-                   "caches [blocks, block_size, N, D] of qkv's heads expected");
+                   "caches [blocks, block_size, Nkv, D] of qkv's key/value heads expected");
            require(g.tensor(i[3]).dtype == DType::I32 && g.tensor(i[3]).shape == Shape{x.shape[0]},
                    "int32 slots [T] expected");
            return std::vector<OutputSpec>{OutputSpec::alias(1), OutputSpec::alias(2)};
@@ -374,7 +380,8 @@ void register_transformer_ops(OpRegistry& r) {
          {},
          [](const Graph& g, const Op& op) {
            OpDesc d = vector_kernel(in(g, op, 0), 1, 1, 1, in(g, op, 3).elements());
-           d.elements = d.elements / 3 * 2;  // the keys and values: read, and written at their slots
+           // the keys and values: read, and written at their slots
+           d.elements = d.elements / in(g, op, 0).shape[1] * 2 * in(g, op, 1).shape[2];
            return d;
          }});
   // PagedAttention: the queries of `shape` = {B, Sq} sequences (B x Sq of qkv's rows; a step's
@@ -392,7 +399,10 @@ void register_transformer_ops(OpRegistry& r) {
                                "qkv, the caches, the block table, the context lengths and an optional output expected");
                        const Tensor& x = g.tensor(i[0]);
                        const Tensor& table = g.tensor(i[3]);
-                       require(x.shape.size() == 3 && x.shape[1] % 3 == 0, "qkv [T, 3N, D] expected");
+                       const std::int64_t kv = g.tensor(i[1]).shape.size() == 4 ? g.tensor(i[1]).shape[2] : 0;
+                       require(x.shape.size() == 3 && kv >= 1 && x.shape[1] > 2 * kv &&
+                                   (x.shape[1] - 2 * kv) % kv == 0,
+                               "qkv [T, N + 2 Nkv, D] and caches [blocks, block_size, Nkv, D] expected");
                        require(table.shape.size() == 2 && table.dtype == DType::I32,
                                "an int32 block table [B, max_blocks] expected");
                        require(g.tensor(i[4]).shape == Shape{table.shape[0]}, "context lengths [B] expected");
@@ -403,7 +413,7 @@ void register_transformer_ops(OpRegistry& r) {
                        require(a.count >= a.shape[1] || !a.causal, "a fresh prompt's queries see as many keys");
                        require(a.count >= 1 && a.count <= table.shape[1] * g.tensor(i[1]).shape.at(1),
                                "a sequence reads from 1 key to what its blocks hold");
-                       const Shape o{x.shape[0], x.shape[1] / 3 * x.shape[2]};
+                       const Shape o{x.shape[0], (x.shape[1] - 2 * kv) * x.shape[2]};
                        if (i.size() == 6) {
                          require(g.tensor(i[5]).shape == o, "the output to update must be " + shape_string(o));
                          return std::vector<OutputSpec>{OutputSpec::alias(5)};
@@ -416,11 +426,13 @@ void register_transformer_ops(OpRegistry& r) {
                        OpDesc d;
                        d.kind = aicore::OpKind::FlashAttention;
                        d.precision = d.out_precision = storage_precision(x.dtype);
-                       d.batch = op.shape[0] * (x.shape[1] / 3);
+                       const std::int64_t kv = in(g, op, 1).shape[2], heads = x.shape[1] - 2 * kv;
+                       d.batch = op.shape[0] * heads;
                        d.m = op.shape[1];
                        d.n = op.count;
                        d.k = x.shape[2];
                        d.causal = op.causal;
+                       d.group = heads / kv;
                        return d;
                      },
                      {},
@@ -428,7 +440,7 @@ void register_transformer_ops(OpRegistry& r) {
                        const Tensor& x = in(g, op, 0);
                        const std::int64_t seqs = op.shape[0], q = op.shape[1];
                        const std::int64_t pairs = op.causal ? seqs * q * (q + 1) / 2 : seqs * q * op.count;
-                       return 2 * (x.shape[1] / 3) * x.shape[2] * pairs;
+                       return 2 * (x.shape[1] - 2 * in(g, op, 1).shape[2]) * x.shape[2] * pairs;
                      }},
                {Format::ND, Format::ND, Format::ND, Format::ND, Format::ND, Format::ND}, Format::ND));
   // SwiGLU as one kernel (vLLM's SiluAndMul, Ascend's npu_swiglu): [T, 2F] -> silu(x[:, :F]) *

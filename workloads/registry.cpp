@@ -45,7 +45,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
   if (batch_size <= 0) throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
   if (o.shapes_transformer() && !transformer_shape(name))
     throw std::invalid_argument(name +
-                                " has a fixed shape: --layers, --hidden, --heads, --ffn, --seq-length and --vocab "
+                                " has a fixed shape: --layers, --hidden, --heads, --kv-heads, --ffn, --seq-length and --vocab "
                                 "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
                                 "llama-7b)");
   if (o.flash_attention && *o.flash_attention && !transformer_shape(name))
@@ -94,6 +94,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     set(o.ffn, shape->ffn, "--ffn");
     set(o.seq_length, shape->seq, "--seq-length");
     set(o.vocab, shape->vocab, "--vocab");
+    set(o.kv_heads, shape->kv_heads, "--kv-heads");
     // The model zoo's BERT and MindFormers' GPT scripts: amp O2; a dynamic loss scale, held here at
     // 65536 (its updates are not modelled); their own optimizers (LAMB, AdamW).
     if (o.optimizer)

@@ -18,10 +18,14 @@ void check(const TransformerShape& s, const ServingLayout& l) {
                                 "gpt2-small, gpt2-medium, llama-7b)");
   if (l.tensor_parallel < 1)
     throw std::invalid_argument("tensor_parallel: must be at least 1, got " + std::to_string(l.tensor_parallel));
-  if (s.heads % l.tensor_parallel != 0 || s.ffn % l.tensor_parallel != 0)
+  if (s.kv_heads < 0 || s.heads % s.kv() != 0)
+    throw std::invalid_argument("kv_heads: " + std::to_string(s.kv_heads) + " must divide " + s.name + "'s " +
+                                std::to_string(s.heads) + " query heads (each key/value head serves a group of them)");
+  if (s.heads % l.tensor_parallel != 0 || s.kv() % l.tensor_parallel != 0 || s.ffn % l.tensor_parallel != 0)
     throw std::invalid_argument("tensor_parallel: " + std::to_string(l.tensor_parallel) + " ranks do not divide " +
-                                s.name + "'s " + std::to_string(s.heads) + " heads and MLP width " +
-                                std::to_string(s.ffn));
+                                s.name + "'s " + std::to_string(s.heads) + " heads" +
+                                (s.kv() != s.heads ? ", " + std::to_string(s.kv()) + " key/value heads" : std::string()) +
+                                " and MLP width " + std::to_string(s.ffn));
   if (l.block_size < 1)
     throw std::invalid_argument("block_size: must be at least 1 token, got " + std::to_string(l.block_size));
   if (l.kv_blocks < 1) throw std::invalid_argument("kv_blocks: must be at least 1, got " + std::to_string(l.kv_blocks));
@@ -32,18 +36,21 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 }  // namespace
 
 std::int64_t kv_block_bytes(const TransformerShape& s, const ServingLayout& l) {
-  return 2 * l.block_size * s.layers * (s.heads / l.tensor_parallel) * (s.hidden / s.heads) * 2;
+  return 2 * l.block_size * s.layers * (s.kv() / l.tensor_parallel) * s.head_dim() * 2;
 }
 
 std::int64_t serving_weight_bytes(const TransformerShape& s, const ServingLayout& l) {
   const std::int64_t h = s.hidden, tp = l.tensor_parallel;
   const bool llama = s.kind == K::Llama;
-  // Per layer: the fused QKV and the output projection (h x h each, split), the MLP (two or three
-  // h x ffn matrices, split), the norms; GPT-2's biases of the split layers split too.
-  const std::int64_t attn = 4 * h * h / tp + (llama ? 0 : 3 * h / tp + h);
+  // Per layer: the fused QKV (h x (heads + 2 kv heads) widths) and the output projection (h x h),
+  // split; the MLP (two or three h x ffn matrices, split), the norms; GPT-2's biases of the split
+  // layers split too. The output head is the token table when tied.
+  const std::int64_t qkv = (s.heads + 2 * s.kv()) * s.head_dim();
+  const std::int64_t attn = (qkv + h) * h / tp + (llama ? 0 : qkv / tp + h);
   const std::int64_t mlp = (llama ? 3 : 2) * h * s.ffn / tp + (llama ? 0 : s.ffn / tp + h);
   const std::int64_t norms = (llama ? 2 : 4) * h;
-  const std::int64_t embed = s.vocab * h + (llama ? s.vocab * h : s.max_positions * h) + (llama ? h : 2 * h);
+  const std::int64_t embed = s.vocab * h + (s.tied_embeddings ? 0 : s.vocab * h) +
+                             (llama ? 0 : s.max_positions * h) + (llama ? h : 2 * h);
   return 2 * (s.layers * (attn + mlp + norms) + embed);
 }
 
@@ -76,7 +83,8 @@ Workload serving_step(const TransformerShape& s, const StepShape& step, const Se
         "got " +
         step.describe());
   const bool llama = s.kind == K::Llama;
-  const std::int64_t tp = l.tensor_parallel, H = s.hidden, N = s.heads / tp, D = s.hidden / s.heads, F = s.ffn / tp;
+  const std::int64_t tp = l.tensor_parallel, H = s.hidden, N = s.heads / tp, KV = s.kv() / tp, D = s.head_dim(),
+                     F = s.ffn / tp;
   const std::int64_t T = step.tokens(), B = step.seqs(), V = s.vocab;
   const std::int64_t longest = std::max(step.decode_context, step.prefill_context);
   const std::int64_t max_blocks = ceil_div(longest, l.block_size);
@@ -148,12 +156,17 @@ Workload serving_step(const TransformerShape& s, const StepShape& step, const Se
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string n = "layers." + std::to_string(i);
     if (!llama) h = layer_norm(n + ".ln_1", residual);
-    TensorId qkv = g.reshape(n + ".qkv/Reshape", dense(n + ".qkv_proj", h, 3 * N * D, !llama), {T, 3 * N, D});
-    if (llama) qkv = g.apply("ApplyRotaryPosEmb", n + ".rotary/ApplyRotaryPosEmb", {qkv, cos, sin})[0];
+    TensorId qkv = g.reshape(n + ".qkv/Reshape", dense(n + ".qkv_proj", h, (N + 2 * KV) * D, !llama),
+                             {T, N + 2 * KV, D});
+    if (llama) {
+      OpAttrs ra;
+      ra.count = KV;
+      qkv = g.apply("ApplyRotaryPosEmb", n + ".rotary/ApplyRotaryPosEmb", {qkv, cos, sin}, ra)[0];
+    }
     const TensorId k_cache =
-        g.add_tensor({n + ".key_cache", {l.kv_blocks, l.block_size, N, D}, DType::F16, TensorRole::State});
+        g.add_tensor({n + ".key_cache", {l.kv_blocks, l.block_size, KV, D}, DType::F16, TensorRole::State});
     const TensorId v_cache =
-        g.add_tensor({n + ".value_cache", {l.kv_blocks, l.block_size, N, D}, DType::F16, TensorRole::State});
+        g.add_tensor({n + ".value_cache", {l.kv_blocks, l.block_size, KV, D}, DType::F16, TensorRole::State});
     g.apply("ReshapeAndCache", n + ".attn/ReshapeAndCache", {qkv, k_cache, v_cache, slots});
     // The decode rows first, then the prompts' (one kernel each; the second writes into the first's output).
     TensorId ctx = -1;
@@ -198,7 +211,7 @@ Workload serving_step(const TransformerShape& s, const StepShape& step, const Se
   if (!llama) h = layer_norm("ln_f", residual);
   // The logits of each sequence's last token only (a decode step's every token).
   if (last >= 0) h = g.apply("EmbeddingLookup", "logits_indices/EmbeddingLookup", {h, last})[0];
-  const TensorId head = llama ? param("lm_head.weight", {V, H}) : embed;  // GPT-2 ties it to the embedding
+  const TensorId head = s.tied_embeddings ? embed : param("lm_head.weight", {V, H});  // GPT-2 ties it to the embedding
   const TensorId logits = g.matmul("lm_head/MatMul", h, head, {false, true}, TensorRole::Activation);
   if (l.sample_on_device) g.apply("ArgMax", "sampler/ArgMax", {logits});
 

@@ -20,13 +20,13 @@ const std::vector<TransformerShape>& transformer_shapes() {
   // 11,008, 32,000 tokens, sequence 2,048).
   static const std::vector<TransformerShape> shapes = {
       {"bert-base", K::Bert, 12, 768, 12, 3072, 128, 30522, 512, 20,
-       "BERT-base pretraining (masked LM and next sentence), sequence 128, O2 mixed precision, LAMB"},
+       "BERT-base pretraining (masked LM and next sentence), sequence 128, O2 mixed precision, LAMB", 0, true},
       {"bert-large", K::Bert, 24, 1024, 16, 4096, 128, 30522, 512, 20,
-       "BERT-large pretraining (masked LM and next sentence), sequence 128, O2 mixed precision, LAMB"},
+       "BERT-large pretraining (masked LM and next sentence), sequence 128, O2 mixed precision, LAMB", 0, true},
       {"gpt2-small", K::Gpt2, 12, 768, 12, 3072, 1024, 50257, 1024, 0,
-       "GPT-2 small (124M), sequence 1024, O2 mixed precision, AdamW"},
+       "GPT-2 small (124M), sequence 1024, O2 mixed precision, AdamW", 0, true},
       {"gpt2-medium", K::Gpt2, 24, 1024, 16, 4096, 1024, 50257, 1024, 0,
-       "GPT-2 medium (355M), sequence 1024, O2 mixed precision, AdamW"},
+       "GPT-2 medium (355M), sequence 1024, O2 mixed precision, AdamW", 0, true},
       {"llama-7b", K::Llama, 32, 4096, 32, 11008, 2048, 32000, 0, 0,
        "LLaMA-7B-shaped decoder (RMSNorm, SwiGLU, rotary), sequence 2048, O2 mixed precision, AdamW"},
   };
@@ -131,16 +131,31 @@ class Builder {
 TensorId attention(Builder& b, const TransformerShape& s, const std::string& name, TensorId x, std::int64_t batch,
                    TensorId mask_adder, TensorId cos, TensorId sin, double keep) {
   Graph& g = b.g();
-  const std::int64_t h = s.hidden, nh = s.heads, d = s.hidden / s.heads, n = s.seq;
+  const std::int64_t h = s.hidden, nh = s.heads, nkv = s.kv(), d = s.head_dim(), n = s.seq;
   const bool bias = s.kind != TransformerShape::Kind::Llama;
-  auto heads = [&](const std::string& part, bool rotate) {
-    const TensorId p = b.dense(name + "." + part, x, h, bias);
-    TensorId y = b.transpose(name + "." + part, g.reshape(name + "." + part + "/Reshape", p, {batch, n, nh, d}),
+  auto heads = [&](const std::string& part, std::int64_t count, bool rotate) {
+    const TensorId p = b.dense(name + "." + part, x, count * d, bias);
+    TensorId y = b.transpose(name + "." + part, g.reshape(name + "." + part + "/Reshape", p, {batch, n, count, d}),
                              {0, 2, 1, 3});  // [B, heads, S, d]
     if (rotate && cos >= 0) y = g.apply("RotaryEmbedding", name + "." + part + "/RotaryEmbedding", {y, cos, sin})[0];
     return y;
   };
-  const TensorId q = heads("q", true), k = heads("k", true), v = heads("v", false);
+  TensorId q = heads("q", nh, true), k = heads("k", nkv, true), v = heads("v", nkv, false);
+  // Grouped KV heads: the fused kernel reads each key and value head for its group of query heads
+  // itself; the unfused attention repeats them to one per query head first (MindFormers' and
+  // Megatron's repeat_kv), a copy whose gradient sums the group's.
+  auto repeat = [&](const std::string& part, TensorId t) {
+    if (nkv == nh || b.flash()) return t;
+    const Shape shape = g.tensor(t).shape;  // [B, kv, S, d]
+    const TensorId one = g.reshape(name + "." + part + "/Reshape_group", t, {shape[0], nkv, 1, shape[2] * shape[3]});
+    OpAttrs a;
+    a.axis = 2;
+    const TensorId copies = g.apply("Concat", name + "." + part + "/RepeatKV",
+                                    std::vector<TensorId>(static_cast<std::size_t>(nh / nkv), one), a)[0];
+    return g.reshape(name + "." + part + "/Reshape_repeated", copies, {shape[0], nh, shape[2], shape[3]});
+  };
+  k = repeat("k", k);
+  v = repeat("v", v);
   if (b.flash()) {  // the fused kernel: scores, mask, softmax, dropout and PV in one
     OpAttrs fa;
     fa.alpha = keep;
@@ -274,6 +289,13 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   if (s.hidden % s.heads != 0)
     throw std::invalid_argument(s.name + ": --hidden " + std::to_string(s.hidden) + " is not a multiple of the " +
                                 std::to_string(s.heads) + " heads (--heads)");
+  if (s.kv_heads < 0 || s.kv() > s.heads || s.heads % s.kv() != 0)
+    throw std::invalid_argument(s.name + ": --kv-heads " + std::to_string(s.kv_heads) + " must divide the " +
+                                std::to_string(s.heads) + " query heads (--heads): each key and value head serves "
+                                "a group of them");
+  if (s.kind == K::Bert && s.kv() != s.heads)
+    throw std::invalid_argument(s.name + ": --kv-heads applies to the decoders; BERT has a key and value head per "
+                                "query head");
   if (s.kind == K::Llama && (s.hidden / s.heads) % 2 != 0)
     throw std::invalid_argument(s.name + ": rotary embeddings rotate pairs: the head width " +
                                 std::to_string(s.hidden / s.heads) + " (--hidden / --heads) must be even");
@@ -283,9 +305,10 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   if (s.kind == K::Bert) s.masked_per_seq = std::max<std::int64_t>(1, (20 * s.seq + 64) / 128);
   const auto preset = transformer_shape(s.name);
   if (!preset || preset->layers != s.layers || preset->hidden != s.hidden || preset->heads != s.heads ||
-      preset->ffn != s.ffn || preset->seq != s.seq || preset->vocab != s.vocab)
+      preset->ffn != s.ffn || preset->seq != s.seq || preset->vocab != s.vocab || preset->kv() != s.kv())
     s.description = std::to_string(s.layers) + " layers, hidden " + std::to_string(s.hidden) + ", " +
-                    std::to_string(s.heads) + " heads, MLP " + std::to_string(s.ffn) + ", sequence " +
+                    std::to_string(s.heads) + " heads" +
+                    (s.kv() != s.heads ? " (" + std::to_string(s.kv()) + " key/value)" : std::string()) + ", MLP " + std::to_string(s.ffn) + ", sequence " +
                     std::to_string(s.seq) + ", vocabulary " + std::to_string(s.vocab) + "; otherwise as " +
                     (shape.name == "gpt" ? std::string("gpt2-small") : shape.name);
   const bool bert = s.kind == K::Bert;
@@ -425,7 +448,7 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
     w.optimizer = "Lamb(weight_decay=0.01), clip by global norm 1.0";
   } else {
     x = s.kind == K::Llama ? b.rms_norm("norm", x) : b.layer_norm("ln_f", x);
-    const TensorId head = s.kind == K::Llama ? b.param("lm_head.weight", {s.vocab, H}, true) : wte;  // GPT-2 ties it
+    const TensorId head = s.tied_embeddings ? wte : b.param("lm_head.weight", {s.vocab, H}, true);  // GPT-2 ties it
     TensorId logits = g.cast(
         "lm_head/CastLogits",
         g.matmul("lm_head/MatMul", x, b.use("lm_head", head), {false, true}, TensorRole::Activation), DType::F32);
@@ -453,12 +476,17 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   return w;
 }
 
-std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads, std::int64_t ffn,
-                                                                std::int64_t dp, std::int64_t tp) {
+std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads,
+                                                                std::int64_t kv_heads, std::int64_t ffn, std::int64_t dp,
+                                                                std::int64_t tp) {
   if (tp < 1 || dp < 1) throw std::invalid_argument("at least 1");
   if (heads % tp != 0)
     throw std::invalid_argument(std::to_string(tp) + ": " + w.name + "'s " + std::to_string(heads) +
                                 " attention heads do not divide among " + std::to_string(tp) + " ranks");
+  if (kv_heads % tp != 0)
+    throw std::invalid_argument(std::to_string(tp) + ": " + w.name + "'s " + std::to_string(kv_heads) +
+                                " key/value heads do not divide among " + std::to_string(tp) +
+                                " ranks (each rank holds the key and value heads of its query heads)");
   if (ffn % tp != 0)
     throw std::invalid_argument(std::to_string(tp) + ": " + w.name + "'s MLP width " + std::to_string(ffn) +
                                 " does not divide among " + std::to_string(tp) + " ranks");

@@ -27,6 +27,13 @@ struct TransformerShape {
   std::int64_t max_positions = 0;   ///< learned position table rows (BERT, GPT-2); 0: rotary (LLaMA)
   std::int64_t masked_per_seq = 0;  ///< BERT: masked-LM predictions per sequence
   std::string description;
+  /// Key and value heads (grouped-query attention: Ainslie et al. 2023; each serves heads /
+  /// kv_heads query heads); 0: one per query head.
+  std::int64_t kv_heads = 0;
+  /// The output head is the token table (GPT-2, BERT's decoder); false: a weight of its own (LLaMA).
+  bool tied_embeddings = false;
+  std::int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  std::int64_t head_dim() const { return hidden / heads; }
 };
 
 /// The built-in shapes: bert-base, bert-large (sequence 128, 20 predictions), gpt2-small,
@@ -56,8 +63,9 @@ std::int64_t recompute_layers(Workload& w);
 /// (((dp,1),(tp,1)): each rank its heads, its part of the inner width), the attention's output
 /// projection and the MLP's last layer by rows (((dp,tp),(1,tp)): partial sums, AllReduced). The
 /// embeddings, norms and the output head are whole on every rank. Throws std::invalid_argument
-/// naming the flag when the heads or the MLP's width do not divide into `tp`.
-std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads, std::int64_t ffn,
-                                                                std::int64_t dp, std::int64_t tp);
+/// naming the flag when the heads, the key/value heads or the MLP's width do not divide into `tp`.
+std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& w, std::int64_t heads,
+                                                                std::int64_t kv_heads, std::int64_t ffn, std::int64_t dp,
+                                                                std::int64_t tp);
 
 }  // namespace ascendsim::workloads

@@ -49,9 +49,9 @@ struct RecipeOverrides {
   std::optional<bool> flash_attention;
   std::optional<std::string> optimizer;
   /// A transformer's shape over its preset's: layers, hidden width, heads, the MLP's inner width,
-  /// the sequence and the vocabulary (other workloads refuse them).
-  std::optional<std::int64_t> layers, hidden, heads, ffn, seq_length, vocab;
-  bool shapes_transformer() const { return layers || hidden || heads || ffn || seq_length || vocab; }
+  /// the sequence, the vocabulary and the key/value heads (other workloads refuse them).
+  std::optional<std::int64_t> layers, hidden, heads, ffn, seq_length, vocab, kv_heads;
+  bool shapes_transformer() const { return layers || hidden || heads || ffn || seq_length || vocab || kv_heads; }
 };
 
 /// Data-parallel training (MindSpore's `set_auto_parallel_context(device_num=..., parallel_mode=

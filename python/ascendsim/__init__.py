@@ -218,7 +218,7 @@ def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss
     return a
 
 
-_SHAPE_KEYS = ("layers", "hidden", "heads", "ffn", "seq_length", "vocab")
+_SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "seq_length", "vocab")
 
 
 def _shape_args(shape: Optional[Mapping[str, int]], keys: Sequence[str]) -> List[Any]:
@@ -336,7 +336,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``epochs``; the report's ``time_to_train_s`` splits the run. ``optimizer="lars"`` trains with LARS
     over the Momentum (ResNet, MobileNetV2). ``shape`` sets a transformer's size over its preset's
     (``{"layers": 4, "hidden": 512, "heads": 8, "seq_length": 256}``; keys ``layers``, ``hidden``,
-    ``heads``, ``ffn``, ``seq_length``, ``vocab``). ``tensor_parallel=N`` splits a transformer's
+    ``heads``, ``kv_heads``, ``ffn``, ``seq_length``, ``vocab``). ``tensor_parallel=N`` splits a transformer's
     attention and MLP over groups of N adjacent devices (Megatron's layout; ``batch_size`` is then each
     group's); ``optimizer_shard=True`` shards the optimizer state across the ranks that hold the same
     weights (MindSpore's optimizer_shard, ZeRO-1); ``recompute=True`` runs every layer's forward again
@@ -474,7 +474,7 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
           "--slo-ttft-ms", slo_ttft_ms, "--slo-tpot-ms", slo_tpot_ms]
     if arrivals is not None:
         a += ["--arrivals", arrivals]
-    a += _shape_args(shape, ("layers", "hidden", "heads", "ffn", "vocab"))
+    a += _shape_args(shape, ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"))
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     if config is not None:

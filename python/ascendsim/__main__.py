@@ -152,7 +152,9 @@ def _main(argv):
                              ("--slo-ttft-ms", float, "serving: the goodput's time to first token"),
                              ("--slo-tpot-ms", float, "serving: the goodput's time per output token"),
                              ("--layers", int, "serving: the model's layers"), ("--hidden", int, "serving: width"),
-                             ("--heads", int, "serving: heads"), ("--ffn", int, "serving: MLP width"),
+                             ("--heads", int, "serving: heads"),
+                             ("--kv-heads", int, "serving: key/value heads (grouped-query attention)"),
+                             ("--ffn", int, "serving: MLP width"),
                              ("--vocab", int, "serving: vocabulary")):
         t.add_argument(flag, type=kind, default=None, help=what)
     t.add_argument("--fix", action="append", default=[], metavar="KNOB=VALUE", help="hold a knob at a value")
@@ -310,13 +312,13 @@ def _tune(parser, a):
     if a.budget < 1:
         raise ascendsim.InputError(f"--budget {a.budget}: trials (simulations), 1 or more")
     _positive(a, ("epochs", "steps_per_epoch", "batch_size", "devices", "parallel", "requests", "prompt_tokens",
-                  "output_tokens", "tensor_parallel", "layers", "hidden", "heads", "ffn", "vocab"))
+                  "output_tokens", "tensor_parallel", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab"))
     serving = ("gpt_size", "tensor_parallel", "rate", "requests", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms")
     job = {"devices": a.devices, "overrides": _pairs(parser, a.set, "--set")}
     if a.max_devices is not None:
         job["max_devices"] = a.max_devices
-    shape = {k: getattr(a, k) for k in ("layers", "hidden", "heads", "ffn", "vocab") if getattr(a, k) is not None}
+    shape = {k: getattr(a, k) for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab") if getattr(a, k) is not None}
     if a.objective == "serving_goodput":
         keys = serving + ("server", "chip")
         if shape:

@@ -77,6 +77,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"layers", "--layers"},
                                                        {"hidden", "--hidden"},
                                                        {"heads", "--heads"},
+                                                       {"kv_heads", "--kv-heads"},
                                                        {"ffn", "--ffn"},
                                                        {"vocab", "--vocab"}};
   return m;
@@ -103,7 +104,7 @@ std::string cli_message(const InputError& e) {
     if (key == "dataset" || key == "workload" || key == "devices" || key == "strategy" || key == "values" ||
         key == "param" || key == "model" || key == "mode" || key == "loss" || key == "trace" || key == "launch" ||
         key == "rate" || key == "rates" || key == "requests" || key == "arrivals" || key == "sampling" ||
-        key == "capture" || key == "layers" || key == "hidden" || key == "heads" || key == "vocab" ||
+        key == "capture" || key == "layers" || key == "hidden" || key == "heads" || key == "kv_heads" || key == "vocab" ||
         key == "prompt_tokens" || key == "output_tokens")
       continue;
     for (std::size_t at = detail.find(key); at != std::string::npos; at = detail.find(key, at + flag.size())) {

@@ -50,6 +50,9 @@ int cmd_op(int argc, char* argv[]) {
       "batch", po::value<std::int64_t>(),
       "matmul: independent products of m x k by k x n (BatchMatMul); flash_attention: batch x heads")(
       "causal", po::bool_switch(&d.causal), "flash_attention: a decoder's mask (the tiles above the diagonal skipped)")(
+      "group", po::value(&d.group)->default_value(1),
+      "flash_attention: query heads per key/value head (grouped-query attention; the group reads the same key and "
+      "value tiles)")(
       "transpose-a", po::bool_switch(&d.transpose_a), "matmul: A stored transposed")(
       "transpose-b", po::bool_switch(&d.transpose_b), "matmul: B stored transposed")(
       "c", po::value(&d.cin), "input channels")("h", po::value(&d.h), "input height")(
@@ -97,6 +100,7 @@ int cmd_op(int argc, char* argv[]) {
   if (vm.count("n")) (gemm ? d.n : d.batch) = vm["n"].as<std::int64_t>();
   if (vm.count("k")) (gemm ? d.k : d.cout) = vm["k"].as<std::int64_t>();
   if (d.causal && !aicore::is_attention(d.kind)) throw InputError("--causal: a flash_attention's mask");
+  if (d.group != 1 && !aicore::is_attention(d.kind)) throw InputError("--group: a flash_attention's key/value groups");
   if (vm.count("batch")) {
     if (!gemm) throw InputError("--batch: a matmul's or a flash_attention's; conv/pool/batchnorm take --n");
     d.batch = vm["batch"].as<std::int64_t>();

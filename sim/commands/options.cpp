@@ -159,6 +159,9 @@ po::options_description common_options(Options& o) {
       "transformers: hidden width")("heads",
                                     po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.heads = v; }),
                                     "transformers: attention heads")(
+      "kv-heads", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.kv_heads = v; }),
+      "transformers: key and value heads, each serving heads / kv-heads query heads (grouped-query attention; "
+      "default one per query head)")(
       "ffn", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.ffn = v; }),
       "transformers: the MLP's inner width")(
       "seq-length", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.recipe.seq_length = v; }),

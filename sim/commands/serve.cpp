@@ -45,7 +45,9 @@ int cmd_serve(int argc, char* argv[]) {
       "infer`)")("layers", shape_flag(req.shape.layers), "layers (overriding the preset's)")(
       "hidden", shape_flag(req.shape.hidden), "hidden width (overriding the preset's)")(
       "heads", shape_flag(req.shape.heads), "attention heads (overriding the preset's)")(
-      "ffn", shape_flag(req.shape.ffn), "the MLP's inner width (overriding the preset's)")(
+      "kv-heads", shape_flag(req.shape.kv_heads),
+      "key and value heads, each serving heads / kv-heads query heads (grouped-query attention; default one per "
+      "query head)")("ffn", shape_flag(req.shape.ffn), "the MLP's inner width (overriding the preset's)")(
       "vocab", shape_flag(req.shape.vocab), "vocabulary (overriding the preset's)")(
       "server", po::value(&req.config.server), "server preset (`ascendsim servers`; default generic-x86)")(
       "chip", po::value(&req.config.chip), "chip preset (`ascendsim chips`; default the server's)")(

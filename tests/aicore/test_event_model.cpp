@@ -318,6 +318,42 @@ TEST(EventModel, AttentionRunsEveryStepOfItsBusiestBlock) {
       }
 }
 
+TEST(EventModel, GroupedKvHeadsReadEachKeyAndValueTileOncePerGroup) {
+  // A decode's attention (one query per head) streams every key and value tile from HBM: with
+  // 32 query heads in groups of g, both models read 1/g of the tiles from HBM; the Cube's work is
+  // the query heads' and does not change; a group that does not divide the heads is refused.
+  const AicoreConfig core = split_cores();
+  AicoreConfig event = core;
+  event.model = "event";
+  for (bool forward : {true, false}) {
+    OpDesc mha = attention(forward, 32, forward ? 1 : 2048, forward ? 4096 : 2048, false);
+    const OpCost a1 = make_pipe_cost_model(core, {})->estimate(mha), e1 = simulate_op(mha, event, MemoryConfig{});
+    for (std::int64_t g : {4, 8}) {
+      OpDesc gqa = mha;
+      gqa.group = g;
+      const OpCost a = make_pipe_cost_model(core, {})->estimate(gqa), e = simulate_op(gqa, event, MemoryConfig{});
+      EXPECT_EQ(gqa.macs(), mha.macs());
+      EXPECT_NEAR(a.pipe_busy[at(Pipe::Cube)], a1.pipe_busy[at(Pipe::Cube)], 1e-9);
+      if (forward) {  // the streamed key/value tiles: one pass per group misses
+        EXPECT_LT(a.gm_bytes, a1.gm_bytes / static_cast<double>(g) * 1.5) << gqa.to_string();
+        EXPECT_LT(e.gm_bytes, e1.gm_bytes / static_cast<double>(g) * 1.5) << gqa.to_string();
+      } else {  // the gradient's own key and value tiles: shared by the group
+        EXPECT_LT(a.gm_bytes, a1.gm_bytes) << gqa.to_string();
+        EXPECT_LT(e.gm_bytes, e1.gm_bytes) << gqa.to_string();
+      }
+      EXPECT_LE(a.time_s, a1.time_s);
+      EXPECT_LE(e.time_s, e1.time_s * (1 + 1e-9));
+      EXPECT_NE(gqa.to_string().find("group=" + std::to_string(g)), std::string::npos);
+      EXPECT_FALSE(gqa == mha);
+    }
+  }
+  OpDesc bad = attention(true, 32, 1, 4096, false);
+  bad.group = 5;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+  bad.group = 0;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+}
+
 TEST(EventModel, AnOpTooLargeIsRefusedBeforeItIsBuiltAndTheCallersContextStays) {
   sc_core::sc_simcontext* before = sc_core::sc_get_curr_simcontext();
   OpDesc d = matmul(4096, 4096, 4096);

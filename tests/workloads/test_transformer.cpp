@@ -16,6 +16,8 @@
 #include "sim/report/report.h"
 #include "tests/test_support.h"
 #include "workloads/training.h"
+#include "workloads/op_registry.h"
+#include "workloads/serving.h"
 #include "workloads/transformer.h"
 #include "workloads/workload.h"
 
@@ -27,6 +29,16 @@ std::map<std::string, std::int64_t> op_counts(const Graph& g, Pass pass) {
   for (const auto& op : g.ops())
     if (op.pass == pass) ++n[op.type];
   return n;
+}
+
+/// make_workload(name) over `r` throws, saying `says`.
+void refused(const std::string& name, const RecipeOverrides& r, const std::string& says) {
+  try {
+    make_workload(name, 1, r);
+    ADD_FAILURE() << name << " built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
 }
 
 TEST(Transformer, BatchMatMulGradientsHaveTheirOperandsShapesUnderEveryTranspose) {
@@ -550,14 +562,6 @@ TEST(Transformer, AShapeOverThePresetCountsItsOwnParameters) {
   EXPECT_EQ(parameter_count(b.graph), 110106428);
   EXPECT_EQ(b.batch_bytes(), (3 * 512 + 3 * 80 + 1) * 4);
   // Shapes that cannot be built are refused, naming the flag.
-  auto refused = [](const std::string& name, RecipeOverrides r, const std::string& says) {
-    try {
-      make_workload(name, 1, r);
-      ADD_FAILURE() << name << " built";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-    }
-  };
   RecipeOverrides bad;
   bad.heads = 5;
   refused("gpt", bad, "--heads");
@@ -572,6 +576,84 @@ TEST(Transformer, AShapeOverThePresetCountsItsOwnParameters) {
   refused("resnet50", bad, "fixed shape");
   refused("lenet5", bad, "fixed shape");
   refused("mlp-slice", bad, "fixed shape");
+}
+
+TEST(Transformer, GroupedKvHeadsShrinkTheKeyAndValueProjectionsAndTheCache) {
+  // LLaMA-7B's shape with 8 key/value heads (LLaMA-2-70B's and Qwen2.5's grouping, 4 query heads
+  // each): the K and V projections are 4096 x 1024, so 32 layers lose 2 x 4096 x 3072 weights;
+  // their MACs go with them and the attention's own (QK^T, PV per query head) stay.
+  RecipeOverrides o;
+  const Workload mha = make_workload("llama-7b", 1, o);
+  o.kv_heads = 8;
+  const Workload gqa = make_workload("llama-7b", 1, o);
+  EXPECT_EQ(parameter_count(mha.graph), 6738415616);
+  EXPECT_EQ(parameter_count(mha.graph) - parameter_count(gqa.graph), 32 * 2 * 4096 * (4096 - 1024));
+  EXPECT_EQ(forward_macs(mha.graph) - forward_macs(gqa.graph), std::int64_t{32} * 2 * 2048 * 4096 * (4096 - 1024));
+  EXPECT_NE(gqa.description.find("32 heads (8 key/value)"), std::string::npos) << gqa.description;
+  // Unfused attention repeats each key and value head for its 4 query heads (a Concat a layer
+  // each); the fused kernel reads them grouped, and its cost sees the group.
+  std::int64_t repeats = 0;
+  for (const auto& op : gqa.graph.ops())
+    if (op.pass == Pass::Forward && op.type == "Concat") ++repeats;
+  EXPECT_EQ(repeats, 2 * 32);
+  sim::ConfigRequest chip = test::config_request();
+  chip.chip = "ascend910b";
+  const sim::SystemConfig b = sim::load_config(chip);
+  auto op_desc = [](const Graph& graph, const Op& op) { return OpRegistry::global().at(op.type).lower(graph, op); };
+  RecipeOverrides fo = o;
+  fo.flash_attention = true;
+  fo.layers = 2;
+  const Workload fused = make_workload("llama-7b", 1, fo);
+  int flash = 0;
+  for (const auto& op : fused.graph.ops()) {
+    if (op.type != "FlashAttentionScore" && op.type != "FlashAttentionScoreGrad") continue;
+    ++flash;
+    EXPECT_EQ(fused.graph.tensor(op.inputs[1]).shape, (Shape{1, 8, 2048, 128})) << op.name;
+    EXPECT_EQ(op_desc(fused.graph, op).group, 4) << op.name;
+  }
+  EXPECT_EQ(flash, 4);
+
+  // Serving: a KV-cache block holds kv_heads / heads of the keys and values; the fused QKV
+  // projection is (32 + 2 x 8) heads wide; a decode step at a long context reads less.
+  TransformerShape s = *transformer_shape("llama-7b");
+  ServingLayout l;
+  l.kv_blocks = 64;
+  const std::int64_t block_mha = kv_block_bytes(s, l), weights_mha = serving_weight_bytes(s, l);
+  TransformerShape g = s;
+  g.kv_heads = 8;
+  EXPECT_EQ(kv_block_bytes(g, l) * 4, block_mha);
+  EXPECT_EQ(block_mha, 2 * 128 * 32 * 4096 * 2);
+  EXPECT_EQ(weights_mha - serving_weight_bytes(g, l), 2 * 32 * 2 * 4096 * (4096 - 1024));
+  l.tensor_parallel = 2;
+  EXPECT_EQ(kv_block_bytes(g, l) * 2 * 4, block_mha);
+  l.tensor_parallel = 1;
+  StepShape step;
+  step.decode_seqs = 16;
+  step.decode_context = 4096;
+  const aicore::CachedCostModel model(aicore::make_pipe_cost_model(b.chip.aicore, b.chip.memory));
+  auto attention_bytes = [&](const TransformerShape& shape) {
+    const Workload w = serving_step(shape, step, l);
+    double bytes = 0;
+    for (const auto& op : w.graph.ops())
+      if (op.type == "PagedAttention") bytes += model.estimate(op_desc(w.graph, op)).gm_bytes;
+    return bytes;
+  };
+  const double read_mha = attention_bytes(s), read_gqa = attention_bytes(g);
+  EXPECT_LT(read_gqa, read_mha / 4 * 1.25);
+  EXPECT_GT(read_gqa, read_mha / 4 * 0.75);
+
+  // What cannot be grouped is refused, naming the flag.
+  RecipeOverrides bad;
+  bad.kv_heads = 5;
+  refused("llama-7b", bad, "--kv-heads 5");
+  bad.kv_heads = 64;
+  refused("llama-7b", bad, "--kv-heads 64");
+  bad.kv_heads = 4;
+  refused("bert-base", bad, "--kv-heads applies to the decoders");
+  TransformerShape odd = s;
+  odd.kv_heads = 8;
+  l.tensor_parallel = 16;
+  EXPECT_THROW(serving_step(odd, step, l), std::invalid_argument);
 }
 
 TEST(Transformer, TheMemoryPlanSaysWhatItHolds) {
