@@ -73,6 +73,8 @@ struct Task {
   /// GetNext: the dataset channel it pops, 0 the training data's, 1 the evaluation data's (each
   /// dataset has its own channel, as MindSpore's).
   std::int32_t queue = 0;
+  /// The op's tensor arguments (inputs and outputs): what an eager launch from Python describes.
+  std::int32_t tensor_args = 0;
   sc_core::sc_time time;  ///< cost.time_s as simulation time, set once when the graph is compiled
 };
 

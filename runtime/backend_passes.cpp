@@ -188,6 +188,20 @@ CompilePass format_pass() {
         std::vector<Op> ops;
         for (Op op : g.ops()) {
           Format first = Format::ND;
+          // A persistent tensor no consumer demanded a layout of, combined by a layout-free op with
+          // a computed operand of its rank (a gradient accumulator and the gradient, MindSpore's
+          // accu_grads cloned from the weights), is stored in that operand's layout.
+          if (layout_free(op) && op.inputs.size() >= 2) {
+            const auto i0 = static_cast<std::size_t>(op.inputs[0]);
+            if (!pinned[i0] && producer[i0] < 0 && workloads::is_persistent(g.tensor(op.inputs[0]).role))
+              for (std::size_t i = 1; i < op.inputs.size(); ++i)
+                if (producer[static_cast<std::size_t>(op.inputs[i])] >= 0 &&
+                    rank(g, op.inputs[i]) == rank(g, op.inputs[0]) && known[static_cast<std::size_t>(op.inputs[i])]) {
+                  g.set_format(op.inputs[0], g.tensor(op.inputs[i]).format);
+                  pinned[i0] = true;
+                  break;
+                }
+          }
           for (std::size_t i = 0; i < op.inputs.size(); ++i) {
             TensorId& in = op.inputs[i];
             if (rank(g, in) <= 1) continue;

@@ -157,11 +157,17 @@ void Executor::launch_ops(const hostif::TaskList& tasks) {
   // The host launches the ops back to back, each ready after its launch cost; the device sees
   // each at its own time, so one wait covers the whole sequence.
   phase(Phase::Launch);
-  const sc_core::sc_time op = sim::us(m_host.op_launch_us), collective = sim::us(m_host.collective_launch_us);
+  // A Python framework's eager launch adds its own work per op and per tensor argument, on the
+  // host's cores.
+  const double python = m_host.framework_op_us / m_host.core_speed;
+  const double per_arg = m_host.framework_arg_us / m_host.core_speed;
   const bool tracing = m_trace && m_trace->active();
   sc_core::sc_time issued = sc_core::sc_time_stamp();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const sc_core::sc_time cost = tasks[i].kind == hostif::TaskKind::Comm ? collective : op;
+    const sc_core::sc_time cost =
+        tasks[i].kind == hostif::TaskKind::Comm
+            ? sim::us(m_host.collective_launch_us + python)
+            : sim::us(m_host.op_launch_us + python + per_arg * static_cast<double>(tasks[i].tensor_args));
     issued += cost;
     m_device.submit_task(tasks[i], issued, i + 1 == tasks.size());
     ++io().op_launches;
@@ -240,6 +246,7 @@ void Executor::synchronize() {
     m_device.wait_all_completed();
     wait(sim::us(m_host.sync_wakeup_us));
   }
+  if (m_host.framework_sync_us > 0) wait(sim::us(m_host.framework_sync_us / m_host.core_speed));
   ++io().host_syncs;
 }
 

@@ -77,6 +77,7 @@ std::vector<CompilePass> default_passes() {
            hostif::Task t;
            t.kind = hostif::TaskKind::AiCore;
            t.name = op.name;
+           t.tensor_args = static_cast<std::int32_t>(op.inputs.size() + op.outputs.size());
            t.part = op.pass == workloads::Pass::Forward    ? hostif::StepPart::Forward
                     : op.pass == workloads::Pass::Backward ? hostif::StepPart::Backward
                                                            : hostif::StepPart::Optimizer;

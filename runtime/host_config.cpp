@@ -16,6 +16,21 @@ void HostConfig::declare(sim::ParamSet& ps) {
   ps.real("host.sample_ns_per_logit", sample_ns_per_logit, "ns/logit", 0, 1e6,
           "LLM serving with sampling on the host: per logit of a sequence's row (softmax and the draw)");
   ps.real("host.op_launch_us", op_launch_us, "us", 0, 1e6, "host cost of launching one op (op-by-op modes)");
+  ps.text("framework.name", framework, {},
+          "the framework preset launching ops op by op (configs/frameworks/NAME.yaml, --framework), set by the "
+          "preset; empty: MindSpore's C++ launches, host.op_launch_us alone");
+  ps.text("framework.description", framework_description, {}, "one line on the framework preset");
+  ps.text("framework.fitted", framework_fitted, {},
+          "in a framework preset: the parameters its values were fitted for, space-separated");
+  ps.real("framework.op_us", framework_op_us, "us", 0, 1e5,
+          "an op launched eagerly from Python (PyTorch with the NPU adapter): the Python call, the dispatcher and "
+          "the adapter's launch, on the reference core (divided by host.core_speed), added to host.op_launch_us");
+  ps.real("framework.arg_us", framework_arg_us, "us", 0, 1e4,
+          "per tensor argument (input or output) of an op launched eagerly from Python: its device tensor "
+          "descriptor, on the reference core (divided by host.core_speed)");
+  ps.real("framework.sync_us", framework_sync_us, "us", 0, 1e5,
+          "a stream synchronize called from Python (the call and the return to the interpreter), on the reference "
+          "core (divided by host.core_speed), added to host.sync_wakeup_us");
   ps.real("host.collective_launch_us", collective_launch_us, "us", 0, 1e6,
           "host cost of launching one collective (op-by-op modes: an HCCL call on the communication stream)");
   ps.real("host.graph_launch_us", graph_launch_us, "us", 0, 1e6, "host cost of launching one graph execution");

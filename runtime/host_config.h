@@ -17,6 +17,15 @@ struct HostConfig {
   std::string base;
   std::string fitted;
   double op_launch_us = 10;       ///< one op launch: kernel selection, args, task submission
+  /// The framework that launches ops op by op (configs/frameworks/<name>.yaml; "" none: the
+  /// launches are host.op_launch_us alone, MindSpore's C++ executor). A Python framework's eager
+  /// launch adds, on the reference core (divided by core_speed): per op its Python call, the
+  /// dispatcher and the NPU adapter's launch (framework_op_us), per tensor argument its device
+  /// tensor descriptor (framework_arg_us); per stream synchronize from Python framework_sync_us.
+  std::string framework;
+  std::string framework_description;
+  std::string framework_fitted;
+  double framework_op_us = 0, framework_arg_us = 0, framework_sync_us = 0;
   double collective_launch_us = 10;  ///< one collective launched by the host (op-by-op modes): the HCCL call
   double graph_launch_us = 30;    ///< one graph launch (model execute)
   double step_overhead_us = 150;  ///< framework work per returned step: training loop, callbacks

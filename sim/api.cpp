@@ -226,6 +226,7 @@ RunOutcome run(const RunRequest& request) {
                 w.training ? "train" : "infer",
                 target,
                 cfg.server.name};
+  out.header.gradient_accumulation = w.parallel.gradient_accumulation;
   out.config = resolved_params(cfg);
   KernelScope kernel;
   Simulation simulation;

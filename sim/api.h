@@ -89,6 +89,12 @@ struct RunRequest {
   /// [micro_batches] pipeline parallelism: the micro-batches of a step (MindSpore's micro_size;
   /// 0: as many as the stages)
   std::int64_t micro_batches = 0;
+  /// [gradient_accumulation] micro-batches whose gradients are added up before one optimizer step
+  /// and one set of gradient collectives (MindFormers' gradient_accumulation_steps, DeepSpeed's
+  /// and Megatron's global batch); batch_size is the step's, all its micro-batches. With
+  /// pipeline stages the step runs micro_batches x gradient_accumulation micro-batches in 1F1B
+  /// order (Megatron's num_microbatches)
+  std::int64_t gradient_accumulation = 1;
   std::int64_t devices = 1;      ///< [devices] data-parallel ranks, one server of up to 8
   /// [all_reduce_fusion] each AllReduce group's last gradient index, in gradient order (MindSpore's
   /// all_reduce_fusion_config); empty: one group after the backward pass

@@ -323,6 +323,23 @@ SystemConfig load_config(const ConfigRequest& req) {
     if (cfg.server.chip != server_chip) return "server.chip";
     return "";
   };
+  if (!req.framework.empty()) {  // the framework launching ops op by op (eager serving, non-sink)
+    const fs::path file = dir / "frameworks" / (req.framework + ".yaml");
+    if (!fs::is_regular_file(file)) {
+      std::vector<std::string> names;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(dir / "frameworks", ec))
+        if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+      std::sort(names.begin(), names.end());
+      throw InputError("framework", "framework",
+                       "unknown framework '" + req.framework + "': no file " + file.string() + " (presets: " +
+                           listing(names) + ")");
+    }
+    apply_yaml_file(ps, file.string());
+    if (cfg.host.framework != req.framework)
+      throw InputError(file.string() + ": framework.name is '" + cfg.host.framework + "' but the file is the '" +
+                       req.framework + "' preset");
+  }
   if (!req.config_file.empty()) {
     apply_yaml_file(ps, req.config_file);
     if (const std::string key = relabelled(); !key.empty()) throw renamed(req.config_file, key);

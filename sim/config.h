@@ -70,6 +70,8 @@ struct ConfigRequest {
   std::string server;             ///< server preset; "" generic-x86 (none if servers/ lacks it: the built-in values)
   std::string chip;               ///< chip preset; "" the server's chip
   std::string config_file;        ///< optional user YAML
+  /// framework preset (configs/frameworks/NAME.yaml) launching ops op by op; "" none (MindSpore's C++)
+  std::string framework;
   std::vector<std::string> sets;  ///< "key=value"; an error names it as "override key=value"
 };
 /// The origin an error about the override `set` ("key=value") names.

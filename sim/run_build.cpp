@@ -151,8 +151,10 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
                      "must be at least 1 (0: as many as the stages), got " + std::to_string(r.micro_batches));
   if (P == 1)
     throw InputError("micro_batches", "micro_batches",
-                     "micro-batches divide a step among pipeline stages; give pipeline_stages 2 or more");
-  const std::int64_t M = r.micro_batches > 0 ? r.micro_batches : P;
+                     "micro-batches divide a step among pipeline stages; give pipeline_stages 2 or more (without "
+                     "stages, gradient_accumulation runs a step in micro-batches)");
+  // Gradient accumulation: that many rounds of the stages' micro-batches in one 1F1B schedule.
+  const std::int64_t M = (r.micro_batches > 0 ? r.micro_batches : P) * r.gradient_accumulation;
   const std::string net = r.model.empty() ? r.workload : r.model;
   if (!workloads::transformer_shape(r.workload) || !r.model.empty())
     throw InputError("pipeline_stages", "pipeline_stages",
@@ -201,6 +203,7 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   RunRequest one = r;
   one.pipeline_stages = 1;
   one.micro_batches = 0;
+  one.gradient_accumulation = 1;
   one.devices = R;
   one.batch_size = r.batch_size / M;
   workloads::Workload w = build_workload(one, cfg);
@@ -225,6 +228,7 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   const auto whole = w.whole ? w.whole : std::make_shared<const workloads::Workload>(w);
   for (auto& s : stages) {
     s.whole = whole;
+    s.parallel.gradient_accumulation = r.gradient_accumulation;
     s.parallel.devices = r.devices;
     s.parallel.devices_per_server = m;
     s.parallel.data_shards = shards;
@@ -253,8 +257,45 @@ std::int64_t devices_per_server(const RunRequest& r, const SystemConfig& cfg) {
   return r.devices_per_server > 0 ? r.devices_per_server : cfg.server.devices_per_server;
 }
 
+/// Gradient accumulation without pipeline stages: the step's batch in micro-batches, each one's
+/// workload laid out as the request says (data or tensor parallelism, a sharded optimizer,
+/// recomputation), run N times with one optimizer step.
+workloads::Workload build_accumulation(const RunRequest& r, const SystemConfig& cfg) {
+  const std::int64_t N = r.gradient_accumulation;
+  if (r.mode != "train")
+    throw InputError("gradient_accumulation", "gradient_accumulation",
+                     "gradient accumulation divides a training step; inference has no gradients");
+  if (r.functional.enabled)
+    throw InputError("gradient_accumulation", "gradient_accumulation",
+                     "functional mode computes a step at its whole batch; run it without gradient_accumulation");
+  if (r.eval_every > 0)
+    throw InputError("eval_every", "eval_every",
+                     "evaluation with gradient accumulation is not modelled; train without eval_every");
+  if (r.batch_size > 0 && r.batch_size % N != 0)
+    throw InputError("gradient_accumulation", "gradient_accumulation",
+                     "the batch of " + std::to_string(r.batch_size) + " does not divide into " + std::to_string(N) +
+                         " micro-batches; give batch_size a multiple of " + std::to_string(N) +
+                         " (batch_size is the step's, all its micro-batches)");
+  RunRequest one = r;
+  one.gradient_accumulation = 1;
+  one.batch_size = r.batch_size / N;
+  const workloads::Workload w = build_workload(one, cfg);
+  try {
+    return workloads::accumulate_gradients(w, N);
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    if (const auto colon = what.find(": "); what.rfind("--", 0) == 0 && colon != std::string::npos)
+      what = what.substr(colon + 2);
+    throw InputError("gradient_accumulation", "gradient_accumulation", what);
+  }
+}
+
 workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg) {
+  if (r.gradient_accumulation < 1)
+    throw InputError("gradient_accumulation", "gradient_accumulation",
+                     "must be at least 1 (1: no accumulation), got " + std::to_string(r.gradient_accumulation));
   if (r.pipeline_stages != 1 || r.micro_batches != 0) return build_pipeline(r, cfg);
+  if (r.gradient_accumulation > 1) return build_accumulation(r, cfg);
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
   if ((r.model.empty() ? r.batch_size <= 0 : r.batch_size < 0) || r.batch_size > kMaxBatch)
     throw InputError(

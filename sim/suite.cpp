@@ -52,6 +52,8 @@ bool valid_name(const std::string& n) {
 }  // namespace run_yaml
 
 namespace run_yaml {
+bool boolean(const YAML::Node& v, const std::string& at, const std::string& key);
+
 RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::string& config_dir, std::string* name) {
   RunRequest r;
   r.config.dir = config_dir;
@@ -102,6 +104,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.config.chip = scalar(v, at, key);
     } else if (key == "server") {
       r.config.server = scalar(v, at, key);
+    } else if (key == "framework") {
+      r.config.framework = scalar(v, at, key);
     } else if (key == "config") {  // as --config; a relative path is in the configuration directory
       const fs::path file = fs::path(scalar(v, at, key)).is_absolute() ? fs::path(scalar(v, at, key))
                                                                        : fs::path(config_dir) / scalar(v, at, key);
@@ -142,6 +146,18 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.recipe.ub_fusion = b == "true";
     } else if (key == "loss_scale") {
       r.recipe.loss_scale = static_cast<double>(whole(v, at, key));
+    } else if (key == "tensor_parallel") {
+      r.tensor_parallel = whole(v, at, key);
+    } else if (key == "pipeline_stages") {
+      r.pipeline_stages = whole(v, at, key);
+    } else if (key == "micro_batches") {
+      r.micro_batches = whole(v, at, key);
+    } else if (key == "gradient_accumulation") {
+      r.gradient_accumulation = whole(v, at, key);
+    } else if (key == "optimizer_shard") {
+      r.optimizer_shard = boolean(v, at, key);
+    } else if (key == "recompute") {
+      r.recompute = boolean(v, at, key);
     } else if (key == "set") {
       if (v.IsMap()) {
         for (const auto& p : v) r.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
@@ -154,9 +170,10 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
                        "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
                        "devices, rank_table, "
-                       "all_reduce_fusion, parameter_broadcast, server, chip, config, "
+                       "all_reduce_fusion, parameter_broadcast, server, framework, chip, config, "
                        "export, dataset, dataset_index, data, eval_every, "
-                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, set)");
+                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, tensor_parallel, "
+                       "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
     }
   }
   if (!r.model.empty() && !batch_given) r.batch_size = 0;  // the model's own
@@ -224,6 +241,8 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
       r.shape.vocab = whole(v, at, key);
     else if (key == "server")
       r.config.server = scalar(v, at, key);
+    else if (key == "framework")
+      r.config.framework = scalar(v, at, key);
     else if (key == "chip")
       r.config.chip = scalar(v, at, key);
     else if (key == "devices")
@@ -283,7 +302,7 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
     } else {
       throw InputError(
           at + ": unknown key '" + key +
-          "' (a serving run takes name, serve, workload, gpt_size, layers, hidden, heads, kv_heads, ffn, vocab, "
+          "' (a serving run takes name, serve, workload, gpt_size, layers, hidden, heads, kv_heads, ffn, vocab, framework, "
           "server, chip, set, devices, tensor_parallel, launch, rate, requests, prompt_tokens, "
           "output_tokens, length_spread, arrivals, seed, max_seqs, max_batched_tokens, chunked_prefill, "
           "block_size, kv_blocks, memory_utilization, multi_step, sampling, capture, graph_buckets, rates, "

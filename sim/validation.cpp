@@ -139,9 +139,10 @@ FiguresFile load_figures_file(const std::string& path, const std::string& config
       }
     }
     if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops" &&
-        p.measure != "eval_pass_s" && p.measure != "epoch_s" && p.measure != "first_epoch_s")
-      throw InputError(at +
-                       ": 'measure' is step_time_ms, samples_per_s, eval_pass_s, epoch_s, first_epoch_s or peak_tflops");
+        p.measure != "eval_pass_s" && p.measure != "epoch_s" && p.measure != "first_epoch_s" &&
+        p.measure != "tokens_per_s_per_device")
+      throw InputError(at + ": 'measure' is step_time_ms, samples_per_s, tokens_per_s_per_device, eval_pass_s, epoch_s, "
+                            "first_epoch_s or peak_tflops");
     if (p.measure == "eval_pass_s" && p.run.eval_every <= 0)
       throw InputError(at + ": 'eval_pass_s' measures evaluation passes; give the run eval_every > 0");
     if (p.measure == "epoch_s" && p.run.epochs < 2)
@@ -196,6 +197,11 @@ double simulate_figure(const PublishedFigure& f, const std::vector<std::string>&
   }
   // Published per-step figures quote the steady state (MindSpore's per-step time of a later
   // epoch): the steady mean, not the warm-up's graph load and pipeline fill.
+  if (f.measure == "tokens_per_s_per_device") {
+    if (run0.tokens_per_sample <= 0) throw InputError(f.id + ": tokens_per_s_per_device measures a transformer's run");
+    return run0.steady_samples_per_s() * static_cast<double>(run0.tokens_per_sample) /
+           static_cast<double>(std::max<std::int64_t>(1, f.run.devices));
+  }
   return f.measure == "step_time_ms"  ? run0.steps.steady.stats().mean_ms
          : f.measure == "eval_pass_s" ? run0.evaluation().later_mean_s
                                       : run0.steady_samples_per_s();

@@ -73,6 +73,23 @@ Partition partition(const Workload& w, std::int64_t P) {
     layer_index.emplace(l, static_cast<std::int64_t>(layer_index.size()));
   }
   const auto L = static_cast<std::int64_t>(layer_index.size());
+  if (P == 1) {  // gradient accumulation: every op on the one stage
+    part.first_layer.assign(1, 0);
+    part.layers.assign(1, L);
+    for (std::size_t i = 0; i < no; ++i) {
+      const Op& op = ops[i];
+      if (op.pass == Pass::Optimizer) continue;
+      part.op_stage[i] = 0;
+      for (auto t : op.inputs)
+        if (is_persistent(g.tensor(t).role)) part.holders[t].insert(0);
+      for (auto o : op.outputs) {
+        if (is_persistent(g.tensor(o).role)) continue;
+        part.tensor_stage[static_cast<std::size_t>(o)] = 0;
+        part.backward_tensor[static_cast<std::size_t>(o)] = op.pass == Pass::Backward;
+      }
+    }
+    return part;
+  }
   if (L < P)
     throw std::invalid_argument(flag + w.name + " has " + std::to_string(L) +
                                 " transformer layer(s) to divide among the stages; give at most " +
@@ -315,8 +332,29 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].pass == Pass::Forward && runs_here(i)) copy(k, ops[i]);
   };
+  // The weights each gradient tensor is the gradient of.
+  std::map<TensorId, std::vector<TensorId>> gradient_of;
+  for (auto p : updated) gradient_of[grads.at(p)].push_back(p);
+  auto accumulate = [&](std::int64_t k, TensorId p) {  // the micro-batch's gradient added into the step's
+    const TensorId mine = in(k, grads.at(p));
+    const std::string name = stage_name(k) + "GradientAccumulation/" + g.tensor(p).name;
+    if (M == 1) {
+      sum[p] = mine;
+    } else if (k + 1 < M) {
+      h.apply("AccumulateGrad", name, {accumulator.at(p), mine});
+    } else {  // the last: the step's gradient, out of place (its collectives start after it)
+      sum[p] = h.apply("Add", name, {accumulator.at(p), mine})[0];
+      h.set_role(sum[p], TensorRole::Gradient);
+    }
+  };
+  std::set<TensorId> done;  // the weights whose gradient this micro-batch has accumulated
   auto backward = [&](std::int64_t k) {
     h.set_pass(Pass::Backward);
+    // Before the last micro-batch each gradient is added into its accumulator as soon as it is
+    // computed (hooks on the weights, as MindSpore's and Megatron's accumulation), so a
+    // micro-batch's gradients are not all live at once; the last one's sums follow the pass, where
+    // the gradients' collectives start.
+    const bool at_once = M > 1 && k + 1 < M;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].pass != Pass::Backward) continue;
       if (part.op_stage[i] == kSplit) {  // this holder's own contributions
@@ -326,22 +364,20 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
         if (mine.empty()) continue;
         const TensorId local = mine.size() == 1 ? mine[0] : h.add_n(stage_name(k) + ops[i].name, mine);
         micro[static_cast<std::size_t>(k)][ops[i].outputs[0]] = local;
+      } else if (runs_here(i)) {
+        copy(k, ops[i]);
+      } else {
         continue;
       }
-      if (runs_here(i)) copy(k, ops[i]);
+      if (at_once)
+        for (auto o : ops[i].outputs)
+          if (const auto it = gradient_of.find(o); it != gradient_of.end())
+            for (auto p : it->second)
+              if (done.insert(p).second) accumulate(k, p);
     }
-    for (auto p : updated) {  // the micro-batch's gradients added into the step's
-      const TensorId mine = in(k, grads.at(p));
-      const std::string name = stage_name(k) + "GradientAccumulation/" + g.tensor(p).name;
-      if (M == 1) {
-        sum[p] = mine;
-      } else if (k + 1 < M) {
-        h.apply("AccumulateGrad", name, {accumulator.at(p), mine});
-      } else {  // the last: the step's gradient, out of place (its collectives start after it)
-        sum[p] = h.apply("Add", name, {accumulator.at(p), mine})[0];
-        h.set_role(sum[p], TensorRole::Gradient);
-      }
-    }
+    for (auto p : updated)
+      if (!at_once || !done.count(p)) accumulate(k, p);
+    done.clear();
   };
   // An exchange with the stage `dir` (+1 next, -1 previous): `sends` of micro-batch `ks` (this
   // graph's tensors of the old ones) and `receives` into micro-batch `kr`, pairwise as one op.
@@ -426,6 +462,8 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     if (shared.count(t)) spec.split.insert(shared.at(t));
   spec.pipeline_stages = P;
   spec.pipeline_stride = R;
+  // A per-step learning-rate array has one entry per optimizer step: a step is M micro-batches.
+  if (spec.lr_schedule_steps > 0) spec.lr_schedule_steps = (spec.lr_schedule_steps + M - 1) / M;
   std::map<TensorId, TensorId> step_grads;
   for (auto p : updated) step_grads[persistent(p)] = sum.at(p);
   append_optimizer(h, step_grads, spec);
@@ -443,6 +481,7 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     if (op.type == "AllGatherInto") sw.parallel.reduce_scattered.insert(op.inputs.at(1));
   sw.parallel.pipeline_stages = P;
   sw.parallel.micro_batches = M;
+  sw.parallel.gradient_accumulation = P == 1 ? M : w.parallel.gradient_accumulation;
   sw.parallel.stage = s;
   sw.parallel.stage_first_layer = part.first_layer[static_cast<std::size_t>(s)];
   sw.parallel.stage_layers = part.layers[static_cast<std::size_t>(s)];
@@ -464,6 +503,16 @@ std::vector<Workload> pipeline_stages(const Workload& w, std::int64_t stages, st
   std::vector<Workload> out;
   for (int s = 0; s < stages; ++s) out.push_back(build_stage(w, part, s, micro_batches, stage_ranks));
   return out;
+}
+
+Workload accumulate_gradients(const Workload& w, std::int64_t micro_batches) {
+  if (micro_batches < 1)
+    throw std::invalid_argument("--gradient-accumulation: give 1 or more micro-batches, got " +
+                                std::to_string(micro_batches));
+  if (!w.training || w.graph.optimizer_gradients().empty())
+    throw std::invalid_argument("--gradient-accumulation: accumulation sums a training step's gradients; " + w.name +
+                                " has no backward pass");
+  return build_stage(w, partition(w, 1), 0, micro_batches, 1);
 }
 
 }  // namespace ascendsim::workloads

@@ -43,4 +43,14 @@ std::int64_t warmup_micro_batches(std::int64_t stages, std::int64_t stage, std::
 std::vector<Workload> pipeline_stages(const Workload& w, std::int64_t stages, std::int64_t micro_batches,
                                       std::int64_t stage_ranks);
 
+/// Gradient accumulation (MindFormers' gradient_accumulation_steps, DeepSpeed's and Megatron's
+/// micro-batches of a global batch) without pipeline stages: the training workload `w` (one
+/// micro-batch) run `micro_batches` times a step on the step's batch (`micro_batches` × w's),
+/// each micro-batch's weight gradients added into a persistent accumulator per weight, the last
+/// one's sum out of place where the gradients' collectives start, then one optimizer step and
+/// the accumulators cleared — a one-stage pipeline. Any network, not only transformers. Throws
+/// std::invalid_argument naming --gradient-accumulation for fewer than 1 or a graph without a
+/// backward pass.
+Workload accumulate_gradients(const Workload& w, std::int64_t micro_batches);
+
 }  // namespace ascendsim::workloads

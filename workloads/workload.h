@@ -80,6 +80,10 @@ struct Parallel {
   /// Pipeline parallelism (workloads/pipeline.h): the stages, each of devices / pipeline_stages
   /// consecutive ranks, and the micro-batches of a step; `stage` is this graph's.
   std::int64_t pipeline_stages = 1, micro_batches = 1, stage = 0;
+  /// Gradient accumulation: of the step's micro_batches, how many rounds of the pipeline's
+  /// (without stages, all of them); each micro-batch's gradients added into accumulators, one
+  /// optimizer step and one set of gradient collectives per step.
+  std::int64_t gradient_accumulation = 1;
   std::int64_t stage_first_layer = 0, stage_layers = 0;  ///< the transformer layers of this stage
   /// The gradients' AllReduce runs within a group (gradient_group_size, gradient_group_stride),
   /// not the whole cluster: semi-auto layouts and pipeline stages.

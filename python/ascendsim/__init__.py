@@ -248,12 +248,14 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               tensor_parallel: Optional[int] = None, optimizer_shard: bool = False,
               recompute: bool = False, flash_attention: Optional[bool] = None,
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
+              gradient_accumulation: Optional[int] = None,
               frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> List[str]:
     # Types here (a string or a bool is not a number); ranges are the command line's to judge.
     for name, value in (("epochs", epochs), ("sink_size", sink_size), ("devices", devices), ("eval_every", eval_every),
                         ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
                         ("tensor_parallel", tensor_parallel), ("pipeline_stages", pipeline_stages),
-                        ("micro_batches", micro_batches), ("seed", seed)):
+                        ("micro_batches", micro_batches), ("gradient_accumulation", gradient_accumulation),
+                        ("seed", seed)):
         if value is not None:
             _whole(name, value)
     for name, value in (("loss_scale", loss_scale), ("target_accuracy", target_accuracy)):
@@ -290,7 +292,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("--seed", seed), ("--init", init), ("--eval-every", eval_every or None),
                         ("--parallel-mode", parallel_mode), ("--dataset-strategy", dataset_strategy),
                         ("--shard-strategy", shard_strategy), ("--tensor-parallel", tensor_parallel),
-                        ("--pipeline-stages", pipeline_stages), ("--micro-batches", micro_batches)):
+                        ("--pipeline-stages", pipeline_stages), ("--micro-batches", micro_batches),
+                        ("--gradient-accumulation", gradient_accumulation)):
         if value is not None:
             a += [flag, value]
     if all_reduce_fusion:
@@ -319,8 +322,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
           tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
           flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
-          micro_batches: Optional[int] = None, frozen: Optional[Sequence[str]] = None,
-          data: Optional[str] = None) -> Report:
+          micro_batches: Optional[int] = None, gradient_accumulation: Optional[int] = None,
+          frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -344,7 +347,10 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     kernel on or off (default: where the chip's backend has it, the Ascend 910B); ``pipeline_stages=P``
     divides a transformer's layers among P stages of consecutive devices, each step's batch in
     ``micro_batches`` micro-batches in the 1F1B order (``batch_size`` is then each pipeline's; the
-    report's ``pipeline`` gives each stage's bubble); ``frozen`` names an ONNX model's initializers
+    report's ``pipeline`` gives each stage's bubble); ``gradient_accumulation=N`` runs each step's
+    batch in N micro-batches whose gradients are added up before one optimizer step and one set of
+    gradient collectives (``batch_size`` is the step's; with pipeline stages, N rounds of
+    ``micro_batches``); ``frozen`` names an ONNX model's initializers
     that are not trained (PyTorch's buffers read as data, such as rotary tables). ``data`` names a data
     script (YAML: the pipeline as a training script builds it, docs/model.md "The data script")."""
     s = _strategy(strategy, dataset_sink_mode)
@@ -359,7 +365,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen, data=data), "--json", "-", "-q"))
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches, gradient_accumulation=gradient_accumulation,
+        frozen=frozen, data=data), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -376,6 +383,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
             optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None,
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
+            gradient_accumulation: Optional[int] = None,
             frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` as :func:`train`."""
     return Report(cli("compare", *_run_args(
@@ -386,7 +394,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches, frozen=frozen, data=data), "--json", "-", "-q"))
+        pipeline_stages=pipeline_stages, micro_batches=micro_batches, gradient_accumulation=gradient_accumulation,
+        frozen=frozen, data=data), "--json", "-", "-q"))
 
 
 class ServeReport(Report):
@@ -429,12 +438,14 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
           memory_utilization: float = 0.9, multi_step: int = 8, sampling: str = "device",
           capture: str = "startup", graph_buckets: Optional[Sequence[int]] = None,
           rates: Optional[Sequence[float]] = None, decode_batches: Optional[Sequence[int]] = None,
-          slo_ttft_ms: float = 2000, slo_tpot_ms: float = 100, html: Optional[str] = None) -> ServeReport:
+          slo_ttft_ms: float = 2000, slo_tpot_ms: float = 100, html: Optional[str] = None,
+          framework: Optional[str] = None) -> ServeReport:
     """LLM serving (``ascendsim serve``, docs/serving.md): ``requests`` arriving at ``rate`` per second
     (or from the JSONL file ``arrivals``) served with continuous batching over a paged KV cache, under
     each launch mode of ``launch`` ("eager", "graph", "multi-step", a list of them, or "all").
     ``shape``: layers, hidden, heads, ffn, vocab over the preset's; ``rates``: a sweep (each launch mode
-    at each rate; ``html`` then charts latency against throughput)."""
+    at each rate; ``html`` then charts latency against throughput); ``framework`` the framework launching an
+    eager step's ops ("vllm-ascend-eager": PyTorch's launches from Python on the server's CPU)."""
     _switch("chunked_prefill", chunked_prefill)
     for name, value in (("requests", requests), ("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens),
                         ("seed", seed), ("devices", devices), ("tensor_parallel", tensor_parallel),
@@ -446,7 +457,7 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
         _real(name, value)
     for name, value in (("workload", workload), ("gpt_size", gpt_size), ("arrivals", arrivals), ("server", server),
                         ("chip", chip), ("config", config), ("sampling", sampling), ("capture", capture),
-                        ("html", html)):
+                        ("html", html), ("framework", framework)):
         _text(name, value)
     _mapping("overrides", overrides)
     for name, values, check in (("graph_buckets", graph_buckets, _whole), ("rates", rates, _real),
@@ -460,6 +471,8 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
                                         not all(isinstance(m, str) for m in launch)):
         raise InputError(f"launch: a launch mode ({', '.join(LAUNCH_MODES)}), a list of them or 'all', got {launch!r}")
     a: List[Any] = ["serve", "--workload", workload, *_preset_args(server, chip)]
+    if framework is not None:
+        a += ["--framework", framework]
     if gpt_size is not None:
         a += ["--gpt-size", gpt_size]
     modes = launch if isinstance(launch, str) else ",".join(launch)

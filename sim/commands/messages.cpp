@@ -44,6 +44,8 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"recompute", "--recompute"},
                                                        {"pipeline_stages", "--pipeline-stages"},
                                                        {"micro_batches", "--micro-batches"},
+                                                       {"gradient_accumulation", "--gradient-accumulation"},
+                                                       {"framework", "--framework"},
                                                        {"devices", "--devices"},
                                                        {"all_reduce_fusion", "--all-reduce-fusion"},
                                                        {"parameter_broadcast", "--parameter-broadcast"},

@@ -117,6 +117,9 @@ po::options_description common_options(Options& o) {
       "generic-x86)")("chip", po::value(&o.config.chip),
                       "chip preset (`ascendsim chips`; default: the server's, ascend910 on generic-x86)")(
       "config", po::value(&o.config.config_file), "YAML file overriding preset parameters")(
+      "framework", po::value(&o.config.framework),
+      "the framework launching ops op by op in non-sink mode (configs/frameworks; default none: MindSpore's C++ "
+      "launches at host.op_launch_us)")(
       "data", po::value(&o.data),
       "a data script (YAML, docs/model.md \"The data script\"): the dataset, each map() call's ops with their "
       "parameters and workers, the reader's workers, prefetch, NUMA binding and dataset offload, as the training "
@@ -217,7 +220,11 @@ po::options_description parallel_options(Options& o) {
       "transformers: divide the layers among this many stages of consecutive ranks, micro-batches in the 1F1B "
       "order (MindSpore's pipeline_stages); --batch-size is then each pipeline's")(
       "micro-batches", po::value(&o.micro_batches)->default_value(o.micro_batches),
-      "pipeline parallelism: the micro-batches of a step (MindSpore's micro_size; 0: as many as the stages)");
+      "pipeline parallelism: the micro-batches of a step (MindSpore's micro_size; 0: as many as the stages)")(
+      "gradient-accumulation", po::value(&o.gradient_accumulation)->default_value(o.gradient_accumulation),
+      "run each step's batch in this many micro-batches, their gradients added up before one optimizer step and "
+      "one set of gradient collectives (MindFormers' gradient_accumulation_steps; --batch-size is the step's; "
+      "with --pipeline-stages, this many rounds of --micro-batches)");
   return d;
 }
 
@@ -388,6 +395,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.recompute = o.recompute;
   r.pipeline_stages = o.pipeline_stages;
   r.micro_batches = o.micro_batches;
+  r.gradient_accumulation = o.gradient_accumulation;
   r.devices = o.devices;
   r.parameter_broadcast = o.parameter_broadcast;
   r.functional = o.functional;

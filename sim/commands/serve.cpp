@@ -50,6 +50,9 @@ int cmd_serve(int argc, char* argv[]) {
       "query head)")("ffn", shape_flag(req.shape.ffn), "the MLP's inner width (overriding the preset's)")(
       "vocab", shape_flag(req.shape.vocab), "vocabulary (overriding the preset's)")(
       "server", po::value(&req.config.server), "server preset (`ascendsim servers`; default generic-x86)")(
+      "framework", po::value(&req.config.framework),
+      "the framework launching an eager step's ops (configs/frameworks: vllm-ascend-eager, PyTorch's Python "
+      "launches on the server's CPU; default none, launches at host.op_launch_us alone)")(
       "chip", po::value(&req.config.chip), "chip preset (`ascendsim chips`; default the server's)")(
       "config", po::value(&req.config.config_file), "YAML file overriding preset parameters")(
       "set", po::value(&req.config.sets)->composing(), "override one parameter, key=value (repeatable)")(

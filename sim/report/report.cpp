@@ -27,6 +27,7 @@ nlohmann::ordered_json make_report(const ReportHeader& h, const std::vector<RunR
   if (!h.graph_passes.is_null()) j["graph_passes"] = h.graph_passes;
   if (!h.parallel.is_null()) j["parallel"] = h.parallel;
   if (!h.target.is_null()) j["target"] = h.target;
+  if (h.gradient_accumulation > 1) j["gradient_accumulation"] = h.gradient_accumulation;
   j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : runs) j["runs"].push_back(run_json(r));
   j["config"] = config;
@@ -344,6 +345,18 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
   return out;
 }
 
+namespace {
+/// ", gradient accumulation ..." for the header line ("" without).
+std::string accumulation(const ReportHeader& h) {
+  const std::int64_t n = h.gradient_accumulation;
+  if (n <= 1) return "";
+  const auto& pp = h.parallel.is_object() ? h.parallel["pipeline"] : nlohmann::ordered_json();
+  if (pp.is_object())
+    return fmt::format(" (gradient accumulation: {} rounds of {})", n, pp["micro_batches"].get<std::int64_t>() / n);
+  return fmt::format(" in {} micro-batches of {} (gradient accumulation: one optimizer step)", n, h.batch_size / n);
+}
+}  // namespace
+
 std::string format_table(const ReportHeader& h, const std::vector<RunResult>& runs) {
   std::string out;
   if (!runs.empty()) {
@@ -368,12 +381,12 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
                                            h.batch_size * shards, h.batch_size)
                              : fmt::format("batch {} in all (every rank reads it)", h.batch_size);
       }
-      out += fmt::format("{} on {} x {} ({}, {}), {}, {} epoch(s) x {} steps per rank", h.workload, h.devices, h.chip,
-                         h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"), mode,
-                         batch, s.epochs, s.steps_per_epoch);
+      out += fmt::format("{} on {} x {} ({}, {}), {}{}, {} epoch(s) x {} steps per rank", h.workload, h.devices,
+                         h.chip, h.servers > 1 ? std::to_string(h.servers) + " servers" : std::string("one server"),
+                         mode, batch, accumulation(h), s.epochs, s.steps_per_epoch);
     } else
-      out += fmt::format("{} on {}, batch {}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size, s.epochs,
-                         s.steps_per_epoch);
+      out += fmt::format("{} on {}, batch {}{}, {} epoch(s) x {} steps", h.workload, h.chip, h.batch_size,
+                         accumulation(h), s.epochs, s.steps_per_epoch);
     // Say what runs where a strategy runs something else: loop sink's sinks of S steps.
     for (const auto& r : runs)
       if (r.session.strategy == Strategy::LoopSink && r.session.effective_sink_size() != r.session.steps_per_epoch) {

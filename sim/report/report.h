@@ -35,6 +35,9 @@ struct ReportHeader {
   /// (null: the epochs were given).
   nlohmann::ordered_json target;
   std::string server;  ///< the server preset the devices sit in (empty: not reported)
+  /// Gradient accumulation: the micro-batches (or, with pipeline stages, the rounds of the
+  /// pipeline's micro-batches) whose gradients one optimizer step takes; 1: none (not reported).
+  std::int64_t gradient_accumulation = 1;
 };
 
 /// One run's object in the report's "runs" (docs/reports.md).
