@@ -28,7 +28,8 @@ struct SuiteEntry {
 ///   name: NAME
 ///   runs:
 ///     - name: lenet5-compare          # file name of its report; letters, digits, - _ .
-///       workload: lenet5              # and any of: strategies (list), epochs, steps_per_epoch,
+///       workload: lenet5              # (or hf_config: a Hugging Face config.json, sim/hf_config.h)
+///                                     # and any of: strategies (list), epochs, steps_per_epoch,
 ///       strategies: [loop-sink]       # batch_size, sink_size, chip, dataset, set (map or list
 ///       set: {host.op_launch_us: 20}  # of key=value)
 ///     - name: llama-serving             # serve: true, a serving run (sim/serve.h): workload,

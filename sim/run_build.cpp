@@ -35,7 +35,7 @@ namespace {
 /// is refused.
 workloads::RecipeOverrides recipe_for(const RunRequest& r, const SystemConfig& cfg) {
   workloads::RecipeOverrides o = r.recipe;
-  const bool transformer = r.model.empty() && workloads::transformer_shape(r.workload).has_value();
+  const bool transformer = r.model.empty() && workloads::transformer_shape(r.workload, r.recipe).has_value();
   if (o.flash_attention && *o.flash_attention && !transformer)
     throw InputError("flash_attention", "flash_attention",
                      (r.model.empty() ? r.workload : r.model) + " has no attention; it applies to the transformers");
@@ -100,7 +100,7 @@ void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t
 /// Activation recomputation, last: it rewrites the backward pass of the settled graph.
 void recompute(workloads::Workload& w, const RunRequest& r) {
   if (!r.recompute) return;
-  if (!workloads::transformer_shape(w.name) || !r.model.empty() || !w.training)
+  if (!workloads::transformer_shape(w.name, r.recipe) || !r.model.empty() || !w.training)
     throw InputError("recompute", "recompute",
                      "recomputes the layers of a built-in transformer's training (bert-base, bert-large, gpt, "
                      "gpt2-small, gpt2-medium, llama-7b), not " +
@@ -156,7 +156,7 @@ workloads::Workload build_pipeline(const RunRequest& r, const SystemConfig& cfg)
   // Gradient accumulation: that many rounds of the stages' micro-batches in one 1F1B schedule.
   const std::int64_t M = (r.micro_batches > 0 ? r.micro_batches : P) * r.gradient_accumulation;
   const std::string net = r.model.empty() ? r.workload : r.model;
-  if (!workloads::transformer_shape(r.workload) || !r.model.empty())
+  if (!workloads::transformer_shape(r.workload, r.recipe) || !r.model.empty())
     throw InputError("pipeline_stages", "pipeline_stages",
                      "pipeline parallelism divides the built-in transformers' layers (bert-base, bert-large, gpt, "
                      "gpt2-small, gpt2-medium, llama-7b) among stages, not " +
@@ -387,7 +387,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
     throw InputError("parallel_mode", "parallel_mode",
                      "'" + r.parallel_mode + "': data (every rank the whole model) or semi-auto (sharded operators)");
   const std::int64_t tp = r.tensor_parallel;
-  const auto shape = workloads::transformer_shape(w.name);
+  const auto shape = workloads::transformer_shape(w.name, r.recipe);
   if (tp != 1) {
     if (tp < 1) throw InputError("tensor_parallel", "tensor_parallel", "must be at least 1, got " + std::to_string(tp));
     if (!shape || !r.model.empty())

@@ -41,8 +41,47 @@ constexpr std::int64_t kMaxRequests = 10'000'000;
 /// 116 days); past it a step's microseconds would be lost in the arrival time.
 constexpr double kMaxArrivalS = 1e7;
 
-/// The decoder to serve: the preset, its shape overrides.
+/// `s` with the request's shape overrides.
+workloads::TransformerShape resized(workloads::TransformerShape s, const workloads::RecipeOverrides& o) {
+  auto positive = [](std::optional<std::int64_t> v, const char* key, std::int64_t& field) {
+    if (!v) return;
+    if (*v < 1) throw InputError(key, key, "must be at least 1, got " + std::to_string(*v));
+    field = *v;
+  };
+  positive(o.layers, "layers", s.layers);
+  positive(o.hidden, "hidden", s.hidden);
+  positive(o.heads, "heads", s.heads);
+  positive(o.kv_heads, "kv_heads", s.kv_heads);
+  positive(o.ffn, "ffn", s.ffn);
+  positive(o.vocab, "vocab", s.vocab);
+  if (o.seq_length) throw InputError("seq_length", "seq_length", "a served model's lengths are its requests'");
+  if (s.hidden % s.heads != 0)
+    throw InputError("heads", "heads",
+                     std::to_string(s.heads) + " heads do not divide the hidden width " + std::to_string(s.hidden));
+  if (s.heads % s.kv() != 0)
+    throw InputError("kv_heads", "kv_heads",
+                     std::to_string(s.kv()) + " key/value heads do not divide the " + std::to_string(s.heads) +
+                         " query heads (each serves a group of them)");
+  return s;
+}
+
+/// A Hugging Face config's decoder (hf_config), in place of a workload.
+workloads::TransformerShape served_config(const ServeRequest& r) {
+  const workloads::TransformerShape& base = *r.shape.base_shape;
+  if (r.workload != ServeRequest{}.workload || !r.gpt_size.empty())
+    throw InputError("hf_config", "hf_config",
+                     "the model is a workload or a Hugging Face config; give one of the two (the config's is named " +
+                         base.name + ")");
+  if (base.kind == workloads::TransformerShape::Kind::Bert)
+    throw InputError("hf_config", "hf_config",
+                     base.origin + " is an encoder; serving generates with a decoder (LlamaForCausalLM, "
+                                   "MistralForCausalLM, Qwen2ForCausalLM or GPT2LMHeadModel)");
+  return resized(base, r.shape);
+}
+
+/// The decoder to serve: the preset (or a Hugging Face config's), its shape overrides.
 workloads::TransformerShape serving_shape(const ServeRequest& r) {
+  if (r.shape.base_shape) return served_config(r);
   std::string name = r.workload;
   if (!r.gpt_size.empty()) {
     if (r.workload != "gpt")
@@ -59,27 +98,7 @@ workloads::TransformerShape serving_shape(const ServeRequest& r) {
                          (r.gpt_size.empty() ? "gpt or one of " + names : "one of " + names));
   }
   if (!r.gpt_size.empty()) s->name = name;
-  const auto& o = r.shape;
-  auto positive = [](std::optional<std::int64_t> v, const char* key, std::int64_t& field) {
-    if (!v) return;
-    if (*v < 1) throw InputError(key, key, "must be at least 1, got " + std::to_string(*v));
-    field = *v;
-  };
-  positive(o.layers, "layers", s->layers);
-  positive(o.hidden, "hidden", s->hidden);
-  positive(o.heads, "heads", s->heads);
-  positive(o.kv_heads, "kv_heads", s->kv_heads);
-  positive(o.ffn, "ffn", s->ffn);
-  positive(o.vocab, "vocab", s->vocab);
-  if (o.seq_length) throw InputError("seq_length", "seq_length", "a served model's lengths are its requests'");
-  if (s->hidden % s->heads != 0)
-    throw InputError("heads", "heads",
-                     std::to_string(s->heads) + " heads do not divide the hidden width " + std::to_string(s->hidden));
-  if (s->heads % s->kv() != 0)
-    throw InputError("kv_heads", "kv_heads",
-                     std::to_string(s->kv()) + " key/value heads do not divide the " + std::to_string(s->heads) +
-                         " query heads (each serves a group of them)");
-  return *s;
+  return resized(*s, r.shape);
 }
 
 double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -225,8 +244,9 @@ class StepCosts {
     // (not the cache's size, which only has to fit: serve() checks it before any step).
     SystemConfig copy = cfg;
     m_identity = bind_params(copy).to_json().dump() + "|" +
-                 fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}|{}/{}/{}|{}", static_cast<int>(shape.kind), shape.layers,
-                             shape.hidden, shape.heads, shape.kv(), shape.tied_embeddings, shape.ffn, shape.vocab,
+                 fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}|{}/{}/{}|{}", static_cast<int>(shape.kind), shape.layers,
+                             shape.hidden, shape.heads, shape.kv(), shape.tied_embeddings, shape.qkv_bias, shape.ffn,
+                             shape.vocab,
                              shape.max_positions, shape.seq, layout.tensor_parallel, layout.block_size,
                              layout.sample_on_device, multi_step);
   }
@@ -688,6 +708,7 @@ ServeOutcome serve(const ServeRequest& req) {
 
   out.header = {{"workload", shape.name},
                 {"description",
+                 (shape.origin.empty() ? "" : shape.origin + ": ") +
                  fmt::format("{} layers, hidden {}, {} heads{}, MLP {}, vocabulary {}; fp16 weights, inference",
                              shape.layers, shape.hidden, shape.heads,
                              shape.kv() != shape.heads ? fmt::format(" ({} key/value)", shape.kv()) : std::string(),

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/data_script.h"
+#include "sim/hf_config.h"
 #include "sim/model_zoo.h"
 #include "sim/rank_table.h"
 #include "sim/run_yaml.h"
@@ -54,10 +56,22 @@ bool valid_name(const std::string& n) {
 namespace run_yaml {
 bool boolean(const YAML::Node& v, const std::string& at, const std::string& key);
 
+/// A run's `hf_config`: a Hugging Face config.json, a relative path in the configuration directory
+/// (or a shipped config's name, hf/NAME.json there).
+workloads::TransformerShape run_hf_config(const YAML::Node& v, const std::string& at, const std::string& config_dir) {
+  const std::string given = scalar(v, at, "hf_config");
+  fs::path file = fs::path(given).is_absolute() ? fs::path(given) : fs::path(config_dir) / given;
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    if (const std::string shipped = hf_config_path(given, config_dir); shipped != given) file = shipped;
+  return load_hf_config(file.string(), at + ": hf_config " + file.string());
+}
+
 RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::string& config_dir, std::string* name) {
   RunRequest r;
   r.config.dir = config_dir;
   bool batch_given = false;
+  std::optional<workloads::TransformerShape> hf;
   for (const auto& kv : run) {
     const std::string key = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
@@ -67,6 +81,22 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.workload = scalar(v, at, key);
     } else if (key == "model") {
       r.model = scalar(v, at, key);
+    } else if (key == "hf_config") {
+      hf = run_hf_config(v, at, config_dir);
+    } else if (key == "layers" || key == "hidden" || key == "heads" || key == "kv_heads" || key == "ffn" ||
+               key == "seq_length" || key == "vocab") {  // a transformer's shape over its preset's (or config's)
+      auto& field = key == "layers"       ? r.recipe.layers
+                    : key == "hidden"     ? r.recipe.hidden
+                    : key == "heads"      ? r.recipe.heads
+                    : key == "kv_heads"   ? r.recipe.kv_heads
+                    : key == "ffn"        ? r.recipe.ffn
+                    : key == "seq_length" ? r.recipe.seq_length
+                                          : r.recipe.vocab;
+      field = whole(v, at, key);
+    } else if (key == "flash_attention") {
+      const std::string b = scalar(v, at, key);
+      if (b != "true" && b != "false") throw InputError(at + ": 'flash_attention' is true or false");
+      r.recipe.flash_attention = b == "true";
     } else if (key == "export") {  // a model zoo network: <cache>/NAME.onnx, made when missing (sim/model_zoo.h)
       if (run["model"]) throw InputError(at + ": give 'model' or 'export', not both");
       r.model = zoo_model(scalar(v, at, key), at);
@@ -168,14 +198,16 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       }
     } else {
       throw InputError(at + ": unknown key '" + key + "' (a run takes " + (name ? "name, " : "") +
-                       "workload, model, mode, loss, strategies, epochs, steps_per_epoch, batch_size, sink_size, "
-                       "devices, rank_table, "
+                       "workload, model, hf_config, mode, loss, strategies, epochs, steps_per_epoch, batch_size, "
+                       "sink_size, devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, framework, chip, config, "
                        "export, dataset, dataset_index, data, eval_every, "
-                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, tensor_parallel, "
-                       "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
+                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, flash_attention, "
+                       "layers, hidden, heads, kv_heads, ffn, seq_length, vocab, tensor_parallel, pipeline_stages, "
+                       "micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
     }
   }
+  if (hf) use_hf_config(r, *hf, at + ": hf_config");
   if (!r.model.empty() && !batch_given) r.batch_size = 0;  // the model's own
   return r;
 }
@@ -227,6 +259,8 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
       r.workload = scalar(v, at, key);
     else if (key == "gpt_size")
       r.gpt_size = scalar(v, at, key);
+    else if (key == "hf_config")
+      r.shape.base_shape = std::make_shared<const workloads::TransformerShape>(run_hf_config(v, at, config_dir));
     else if (key == "layers")
       r.shape.layers = whole(v, at, key);
     else if (key == "hidden")
@@ -302,7 +336,8 @@ ServeRequest parse_serve_run(const YAML::Node& run, const std::string& at, const
     } else {
       throw InputError(
           at + ": unknown key '" + key +
-          "' (a serving run takes name, serve, workload, gpt_size, layers, hidden, heads, kv_heads, ffn, vocab, framework, "
+          "' (a serving run takes name, serve, workload, gpt_size, hf_config, layers, hidden, heads, kv_heads, ffn, vocab, "
+          "framework, "
           "server, chip, set, devices, tensor_parallel, launch, rate, requests, prompt_tokens, "
           "output_tokens, length_spread, arrivals, seed, max_seqs, max_batched_tokens, chunked_prefill, "
           "block_size, kv_blocks, memory_utilization, multi_step, sampling, capture, graph_buckets, rates, "

@@ -43,12 +43,12 @@ std::string Recipe::describe() const {
 
 Workload make_workload(const std::string& name, std::int64_t batch_size, const RecipeOverrides& o) {
   if (batch_size <= 0) throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
-  if (o.shapes_transformer() && !transformer_shape(name))
+  if (o.shapes_transformer() && !transformer_shape(name, o))
     throw std::invalid_argument(name +
                                 " has a fixed shape: --layers, --hidden, --heads, --kv-heads, --ffn, --seq-length and --vocab "
                                 "apply to the transformers (bert-base, bert-large, gpt, gpt2-small, gpt2-medium, "
                                 "llama-7b)");
-  if (o.flash_attention && *o.flash_attention && !transformer_shape(name))
+  if (o.flash_attention && *o.flash_attention && !transformer_shape(name, o))
     throw std::invalid_argument("--flash-attention true: " + name +
                                 " has no attention; it applies to the transformers");
   if (o.optimizer && *o.optimizer != "momentum" && *o.optimizer != "lars")
@@ -79,7 +79,7 @@ Workload make_workload(const std::string& name, std::int64_t batch_size, const R
     w.recipe.ub_fusion = o.ub_fusion.value_or(true);
     return w;
   }
-  if (auto shape = transformer_shape(name)) {
+  if (auto shape = transformer_shape(name, o)) {
     auto set = [&](const std::optional<std::int64_t>& v, std::int64_t& field, const char* flag) {
       if (!v) return;
       if (*v <= 0) throw std::invalid_argument(std::string(flag) + " " + std::to_string(*v) + ": must be positive");

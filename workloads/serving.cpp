@@ -44,9 +44,9 @@ std::int64_t serving_weight_bytes(const TransformerShape& s, const ServingLayout
   const bool llama = s.kind == K::Llama;
   // Per layer: the fused QKV (h x (heads + 2 kv heads) widths) and the output projection (h x h),
   // split; the MLP (two or three h x ffn matrices, split), the norms; GPT-2's biases of the split
-  // layers split too. The output head is the token table when tied.
+  // layers split too (and Qwen2's of the QKV). The output head is the token table when tied.
   const std::int64_t qkv = (s.heads + 2 * s.kv()) * s.head_dim();
-  const std::int64_t attn = (qkv + h) * h / tp + (llama ? 0 : qkv / tp + h);
+  const std::int64_t attn = (qkv + h) * h / tp + (llama ? (s.qkv_bias ? qkv / tp : 0) : qkv / tp + h);
   const std::int64_t mlp = (llama ? 3 : 2) * h * s.ffn / tp + (llama ? 0 : s.ffn / tp + h);
   const std::int64_t norms = (llama ? 2 : 4) * h;
   const std::int64_t embed = s.vocab * h + (s.tied_embeddings ? 0 : s.vocab * h) +
@@ -156,7 +156,7 @@ Workload serving_step(const TransformerShape& s, const StepShape& step, const Se
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string n = "layers." + std::to_string(i);
     if (!llama) h = layer_norm(n + ".ln_1", residual);
-    TensorId qkv = g.reshape(n + ".qkv/Reshape", dense(n + ".qkv_proj", h, (N + 2 * KV) * D, !llama),
+    TensorId qkv = g.reshape(n + ".qkv/Reshape", dense(n + ".qkv_proj", h, (N + 2 * KV) * D, !llama || s.qkv_bias),
                              {T, N + 2 * KV, D});
     if (llama) {
       OpAttrs ra;

@@ -33,6 +33,11 @@ const std::vector<TransformerShape>& transformer_shapes() {
   return shapes;
 }
 
+std::optional<TransformerShape> transformer_shape(const std::string& name, const RecipeOverrides& o) {
+  if (o.base_shape) return *o.base_shape;
+  return transformer_shape(name);
+}
+
 std::optional<TransformerShape> transformer_shape(const std::string& name) {
   // "gpt": a GPT-2 decoder of the size given (gpt2-small's unless overridden).
   const std::string preset = name == "gpt" ? "gpt2-small" : name;
@@ -134,7 +139,7 @@ TensorId attention(Builder& b, const TransformerShape& s, const std::string& nam
   const std::int64_t h = s.hidden, nh = s.heads, nkv = s.kv(), d = s.head_dim(), n = s.seq;
   const bool bias = s.kind != TransformerShape::Kind::Llama;
   auto heads = [&](const std::string& part, std::int64_t count, bool rotate) {
-    const TensorId p = b.dense(name + "." + part, x, count * d, bias);
+    const TensorId p = b.dense(name + "." + part, x, count * d, bias || s.qkv_bias);
     TensorId y = b.transpose(name + "." + part, g.reshape(name + "." + part + "/Reshape", p, {batch, n, count, d}),
                              {0, 2, 1, 3});  // [B, heads, S, d]
     if (rotate && cos >= 0) y = g.apply("RotaryEmbedding", name + "." + part + "/RotaryEmbedding", {y, cos, sin})[0];
@@ -303,14 +308,17 @@ Workload make_transformer(const TransformerShape& shape, std::int64_t batch_size
   // sequence follow its length as the model zoo's (20 at 128, 80 at 512).
   if (s.max_positions > 0) s.max_positions = std::max(s.max_positions, s.seq);
   if (s.kind == K::Bert) s.masked_per_seq = std::max<std::int64_t>(1, (20 * s.seq + 64) / 128);
-  const auto preset = transformer_shape(s.name);
-  if (!preset || preset->layers != s.layers || preset->hidden != s.hidden || preset->heads != s.heads ||
-      preset->ffn != s.ffn || preset->seq != s.seq || preset->vocab != s.vocab || preset->kv() != s.kv())
-    s.description = std::to_string(s.layers) + " layers, hidden " + std::to_string(s.hidden) + ", " +
-                    std::to_string(s.heads) + " heads" +
+  // A shape read from a config is described by its origin and its sizes (flags may have changed them).
+  const auto preset = s.origin.empty() ? transformer_shape(s.name) : std::nullopt;
+  if (!s.origin.empty() || !preset || preset->layers != s.layers || preset->hidden != s.hidden ||
+      preset->heads != s.heads || preset->ffn != s.ffn || preset->seq != s.seq || preset->vocab != s.vocab ||
+      preset->kv() != s.kv())
+    s.description = (s.origin.empty() ? "" : s.origin + ": ") + std::to_string(s.layers) + " layers, hidden " +
+                    std::to_string(s.hidden) + ", " + std::to_string(s.heads) + " heads" +
                     (s.kv() != s.heads ? " (" + std::to_string(s.kv()) + " key/value)" : std::string()) + ", MLP " + std::to_string(s.ffn) + ", sequence " +
-                    std::to_string(s.seq) + ", vocabulary " + std::to_string(s.vocab) + "; otherwise as " +
-                    (shape.name == "gpt" ? std::string("gpt2-small") : shape.name);
+                    std::to_string(s.seq) + ", vocabulary " + std::to_string(s.vocab) +
+                    (s.origin.empty() ? "; otherwise as " + (shape.name == "gpt" ? std::string("gpt2-small") : shape.name)
+                                      : std::string());
   const bool bert = s.kind == K::Bert;
   Workload w;
   w.recipe = recipe;

@@ -32,6 +32,12 @@ struct TransformerShape {
   std::int64_t kv_heads = 0;
   /// The output head is the token table (GPT-2, BERT's decoder); false: a weight of its own (LLaMA).
   bool tied_embeddings = false;
+  /// Biases on the query, key and value projections of a LLaMA-shaped decoder (Qwen2), none on
+  /// its output projection or MLP.
+  bool qkv_bias = false;
+  /// Where the shape was read, e.g. "Qwen2ForCausalLM from configs/hf/qwen2.5-7b.json" (a Hugging
+  /// Face config, sim/hf_config.h); "" a preset. The descriptions of its runs begin with it.
+  std::string origin = {};
   std::int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
   std::int64_t head_dim() const { return hidden / heads; }
 };
@@ -40,6 +46,9 @@ struct TransformerShape {
 /// gpt2-medium (sequence 1024), llama-7b (sequence 2048).
 const std::vector<TransformerShape>& transformer_shapes();
 std::optional<TransformerShape> transformer_shape(const std::string& name);
+/// The transformer a workload `name` is under `o`: the shape `o` carries (o.base_shape, a Hugging
+/// Face config's), else the preset's; none for the other workloads.
+std::optional<TransformerShape> transformer_shape(const std::string& name, const RecipeOverrides& o);
 
 /// The training workload of `shape` at `batch_size` sequences per step under `recipe` (amp O2 by
 /// default, as the model zoo's BERT and MindFormers' GPT scripts).

@@ -40,6 +40,8 @@ struct Recipe {
 };
 
 /// A recipe to apply over a workload's own defaults; unset fields keep them.
+struct TransformerShape;  // workloads/transformer.h
+
 struct RecipeOverrides {
   std::optional<std::string> amp_level;
   std::optional<bool> keep_batchnorm_fp32;
@@ -51,6 +53,9 @@ struct RecipeOverrides {
   /// A transformer's shape over its preset's: layers, hidden width, heads, the MLP's inner width,
   /// the sequence, the vocabulary and the key/value heads (other workloads refuse them).
   std::optional<std::int64_t> layers, hidden, heads, ffn, seq_length, vocab, kv_heads;
+  /// A transformer's whole shape in place of the named preset's (a Hugging Face config.json,
+  /// --hf-config); the fields above override it in turn.
+  std::shared_ptr<const TransformerShape> base_shape;
   bool shapes_transformer() const { return layers || hidden || heads || ffn || seq_length || vocab || kv_heads; }
 };
 

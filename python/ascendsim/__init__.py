@@ -202,15 +202,30 @@ def _setting(value: Any) -> str:
         return "true" if value else "false"
     return str(value)
 
-def _network_args(workload: str, model: Optional[str], mode: Optional[str], loss: Optional[str]) -> List[Any]:
-    """The network: a built-in workload, or an ONNX file (``model``, docs/onnx.md) instead."""
+def _hf_config_args(hf_config: Any, workload: Optional[str], default: str) -> List[Any]:
+    """A Hugging Face config.json (``hf_config``, docs/model.md) as the network: ``--hf-config``, and
+    ``--workload`` only when one other than the default was given too (the command line refuses the
+    two together)."""
+    if hf_config is None:
+        return ["--workload", workload]
+    if not isinstance(hf_config, (str, os.PathLike)):
+        raise InputError(f"hf_config: a Hugging Face config.json's path, got {hf_config!r} ({type(hf_config).__name__})")
+    return ["--hf-config", os.fspath(hf_config)] + (["--workload", workload] if workload not in (None, default) else [])
+
+
+def _network_args(workload: Optional[str], model: Optional[str], mode: Optional[str], loss: Optional[str],
+                  hf_config: Optional[str] = None) -> List[Any]:
+    """The network: a built-in workload, or an ONNX file (``model``, docs/onnx.md) or a Hugging Face
+    config (``hf_config``) instead."""
     for name, value in (("workload", workload), ("mode", mode), ("loss", loss)):
         _text(name, value)
     if model is not None and not isinstance(model, (str, os.PathLike)):
         raise InputError(f"model: an ONNX file's path, got {model!r} ({type(model).__name__})")
     if model is not None:
         model = os.fspath(model)
-    a: List[Any] = ["--workload", workload] if model is None else ["--model", model]
+    a: List[Any] = _hf_config_args(hf_config, workload, "lenet5") if model is None else ["--model", model]
+    if model is not None and hf_config is not None:
+        a += _hf_config_args(hf_config, None, "lenet5")  # the command line refuses the two together
     if mode is not None:
         a += ["--mode", mode]
     if loss is not None:
@@ -249,7 +264,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               recompute: bool = False, flash_attention: Optional[bool] = None,
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
               gradient_accumulation: Optional[int] = None,
-              frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> List[str]:
+              frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
+              hf_config: Optional[str] = None) -> List[str]:
     # Types here (a string or a bool is not a number); ranges are the command line's to judge.
     for name, value in (("epochs", epochs), ("sink_size", sink_size), ("devices", devices), ("eval_every", eval_every),
                         ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
@@ -276,7 +292,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
     if all_reduce_fusion is not None and (isinstance(all_reduce_fusion, (str, bytes)) or not all(
             isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in all_reduce_fusion)):
         raise InputError(f"all_reduce_fusion: a list of gradient indices (whole numbers), got {all_reduce_fusion!r}")
-    a = _network_args(workload, model, mode, loss)
+    a = _network_args(workload, model, mode, loss, hf_config)
     a += _shape_args(shape, _SHAPE_KEYS)
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
     for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion),
@@ -323,7 +339,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
           flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
           micro_batches: Optional[int] = None, gradient_accumulation: Optional[int] = None,
-          frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> Report:
+          frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
+          hf_config: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -352,7 +369,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     gradient collectives (``batch_size`` is the step's; with pipeline stages, N rounds of
     ``micro_batches``); ``frozen`` names an ONNX model's initializers
     that are not trained (PyTorch's buffers read as data, such as rotary tables). ``data`` names a data
-    script (YAML: the pipeline as a training script builds it, docs/model.md "The data script")."""
+    script (YAML: the pipeline as a training script builds it, docs/model.md "The data script").
+    ``hf_config`` names a Hugging Face config.json (or a shipped one, ``"llama-2-7b"``): the transformer
+    it describes instead of ``workload``, ``shape`` overriding its fields (docs/model.md)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -366,7 +385,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
         pipeline_stages=pipeline_stages, micro_batches=micro_batches, gradient_accumulation=gradient_accumulation,
-        frozen=frozen, data=data), "--json", "-", "-q"))
+        frozen=frozen, data=data, hf_config=hf_config), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -384,8 +403,10 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None,
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
             gradient_accumulation: Optional[int] = None,
-            frozen: Optional[Sequence[str]] = None, data: Optional[str] = None) -> Report:
-    """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` as :func:`train`."""
+            frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
+            hf_config: Optional[str] = None) -> Report:
+    """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` and
+    ``hf_config`` as :func:`train`."""
     return Report(cli("compare", *_run_args(
         workload, sink_size=sink_size, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         devices=devices, server=server, chip=chip, overrides=overrides, dataset=dataset, config=config,
@@ -395,7 +416,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
         pipeline_stages=pipeline_stages, micro_batches=micro_batches, gradient_accumulation=gradient_accumulation,
-        frozen=frozen, data=data), "--json", "-", "-q"))
+        frozen=frozen, data=data, hf_config=hf_config), "--json", "-", "-q"))
 
 
 class ServeReport(Report):
@@ -439,13 +460,15 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
           capture: str = "startup", graph_buckets: Optional[Sequence[int]] = None,
           rates: Optional[Sequence[float]] = None, decode_batches: Optional[Sequence[int]] = None,
           slo_ttft_ms: float = 2000, slo_tpot_ms: float = 100, html: Optional[str] = None,
-          framework: Optional[str] = None) -> ServeReport:
+          hf_config: Optional[str] = None, framework: Optional[str] = None) -> ServeReport:
     """LLM serving (``ascendsim serve``, docs/serving.md): ``requests`` arriving at ``rate`` per second
     (or from the JSONL file ``arrivals``) served with continuous batching over a paged KV cache, under
     each launch mode of ``launch`` ("eager", "graph", "multi-step", a list of them, or "all").
     ``shape``: layers, hidden, heads, ffn, vocab over the preset's; ``rates``: a sweep (each launch mode
-    at each rate; ``html`` then charts latency against throughput); ``framework`` the framework launching an
-    eager step's ops ("vllm-ascend-eager": PyTorch's launches from Python on the server's CPU)."""
+    at each rate; ``html`` then charts latency against throughput). ``hf_config``: a Hugging Face
+    config.json's decoder instead of ``workload`` (``shape`` overriding its fields); ``framework`` the
+    framework launching an eager step's ops ("vllm-ascend-eager": PyTorch's launches from Python on the
+    server's CPU)."""
     _switch("chunked_prefill", chunked_prefill)
     for name, value in (("requests", requests), ("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens),
                         ("seed", seed), ("devices", devices), ("tensor_parallel", tensor_parallel),
@@ -470,7 +493,7 @@ def serve(workload: str = "gpt", *, gpt_size: Optional[str] = None, launch: Unio
     if not isinstance(launch, str) and (not isinstance(launch, Iterable) or
                                         not all(isinstance(m, str) for m in launch)):
         raise InputError(f"launch: a launch mode ({', '.join(LAUNCH_MODES)}), a list of them or 'all', got {launch!r}")
-    a: List[Any] = ["serve", "--workload", workload, *_preset_args(server, chip)]
+    a: List[Any] = ["serve", *_hf_config_args(hf_config, workload, "gpt"), *_preset_args(server, chip)]
     if framework is not None:
         a += ["--framework", framework]
     if gpt_size is not None:
@@ -508,11 +531,13 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
          overrides: Optional[Mapping[str, Any]] = None, amp_level: Optional[str] = None,
          model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
          ub_fusion: Optional[bool] = None, frozen: Optional[Sequence[str]] = None,
-         shape: Optional[Mapping[str, int]] = None, data: Optional[str] = None) -> Dict[str, Any]:
+         shape: Optional[Mapping[str, int]] = None, data: Optional[str] = None,
+         hf_config: Optional[str] = None) -> Dict[str, Any]:
     """Parameters, MACs, ops and device memory of a workload or an ONNX ``model``
     (``ascendsim info --json``); ``graph_passes`` ends with the backend's UB fusion, its ops and
     bytes (``ub_fusion=False``: without it); ``shape`` a transformer's size over its preset's;
-    ``data`` a data script (its pipeline in ``pipeline_tree``)."""
+    ``data`` a data script (its pipeline in ``pipeline_tree``); ``hf_config`` a Hugging Face
+    config.json's transformer instead of ``workload``."""
     for name, value in (("server", server), ("chip", chip), ("amp_level", amp_level), ("data", data)):
         _text(name, value)
     _switch("ub_fusion", ub_fusion)
@@ -520,7 +545,7 @@ def info(workload: str = "lenet5", *, batch_size: Optional[int] = None, server: 
     _names("frozen", frozen)
     if batch_size is not None:
         _whole("batch_size", batch_size)
-    a = ["info", *_network_args(workload, model, mode, loss), *_preset_args(server, chip)]
+    a = ["info", *_network_args(workload, model, mode, loss, hf_config), *_preset_args(server, chip)]
     if data is not None:
         a += ["--data", data]
     a += _shape_args(shape, _SHAPE_KEYS)

@@ -138,6 +138,9 @@ def _main(argv):
     t.add_argument("--workload", default="lenet5")
     t.add_argument("--model", default=None, metavar="FILE",
                    help="an ONNX model to train instead of --workload (docs/onnx.md)")
+    t.add_argument("--hf-config", default=None, metavar="FILE",
+                   help="a Hugging Face config.json: the transformer to train or serve instead of --workload "
+                   "(docs/model.md)")
     t.add_argument("--strategy", default="non-sink", help="the starting configuration's strategy")
     t.add_argument("--budget", type=int, default=50, help="trials (simulations), the start included")
     t.add_argument("--seed", type=int, default=0)
@@ -320,7 +323,7 @@ def _tune(parser, a):
         job["max_devices"] = a.max_devices
     shape = {k: getattr(a, k) for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab") if getattr(a, k) is not None}
     if a.objective == "serving_goodput":
-        keys = serving + ("server", "chip")
+        keys = serving + ("server", "chip", "hf_config")
         if shape:
             job["shape"] = shape
         training = [f for f, v in (("--search-batch-size", a.search_batch_size), ("--search-amp", a.search_amp),
@@ -333,13 +336,13 @@ def _tune(parser, a):
                 f"{training[0]} is a training setting; a serving job (--objective serving_goodput) takes "
                 "serving's settings (--workload gpt, --gpt-size, --tensor-parallel, --rate, --requests, "
                 "--prompt-tokens, --output-tokens, --slo-ttft-ms, --slo-tpot-ms, --layers, ...)")
-        if a.workload not in _DECODERS:
+        if a.workload not in _DECODERS and a.hf_config is None:
             raise ascendsim.InputError(
                 f"--workload {a.workload}: --objective serving_goodput serves a decoder; give --workload "
                 + ", ".join(_DECODERS[:-1]) + f" or {_DECODERS[-1]}")
     else:
         job["epochs"] = a.epochs
-        keys = ("steps_per_epoch", "batch_size", "server", "chip", "model", "data")
+        keys = ("steps_per_epoch", "batch_size", "server", "chip", "model", "data", "hf_config")
         given = [k for k in serving + tuple(shape) if getattr(a, k) is not None]
         if given:
             raise ascendsim.InputError(f"--{given[0].replace('_', '-')} is a serving setting: give --objective "

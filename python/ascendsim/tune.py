@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import LAUNCH_MODES, InputError, RunError, STRATEGIES, _whole, info, params, serve, train
@@ -88,7 +89,8 @@ def _job_facts(workload: str, job: Mapping[str, Any]) -> Dict[str, Any]:
                          "(overrides), so the start and the knobs' ranges are the job's")
     about = info(workload, batch_size=job.get("batch_size"), server=job.get("server"), chip=job.get("chip"),
                  overrides=job.get("overrides"), shape=job.get("shape"), amp_level=job.get("amp_level"),
-                 model=job.get("model"), mode=job.get("mode"), loss=job.get("loss"), data=job.get("data"))
+                 model=job.get("model"), mode=job.get("mode"), loss=job.get("loss"), data=job.get("data"),
+                 hf_config=job.get("hf_config"))
     values = {k: v["value"] for k, v in params(job.get("chip"), server=job.get("server")).items()}
     for key, value in (job.get("overrides") or {}).items():
         values[key] = _parse_value(str(value))
@@ -130,7 +132,9 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
                           why="a data cache after the source or the last deterministic map"))
         knobs.append(Knob("pipeline.cache_gib", "int", 1, 1024, when=lambda c: c.get("pipeline.cache") not in (None, "none"),
                           why="the data cache's size (a server's ranks share it)"))
-    if job.get("search_amp") and not (workload.startswith(("resnet", "mobilenet")) or workload in TRANSFORMERS):
+    # A Hugging Face config's network (workload None) is a transformer.
+    transformer = workload in TRANSFORMERS or job.get("hf_config") is not None
+    if job.get("search_amp") and not ((workload or "").startswith(("resnet", "mobilenet")) or transformer):
         raise InputError(f"search_amp: {workload} trains in fp32 only; the AMP level applies to the ResNet, "
                          "MobileNetV2 and transformer workloads")
     if job.get("search_amp"):
@@ -142,12 +146,12 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
         knobs.append(Knob("devices", "cat", choices=[d for d in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                                                        if d <= max_devices], why="devices of the run"))
     devices = max_devices or int(job.get("devices", 1))
-    if workload not in TRANSFORMERS and devices > 1 and int(facts.get("gradients") or 0) > 1:
+    if not transformer and devices > 1 and int(facts.get("gradients") or 0) > 1:
         # AllReduce fusion groups (all_reduce_fusion): one group, or a split at a share of the
         # gradients (in the order the backward pass produces them).
         knobs.append(Knob("all_reduce_fusion", "cat", choices=["one group", "25%", "50%", "75%", "33%+67%"],
                           why="the gradients' AllReduce groups"))
-    if workload in TRANSFORMERS and devices > 1:
+    if transformer and devices > 1:
         # The parallel layout: tensor parallelism within a server, pipeline stages, the rest data
         # parallel; a layout the model or the cluster cannot take is an infeasible trial.
         layouts = [f"tp{t}-pp{p}" for t in (1, 2, 4, 8) for p in (1, 2, 4, 8) if t <= 8 and t * p <= devices]
@@ -676,7 +680,11 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
     if objective == "serving_goodput" and job.get("model") is not None:
         raise InputError("model: the serving objective serves a built-in decoder (workload='gpt', ...), "
                          "not an ONNX model")
-    if objective == "serving_goodput" and workload not in ("gpt", "gpt2-small", "gpt2-medium", "llama-7b"):
+    if job.get("hf_config") is not None and not isinstance(job["hf_config"], (str, os.PathLike)):
+        raise InputError(f"hf_config: a Hugging Face config.json's path, got {job['hf_config']!r}")
+    if job.get("hf_config") is not None and workload == "lenet5":
+        workload = None  # the config's transformer is the network (train and serve take it instead)
+    if objective == "serving_goodput" and workload not in (None, "gpt", "gpt2-small", "gpt2-medium", "llama-7b"):
         raise InputError(f"workload: objective 'serving_goodput' serves a decoder: give workload='gpt', "
                          f"'gpt2-small', 'gpt2-medium' or 'llama-7b', not {workload!r}")
     def fixed_value(v: Any) -> Any:
@@ -774,7 +782,8 @@ def tune(workload: str = "lenet5", *, budget: int = 50, seed: int = 0, objective
                     "config": config, "value": ablations[key]}
     data = {
         "kind": "tune",
-        "workload": workload if job.get("model") is None else str(job["model"]),
+        "workload": (str(job["model"]) if job.get("model") is not None
+                     else os.fspath(job["hf_config"]) if workload is None else workload),
         "objective": objective,
         "budget": budget,
         "seed": seed,

@@ -30,7 +30,8 @@ int cmd_aicore_check(int argc, char* argv[]) {
   if (!parse(argc, argv, desc, "aicore-check")) return 0;
   const double tol = parse_share(tolerance, "--tolerance", true);
   if (top < 0) throw InputError("--top " + std::to_string(top) + ": give 0 or more ops to list");
-  const AicoreModelCheck check = check_aicore_models(make_request(o, runtime::all_strategies()));
+  const RunRequest req = make_request(o, runtime::all_strategies());
+  const AicoreModelCheck check = check_aicore_models(req);
   struct Type {
     std::string type;
     std::int64_t distinct = 0, count = 0;
@@ -56,7 +57,7 @@ int cmd_aicore_check(int argc, char* argv[]) {
     event += t.event;
   }
   ordered_json j;
-  j["workload"] = o.workload;
+  j["workload"] = req.workload;  // a Hugging Face config's name (--hf-config)
   j["tolerance"] = tol;
   j["ops"] = ordered_json::array();
   for (const auto& op : check.ops)
@@ -81,7 +82,7 @@ int cmd_aicore_check(int argc, char* argv[]) {
                fmt::format("{:.3f}", t.event / 1e3), fmt::format("{:+.1f}%", 100 * t.worst)});
   std::cout << fmt::format(
                    "{}: {} distinct AI-core ops of one step timed by both models ({:.1f} s of event simulation)\n",
-                   o.workload, check.ops.size(), check.wall_s)
+                   req.workload, check.ops.size(), check.wall_s)
             << table.render()
             << fmt::format("step: analytic {:.3f} ms, event {:.3f} ms ({:+.1f}%); {} of {} ops agree within {:.3g}%\n",
                            analytic / 1e3, event / 1e3, analytic > 0 ? 100 * (event / analytic - 1) : 0.0, within,

@@ -23,6 +23,7 @@ std::map<std::string, std::string>& typed() {
 const std::map<std::string, std::string>& request_flags() {
   static const std::map<std::string, std::string> m = {{"workload", "--workload"},
                                                        {"model", "--model"},
+                                                       {"hf_config", "--hf-config"},
                                                        {"mode", "--mode"},
                                                        {"loss", "--loss"},
                                                        {"frozen", "--frozen"},

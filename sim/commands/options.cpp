@@ -22,6 +22,7 @@
 #include "sim/commands/options.h"
 
 #include "sim/data_script.h"
+#include "sim/hf_config.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/outputs.h"
@@ -127,6 +128,7 @@ po::options_description common_options(Options& o) {
       "set", po::value(&o.config.sets)->composing(), "override one parameter, key=value (repeatable)")(
       "model", po::value(&o.model),
       "an ONNX file (e.g. from torch.onnx.export): the network to run, instead of --workload (docs/onnx.md)")(
+      "hf-config", po::value(&o.hf_config), kHfConfigHelp)(
       "mode", po::value(&o.mode)->default_value(o.mode), "train | infer: a training step, or the forward pass only")(
       "loss", po::value(&o.loss),
       "an ONNX model's training loss: softmax-cross-entropy (of its output against integer labels; the default) | "
@@ -373,6 +375,11 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   }
   r.batch_size = o.batch_given || o.model.empty() ? o.batch_size : 0;
   r.recipe = o.recipe;
+  if (!o.hf_config.empty()) {
+    use_hf_config(r, load_hf_config(hf_config_path(o.hf_config, default_config_dir()), "--hf-config " + o.hf_config),
+                  "hf_config");
+    typed()["workload"] = "--hf-config " + o.hf_config;  // what the user gave for the network
+  }
   r.strategies = strategies;
   r.epochs = o.epochs;
   r.sink_size = o.sink_size;

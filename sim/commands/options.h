@@ -52,6 +52,7 @@ struct Options {
   std::string json;     // "" none, "-" stdout
   std::string dataset;  // directory of real files
   std::string data;     // a data script (sim/data_script.h): the pipeline as the training script builds it
+  std::string hf_config;  // a Hugging Face config.json (sim/hf_config.h): the transformer, instead of --workload
   std::int64_t eval_every = 0;
   std::string eval_dataset;
   std::string dataset_index;

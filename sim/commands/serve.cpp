@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,7 @@
 #include "sim/commands/options.h"
 #include "sim/config.h"
 #include "sim/core/error.h"
+#include "sim/hf_config.h"
 #include "sim/outputs.h"
 #include "sim/report/serve_report.h"
 #include "sim/serve.h"
@@ -24,7 +26,7 @@ namespace ascendsim::sim::cli {
 
 int cmd_serve(int argc, char* argv[]) {
   ServeRequest req;
-  std::string launch = "eager", rates, buckets, batches, json, html, chunked = "false";
+  std::string launch = "eager", rates, buckets, batches, json, html, chunked = "false", hf_config;
   bool quiet = false, progress = false, rate_given = false;
   auto shape_flag = [](std::optional<std::int64_t>& into) {
     return po::value<std::int64_t>()->notifier([&into](std::int64_t v) { into = v; });
@@ -34,6 +36,7 @@ int cmd_serve(int argc, char* argv[]) {
       "workload,w", po::value(&req.workload)->default_value(req.workload),
       "a decoder: gpt (its size by --gpt-size), gpt2-small, gpt2-medium, llama-7b")(
       "gpt-size", po::value(&req.gpt_size), "workload gpt's shape: gpt2-small (default), gpt2-medium, llama-7b")(
+      "hf-config", po::value(&hf_config), kHfConfigHelp)(
       "model", po::value<std::string>()->notifier([](const std::string& m) {
         throw InputError("--model " + m +
                          ": serve runs the built-in decoders (--workload gpt with --gpt-size, reshaped with --layers, "
@@ -140,6 +143,11 @@ int cmd_serve(int argc, char* argv[]) {
   numbers(buckets, "--graph-buckets", req.graph_buckets);
   numbers(batches, "--decode-batches", req.decode_batches);
   req.config.dir = default_config_dir();
+  if (!hf_config.empty()) {
+    req.shape.base_shape = std::make_shared<const workloads::TransformerShape>(
+        load_hf_config(hf_config_path(hf_config, req.config.dir), "--hf-config " + hf_config));
+    typed()["workload"] = "--hf-config " + hf_config;  // what the user gave for the model
+  }
   for (const auto& s : req.config.sets) typed().emplace(override_origin(s), "--set " + s);
   Outputs files;
   files.add(json, "--json");
