@@ -65,10 +65,15 @@ struct PublishedFigure {
   double value = 0;
   /// measure: step_time_ms or samples_per_s (the steady state, as StepRecord defines it),
   /// eval_pass_s (later passes), epoch_s (the epochs after the first, their mean), first_epoch_s
-  /// (both scaled to the dataset's steps when the run simulates fewer per epoch) or peak_tflops
+  /// (both scaled to the dataset's steps when the run simulates fewer per epoch), peak_tflops,
+  /// tokens_per_s_per_device (a transformer's steady tokens per second over the devices), or a
+  /// serving run's tpot_ms or ttft_ms (the mean over the requests)
   std::string unit, measure;
   std::string configuration, source;
   RunRequest run;           ///< one strategy (devices > 1: not yet comparable)
+  /// A serving figure (the run's `serve: true`; measure tpot_ms or ttft_ms, the requests' mean):
+  /// one launch mode.
+  std::optional<ServeRequest> serve;
   bool host_bound = false;  ///< bound by the host; `calibrate` fits to these by default
   /// Why the figure is simulated and shown but not counted (its error is not the model's: e.g.
   /// the source's devices are not the chip modelled); empty: counted.

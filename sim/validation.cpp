@@ -132,7 +132,10 @@ FiguresFile load_figures_file(const std::string& path, const std::string& config
         if (p.not_compared.empty()) throw InputError(at + ": 'not_compared' gives the reason; remove it to count the figure");
       } else if (key == "run") {
         if (!v.IsMap()) throw InputError(at + ": 'run' is a mapping (workload, strategies, ...)");
-        p.run = parse_run(v, at + ": run", config_dir, nullptr);
+        if (v["serve"])
+          p.serve = run_yaml::parse_serve_run(v, at + ": run", config_dir, nullptr);
+        else
+          p.run = parse_run(v, at + ": run", config_dir, nullptr);
       } else {
         throw InputError(at + ": unknown key '" + key +
                          "' (id, value, unit, measure, configuration, source, host_bound, not_compared, run)");
@@ -140,9 +143,14 @@ FiguresFile load_figures_file(const std::string& path, const std::string& config
     }
     if (p.measure != "step_time_ms" && p.measure != "samples_per_s" && p.measure != "peak_tflops" &&
         p.measure != "eval_pass_s" && p.measure != "epoch_s" && p.measure != "first_epoch_s" &&
-        p.measure != "tokens_per_s_per_device")
+        p.measure != "tokens_per_s_per_device" && p.measure != "tpot_ms" && p.measure != "ttft_ms")
       throw InputError(at + ": 'measure' is step_time_ms, samples_per_s, tokens_per_s_per_device, eval_pass_s, epoch_s, "
-                            "first_epoch_s or peak_tflops");
+                            "first_epoch_s, peak_tflops, or a serving run's tpot_ms or ttft_ms");
+    if ((p.measure == "tpot_ms" || p.measure == "ttft_ms") != p.serve.has_value())
+      throw InputError(at + ": tpot_ms and ttft_ms measure a serving run (serve: true), and a serving run is "
+                            "measured by them");
+    if (p.serve && p.serve->launch.size() != 1)
+      throw InputError(at + ": a serving figure's run has exactly one launch mode");
     if (p.measure == "eval_pass_s" && p.run.eval_every <= 0)
       throw InputError(at + ": 'eval_pass_s' measures evaluation passes; give the run eval_every > 0");
     if (p.measure == "epoch_s" && p.run.epochs < 2)
@@ -172,6 +180,20 @@ double simulate_figure(const PublishedFigure& f, const std::vector<std::string>&
     const SystemConfig cfg = load_config(c);
     const auto& a = cfg.chip.aicore;
     return 2.0 * static_cast<double>(a.cores * a.cube_fp16_macs_per_cycle) * a.freq_ghz / 1e3;
+  }
+  if (f.serve) {  // the requests' mean time to first token or per output token
+    ServeRequest sreq = *f.serve;
+    sreq.config.sets.insert(sreq.config.sets.end(), extra_sets.begin(), extra_sets.end());
+    const ServeOutcome out = serve(sreq);
+    double sum = 0;
+    std::int64_t n = 0;
+    for (const auto& r : out.runs.front().log.requests) {
+      if (f.measure == "tpot_ms" && r.output_tokens <= 1) continue;
+      sum += f.measure == "tpot_ms" ? r.tpot_s() : r.ttft_s();
+      ++n;
+    }
+    if (n == 0) throw InputError(f.id + ": no request of the serving run has a time to measure");
+    return 1e3 * sum / static_cast<double>(n);
   }
   RunRequest req = f.run;
   req.config.sets.insert(req.config.sets.end(), extra_sets.begin(), extra_sets.end());
