@@ -244,6 +244,7 @@ void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, con
   g.begin_optimizer(grads);
   g.set_pass(Pass::Optimizer);
   std::map<TensorId, TensorId> update = grads;
+  sum_partial_gradients(g, update, spec);
   const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);
   if (spec.clip_global_norm) clip_by_global_norm(g, update, spec, pieces);
