@@ -52,6 +52,8 @@ bool valid_name(const std::string& n) {
 }  // namespace run_yaml
 
 namespace run_yaml {
+bool boolean(const YAML::Node& v, const std::string& at, const std::string& key);
+
 RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::string& config_dir, std::string* name) {
   RunRequest r;
   r.config.dir = config_dir;
@@ -142,6 +144,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.recipe.ub_fusion = b == "true";
     } else if (key == "loss_scale") {
       r.recipe.loss_scale = static_cast<double>(whole(v, at, key));
+    } else if (key == "sequence_parallel") {
+      r.sequence_parallel = boolean(v, at, key);
     } else if (key == "set") {
       if (v.IsMap()) {
         for (const auto& p : v) r.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
@@ -156,7 +160,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, chip, config, "
                        "export, dataset, dataset_index, data, eval_every, "
-                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, set)");
+                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, "
+                       "sequence_parallel, set)");
     }
   }
   if (!r.model.empty() && !batch_given) r.batch_size = 0;  // the model's own

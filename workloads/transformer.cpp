@@ -508,6 +508,31 @@ std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& 
   return out;
 }
 
+SequenceParallelStrategies sequence_parallel_strategies(const Workload& w, std::int64_t dp, std::int64_t tp) {
+  const std::vector<std::int64_t> tokens{dp * tp, 1};  // [tokens, hidden]: 1/tp of a batch piece's tokens
+  auto ends = [](const std::string& name, const std::string& tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  SequenceParallelStrategies out;
+  for (const Op& op : w.graph.ops()) {
+    if (op.pass != Pass::Forward) continue;
+    const std::string& n = op.name;
+    const bool region = op.type == "LayerNorm" || op.type == "RmsNorm" || op.type == "Add" || op.type == "Dropout";
+    const bool layer = !transformer_layer_of(n).empty();
+    if (region && w.graph.tensor(op.outputs.at(0)).shape.size() == 2 &&
+        (layer || n == "ln_f/LayerNorm" || n == "norm/RmsNorm")) {
+      ShardStrategy s;  // the activations cut along the tokens, the norms' scales whole
+      for (auto t : op.inputs) s.push_back(w.graph.tensor(t).shape.size() == 2 ? tokens : std::vector<std::int64_t>{1});
+      out.layers[n] = s;
+    } else if (n == "embed/Reshape" || ends(n, ".o/MatMul") || ends(n, ".fc2/MatMul") || ends(n, ".w2/MatMul")) {
+      out.outputs[n] = {tokens};
+    } else if (n == "lm_head/MatMul") {
+      out.layers[n] = {{dp, 1}, {1, 1}};
+    }
+  }
+  return out;
+}
+
 std::string transformer_layer_of(const std::string& op_name) {
   std::string name = op_name;
   if (name.rfind("Gradients/", 0) == 0) name = name.substr(10);
