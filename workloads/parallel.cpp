@@ -934,8 +934,7 @@ class Sharder {
   std::map<TensorId, const Op*> m_lazy_op;  ///< ops on weights alone, made where they are used
   std::map<TensorId, TensorId> m_lazy_made;
   std::map<TensorId, bool> m_weight_data;  ///< per weight: whether its op read batch-cut data
-  std::map<TensorId, Dim>
-      m_weight_rows;  ///< per weight whose op read rows cut finer than the batch: the finer cut's ranks
+  std::map<TensorId, Dim> m_weight_rows;   ///< per weight whose op read rows cut finer: the ranks they divide among
   struct Redistributed {
     Layout want;
     Dim split;
