@@ -113,23 +113,29 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
                 {"schedule", "1F1B"},
                 {"ideal_bubble_fraction", static_cast<double>(P - 1) / static_cast<double>(M + P - 1)}};
   }
-  return {{"mode", w.shard_plan ? "semi-auto" : "pipeline"},
-          {"devices", w.parallel.devices},
-          {"data_shards", w.parallel.data_shards},
-          {"tensor_parallel", w.parallel.tensor_parallel},
-          {"optimizer_shard", w.optimizer_spec.shard_size},
-          {"strategies", strategies},
-          {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
-          {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},
-          {"device_compute_per_step_ms", 1e3 * g.device_compute_s},
-          {"memory_per_device_bytes",
-           {{"persistent", m.persistent_bytes},
-            {"step", m.arena_bytes},
-            {"queue", m.queue_buffer_bytes},
-            {"input_per_batch", w.batch_bytes()}}},
-          {"collectives", collectives},
-          {"layouts", layouts},
-          {"pipeline", pipeline}};
+  ordered_json out = {
+      {"mode", w.shard_plan ? "semi-auto" : "pipeline"},
+      {"devices", w.parallel.devices},
+      {"data_shards", w.parallel.data_shards},
+      {"tensor_parallel", w.parallel.tensor_parallel},
+      {"optimizer_shard", w.optimizer_spec.shard_size},
+      {"strategies", strategies},
+      {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
+      {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},
+      {"device_compute_per_step_ms", 1e3 * g.device_compute_s},
+      {"memory_per_device_bytes",
+       {{"persistent", m.persistent_bytes},
+        {"step", m.arena_bytes},
+        {"queue", m.queue_buffer_bytes},
+        {"input_per_batch", w.batch_bytes()}}},
+      {"collectives", collectives},
+      {"layouts", layouts},
+      {"pipeline", pipeline}};
+  if (!p.output_strategies.empty()) {  // sequence parallelism's (only then: other reports keep their keys)
+    out["sequence_parallel"] = w.parallel.sequence_parallel;
+    out["output_strategies"] = p.output_strategies;
+  }
+  return out;
 }
 
 

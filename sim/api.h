@@ -75,6 +75,9 @@ struct RunRequest {
   /// adjacent ranks (semi-auto with the strategies of workloads::tensor_parallel_strategies), the
   /// devices / tensor_parallel groups data parallel; batch_size is then each group's
   std::int64_t tensor_parallel = 1;
+  /// [sequence_parallel] with tensor_parallel: Megatron's sequence parallelism, the norms,
+  /// dropouts and residual adds on 1/tensor_parallel of the tokens (workloads::sequence_parallel_strategies)
+  bool sequence_parallel = false;
   /// [optimizer_shard] shard the optimizer state across the ranks that hold the same weights and
   /// read different samples (MindSpore's optimizer_shard, ZeRO-1): gradients reduce-scattered,
   /// each rank updating its piece, the pieces all-gathered into the weights

@@ -388,6 +388,17 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
                      "'" + r.parallel_mode + "': data (every rank the whole model) or semi-auto (sharded operators)");
   const std::int64_t tp = r.tensor_parallel;
   const auto shape = workloads::transformer_shape(w.name, r.recipe);
+  if (r.sequence_parallel && tp < 2)
+    throw InputError("sequence_parallel", "sequence_parallel",
+                     "splits the tokens among the ranks of a tensor-parallel group; give tensor_parallel 2 or more "
+                     "(it is " +
+                         std::to_string(tp) + ")");
+  if (r.sequence_parallel && (w.batch_size * w.tokens_per_sample) % tp != 0)
+    throw InputError("sequence_parallel", "sequence_parallel",
+                     "the " + std::to_string(w.batch_size * w.tokens_per_sample) + " tokens a tensor-parallel group " +
+                         "computes at once (" + std::to_string(w.batch_size) + " sequence(s) of " +
+                         std::to_string(w.tokens_per_sample) + "; with pipeline stages a micro-batch's) do not " +
+                         "divide among its " + std::to_string(tp) + " ranks");
   if (tp != 1) {
     if (tp < 1) throw InputError("tensor_parallel", "tensor_parallel", "must be at least 1, got " + std::to_string(tp));
     if (!shape || !r.model.empty())
@@ -431,6 +442,11 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
       c.layers = workloads::tensor_parallel_strategies(
           w, heads, r.recipe.kv_heads.value_or(shape->kv_heads > 0 ? shape->kv_heads : heads),
           r.recipe.ffn.value_or(shape->ffn), dp, tp);
+      if (r.sequence_parallel) {
+        auto sp = workloads::sequence_parallel_strategies(w, dp, tp);
+        c.layers.insert(sp.layers.begin(), sp.layers.end());
+        c.outputs = std::move(sp.outputs);
+      }
     } catch (const std::invalid_argument& e) {
       throw InputError("tensor_parallel", "tensor_parallel", e.what());
     }
@@ -463,6 +479,7 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   }
   w.shard_plan = plan;
   w.parallel.tensor_parallel = tp;
+  w.parallel.sequence_parallel = r.sequence_parallel;
   w.whole = std::make_shared<const workloads::Workload>(whole);
   lay_out_optimizer(w, r, tp);
   recompute(w, r);

@@ -188,6 +188,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.optimizer_shard = boolean(v, at, key);
     } else if (key == "recompute") {
       r.recompute = boolean(v, at, key);
+    } else if (key == "sequence_parallel") {
+      r.sequence_parallel = boolean(v, at, key);
     } else if (key == "set") {
       if (v.IsMap()) {
         for (const auto& p : v) r.config.sets.push_back(p.first.as<std::string>() + "=" + scalar(p.second, at, key));
@@ -203,8 +205,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "all_reduce_fusion, parameter_broadcast, server, framework, chip, config, "
                        "export, dataset, dataset_index, data, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, flash_attention, "
-                       "layers, hidden, heads, kv_heads, ffn, seq_length, vocab, tensor_parallel, pipeline_stages, "
-                       "micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
+                       "layers, hidden, heads, kv_heads, ffn, seq_length, vocab, tensor_parallel, sequence_parallel, "
+                       "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
     }
   }
   if (hf) use_hf_config(r, *hf, at + ": hf_config");

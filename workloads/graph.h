@@ -88,6 +88,10 @@ struct OpAttrs {
   /// `group_stride` apart (hostif::CommGroup) and the tensor axis gathered, scattered or sliced.
   std::int64_t group_size = 1, group_stride = 1, axis = 0;
   std::int64_t concat_axis = 0;  ///< AllToAll: `axis` is split among the group, this one gathered
+  /// AllGather: the group's ranks consume the gathered tensor alike, so each one's gradient of it
+  /// is whole (not a partial sum): the backward keeps the rank's piece (a local Slice) instead of
+  /// reduce-scattering.
+  bool whole_gradient = false;
   /// Pipeline parallelism: a pair's other rank, this many ranks away (Send, Receive, SendReceive;
   /// an AllReduce of a weight two stages share); 0: the group above.
   std::int64_t peer = 0;

@@ -327,8 +327,9 @@ void register_builtin_ops(OpRegistry& r) {
 
   // Semi-automatic parallelism's redistribution (workloads/parallel.h): each collective's backward
   // is its dual, as MindSpore's: AllReduce of partial sums passes the gradient through, AllGather
-  // reduce-scatters it, ReduceScatter gathers it; a local Slice (a rank keeps its piece of a
-  // replicated tensor) gathers its gradient.
+  // reduce-scatters it (or, where the group consumed the gathered tensor alike and each rank's
+  // gradient is whole, keeps the rank's piece of it), ReduceScatter gathers it; a local Slice (a
+  // rank keeps its piece of a replicated tensor) gathers its gradient.
   auto axis_scaled = [](bool grow) {
     return [grow](const Graph& g, const Inputs& i, OpAttrs& a) {
       const Tensor& x = g.tensor(i.at(0));
@@ -362,7 +363,9 @@ void register_builtin_ops(OpRegistry& r) {
              OpDef::Collective::AllReduce));
   r.add(comm({"AllGather", false, axis_scaled(true),
               [](BackwardContext& b, const Op& op, TensorId dy, const std::string& gname) {
-                b.give(op.inputs[0], b.graph().apply("ReduceScatter", gname + "/ReduceScatter", {dy}, op)[0]);
+                b.give(op.inputs[0], op.whole_gradient
+                                         ? b.graph().apply("Slice", gname + "/Slice", {dy}, op)[0]
+                                         : b.graph().apply("ReduceScatter", gname + "/ReduceScatter", {dy}, op)[0]);
               }},
              OpDef::Collective::AllGather));
   r.add(comm({"ReduceScatter", false, axis_scaled(false),

@@ -86,6 +86,30 @@ struct Dim {
   bool operator!=(const Dim& o) const { return !(*this == o); }
 };
 
+/// Whether `fine` cuts a dimension into pieces of `coarse`'s pieces (any cut of a whole dimension
+/// does): rank r's fine piece is then piece (r / sub.stride) mod sub.cuts of its coarse piece, so
+/// going between the two gathers or slices over the group `sub` alone.
+bool refines(const Dim& fine, const Dim& coarse, Dim* sub) {
+  if (fine.cuts <= 1 || fine == coarse) return false;
+  if (coarse.cuts == 1) {
+    *sub = fine;
+    return true;
+  }
+  if (!fine.merged.empty() || !coarse.merged.empty() || fine.cuts % coarse.cuts != 0) return false;
+  const std::int64_t k = fine.cuts / coarse.cuts;
+  if (coarse.stride != fine.stride * k) return false;
+  *sub = Dim(k, fine.stride);
+  return true;
+}
+
+/// The ops whose layout follows their inputs element by element (elementwise()).
+bool pointwise(const std::string& type) {
+  static const std::set<std::string> types = {"Add",     "Sub",       "Mul",     "RealDiv",         "Dropout",
+                                              "GeLU",    "SiLU",      "Tanh",    "Sigmoid",         "Neg",
+                                              "Softmax", "LayerNorm", "RmsNorm", "RotaryEmbedding", "StridedSlice"};
+  return types.count(type) > 0;
+}
+
 struct Layout {
   std::vector<Dim> d;
   std::int64_t partial = 1, pstride = 1;  ///< a partial sum over `partial` ranks `pstride` apart
@@ -236,11 +260,12 @@ class Sharder {
   }
 
   TensorId comm(const std::string& type, const std::string& name, TensorId x, std::int64_t size, std::int64_t stride,
-                std::int64_t axis) {
+                std::int64_t axis, bool whole_gradient = false) {
     OpAttrs a;
     a.group_size = size;
     a.group_stride = stride;
     a.axis = axis;
+    a.whole_gradient = whole_gradient;
     const TensorId y = m_g.apply(type, name, {x}, a)[0];
     if (m_plan && type != "Slice")
       m_plan->collectives.push_back(
@@ -248,11 +273,24 @@ class Sharder {
     return y;
   }
 
-  /// `v` brought to `want`: partial sums reduced, dimensions cut differently gathered, and the
-  /// wanted cuts sliced locally.
-  Value redistribute(Value v, const Layout& want, const std::string& at) {
+  /// `v` brought to `want`: partial sums reduced (scattered where `want` cuts a dimension over
+  /// their ranks), dimensions cut differently gathered (over a finer cut's own ranks where `want`
+  /// is coarser), and the wanted cuts sliced locally. `split`: the group the consumer splits
+  /// across; a gather over it reduce-scatters the gradient in backward, any other keeps the
+  /// rank's piece of it.
+  Value redistribute(Value v, const Layout& want, const std::string& at, const Dim& split = {}) {
     if (v.layout.partial > 1 && want.partial == 1) {
-      v.id = comm("AllReduce", at + "/AllReduce", v.id, v.layout.partial, v.layout.pstride, 0);
+      bool scattered = false;
+      for (std::size_t k = 0; k < v.layout.d.size() && !scattered; ++k) {
+        Dim sub;
+        if (refines(want.d[k], v.layout.d[k], &sub) && sub.cuts == v.layout.partial && sub.stride == v.layout.pstride) {
+          v.id = comm("ReduceScatter", at + "/ReduceScatter" + std::to_string(k), v.id, sub.cuts, sub.stride,
+                      static_cast<std::int64_t>(k));
+          v.layout.d[k] = want.d[k];
+          scattered = true;
+        }
+      }
+      if (!scattered) v.id = comm("AllReduce", at + "/AllReduce", v.id, v.layout.partial, v.layout.pstride, 0);
       v.layout.partial = 1;
     }
     // A cut that moves to another dimension, over the same ranks: one AllToAll.
@@ -275,24 +313,34 @@ class Sharder {
           v.layout.d[k] = {};
         }
     for (std::size_t k = 0; k < v.layout.d.size(); ++k)
-      if (v.layout.d[k].cuts > 1 && v.layout.d[k] != want.d[k]) {
-        v.id = comm("AllGather", at + "/AllGather" + std::to_string(k), v.id, v.layout.d[k].cuts, v.layout.d[k].stride,
-                    static_cast<std::int64_t>(k));
-        m_gathered.emplace_back(v.layout.d[k].cuts, v.layout.d[k].stride);
-        v.layout.d[k] = {};
+      if (Dim finer;
+          v.layout.d[k].cuts > 1 && v.layout.d[k] != want.d[k] && !refines(want.d[k], v.layout.d[k], &finer)) {
+        Dim sub, to;  // gathered over `sub`'s ranks to `to`: a coarser wanted cut, else whole
+        if (refines(v.layout.d[k], want.d[k], &sub))
+          to = want.d[k];
+        else
+          sub = v.layout.d[k];
+        const bool claimed = split.cuts > 1 && split == sub;
+        v.id = comm("AllGather", at + "/AllGather" + std::to_string(k), v.id, sub.cuts, sub.stride,
+                    static_cast<std::int64_t>(k), !claimed);
+        if (claimed) m_gathered.emplace_back(sub.cuts, sub.stride);
+        v.layout.d[k] = to;
       }
-    for (std::size_t k = 0; k < v.layout.d.size(); ++k)
-      if (want.d[k].cuts > 1 && v.layout.d[k].cuts == 1) {
-        v.id = comm("Slice", at + "/Slice" + std::to_string(k), v.id, want.d[k].cuts, want.d[k].stride,
-                    static_cast<std::int64_t>(k));
+    for (std::size_t k = 0; k < v.layout.d.size(); ++k) {
+      Dim sub;  // v's cut here is now whole or coarser than the wanted one
+      if (refines(want.d[k], v.layout.d[k], &sub)) {
+        v.id =
+            comm("Slice", at + "/Slice" + std::to_string(k), v.id, sub.cuts, sub.stride, static_cast<std::int64_t>(k));
         v.layout.d[k] = want.d[k];
       }
+    }
     return v;
   }
 
   /// An input of an op at layout `want`: a weight (or an op on weights) is made at that layout;
-  /// a computed tensor is redistributed.
-  TensorId at(TensorId old, const Layout& want, const std::string& where) {
+  /// a computed tensor is redistributed, once per layout and consumer split (`split`, as
+  /// redistribute()'s): Q, K and V share one gather of their input.
+  TensorId at(TensorId old, const Layout& want, const std::string& where, const Dim& split = {}) {
     if (persistent(old)) {
       auto it = m_params.find(old);
       if (it != m_params.end()) {
@@ -318,7 +366,17 @@ class Sharder {
                where));
       return m_lazy_made[old] = m_g.apply(op.type, op.name, in, op)[0];
     }
-    return redistribute(m_values[static_cast<std::size_t>(old)], want, where).id;
+    auto& made = m_redistributed[old];
+    for (const auto& r : made)
+      if (same(r.want, want) && r.split == split) {
+        if (r.claimed) m_gathered.emplace_back(split.cuts, split.stride);
+        return r.id;
+      }
+    const Value& v = m_values[static_cast<std::size_t>(old)];
+    const std::size_t gathered = m_gathered.size();
+    const TensorId id = redistribute(v, want, where, split).id;
+    if (id != v.id) made.push_back({want, split, id, m_gathered.size() > gathered});
+    return id;
   }
 
   static bool same(const Layout& a, const Layout& b) {
@@ -374,7 +432,11 @@ class Sharder {
   }
 
   void note_weight_consumer(TensorId weight, const Layout& data) {
-    if (persistent(weight) || m_lazy_op.count(weight)) m_weight_data[root_weight(weight)] = data.d.at(0).cuts > 1;
+    if (!persistent(weight) && !m_lazy_op.count(weight)) return;
+    const TensorId root = root_weight(weight);
+    m_weight_data[root] = data.d.at(0).cuts > 1;
+    // Rows cut more finely than the batch: each rank's gradient is its rows' share.
+    if (Dim sub; refines(data.d.at(0), m_batch, &sub)) m_weight_rows[root] = sub;
   }
   TensorId root_weight(TensorId t) const {
     while (!persistent(t)) t = m_lazy_op.at(t)->inputs.at(0);
@@ -384,8 +446,9 @@ class Sharder {
   /// Element-wise ops with numpy broadcasting, and the row-wise ones (Softmax, LayerNorm, RMSNorm
   /// over the last axis, rotary embeddings over the last two, a slice along its axis): every
   /// input and output follows the computed input of the highest rank, a broadcast input aligned
-  /// to its trailing axes (an axis of size 1 whole), the axes the op works along whole.
-  void elementwise(const Op& op) {
+  /// to its trailing axes (an axis of size 1 whole), the axes the op works along whole. A strategy
+  /// `given` gives the reference input's cuts (the others' must be theirs, aligned).
+  void elementwise(const Op& op, const ShardStrategy* given) {
     const auto& type = op.type;
     std::size_t ref = 0, best = 0;
     bool found = false;
@@ -402,11 +465,34 @@ class Sharder {
     const Shape& rs = m_from.tensor(op.inputs[ref]).shape;
     Layout lx = valued(op.inputs[ref]);
     const std::size_t r = lx.d.size();
+    const std::string who = given ? "layer " + op.name + " " + shard_strategy_string(*given) : std::string();
+    if (given) {
+      if (given->size() != op.inputs.size())
+        throw std::invalid_argument(who + ": a " + type + " takes " + std::to_string(op.inputs.size()) +
+                                    " tuple(s), one per input");
+      for (std::size_t k = 0; k < op.inputs.size(); ++k)
+        if ((*given)[k].size() != m_from.tensor(op.inputs[k]).shape.size())
+          throw std::invalid_argument(who + ": input " + std::to_string(k) + " has " +
+                                      std::to_string(m_from.tensor(op.inputs[k]).shape.size()) + " dimension(s), " +
+                                      std::to_string((*given)[k].size()) + " cuts given");
+      const auto st = strides((*given)[ref], who);
+      for (std::size_t k = 0; k < r; ++k) lx.d[k] = (*given)[ref][k] > 1 ? Dim((*given)[ref][k], st[k]) : Dim();
+    }
     std::size_t whole_tail = 0;
     if (type == "Softmax" || type == "LayerNorm" || type == "RmsNorm") whole_tail = 1;
     if (type == "RotaryEmbedding") whole_tail = 2;
-    for (std::size_t k = r - std::min(r, whole_tail); k < r; ++k) lx.d[k] = {};
-    if (type == "StridedSlice") lx.d.at(static_cast<std::size_t>(op.axis)) = {};
+    for (std::size_t k = r - std::min(r, whole_tail); k < r; ++k) {
+      if (given && lx.d[k].cuts > 1)
+        throw std::invalid_argument(who + ": a " + type + " works along its last " +
+                                    (whole_tail == 1 ? std::string("axis") : std::to_string(whole_tail) + " axes") +
+                                    ", which are not cut");
+      lx.d[k] = {};
+    }
+    if (type == "StridedSlice") {
+      if (given && lx.d.at(static_cast<std::size_t>(op.axis)).cuts > 1)
+        throw std::invalid_argument(who + ": a StridedSlice's axis is not cut");
+      lx.d.at(static_cast<std::size_t>(op.axis)) = {};
+    }
     auto aligned = [&](const Shape& s) {
       Layout l = Layout::whole(s.size());
       if (s.size() > r) return l;
@@ -419,8 +505,14 @@ class Sharder {
     std::vector<TensorId> in(op.inputs.size());
     for (std::size_t k = 0; k < op.inputs.size(); ++k) {
       const TensorId t = op.inputs[k];
+      const Layout want = k == ref ? lx : aligned(m_from.tensor(t).shape);
+      for (std::size_t d = 0; given && d < want.d.size(); ++d)
+        if ((*given)[k][d] != want.d[d].cuts)
+          throw std::invalid_argument(who + ": input " + std::to_string(k) + "'s cuts are not input " +
+                                      std::to_string(ref) + "'s along the axes they share (" +
+                                      shard_strategy_string({(*given)[ref]}) + ")");
       if (k != ref) note_weight_consumer(t, lx);
-      in[k] = at(t, k == ref ? lx : aligned(m_from.tensor(t).shape), op.name);
+      in[k] = at(t, want, op.name);
     }
     std::vector<Layout> outs;
     for (auto t : op.outputs) outs.push_back(aligned(m_from.tensor(t).shape));
@@ -474,16 +566,50 @@ class Sharder {
     return true;
   }
 
+  /// A forward op laid out by its rule, then its output brought to its output strategy's layout.
   void forward(const Op& op) {
+    lay_out(op);
+    const auto it = m_cfg.outputs.find(op.name);
+    if (it == m_cfg.outputs.end()) return;
+    m_used_outputs.insert(op.name);
+    const ShardStrategy& s = it->second;
+    const TensorId out = op.outputs.at(0);
+    const Shape& shape = m_from.tensor(out).shape;
+    const std::string who = "layer " + op.name + " output " + shard_strategy_string(s);
+    if (s.size() != 1 || s[0].size() != shape.size())
+      throw std::invalid_argument(who + ": one tuple of " + std::to_string(shape.size()) + " cuts, its output's " +
+                                  shape_string(shape));
+    Layout want = Layout::whole(shape.size());
+    const auto st = strides(s[0], who);
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (s[0][k] > 1) want.d[k] = {s[0][k], st[k]};
+    local(shape, want, who);  // the cuts divide it
+    Value& v = m_values[static_cast<std::size_t>(out)];
+    v = redistribute(v, want, op.name);
+    if (!m_plan) return;
+    for (auto l = m_plan->layouts.rbegin(); l != m_plan->layouts.rend(); ++l)
+      if (l->tensor == m_from.tensor(out).name) {
+        l->local = m_g.tensor(v.id).shape;
+        l->cuts.clear();
+        for (const auto& d : v.layout.d) l->cuts.push_back(d.cuts);
+        l->partial = v.layout.partial;
+        break;
+      }
+  }
+
+  void lay_out(const Op& op) {
     const std::string& type = op.type;
     const auto rank_of = [&](TensorId t) { return m_from.tensor(t).shape.size(); };
     const bool shardable = type == "MatMul" || type == "Conv2D";
     const ShardStrategy* s = shardable                     ? strategy(op)
                              : m_cfg.layers.count(op.name) ? &m_cfg.layers.at(op.name)
                                                            : nullptr;
-    if (s && !shardable)
-      throw std::invalid_argument("layer " + op.name + ": shard strategies apply to MatMul and Conv2D layers, not " +
+    if (s && !shardable && !pointwise(type))
+      throw std::invalid_argument("layer " + op.name +
+                                  ": shard strategies apply to MatMul and Conv2D layers and to element-wise and "
+                                  "row-wise ops (Add, Mul, Dropout, GeLU, Softmax, LayerNorm, RmsNorm, ...), not " +
                                   type);
+    if (s && !shardable) m_used.insert(op.name);
     if (type == "MatMul" && !op.matmul.transpose_a) {
       const TensorId x = op.inputs[0], w = op.inputs[1];
       const bool tb = op.matmul.transpose_b;
@@ -517,7 +643,7 @@ class Sharder {
       const Layout want_x{{{a, sa}, db}, 1, 1};
       const Layout want_w{tb ? std::vector<Dim>{{c, sc}, db} : std::vector<Dim>{db, {c, sc}}, 1, 1};
       m_gathered.clear();
-      TensorId nx = at(x, want_x, op.name);
+      TensorId nx = at(x, want_x, op.name, {c, sc});
       if (!persistent(x)) nx = mirror(nx, c, sc, op.name);
       const TensorId nw = at(w, want_w, op.name);
       note_weight_consumer(w, want_x);
@@ -554,7 +680,7 @@ class Sharder {
       const Layout want_x{{{n, sn}, {c, sc}, {}, {}}, 1, 1};
       const Layout want_w{{{o, so}, {c, sc}, {}, {}}, 1, 1};
       m_gathered.clear();
-      TensorId nx = at(x, want_x, op.name);
+      TensorId nx = at(x, want_x, op.name, {o, so});
       if (!persistent(x)) nx = mirror(nx, o, so, op.name);
       const TensorId nw = at(w, want_w, op.name);
       note_weight_consumer(w, want_x);
@@ -647,7 +773,7 @@ class Sharder {
       lo.d[r - 1] = {};
       m_gathered.clear();
       const TensorId nx = at(op.inputs[0], lx, op.name);
-      TensorId ny = at(op.inputs[1], ly, op.name);
+      TensorId ny = at(op.inputs[1], ly, op.name, lo.d[r - 2]);
       // y held whole by the ranks that split x's rows: its gradient is a partial sum over them.
       if (!persistent(op.inputs[1]) && !m_lazy_op.count(op.inputs[1]))
         ny = mirror(ny, lo.d[r - 2].cuts, lo.d[r - 2].stride, op.name);
@@ -676,7 +802,12 @@ class Sharder {
       // take it too).
       const TensorId table = op.inputs[0], ids = op.inputs[1];
       Layout lt = Layout::whole(2);
-      if (!persistent(table) && !m_lazy_op.count(table)) lt.d[0] = valued(table).d[0];
+      if (!persistent(table) && !m_lazy_op.count(table)) {
+        lt.d[0] = valued(table).d[0];
+        // Rows cut more finely than the batch (a sequence-parallel region's tokens): the ids index
+        // the rank's samples' rows, so the table is gathered to the batch's cut.
+        if (Dim sub; refines(lt.d[0], m_batch, &sub)) lt.d[0] = m_batch;
+      }
       Layout li = Layout::whole(rank_of(ids));
       if (!persistent(ids))
         li = valued(ids);
@@ -689,10 +820,8 @@ class Sharder {
       emit(op, {nt, ni}, {lo}, op);
       return;
     }
-    if (type == "Add" || type == "Sub" || type == "Mul" || type == "RealDiv" || type == "Dropout" || type == "GeLU" ||
-        type == "SiLU" || type == "Tanh" || type == "Sigmoid" || type == "Neg" || type == "Softmax" ||
-        type == "LayerNorm" || type == "RmsNorm" || type == "RotaryEmbedding" || type == "StridedSlice") {
-      elementwise(op);
+    if (pointwise(type)) {
+      elementwise(op, s);
       return;
     }
     // No rule: whole inputs, whole outputs (every rank computes the op on the whole tensors).
@@ -717,6 +846,10 @@ class Sharder {
           (cell ? "has no MatMul or Conv2D to shard" : "no forward op of " + m_train.name + " has this name or cell") +
           " (strategy " + shard_strategy_string(st) + ")");
     }
+    for (const auto& [name, st] : m_cfg.outputs)
+      if (!m_used_outputs.count(name))
+        throw std::invalid_argument("layer " + name + ": no forward op of " + m_train.name +
+                                    " has this name (output strategy " + shard_strategy_string(st) + ")");
     Workload w = m_train;
     w.graph = Graph();
     // The loss: a whole value on every rank (a batch-cut loss is the rank's own mean, as in data
@@ -732,6 +865,13 @@ class Sharder {
     spec.decayed.clear();
     for (auto old : m_train.optimizer_spec.decayed)
       if (auto it = m_params.find(old); it != m_params.end()) spec.decayed.insert(it->second.id);
+    // A weight whose op read rows cut more finely than the batch: each rank's gradient is its
+    // rows' share, AllReduced over those ranks by the optimizer (Megatron's all-reduce of the
+    // sequence-parallel norms' gradients over the tensor-parallel group).
+    spec.partial_gradients.clear();
+    for (const auto& [old, sub] : m_weight_rows)
+      if (auto it = m_params.find(old); it != m_params.end() && m_from.tensor(old).role == TensorRole::Parameter)
+        spec.partial_gradients[it->second.id] = {sub.cuts, sub.stride};
     append_optimizer(m_g, grads, spec);
     w.sens = sens;
     w.optimizer_spec = spec;
@@ -779,6 +919,7 @@ class Sharder {
       m_plan->gradient_group_size = w.parallel.gradient_group_size;
       m_plan->gradient_group_stride = w.parallel.gradient_group_stride;
       for (const auto& [name, st] : m_cfg.layers) m_plan->strategies[name] = shard_strategy_string(st);
+      for (const auto& [name, st] : m_cfg.outputs) m_plan->output_strategies[name] = shard_strategy_string(st);
     }
     return w;
   }
@@ -793,7 +934,15 @@ class Sharder {
   std::map<TensorId, const Op*> m_lazy_op;  ///< ops on weights alone, made where they are used
   std::map<TensorId, TensorId> m_lazy_made;
   std::map<TensorId, bool> m_weight_data;  ///< per weight: whether its op read batch-cut data
-  std::set<std::string> m_used;
+  std::map<TensorId, Dim> m_weight_rows;   ///< per weight whose op read rows cut finer: the ranks they divide among
+  struct Redistributed {
+    Layout want;
+    Dim split;
+    TensorId id;
+    bool claimed;  ///< gathered over `split` (its backward sums the consumer's partial gradients)
+  };
+  std::map<TensorId, std::vector<Redistributed>> m_redistributed;  ///< per computed tensor, its redistributions
+  std::set<std::string> m_used, m_used_outputs;
   std::vector<std::pair<std::int64_t, std::int64_t>> m_gathered;  ///< AllGather groups of an op's input
   std::map<std::tuple<TensorId, std::int64_t, std::int64_t>, TensorId> m_mirrored;  ///< per input and group
   Dim m_batch;                                                    ///< the batch's cut: the data-parallel ranks

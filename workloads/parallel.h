@@ -29,18 +29,34 @@
 //              ([tokens, H/T] -> [B, S, heads/T, d]); other cuts are gathered first.
 //   Transpose  permutes the cuts.
 //   BatchMatMul  batch axes and rows follow x; y brought to them; contraction and columns whole.
-//   EmbeddingLookup  follows its ids; the table whole along its width.
+//   EmbeddingLookup  follows its ids; the table whole along its width (a computed table's rows
+//              cut more finely than the batch are gathered to the batch's cut first).
 //   FlashAttentionScore  k, v and the outputs follow q's batch and heads; sequence and width whole.
 //   element-wise (Add, Sub, Mul, RealDiv, Dropout, GeLU, SiLU, Tanh, ...) follow the computed
 //              input of the highest rank, the others aligned to its trailing axes (broadcast
 //              axes whole); Softmax, LayerNorm and RMSNorm want their last axis whole, rotary
-//              embeddings their last two, a StridedSlice its axis.
+//              embeddings their last two, a StridedSlice its axis. A strategy gives that input's
+//              cuts (the others' must be its, aligned): ((8,1),(1,),(1,)) runs a LayerNorm on
+//              1/8 of the rows.
 //   others     BatchNorm, pooling, ReLU, Cast, BiasAdd and ReduceMean follow input 0 (partial sums
 //              reduced first, pooled or reduced dimensions uncut), other inputs are brought to its
 //              layout; the loss keeps the batch cut and needs the classes whole; an op without a
 //              rule gets whole inputs and gives a whole output.
 // A computed input held whole by a group that an op splits passes one Mirror per group (its
 // consumers' gradients summed before the Mirror's backward AllReduce).
+//
+// Redistribution (a value brought to the layout an op wants; once per value, layout and the
+// group its consumer splits): a partial sum is AllReduced, or ReduceScattered where the wanted
+// layout cuts a dimension over the partial sum's ranks (within the cut it has: MindSpore's
+// out_strategy ((8,1)) of a MatMul whose contraction is cut 2 ways, on 4 batch pieces of 2
+// ranks); a dimension cut more finely than wanted is gathered over the ranks of the finer cut
+// alone, one cut more coarsely is sliced over them; other cuts are gathered whole and sliced. A
+// gather's backward reduce-scatters where its consumer is split over the gathered ranks (each
+// rank's gradient a partial sum; no Mirror then), else keeps the rank's piece of the whole
+// gradient. An op's output strategy (`SemiAutoConfig::outputs`) redistributes its output right
+// after it. A weight whose op read rows cut more finely than the batch (1/T of a batch piece's
+// tokens) has its gradient AllReduced over those ranks as the optimizer begins
+// (OptimizerSpec::partial_gradients; Megatron's sequence-parallel norms).
 // A strategy whose cuts do not divide a dimension, whose cuts do not fit the devices, or that
 // disagrees with itself (a MatMul's two k cuts) is an error naming the layer.
 #pragma once
@@ -69,6 +85,9 @@ struct SemiAutoConfig {
   /// Per layer — an op's name or the part of it before the first '/' (its cell, e.g. "layer1") —
   /// the op's strategy.
   std::map<std::string, ShardStrategy> layers;
+  /// Per op (its name), the layout its output is brought to right after it: one tuple of cuts
+  /// (MindSpore's out_strategy; a partial sum's ranks cutting one of them: a ReduceScatter).
+  std::map<std::string, ShardStrategy> outputs;
   /// Where the ranks that repeat a piece sit when a strategy's cuts use fewer than all devices:
   /// false, the slowest-varying (seed 002's strips: rank r holds strip r mod 4 on 8 devices);
   /// true, the fastest-varying (MindSpore's device matrix with the repeated number on its right,
@@ -95,6 +114,7 @@ struct ShardPlan {
   std::int64_t parameters_global = 0, parameters_local = 0;  ///< elements
   std::int64_t gradient_group_size = 0, gradient_group_stride = 1;  ///< 1: no gradient AllReduce
   std::map<std::string, std::string> strategies;                    ///< per layer given, as written
+  std::map<std::string, std::string> output_strategies;             ///< per op given an output strategy, as written
   /// Which piece of a whole tensor each rank holds, for the batch tensors and the weights: per
   /// dimension its cuts and stride (the piece on rank r is (r / stride) mod cuts); a dimension
   /// that a flatten merged from several (`merged`: their whole shape, one of them, `merged_axis`,

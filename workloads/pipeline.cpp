@@ -443,6 +443,7 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
   spec.unsharded.clear();
   spec.split.clear();
   spec.norm_elsewhere.clear();
+  spec.partial_gradients.clear();
   for (auto p : updated) {
     const auto& holders = part.holders.at(p);
     if (holders.size() < 2) continue;
@@ -460,6 +461,8 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     if (shared.count(t)) spec.unsharded.insert(shared.at(t));
   for (auto t : w.optimizer_spec.split)
     if (shared.count(t)) spec.split.insert(shared.at(t));
+  for (const auto& [t, group] : w.optimizer_spec.partial_gradients)
+    if (shared.count(t)) spec.partial_gradients[shared.at(t)] = group;
   spec.pipeline_stages = P;
   spec.pipeline_stride = R;
   // A per-step learning-rate array has one entry per optimizer step: a step is M micro-batches.

@@ -79,6 +79,14 @@ void unscale_gradients(Graph& g, std::map<TensorId, TensorId>& grads, double los
   for (auto& [param, grad] : grads) grad = g.mul("Unscale/" + g.tensor(param).name, grad, inv, TensorRole::Gradient);
 }
 
+void sum_partial_gradients(Graph& g, std::map<TensorId, TensorId>& update, const OptimizerSpec& spec) {
+  for (const auto& [param, group] : spec.partial_gradients) {
+    const auto it = update.find(param);
+    if (it == update.end()) continue;
+    it->second = reduce_norm(g, "PartialGradients/" + g.tensor(param).name, it->second, group);
+  }
+}
+
 std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update,
                                              const OptimizerSpec& spec) {
   std::map<TensorId, TensorId> pieces;
@@ -141,6 +149,7 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
     throw std::invalid_argument(
         "LARS scales each layer by its whole weight's norm; shard the optimizer of Momentum, AdamW or LAMB");
   std::map<TensorId, TensorId> update = grads;
+  sum_partial_gradients(g, update, spec);
   const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);
   TensorId lr;

@@ -48,12 +48,19 @@ struct OptimizerSpec {
   /// `norm_elsewhere` (a shared embedding's copy on the last stage) is counted on another stage.
   std::int64_t pipeline_stages = 1, pipeline_stride = 1;
   std::set<TensorId> norm_elsewhere;
+  /// Per weight whose gradient is a partial sum on each rank (its op read rows cut more finely
+  /// than the batch: Megatron's sequence-parallel norms and the biases after a ReduceScatter), the
+  /// group {size, stride} it is AllReduced over before the update (once a step, after a pipeline's
+  /// micro-batches).
+  std::map<TensorId, std::pair<std::int64_t, std::int64_t>> partial_gradients;
 };
 
 /// The group over which the pieces of `param`'s gradient (or weight) make its whole: {size,
 /// stride}, {1, 1} when this rank holds it whole. `sharded`: the optimizer shards it.
 std::pair<std::int64_t, std::int64_t> norm_group(const OptimizerSpec& spec, TensorId param, bool sharded);
 
+/// The gradients in spec.partial_gradients AllReduced over their groups, in `update`.
+void sum_partial_gradients(Graph& g, std::map<TensorId, TensorId>& update, const OptimizerSpec& spec);
 /// Optimizer-state sharding's gradient side: each gradient of `update` whose parameter's first
 /// axis divides into spec.shard_size is replaced by its ReduceScatter; returns, per such
 /// parameter, the rank's piece of it (a Slice) that the optimizer updates in its place.

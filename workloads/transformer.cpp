@@ -249,6 +249,7 @@ void append_adam_family(Graph& g, const std::map<TensorId, TensorId>& grads, con
   g.begin_optimizer(grads);
   g.set_pass(Pass::Optimizer);
   std::map<TensorId, TensorId> update = grads;
+  sum_partial_gradients(g, update, spec);
   const std::map<TensorId, TensorId> pieces = shard_gradients(g, update, spec);
   unscale_gradients(g, update, spec.loss_scale);
   if (spec.clip_global_norm) clip_by_global_norm(g, update, spec, pieces);
@@ -511,6 +512,31 @@ std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& 
       out[n] = column;
     else if (ends(n, ".o/MatMul") || ends(n, ".fc2/MatMul") || ends(n, ".w2/MatMul"))
       out[n] = row;
+  }
+  return out;
+}
+
+SequenceParallelStrategies sequence_parallel_strategies(const Workload& w, std::int64_t dp, std::int64_t tp) {
+  const std::vector<std::int64_t> tokens{dp * tp, 1};  // [tokens, hidden]: 1/tp of a batch piece's tokens
+  auto ends = [](const std::string& name, const std::string& tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  SequenceParallelStrategies out;
+  for (const Op& op : w.graph.ops()) {
+    if (op.pass != Pass::Forward) continue;
+    const std::string& n = op.name;
+    const bool region = op.type == "LayerNorm" || op.type == "RmsNorm" || op.type == "Add" || op.type == "Dropout";
+    const bool layer = !transformer_layer_of(n).empty();
+    if (region && w.graph.tensor(op.outputs.at(0)).shape.size() == 2 &&
+        (layer || n == "ln_f/LayerNorm" || n == "norm/RmsNorm")) {
+      ShardStrategy s;  // the activations cut along the tokens, the norms' scales whole
+      for (auto t : op.inputs) s.push_back(w.graph.tensor(t).shape.size() == 2 ? tokens : std::vector<std::int64_t>{1});
+      out.layers[n] = s;
+    } else if (n == "embed/Reshape" || ends(n, ".o/MatMul") || ends(n, ".fc2/MatMul") || ends(n, ".w2/MatMul")) {
+      out.outputs[n] = {tokens};
+    } else if (n == "lm_head/MatMul") {
+      out.layers[n] = {{dp, 1}, {1, 1}};
+    }
   }
   return out;
 }

@@ -77,4 +77,17 @@ std::map<std::string, ShardStrategy> tensor_parallel_strategies(const Workload& 
                                                                 std::int64_t kv_heads, std::int64_t ffn, std::int64_t dp,
                                                                 std::int64_t tp);
 
+/// Megatron's sequence parallelism over tensor_parallel_strategies' layout (Korthikanti et al.,
+/// "Reducing Activation Recomputation in Large Transformer Models", 2022, section 4.2.2): the
+/// layers' norms, dropouts and residual adds on the [tokens, hidden] activations cut along the
+/// tokens among the group, ((dp·tp,1),...) in `layers` (the final norm too); the output of the
+/// attention's projection and of the MLP's last layer brought to that cut, ((dp·tp,1)) in
+/// `outputs` (a ReduceScatter where tensor parallelism AllReduces), as the embeddings' output (a
+/// local slice); the column-split layers' input gathered by the machinery (an AllGather where
+/// tensor parallelism mirrors it), as the head's, ((dp,1),(1,1)).
+struct SequenceParallelStrategies {
+  std::map<std::string, ShardStrategy> layers, outputs;
+};
+SequenceParallelStrategies sequence_parallel_strategies(const Workload& w, std::int64_t dp, std::int64_t tp);
+
 }  // namespace ascendsim::workloads

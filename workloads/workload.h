@@ -82,6 +82,8 @@ struct Parallel {
   std::set<TensorId> reduce_scattered;
   std::int64_t data_shards = 0;  ///< the ranks that divide the dataset among them (0: every rank)
   std::int64_t tensor_parallel = 1;  ///< Megatron tensor parallelism: the ranks of a group (1: none)
+  /// Megatron's sequence parallelism with it: the norms, dropouts and residual adds on 1/T of the tokens
+  bool sequence_parallel = false;
   /// Pipeline parallelism (workloads/pipeline.h): the stages, each of devices / pipeline_stages
   /// consecutive ranks, and the micro-batches of a step; `stage` is this graph's.
   std::int64_t pipeline_stages = 1, micro_batches = 1, stage = 0;

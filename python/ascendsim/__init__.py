@@ -260,7 +260,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
               accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
               optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
-              tensor_parallel: Optional[int] = None, optimizer_shard: bool = False,
+              tensor_parallel: Optional[int] = None, sequence_parallel: bool = False, optimizer_shard: bool = False,
               recompute: bool = False, flash_attention: Optional[bool] = None,
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
               gradient_accumulation: Optional[int] = None,
@@ -278,8 +278,9 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
         if value is not None:
             _real(name, value)
     for name, value in (("functional", functional), ("eval", eval), ("optimizer_shard", optimizer_shard),
-                        ("recompute", recompute), ("keep_batchnorm_fp32", keep_batchnorm_fp32),
-                        ("ub_fusion", ub_fusion), ("flash_attention", flash_attention)):
+                        ("sequence_parallel", sequence_parallel), ("recompute", recompute),
+                        ("keep_batchnorm_fp32", keep_batchnorm_fp32), ("ub_fusion", ub_fusion),
+                        ("flash_attention", flash_attention)):
         _switch(name, value)
     for name, value in (("server", server), ("chip", chip), ("dataset", dataset), ("data", data), ("config", config),
                         ("rank_table", rank_table), ("amp_level", amp_level), ("init", init),
@@ -317,7 +318,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
     if frozen:
         a += ["--frozen", ",".join(frozen)]
     a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval) + ["--optimizer-shard"] * bool(optimizer_shard)
-    a += ["--recompute"] * bool(recompute)
+    a += ["--recompute"] * bool(recompute) + ["--sequence-parallel"] * bool(sequence_parallel)
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     return [str(x) for x in a]
@@ -336,8 +337,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
           accuracy_curve: Optional[str] = None, target_accuracy: Optional[float] = None,
           optimizer: Optional[str] = None, shape: Optional[Mapping[str, int]] = None,
-          tensor_parallel: Optional[int] = None, optimizer_shard: bool = False, recompute: bool = False,
-          flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
+          tensor_parallel: Optional[int] = None, sequence_parallel: bool = False, optimizer_shard: bool = False,
+          recompute: bool = False, flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
           micro_batches: Optional[int] = None, gradient_accumulation: Optional[int] = None,
           frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
           hf_config: Optional[str] = None) -> Report:
@@ -358,8 +359,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     (``{"layers": 4, "hidden": 512, "heads": 8, "seq_length": 256}``; keys ``layers``, ``hidden``,
     ``heads``, ``kv_heads``, ``ffn``, ``seq_length``, ``vocab``). ``tensor_parallel=N`` splits a transformer's
     attention and MLP over groups of N adjacent devices (Megatron's layout; ``batch_size`` is then each
-    group's); ``optimizer_shard=True`` shards the optimizer state across the ranks that hold the same
-    weights (MindSpore's optimizer_shard, ZeRO-1); ``recompute=True`` runs every layer's forward again
+    group's); ``sequence_parallel=True`` adds Megatron's sequence parallelism to it (the norms, dropouts and
+    residual adds on 1/N of the tokens); ``optimizer_shard=True`` shards the optimizer state across the ranks
+    that hold the same weights (MindSpore's optimizer_shard, ZeRO-1); ``recompute=True`` runs every layer's forward again
     in the backward pass, keeping only each layer's input; ``flash_attention`` turns the fused attention
     kernel on or off (default: where the chip's backend has it, the Ascend 910B); ``pipeline_stages=P``
     divides a transformer's layers among P stages of consecutive devices, each step's batch in
@@ -383,9 +385,10 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, accuracy_curve=accuracy_curve,
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
-        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches, gradient_accumulation=gradient_accumulation,
-        frozen=frozen, data=data, hf_config=hf_config), "--json", "-", "-q"))
+        sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
+        flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
+        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config),
+        "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -400,7 +403,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             model: Optional[str] = None, mode: Optional[str] = None, loss: Optional[str] = None,
             keep_batchnorm_fp32: Optional[bool] = None, ub_fusion: Optional[bool] = None,
             shape: Optional[Mapping[str, int]] = None, tensor_parallel: Optional[int] = None,
-            optimizer_shard: bool = False, recompute: bool = False, flash_attention: Optional[bool] = None,
+            sequence_parallel: bool = False, optimizer_shard: bool = False, recompute: bool = False,
+            flash_attention: Optional[bool] = None,
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
             gradient_accumulation: Optional[int] = None,
             frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
@@ -414,9 +418,10 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         functional=functional, eval=eval, seed=seed, init=init, eval_every=eval_every, parallel_mode=parallel_mode,
         dataset_strategy=dataset_strategy, shard_strategy=shard_strategy, model=model, mode=mode, loss=loss,
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
-        optimizer_shard=optimizer_shard, recompute=recompute, flash_attention=flash_attention,
-        pipeline_stages=pipeline_stages, micro_batches=micro_batches, gradient_accumulation=gradient_accumulation,
-        frozen=frozen, data=data, hf_config=hf_config), "--json", "-", "-q"))
+        sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
+        flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
+        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config),
+        "--json", "-", "-q"))
 
 
 class ServeReport(Report):

@@ -41,6 +41,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"dataset_strategy", "--dataset-strategy"},
                                                        {"shard_strategy", "--shard-strategy"},
                                                        {"tensor_parallel", "--tensor-parallel"},
+                                                       {"sequence_parallel", "--sequence-parallel"},
                                                        {"optimizer_shard", "--optimizer-shard"},
                                                        {"recompute", "--recompute"},
                                                        {"pipeline_stages", "--pipeline-stages"},

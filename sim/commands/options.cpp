@@ -212,6 +212,9 @@ po::options_description parallel_options(Options& o) {
       "tensor-parallel", po::value(&o.tensor_parallel)->default_value(o.tensor_parallel),
       "transformers: Megatron tensor parallelism over groups of this many adjacent ranks (attention heads and MLP "
       "split; the groups data parallel); --batch-size is then each group's")(
+      "sequence-parallel", po::bool_switch(&o.sequence_parallel),
+      "with --tensor-parallel: Megatron's sequence parallelism, the norms, dropouts and residual adds on 1/T of the "
+      "tokens (AllGather and ReduceScatter where tensor parallelism AllReduces)")(
       "optimizer-shard", po::bool_switch(&o.optimizer_shard),
       "shard the optimizer state across the ranks that hold the same weights (MindSpore's optimizer_shard, ZeRO-1): "
       "gradients reduce-scattered, each rank updating its piece, the pieces all-gathered")(
@@ -398,6 +401,7 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.dataset_strategy = o.dataset_strategy;
   r.shard_strategy = o.shard_strategy;
   r.tensor_parallel = o.tensor_parallel;
+  r.sequence_parallel = o.sequence_parallel;
   r.optimizer_shard = o.optimizer_shard;
   r.recompute = o.recompute;
   r.pipeline_stages = o.pipeline_stages;

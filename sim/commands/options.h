@@ -58,6 +58,7 @@ struct Options {
   std::string dataset_index;
   std::string parallel_mode = "data", dataset_strategy, shard_strategy;
   std::int64_t tensor_parallel = 1;
+  bool sequence_parallel = false;
   bool optimizer_shard = false, recompute = false;
   std::int64_t pipeline_stages = 1, micro_batches = 0, gradient_accumulation = 1;
   std::string trace, trace_steps, html, csv, per_step, step_trace;

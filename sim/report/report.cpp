@@ -368,10 +368,11 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
         const std::int64_t shards = std::max<std::int64_t>(1, h.parallel.value("data_shards", std::int64_t{1}));
         const std::int64_t tp = h.parallel.value("tensor_parallel", std::int64_t{1});
         const auto& pp = h.parallel["pipeline"];
-        mode = tp > 1 ? fmt::format("tensor parallel {} x data parallel {}", tp, shards) : "semi-auto parallel";
+        const std::string sp = h.parallel.value("sequence_parallel", false) ? " (sequence parallel)" : "";
+        mode = tp > 1 ? fmt::format("tensor parallel {}{} x data parallel {}", tp, sp, shards) : "semi-auto parallel";
         if (pp.is_object())
           mode = fmt::format("pipeline {} x {}data parallel {}", pp["stages"].get<std::int64_t>(),
-                             tp > 1 ? fmt::format("tensor parallel {} x ", tp) : std::string(), shards);
+                             tp > 1 ? fmt::format("tensor parallel {}{} x ", tp, sp) : std::string(), shards);
         batch = pp.is_object() ? fmt::format("batch {} per pipeline in {} micro-batches of {}, {} in all", h.batch_size,
                                              pp["micro_batches"].get<std::int64_t>(),
                                              pp["micro_batch"].get<std::int64_t>(), h.batch_size * shards)

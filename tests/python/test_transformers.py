@@ -176,6 +176,21 @@ def test_tensor_parallel_and_a_sharded_optimizer_from_python():
         ascendsim.train("gpt", "loop-sink", devices=4, tensor_parallel=3, shape=shape)
 
 
+def test_sequence_parallel_from_python():
+    import ascendsim
+    shape = {"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128}
+    sp = ascendsim.train("gpt", "loop-sink", batch_size=2, steps_per_epoch=4, devices=2, tensor_parallel=2,
+                         sequence_parallel=True, shape=shape)
+    p = sp["parallel"]
+    assert p["sequence_parallel"] is True and p["output_strategies"]["embed/Reshape"] == "((2,1))"
+    kinds = {c["kind"] for c in p["collectives"] if c["name"].startswith("h.")}
+    assert kinds == {"AllGather", "ReduceScatter"}  # no AllReduce of the layers' activations left
+    with pytest.raises(ascendsim.InputError, match="--sequence-parallel: .*--tensor-parallel 2 or more"):
+        ascendsim.train("gpt", "loop-sink", sequence_parallel=True, shape=shape)
+    with pytest.raises(ascendsim.InputError, match="sequence_parallel"):
+        ascendsim.train("gpt", "loop-sink", sequence_parallel="yes", shape=shape)
+
+
 def test_recomputation_from_python_costs_the_forward_again():
     import ascendsim
     shape = {"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128}

@@ -571,8 +571,9 @@ namespace {
 TEST(Functional, TensorParallelismComputesTheOneDeviceRun) {
   // A LLaMA-shaped decoder of two layers (RMSNorm, rotary embeddings, SwiGLU, AdamW with its
   // global-norm clip) on a token stream — the README's bytes, windows of 16 and their next
-  // tokens — on one device and split by Megatron's tensor parallelism over two: the same loss at
-  // every one of 20 steps, from the same initial weights on the same batches.
+  // tokens — on one device and split by Megatron's tensor parallelism over two (with its sequence
+  // parallelism too): the same loss at every one of 20 steps, from the same initial weights on the
+  // same batches.
   const fs::path dir = test::temp_path("ascendsim_readme_tokens");
   fs::create_directories(dir);
   {
@@ -618,6 +619,17 @@ TEST(Functional, TensorParallelismComputesTheOneDeviceRun) {
   }
   EXPECT_GT(hi - lo, 1e-3);                       // the losses move: the weights train
   EXPECT_NEAR(a[0].loss, std::log(256.0), 0.05);  // small initial weights: about uniform over the bytes
+  // With sequence parallelism too: the norms and residual adds on each rank's half of the tokens,
+  // the column-split layers' input gathered, the row-split layers' partial sums reduce-scattered,
+  // the head's input gathered (its gradient's piece kept), the norms' scales' gradients summed
+  // over the two — the same losses again.
+  r.sequence_parallel = true;
+  const sim::RunOutcome sp = sim::run(r);
+  ASSERT_FALSE(sp.failed()) << sp.failure_message();
+  const auto& c = sp.runs.front().loss_values;
+  ASSERT_EQ(c.size(), a.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(c[i].loss, a[i].loss, 1e-4 * std::fabs(a[i].loss)) << "step " << i + 1;
   fs::remove_all(dir);
 }
 

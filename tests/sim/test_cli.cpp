@@ -1068,6 +1068,31 @@ TEST_F(CliTest, ASuiteRunTakesUbFusionAsTheFlagDoes) {
   EXPECT_FALSE(fs::exists(m_dir / "d" / "index.json"));
 }
 
+TEST_F(CliTest, SequenceParallelismNamesItsFlagAndASuiteRunTakesIt) {
+  const std::string gpt = "--workload gpt --layers 1 --hidden 64 --heads 4 --ffn 128 --seq-length 15 --vocab 128 ";
+  const Result alone = run("train -s loop-sink " + gpt + "--sequence-parallel");
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_THAT(alone.err, HasSubstr("--sequence-parallel: splits the tokens among the ranks of a tensor-parallel group; "
+                                   "give --tensor-parallel 2 or more (it is 1)"));
+  const Result odd =
+      run("train -s loop-sink " + gpt + "--batch-size 1 --devices 2 --tensor-parallel 2 --sequence-parallel");
+  EXPECT_EQ(odd.code, 2);
+  EXPECT_THAT(odd.err, HasSubstr("--sequence-parallel: the 15 tokens a tensor-parallel group computes at once"));
+  const std::string suite = file("sp.yaml",
+                                 "runs:\n"
+                                 "  - name: sp\n"
+                                 "    workload: gpt\n"
+                                 "    sequence_parallel: true\n");
+  const Result refused = run("suite " + suite + " --out " + (m_dir / "sp").string() + " -q");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("give --tensor-parallel 2 or more"));
+  const Result bad =
+      run("suite " + file("bad-sp.yaml", "runs:\n  - name: x\n    workload: gpt\n    sequence_parallel: maybe\n") +
+          " --out " + (m_dir / "d").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("'sequence_parallel' is true or false"));
+}
+
 TEST_F(CliTest, TableColumnsAreSizedToTheirContent) {
   // A slow pipeline gives wide step times; every row still splits into as many columns as its
   // header, two spaces apart.

@@ -167,6 +167,90 @@ TEST(SemiAuto, ACutMovingToAnotherDimensionIsOneAllToAll) {
                    aicpu::Hccl::ring_s(hc, hostif::Collective::AllGather, 4, 1 << 20, 1200));
 }
 
+TEST(SemiAuto, APartialSumBroughtToAFinerCutIsOneReduceScatterGatheredBackOverItsRanks) {
+  // 4 devices: the batch cut 2 over pairs of adjacent ranks (the repeated ranks fastest), layer2
+  // split along its contraction within each pair. Its output strategy cuts the rows 4 ways — each
+  // pair's rows in two — over the ranks of the partial sum: one ReduceScatter among the pair, no
+  // AllReduce. layer3 wants the pair's rows back: an AllGather among the pair alone, whose
+  // backward keeps the rank's piece of the gradient (layer3 is not split across the pair).
+  workloads::SemiAutoConfig c;
+  c.devices = 4;
+  c.repeat_right = true;
+  c.dataset = {{2, 1, 1, 1}, {2}};
+  c.layers = {{"layer2", {{2, 2}, {1, 2}}}, {"layer3", {{2, 1}, {1, 1}}}};
+  c.outputs = {{"layer2/MatMul", {{4, 1}}}};
+  ShardPlan p;
+  const auto w = sliced(c, &p);
+  EXPECT_EQ(layout_of(p, "layer2/MatMul:0").cuts, (std::vector<std::int64_t>{4, 1}));
+  EXPECT_EQ(layout_of(p, "layer2/MatMul:0").partial, 1);
+  EXPECT_EQ(layout_of(p, "layer2/MatMul:0").local, (workloads::Shape{8, 512}));
+  EXPECT_EQ(layout_of(p, "relu2/ReLU:0").local, (workloads::Shape{8, 512}));
+  EXPECT_EQ(layout_of(p, "layer3/MatMul:0").local, (workloads::Shape{16, 10}));
+  ASSERT_EQ(p.collectives.size(), 2u);
+  EXPECT_EQ(p.collectives[0].name, "layer2/MatMul/ReduceScatter0");
+  EXPECT_EQ(p.collectives[1].name, "layer3/MatMul/AllGather0");
+  for (const auto& x : p.collectives) {
+    EXPECT_EQ(x.group_size, 2) << x.name;
+    EXPECT_EQ(x.group_stride, 1) << x.name;
+    EXPECT_EQ(x.bytes, 16 * 512 * 4) << x.name;  // the pair's [16, 512] fp32
+  }
+  EXPECT_EQ(p.output_strategies.at("layer2/MatMul"), "((4,1))");
+  std::map<std::string, std::string> backward;  // each collective's dual
+  for (const auto& op : w.graph.ops())
+    if (op.pass == workloads::Pass::Backward && op.name.rfind("Gradients/layer", 0) == 0 &&
+        (op.type == "AllGather" || op.type == "ReduceScatter" || op.type == "Slice" || op.type == "AllReduce"))
+      backward[op.name] = op.type;
+  EXPECT_EQ(backward,
+            (std::map<std::string, std::string>{{"Gradients/layer2/MatMul/ReduceScatter0/AllGather", "AllGather"},
+                                                {"Gradients/layer3/MatMul/AllGather0/Slice", "Slice"},
+                                                {"Gradients/layer2/MatMul/Slice1/AllGather", "AllGather"}}));
+  // layer2's bias was added to a quarter of the batch on each rank: its gradient is the pair's
+  // partial sum, AllReduced over the pair as the optimizer begins; the weights saw their pair's rows.
+  ASSERT_EQ(w.optimizer_spec.partial_gradients.size(), 1u);
+  const auto& [bias, group] = *w.optimizer_spec.partial_gradients.begin();
+  EXPECT_EQ(w.graph.tensor(bias).name, "layer2.bias");
+  EXPECT_EQ(group, (std::pair<std::int64_t, std::int64_t>{2, 1}));
+  std::int64_t summed = 0;
+  for (const auto& op : w.graph.ops())
+    summed += op.type == "AllReduce" && op.name == "PartialGradients/layer2.bias/AllReduce";
+  EXPECT_EQ(summed, 1);
+  EXPECT_EQ(w.parallel.gradient_group_size, 2);  // and the batch's pieces averaged as before
+  EXPECT_EQ(w.parallel.gradient_group_stride, 2);
+}
+
+TEST(SemiAuto, ElementWiseStrategiesCutTheRowsTheirInputsAgreeOn) {
+  // A GPT-2 layer's first LayerNorm on half the tokens of each of 2 ranks: its scales whole; the
+  // Q, K and V projections follow its rows.
+  const workloads::Workload gpt =
+      workloads::make_workload("gpt", 2, test::small_transformer("gpt", 1, 64, 4, 128, 16, 128).recipe);
+  workloads::SemiAutoConfig c;
+  c.devices = 2;
+  c.dataset = {{1, 1}};
+  c.layers = {{"h.0.ln_1/LayerNorm", {{2, 1}, {1}, {1}}}};
+  ShardPlan p;
+  workloads::semi_auto(gpt, c, &p);
+  EXPECT_EQ(layout_of(p, "h.0.ln_1/LayerNorm:0").local, (workloads::Shape{16, 64}));
+  EXPECT_EQ(layout_of(p, "h.0.attn.q/MatMul:0").local, (workloads::Shape{16, 64}));
+  auto refused = [&](const std::map<std::string, ShardStrategy>& layers,
+                     const std::map<std::string, ShardStrategy>& outputs, const std::string& words) {
+    c.layers = layers;
+    c.outputs = outputs;
+    try {
+      workloads::semi_auto(gpt, c, nullptr);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused({{"h.0.ln_1/LayerNorm", {{1, 2}, {1}, {1}}}}, {}, "works along its last axis, which are not cut");
+  refused({{"h.0.ln_1/LayerNorm", {{2, 1}}}}, {}, "a LayerNorm takes 3 tuple(s), one per input");
+  refused({{"h.0.ln_1/LayerNorm", {{2, 1}, {2}, {1}}}}, {}, "input 1's cuts are not input 0's");
+  refused({{"h.0/Add_attention", {{2, 1, 1}, {2, 1}}}}, {}, "input 0 has 2 dimension(s), 3 cuts given");
+  refused({}, {{"h.0.nope/MatMul", {{2, 1}}}}, "layer h.0.nope/MatMul: no forward op of gpt has this name");
+  refused({}, {{"embed/Reshape", {{2}}}}, "one tuple of 2 cuts");
+  refused({}, {{"embed/Reshape", {{3, 1}}}}, "does not divide the 2 devices");
+}
+
 TEST(SemiAuto, StrategiesThatDoNotFitAreRefusedNamingTheLayer) {
   workloads::SemiAutoConfig c;
   c.devices = 8;

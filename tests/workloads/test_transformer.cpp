@@ -308,6 +308,188 @@ TEST(Transformer, TensorParallelRequestsThatCannotSplitAreRefusedNamingTheKey) {
   }
 }
 
+/// small_gpt with Megatron's sequence parallelism over its tensor-parallel groups.
+sim::RunRequest sequence_parallel_gpt(std::int64_t devices, std::int64_t tp, std::int64_t batch = 2) {
+  sim::RunRequest r = small_gpt(devices, tp, batch);
+  r.sequence_parallel = true;
+  return r;
+}
+
+/// The bytes each rank of a ring moves for one collective of `bytes` among `n`: a ReduceScatter
+/// or an AllGather (n-1)/n of them, an AllReduce (one of each) twice that.
+double ring_bytes(const hostif::Task& t, std::int64_t n) {
+  const double share = static_cast<double>(n - 1) / static_cast<double>(n) * static_cast<double>(t.comm_bytes);
+  return t.collective == hostif::Collective::AllReduce ? 2 * share : share;
+}
+
+TEST(Transformer, SequenceParallelMovesMegatronsVolumes) {
+  // Per layer, forward: the attention's and the MLP's input gathered along the tokens and their
+  // row-split outputs' partial sums reduce-scattered along them — 2 AllGather and 2 ReduceScatter
+  // of fp16 [tokens, H] among the T ranks where tensor parallelism AllReduces twice; backward their
+  // duals. A ring AllReduce being a ReduceScatter and an AllGather, each rank moves the bytes it
+  // moved. Beyond the layers, the head's input is gathered (its gradient's piece kept) and the
+  // embeddings' output scattered (a local slice; its gradient gathered): two AllGathers a step more.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  const std::int64_t H = 64, B = 3, S = 16, T = 2, tokens = B * S, layers = 2;
+  for (std::int64_t devices : {2, 4}) {  // one group; two data-parallel groups of two
+    const Workload tp = sim::request_workload(small_gpt(devices, T, B), cfg);
+    const Workload sp = sim::request_workload(sequence_parallel_gpt(devices, T, B), cfg);
+    EXPECT_TRUE(sp.parallel.sequence_parallel);
+    std::map<std::string, std::int64_t> in_layers;
+    for (const auto& c : sp.shard_plan->collectives) {
+      EXPECT_TRUE(c.forward) << c.name;  // no Mirror: a gathered input's gradient is reduce-scattered
+      EXPECT_EQ(c.group_size, T) << c.name;
+      EXPECT_EQ(c.group_stride, 1) << c.name;
+      EXPECT_EQ(c.bytes, tokens * H * 2) << c.name;  // the whole of a batch piece's [tokens, H]
+      if (!transformer_layer_of(c.name).empty())
+        ++in_layers[c.kind];
+      else
+        EXPECT_EQ(c.name, "lm_head/MatMul/AllGather0");
+    }
+    EXPECT_EQ(in_layers,
+              (std::map<std::string, std::int64_t>{{"AllGather", 2 * layers}, {"ReduceScatter", 2 * layers}}))
+        << devices;
+    // The compiled steps: per layer the same bytes per rank, in as many collectives again.
+    const runtime::CompiledGraph a = runtime::compile(tp, test::cost_model(), 2),
+                                 b = runtime::compile(sp, test::cost_model(), 2);
+    struct Moved {
+      double layers = 0, rest = 0;
+      std::map<std::pair<hostif::StepPart, hostif::Collective>, std::int64_t> count;
+    };
+    auto moved = [&](const runtime::CompiledGraph& g) {
+      Moved m;
+      for (const auto& t : g.step_tasks) {
+        if (t.kind != hostif::TaskKind::Comm || t.comm_group >= 0 || t.part == hostif::StepPart::Optimizer) continue;
+        EXPECT_EQ(t.comm_bytes, tokens * H * 2) << t.name;
+        (transformer_layer_of(t.name).empty() ? m.rest : m.layers) += ring_bytes(t, T);
+        if (!transformer_layer_of(t.name).empty()) ++m.count[{t.part, t.collective}];
+      }
+      return m;
+    };
+    const Moved x = moved(a), y = moved(b);
+    using C = hostif::Collective;
+    using P = hostif::StepPart;
+    EXPECT_EQ(x.count, (std::map<std::pair<P, C>, std::int64_t>{{{P::Forward, C::AllReduce}, 2 * layers},
+                                                                {{P::Backward, C::AllReduce}, 2 * layers}}));
+    EXPECT_EQ(y.count, (std::map<std::pair<P, C>, std::int64_t>{{{P::Forward, C::AllGather}, 2 * layers},
+                                                                {{P::Forward, C::ReduceScatter}, 2 * layers},
+                                                                {{P::Backward, C::AllGather}, 2 * layers},
+                                                                {{P::Backward, C::ReduceScatter}, 2 * layers}}));
+    EXPECT_DOUBLE_EQ(y.layers, x.layers);
+    EXPECT_DOUBLE_EQ(x.rest, 0);
+    EXPECT_DOUBLE_EQ(y.rest, 2.0 * (T - 1) / T * static_cast<double>(tokens * H * 2));
+    // The norms' scales and the biases added after a ReduceScatter saw their rank's tokens only:
+    // their gradients are AllReduced over the group as the optimizer begins, in one fused
+    // collective (Megatron's all-reduce of the sequence-parallel gradients).
+    std::int64_t partial = 0;
+    for (const auto& t : b.step_tasks)
+      if (t.kind == hostif::TaskKind::Comm && t.name.rfind("PartialGradients/", 0) == 0) {
+        ++partial;
+        EXPECT_EQ(t.group.size, T);
+        EXPECT_EQ(t.comm_bytes, (6 * layers + 2) * H * 4) << t.name;  // per layer 2 norms' 2, 2 biases; ln_f's 2
+      }
+    EXPECT_EQ(partial, 1);
+  }
+}
+
+TEST(Transformer, SequenceParallelDividesTheNormsAndTheirActivationsByTheGroup) {
+  // Each rank's norms, dropouts and residual adds see tokens / T rows; the multiply-accumulates of
+  // the step are tensor parallelism's; the step's peak of activations falls.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  for (const std::string wl : {"gpt", "llama-7b", "bert-base"}) {
+    sim::RunRequest plain = test::small_transformer(wl, 2, 128, 4, 512, 128, 128), split = plain;
+    plain.batch_size = split.batch_size = 4;
+    plain.devices = split.devices = 2;
+    plain.tensor_parallel = split.tensor_parallel = 2;
+    split.sequence_parallel = true;
+    const Workload tp = sim::request_workload(plain, cfg), sp = sim::request_workload(split, cfg);
+    const std::int64_t tokens = 4 * 128;
+    std::int64_t region = 0;
+    for (const auto& op : sp.graph.ops()) {
+      const bool norm =
+          op.type == "LayerNorm" || op.type == "RmsNorm" || op.type == "LayerNormXBackprop" || op.type == "RmsNormGrad";
+      const bool layer = !transformer_layer_of(op.name).empty() || op.name.find("ln_f") != std::string::npos ||
+                         op.name.rfind("norm/", 0) == 0;
+      if (!norm || !layer) continue;
+      ++region;
+      EXPECT_EQ(sp.graph.tensor(op.inputs.at(0)).shape.at(0), tokens / 2) << wl << " " << op.name;
+    }
+    EXPECT_GT(region, 0) << wl;
+    for (const auto& op : tp.graph.ops())
+      if ((op.type == "LayerNorm" || op.type == "RmsNorm") && !transformer_layer_of(op.name).empty()) {
+        EXPECT_EQ(tp.graph.tensor(op.inputs.at(0)).shape.at(0), tokens) << wl << " " << op.name;
+      }
+    EXPECT_EQ(forward_macs(sp.graph), forward_macs(tp.graph)) << wl;
+    const runtime::CompiledGraph a = runtime::compile(tp, test::cost_model(), 2),
+                                 b = runtime::compile(sp, test::cost_model(), 2);
+    auto macs = [](const runtime::CompiledGraph& g) {
+      std::int64_t n = 0;
+      for (const auto& d : g.descs) n += d.macs();
+      return n;
+    };
+    EXPECT_EQ(macs(b), macs(a)) << wl;
+    EXPECT_LT(b.memory.peak_activation_bytes, a.memory.peak_activation_bytes) << wl;
+    EXPECT_EQ(b.memory.persistent_bytes, a.memory.persistent_bytes) << wl;
+  }
+}
+
+TEST(Transformer, SequenceParallelComposesWithPipelinesRecomputationAndAShardedOptimizer) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  sim::RunRequest r = sequence_parallel_gpt(8, 2, 4);
+  r.recipe.layers = 4;
+  r.pipeline_stages = 2;
+  r.micro_batches = 2;
+  r.recompute = true;
+  r.optimizer_shard = true;
+  const sim::RunOutcome x = sim::run(r), y = sim::run(r);
+  ASSERT_FALSE(x.failed()) << x.failure_message();
+  EXPECT_EQ(x.report().dump(), y.report().dump());
+  EXPECT_EQ(x.report()["parallel"]["sequence_parallel"], true);
+  EXPECT_TRUE(x.runs.front().optimizer_collectives.contains("ReduceScatter"));
+  const std::string text = report::format_table(x.header, x.runs);
+  EXPECT_NE(text.find("pipeline 2 x tensor parallel 2 (sequence parallel) x data parallel 2"), std::string::npos)
+      << text;
+  // Between the stages goes each rank's share of the tokens: half what tensor parallelism sends.
+  sim::RunRequest plain = r;
+  plain.sequence_parallel = false;
+  auto exchanged = [&](const sim::RunRequest& q) {
+    std::int64_t bytes = 0;
+    const Workload w = sim::request_workload(q, cfg);
+    for (const auto& op : w.stages.front()->graph.ops())
+      if (op.type == "Send" || op.type == "SendReceive")
+        bytes += w.stages.front()->graph.tensor(op.inputs.at(0)).bytes();
+    return bytes;
+  };
+  EXPECT_EQ(2 * exchanged(r), exchanged(plain));
+  // Recomputation runs a layer's gathers and scatters again with it.
+  const Workload w = sim::request_workload(r, cfg);
+  std::int64_t again = 0;
+  for (const auto& op : w.stages.front()->graph.ops())
+    again += op.name.find("Recompute/") != std::string::npos && op.type == "ReduceScatter";
+  EXPECT_GT(again, 0);
+}
+
+TEST(Transformer, SequenceParallelRequestsThatCannotSplitAreRefusedNamingTheKey) {
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  auto refused = [&](sim::RunRequest r, const std::string& says) {
+    try {
+      sim::request_workload(r, cfg);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const sim::InputError& e) {
+      EXPECT_EQ(e.key(), "sequence_parallel") << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(sequence_parallel_gpt(2, 1), "give tensor_parallel 2 or more (it is 1)");
+  sim::RunRequest odd = sequence_parallel_gpt(2, 2, 1);
+  odd.recipe.seq_length = 15;
+  refused(odd, "the 15 tokens a tensor-parallel group computes at once (1 sequence(s) of 15");
+  sim::RunRequest micro = sequence_parallel_gpt(4, 2, 2);
+  micro.recipe.seq_length = 15;
+  micro.pipeline_stages = 2;  // a micro-batch of one sequence
+  refused(micro, "do not divide among its 2 ranks");
+}
+
 TEST(Transformer, OptimizerShardingDividesTheOptimizerStateByTheGroup) {
   const sim::SystemConfig cfg = sim::load_config(test::config_request());
   sim::RunRequest dp = small_gpt(4, 1);
