@@ -132,9 +132,11 @@ FiguresFile load_figures_file(const std::string& path, const std::string& config
         if (p.not_compared.empty()) throw InputError(at + ": 'not_compared' gives the reason; remove it to count the figure");
       } else if (key == "run") {
         if (!v.IsMap()) throw InputError(at + ": 'run' is a mapping (workload, strategies, ...)");
-        if (v["serve"])
+        if (v["serve"]) {
           p.serve = run_yaml::parse_serve_run(v, at + ": run", config_dir, nullptr);
-        else
+          p.run.config = p.serve->config;  // the server and presets its figure is simulated on
+          p.run.devices = p.serve->devices;
+        } else
           p.run = parse_run(v, at + ": run", config_dir, nullptr);
       } else {
         throw InputError(at + ": unknown key '" + key +

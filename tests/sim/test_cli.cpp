@@ -1403,6 +1403,29 @@ TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
                                          "    run: {workload: lenet5, epochs: 2}\n"));
   EXPECT_EQ(both.code, 2);
   EXPECT_THAT(both.err, HasSubstr("drop host_bound or not_compared"));
+  // A serving figure is measured by the requests' TPOT or TTFT, in one launch mode; a training run
+  // is not.
+  const std::string serving = "    run: {serve: true, workload: gpt, gpt_size: gpt2-small, requests: 4, rate: 2, "
+                              "prompt_tokens: 32, output_tokens: 8";
+  const Result step = run("validate --figures " +
+                          file("s1.yaml", "figures:\n  - id: S\n    value: 1\n    unit: ms\n    measure: step_time_ms\n" +
+                                              serving + "}\n"));
+  EXPECT_EQ(step.code, 2);
+  EXPECT_THAT(step.err, HasSubstr("tpot_ms and ttft_ms measure a serving run"));
+  const Result two = run("validate --figures " +
+                         file("s2.yaml", "figures:\n  - id: S\n    value: 1\n    unit: ms\n    measure: tpot_ms\n" +
+                                             serving + ", launch: [eager, graph]}\n"));
+  EXPECT_EQ(two.code, 2);
+  EXPECT_THAT(two.err, HasSubstr("exactly one launch mode"));
+  const fs::path sj = m_dir / "s3.json";
+  const Result tpot = run("validate --figures " +
+                          file("s3.yaml", "figures:\n  - id: S\n    value: 5\n    unit: ms\n    measure: tpot_ms\n" +
+                                              serving + ", framework: vllm-ascend-eager}\n") +
+                          " --json " + sj.string());
+  ASSERT_EQ(tpot.code, 0) << tpot.err;
+  const auto served = nlohmann::json::parse(slurp(sj));
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_GT(served[0]["simulated"].get<double>(), 0);
 }
 
 TEST_F(CliTest, ValidateMeasuresEpochsAsTimeMonitorAndTakesARunsConfigFile) {

@@ -7,10 +7,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/graph_compiler.h"
+#include "sim/config.h"
 #include "sim/core/error.h"
 #include "sim/report/serve_report.h"
 #include "sim/serve.h"
 #include "tests/test_support.h"
+#include "workloads/serving.h"
 
 namespace ascendsim::sim {
 namespace {
@@ -43,6 +46,54 @@ runtime::StepCost decode(const ServeRequest& r, LaunchMode m, std::int64_t batch
 }
 
 double phase(const runtime::StepCost& c, ServePhase p) { return c.phase_s[static_cast<std::size_t>(p)]; }
+
+TEST(Serve, AFrameworkChargesEachEagerLaunchOnTheHostsCores) {
+  // LLaMA-7B on one 910B of the Atlas 800T A2 (Kunpeng cores, host.core_speed 0.2048): with a
+  // Python framework's costs every eager launch pays op_us + arg_us per tensor argument on the
+  // host's core, so a batch-1 decode step takes at least the launches' sum and at most that plus
+  // the step without them; a captured graph launches once and does not pay them.
+  ServeRequest r;
+  r.config = test::config_request();
+  r.config.server = "atlas800t-a2";
+  r.workload = "gpt";
+  r.gpt_size = "llama-7b";
+  const auto plain = decode(r, LaunchMode::Eager, 1, 576), plain_graph = decode(r, LaunchMode::Graph, 1, 576);
+  const double op_us = 20, arg_us = 1;
+  r.config.sets = {"framework.op_us=20", "framework.arg_us=1"};
+  const auto eager = decode(r, LaunchMode::Eager, 1, 576), graph = decode(r, LaunchMode::Graph, 1, 576);
+  const SystemConfig cfg = load_config(r.config);
+  ASSERT_NEAR(cfg.host.core_speed, 0.2048, 1e-9);
+  workloads::StepShape step;
+  step.decode_seqs = 1;
+  step.decode_context = 576;
+  workloads::ServingLayout layout;
+  layout.kv_blocks = 8;
+  const runtime::CompiledGraph g = runtime::compile(
+      workloads::serving_step(*workloads::transformer_shape("llama-7b"), step, layout), test::cost_model(), 2);
+  double launches_s = 0;
+  for (const auto& t : g.step_tasks)
+    launches_s += 1e-6 * (t.kind == hostif::TaskKind::Comm
+                              ? cfg.host.collective_launch_us + op_us / cfg.host.core_speed
+                              : cfg.host.op_launch_us + (op_us + arg_us * t.tensor_args) / cfg.host.core_speed);
+  EXPECT_GT(g.step_tasks.size(), 300u);
+  EXPECT_GE(eager.time_s, launches_s);
+  EXPECT_LE(eager.time_s, launches_s + plain.time_s);
+  EXPECT_GT(phase(eager, ServePhase::Launch), 0.7 * launches_s);  // the device idles behind the host
+  EXPECT_NEAR(graph.time_s, plain_graph.time_s, 1e-6 * plain_graph.time_s);
+  EXPECT_GT(eager.time_s, 3 * graph.time_s);
+  // The shipped presets: each names itself; an unknown one is refused naming the key and the presets.
+  r.config.sets.clear();
+  r.config.framework = "vllm-ascend-eager";
+  EXPECT_GT(load_config(r.config).host.framework_op_us, 0);
+  r.config.framework = "pytorch-nightly";
+  try {
+    load_config(r.config);
+    ADD_FAILURE() << "an unknown framework loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "framework");
+    EXPECT_NE(std::string(e.what()).find("vllm-ascend-eager"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Serve, LaunchModesOrderAndTheLaunchesExplainTheGap) {
   const ServeRequest r = llama_tp4();
