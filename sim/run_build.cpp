@@ -482,6 +482,9 @@ workloads::Workload build_workload(const RunRequest& r, const SystemConfig& cfg)
   w.parallel.sequence_parallel = r.sequence_parallel;
   w.whole = std::make_shared<const workloads::Workload>(whole);
   lay_out_optimizer(w, r, tp);
+  // Megatron's sequence parallelism gathers a layer's split input again in the backward pass
+  // (full recomputation gathers it again anyway).
+  if (r.sequence_parallel && !r.recompute && w.training) workloads::regather_in_backward(w);
   recompute(w, r);
   return w;
 }

@@ -22,7 +22,7 @@ namespace {
 std::string base_name(std::string n) {
   for (bool again = true; again;) {
     again = false;
-    for (const char* p : {"Gradients/", "Recompute/"})
+    for (const char* p : {"Gradients/", "Recompute/", "Regather/"})
       if (n.rfind(p, 0) == 0) {
         n = n.substr(std::strlen(p));
         again = true;

@@ -553,6 +553,38 @@ std::string transformer_layer_of(const std::string& op_name) {
   return "";
 }
 
+std::int64_t regather_in_backward(Workload& w) {
+  Graph& g = w.graph;
+  const std::vector<Op> ops = g.ops();  // copies: the new gathers add tensors
+  std::map<TensorId, std::size_t> gathered;  // a layer's gathered activation -> its forward AllGather
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].pass == Pass::Forward && ops[i].type == "AllGather" && !transformer_layer_of(ops[i].name).empty())
+      gathered[ops[i].outputs.at(0)] = i;
+  std::vector<Op> out;
+  out.reserve(ops.size() + gathered.size());
+  std::map<TensorId, TensorId> again;
+  std::int64_t added = 0;
+  for (const Op& op : ops) {
+    Op copy = op;
+    if (op.pass == Pass::Backward)
+      for (auto& t : copy.inputs) {
+        const auto it = gathered.find(t);
+        if (it == gathered.end()) continue;
+        if (!again.count(t)) {  // the first backward reader: gather the split input again
+          const Op& f = ops[it->second];
+          Op r = g.make_op(f.type, "Regather/" + f.name, f.inputs, f, Pass::Backward);
+          again[t] = r.outputs.at(0);
+          out.push_back(std::move(r));
+          ++added;
+        }
+        t = again.at(t);
+      }
+    out.push_back(std::move(copy));
+  }
+  g.set_ops(std::move(out));
+  return added;
+}
+
 std::int64_t recompute_layers(Workload& w) {
   Graph& g = w.graph;
   const std::vector<Op> ops = g.ops();                      // copies: recomputed ops add tensors

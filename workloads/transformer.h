@@ -66,6 +66,13 @@ std::string transformer_layer_of(const std::string& op_name);
 /// optimizer can no longer be replaced afterwards.
 std::int64_t recompute_layers(Workload& w);
 
+/// Megatron's sequence parallelism does not keep a layer's gathered activation for the backward
+/// pass: the weight gradients' first reader gathers the sequence-split input again (an AllGather in
+/// the backward pass), so only the split input stays alive. Applied to a sharded training graph:
+/// each forward AllGather of a transformer layer whose result the backward pass reads is issued
+/// again before its first backward reader, which reads the new one. Returns the gathers added.
+std::int64_t regather_in_backward(Workload& w);
+
 /// Megatron's tensor parallelism as semi-automatic shard strategies for the training workload
 /// `w` of a transformer: on a device matrix of `dp` batch pieces by `tp` adjacent ranks, the
 /// attention's Q, K and V projections and the MLP's first layer(s) split by columns
