@@ -265,7 +265,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
               gradient_accumulation: Optional[int] = None,
               frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
-              hf_config: Optional[str] = None) -> List[str]:
+              hf_config: Optional[str] = None, framework: Optional[str] = None) -> List[str]:
     # Types here (a string or a bool is not a number); ranges are the command line's to judge.
     for name, value in (("epochs", epochs), ("sink_size", sink_size), ("devices", devices), ("eval_every", eval_every),
                         ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
@@ -296,6 +296,9 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
     a = _network_args(workload, model, mode, loss, hf_config)
     a += _shape_args(shape, _SHAPE_KEYS)
     a += ["--epochs", epochs, "--sink-size", sink_size, "--devices", devices, *_preset_args(server, chip)]
+    if framework is not None:
+        _text("framework", framework)
+        a += ["--framework", framework]
     for flag, value in (("--keep-batchnorm-fp32", keep_batchnorm_fp32), ("--ub-fusion", ub_fusion),
                         ("--flash-attention", flash_attention)):
         if value is not None:
@@ -341,7 +344,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           recompute: bool = False, flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
           micro_batches: Optional[int] = None, gradient_accumulation: Optional[int] = None,
           frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
-          hf_config: Optional[str] = None) -> Report:
+          hf_config: Optional[str] = None, framework: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -372,7 +375,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     ``micro_batches``); ``frozen`` names an ONNX model's initializers
     that are not trained (PyTorch's buffers read as data, such as rotary tables). ``data`` names a data
     script (YAML: the pipeline as a training script builds it, docs/model.md "The data script").
-    ``hf_config`` names a Hugging Face config.json (or a shipped one, ``"llama-2-7b"``): the transformer
+    ``framework`` names the framework launching ops one by one in non-sink mode (configs/frameworks,
+    e.g. "vllm-ascend-eager": PyTorch's launches from Python). ``hf_config`` names a Hugging Face config.json (or a shipped one, ``"llama-2-7b"``): the transformer
     it describes instead of ``workload``, ``shape`` overriding its fields (docs/model.md)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
@@ -387,8 +391,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
         sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
         flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
-        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config),
-        "--json", "-", "-q"))
+        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config,
+        framework=framework), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -408,7 +412,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
             gradient_accumulation: Optional[int] = None,
             frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
-            hf_config: Optional[str] = None) -> Report:
+            hf_config: Optional[str] = None, framework: Optional[str] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` and
     ``hf_config`` as :func:`train`."""
     return Report(cli("compare", *_run_args(
@@ -420,8 +424,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
         flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
-        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config),
-        "--json", "-", "-q"))
+        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config,
+        framework=framework), "--json", "-", "-q"))
 
 
 class ServeReport(Report):
