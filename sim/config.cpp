@@ -1,6 +1,7 @@
 #include "sim/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -324,16 +325,22 @@ SystemConfig load_config(const ConfigRequest& req) {
     return "";
   };
   if (!req.framework.empty()) {  // the framework launching ops op by op (eager serving, non-sink)
+    const bool a_name = req.framework.front() != '.' &&
+                        std::all_of(req.framework.begin(), req.framework.end(), [](unsigned char c) {
+                          return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+                        });
     const fs::path file = dir / "frameworks" / (req.framework + ".yaml");
-    if (!fs::is_regular_file(file)) {
+    if (!a_name || !fs::is_regular_file(file)) {
       std::vector<std::string> names;
       std::error_code ec;
       for (const auto& e : fs::directory_iterator(dir / "frameworks", ec))
         if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
       std::sort(names.begin(), names.end());
       throw InputError("framework", "framework",
-                       "unknown framework '" + req.framework + "': no file " + file.string() + " (presets: " +
-                           listing(names) + ")");
+                       a_name ? "no preset '" + req.framework + "': no file " + file.string() + " (presets: " +
+                                    listing(names) + ")"
+                              : "'" + req.framework + "' is not a preset's name (presets: " + listing(names) +
+                                    "; the files in " + (dir / "frameworks").string() + ")");
     }
     apply_yaml_file(ps, file.string());
     if (cfg.host.framework != req.framework)

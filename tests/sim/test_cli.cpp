@@ -1349,6 +1349,35 @@ TEST_F(CliTest, ADataScriptIsThePipelineInfoAndTheRunsShowAndABadOneIsNamed) {
   }
 }
 
+TEST_F(CliTest, TheLlmTrainingFlagsRefuseHostileValuesInOneLineAndWriteNothing) {
+  // --gradient-accumulation, --kv-heads and --framework as a user may mistype them: one error
+  // line naming the flag, exit 2, no report. A link to a shipped preset is not a preset's name.
+  const fs::path json = m_dir / "t.json";
+  fs::create_symlink(ASCENDSIM_SOURCE_DIR "/configs/frameworks/vllm-ascend-eager.yaml", m_dir / "fw.yaml");
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--gradient-accumulation 0", "--gradient-accumulation: must be at least 1 (1: no accumulation), got 0"},
+           {"--gradient-accumulation -4", "--gradient-accumulation: must be at least 1 (1: no accumulation), got -4"},
+           {"--gradient-accumulation 9223372036854775808", "'--gradient-accumulation' is invalid"},
+           {"--gradient-accumulation nan", "'--gradient-accumulation' is invalid"},
+           {"--gradient-accumulation 5", "the batch of 32 does not divide into 5 micro-batches"},
+           {"--kv-heads 0", "--kv-heads 0: must be positive"},
+           {"--kv-heads -1", "--kv-heads -1: must be positive"},
+           {"--kv-heads 9223372036854775808", "'--kv-heads' is invalid"},
+           {"--kv-heads nan", "'--kv-heads' is invalid"},
+           {"--kv-heads 5", "--kv-heads 5 must divide the 32 query heads"},
+           {"--framework nope", "--framework: no preset 'nope'"},
+           {"--framework " + m_dir.string(), "is not a preset's name"},
+           {"--framework /dev/full", "'/dev/full' is not a preset's name"},
+           {"--framework " + (m_dir / "fw").string(), "is not a preset's name"}}) {
+    const Result r = run("train --strategy graph-sink --workload llama-7b --layers 2 --batch-size 32 " + args +
+                         " --json " + json.string());
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(says)) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(json)) << args;
+  }
+}
+
 TEST_F(CliTest, ValidatePrintsPublishedAgainstSimulated) {
   const Result r = run("validate");
   ASSERT_EQ(r.code, 0) << r.err;
