@@ -161,13 +161,15 @@ void Executor::launch_ops(const hostif::TaskList& tasks) {
   // host's cores.
   const double python = m_host.framework_op_us / m_host.core_speed;
   const double per_arg = m_host.framework_arg_us / m_host.core_speed;
+  const sc_core::sc_time op = sim::us(m_host.op_launch_us + python),
+                         collective = sim::us(m_host.collective_launch_us + python);
   const bool tracing = m_trace && m_trace->active();
   sc_core::sc_time issued = sc_core::sc_time_stamp();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const sc_core::sc_time cost =
-        tasks[i].kind == hostif::TaskKind::Comm
-            ? sim::us(m_host.collective_launch_us + python)
-            : sim::us(m_host.op_launch_us + python + per_arg * static_cast<double>(tasks[i].tensor_args));
+        tasks[i].kind == hostif::TaskKind::Comm ? collective
+        : per_arg > 0 ? sim::us(m_host.op_launch_us + python + per_arg * static_cast<double>(tasks[i].tensor_args))
+                      : op;
     issued += cost;
     m_device.submit_task(tasks[i], issued, i + 1 == tasks.size());
     ++io().op_launches;

@@ -331,11 +331,7 @@ SystemConfig load_config(const ConfigRequest& req) {
                         });
     const fs::path file = dir / "frameworks" / (req.framework + ".yaml");
     if (!a_name || !fs::is_regular_file(file)) {
-      std::vector<std::string> names;
-      std::error_code ec;
-      for (const auto& e : fs::directory_iterator(dir / "frameworks", ec))
-        if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
-      std::sort(names.begin(), names.end());
+      const std::vector<std::string> names = presets(req.dir, "frameworks");
       throw InputError("framework", "framework",
                        a_name ? "no preset '" + req.framework + "': no file " + file.string() + " (presets: " +
                                     listing(names) + ")"

@@ -347,9 +347,9 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
       h.set_role(sum[p], TensorRole::Gradient);
     }
   };
-  std::set<TensorId> done;  // the weights whose gradient this micro-batch has accumulated
   auto backward = [&](std::int64_t k) {
     h.set_pass(Pass::Backward);
+    std::set<TensorId> done;  // the weights whose gradient this micro-batch has accumulated
     // Before the last micro-batch each gradient is added into its accumulator as soon as it is
     // computed (hooks on the weights, as MindSpore's and Megatron's accumulation), so a
     // micro-batch's gradients are not all live at once; the last one's sums follow the pass, where
@@ -377,7 +377,6 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     }
     for (auto p : updated)
       if (!at_once || !done.count(p)) accumulate(k, p);
-    done.clear();
   };
   // An exchange with the stage `dir` (+1 next, -1 previous): `sends` of micro-batch `ks` (this
   // graph's tensors of the old ones) and `receives` into micro-batch `kr`, pairwise as one op.
