@@ -221,12 +221,6 @@ Calibration calibrate(const CalibrationRequest& req) {
   std::vector<std::map<std::string, std::set<std::string>>> figure_presets;
   for (const auto& f : c.file.figures) {
     const bool fitted = std::find(ids.begin(), ids.end(), f.id) != ids.end();
-    if (f.run.devices > 8) {
-      if (fitted)
-        throw InputError("--only " + f.id + ": " + std::to_string(f.run.devices) +
-                         " devices cannot be simulated yet; leave it out");
-      continue;
-    }
     if (fitted)
       for (const auto& key : own_keys(f))
         for (const auto& full : fit_keys)

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -33,6 +34,7 @@ void ServerConfig::declare(ParamSet& ps) {
   ps.text("server.name", name, {}, "preset name of the server (`--server`)");
   ps.text("server.description", description, {}, "one-line description of the server");
   ps.text("server.chip", chip, {}, "the chip preset the server carries, used unless a chip is named");
+  ps.text("server.base", base, {}, "in a server preset: the preset it is made from (applied first)");
   ps.integer("server.devices_per_server", devices_per_server, "devices", 1, 8,
              "devices one host feeds: a run's ranks fill servers of this many, each sharing its host's cores");
   ps.text("server.host", host, {},
@@ -45,6 +47,7 @@ ParamSet bind_params(SystemConfig& cfg) {
   cfg.server.declare(ps);
   ps.text("chip.name", cfg.chip.name, {}, "preset name of the chip");
   ps.text("chip.description", cfg.chip.description, {}, "one-line description of the chip");
+  ps.text("chip.base", cfg.chip.base, {}, "in a chip preset: the preset it is made from (applied first)");
   cfg.chip.aicore.declare(ps);
   cfg.chip.memory.declare(ps);
   cfg.chip.aicpu.declare(ps);
@@ -220,39 +223,49 @@ void check_combinations(const SystemConfig& cfg) {
 
 namespace {
 
-/// Applies configs/hosts/<name>.yaml after the preset it is made from (`host.base`), recording each
-/// preset's fitted parameters (`host.fitted`, which then reads empty again).
-void apply_host_preset(ParamSet& ps, SystemConfig& cfg, const fs::path& dir, const std::string& name,
-                       const std::string& named_by, int depth) {
-  const fs::path file = dir / "hosts" / (name + ".yaml");
+/// Applies DIR/<kind>/<name>.yaml after the preset it is made from (`<section>.base`, applied
+/// first, as far back as eight presets), calling `applied` after each file with its path and name.
+void apply_preset_chain(ParamSet& ps, const fs::path& dir, const std::string& kind, const std::string& section,
+                        const std::string& name, const std::string& named_by, int depth,
+                        const std::function<void(const fs::path&, const std::string&)>& applied) {
+  const fs::path file = dir / kind / (name + ".yaml");
   if (!fs::is_regular_file(file))
-    throw InputError(named_by + ": host preset '" + name + "': no file " + file.string());
-  if (depth > 8) throw InputError(file.string() + ": host.base goes round in a circle (" + name + ")");
+    throw InputError(named_by + ": " + section + " preset '" + name + "': no file " + file.string());
+  if (depth > 8) throw InputError(file.string() + ": " + section + ".base goes round in a circle (" + name + ")");
   std::string base;
   try {
     const YAML::Node root = YAML::LoadFile(file.string());
-    if (root.IsMap() && root["host"] && root["host"].IsMap() && root["host"]["base"])
-      base = root["host"]["base"].as<std::string>();
+    if (root.IsMap() && root[section] && root[section].IsMap() && root[section]["base"])
+      base = root[section]["base"].as<std::string>();
   } catch (const YAML::Exception& e) {
     throw InputError(file.string() + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
   }
-  if (!base.empty()) apply_host_preset(ps, cfg, dir, base, file.string(), depth + 1);
-  cfg.host.fitted.clear();
+  if (!base.empty()) apply_preset_chain(ps, dir, kind, section, base, file.string(), depth + 1, applied);
   apply_yaml_file(ps, file.string());
-  if (cfg.host.name != name)
-    throw InputError(file.string() + ": host.name is '" + cfg.host.name + "' but the file is the '" + name +
-                     "' preset");
-  HostPresetUse use{name, {}};
-  std::istringstream keys(cfg.host.fitted);
-  for (std::string k; keys >> k;) {
-    const ParamSpec* spec = ps.find(k);
-    if (!spec || spec->type != ParamType::Real)
-      throw InputError(file.string() + ": host.fitted names '" + k + "', which is no real-valued parameter");
-    use.fitted.push_back(k);
-  }
+  applied(file, name);
+}
+
+/// Applies configs/hosts/<name>.yaml after its base, recording each preset's fitted parameters
+/// (`host.fitted`, which then reads empty again).
+void apply_host_preset(ParamSet& ps, SystemConfig& cfg, const fs::path& dir, const std::string& name,
+                       const std::string& named_by) {
   cfg.host.fitted.clear();
-  cfg.host.base.clear();
-  cfg.host_presets.push_back(std::move(use));
+  apply_preset_chain(ps, dir, "hosts", "host", name, named_by, 0, [&](const fs::path& file, const std::string& n) {
+    if (cfg.host.name != n)
+      throw InputError(file.string() + ": host.name is '" + cfg.host.name + "' but the file is the '" + n +
+                       "' preset");
+    HostPresetUse use{n, {}};
+    std::istringstream keys(cfg.host.fitted);
+    for (std::string k; keys >> k;) {
+      const ParamSpec* spec = ps.find(k);
+      if (!spec || spec->type != ParamType::Real)
+        throw InputError(file.string() + ": host.fitted names '" + k + "', which is no real-valued parameter");
+      use.fitted.push_back(k);
+    }
+    cfg.host.fitted.clear();
+    cfg.host.base.clear();
+    cfg.host_presets.push_back(std::move(use));
+  });
 }
 
 }  // namespace
@@ -278,13 +291,21 @@ SystemConfig load_config(const ConfigRequest& req) {
   const std::string server_name = req.server.empty() ? kDefaultServer : req.server;
   const fs::path server = dir / "servers" / (server_name + ".yaml");
   if (fs::is_regular_file(server)) {
-    apply_yaml_file(ps, server.string());
-    if (cfg.server.name != server_name)
-      throw InputError(server.string() + ": server.name is '" + cfg.server.name + "' but the file is the '" +
-                       server_name + "' preset");
-    if (!cfg.server.host.empty()) {  // the host preset (its base first), then the server's own keys again
-      apply_host_preset(ps, cfg, dir, cfg.server.host, server.string(), 0);
-      apply_yaml_file(ps, server.string());
+    // The server preset after the one it is made from (`server.base`), then its host preset (its
+    // base first), then the server's own keys again, so that they win over the host's.
+    const auto apply_server = [&] {
+      apply_preset_chain(ps, dir, "servers", "server", server_name, server.string(), 0,
+                         [&](const fs::path& file, const std::string& n) {
+                           if (cfg.server.name != n)
+                             throw InputError(file.string() + ": server.name is '" + cfg.server.name +
+                                              "' but the file is the '" + n + "' preset");
+                           cfg.server.base.clear();
+                         });
+    };
+    apply_server();
+    if (!cfg.server.host.empty()) {
+      apply_host_preset(ps, cfg, dir, cfg.server.host, server.string());
+      apply_server();
     }
   } else if (!req.server.empty()) {
     throw InputError("unknown server '" + req.server + "': no file " + server.string() + " (presets in " +
@@ -300,15 +321,22 @@ SystemConfig load_config(const ConfigRequest& req) {
                      listing(chip_presets(req.dir)) + ")");
   }
   const ServerConfig before_chip = cfg.server;
-  apply_yaml_file(ps, chip.string());
-  if (cfg.server.name != before_chip.name || cfg.server.chip != before_chip.chip)
-    throw InputError(chip.string() + ": a chip preset does not name a server or its chip (server.name, server.chip)");
-  if (cfg.chip.name != chip_name)
-    throw InputError(chip.string() + ": chip.name is '" + cfg.chip.name + "' but the file is the '" + chip_name +
-                     "' preset");
+  // The chip preset, after the one it is made from (`chip.base`: a variant differing in a few keys).
+  apply_preset_chain(ps, dir, "chips", "chip", chip_name, chip.string(), 0, [&](const fs::path& file, const std::string& n) {
+    if (cfg.server.name != before_chip.name || cfg.server.chip != before_chip.chip)
+      throw InputError(file.string() + ": a chip preset does not name a server or its chip (server.name, server.chip)");
+    if (cfg.chip.name != n)
+      throw InputError(file.string() + ": chip.name is '" + cfg.chip.name + "' but the file is the '" + n +
+                       "' preset");
+    cfg.chip.base.clear();
+  });
   // The chip's and the server's names are the presets': a configuration file or an override
   // changes parameters, it does not relabel the hardware.
   const auto renamed = [&](const std::string& origin, const std::string& key) {
+    if (key == "chip.base" || key == "host.base" || key == "server.base")
+      return InputError(origin, key,
+                        key + " belongs in a preset file (the preset it is made from); make a preset in " +
+                            (dir / (key == "chip.base" ? "chips" : key == "host.base" ? "hosts" : "servers")).string() + " to build on another");
     if (key.rfind("server.", 0) == 0)
       return InputError(origin, key,
                         key + " is the server preset's and cannot be set; choose the server with its preset (" +
@@ -322,6 +350,9 @@ SystemConfig load_config(const ConfigRequest& req) {
     if (cfg.chip.name != chip_name) return "chip.name";
     if (cfg.server.name != server_name) return "server.name";
     if (cfg.server.chip != server_chip) return "server.chip";
+    if (!cfg.chip.base.empty()) return "chip.base";
+    if (!cfg.host.base.empty()) return "host.base";
+    if (!cfg.server.base.empty()) return "server.base";
     return "";
   };
   if (!req.framework.empty()) {  // the framework launching ops op by op (eager serving, non-sink)
@@ -356,7 +387,9 @@ SystemConfig load_config(const ConfigRequest& req) {
       throw InputError(
           override_origin(s), trim(key),
           "spaces around the key or value; write key=value without them, e.g. " + trim(key) + "=" + trim(value));
-    if (key == "chip.name" || key == "server.name" || key == "server.chip") throw renamed(override_origin(s), key);
+    if (key == "chip.name" || key == "server.name" || key == "server.chip" || key == "chip.base" ||
+        key == "host.base" || key == "server.base")
+      throw renamed(override_origin(s), key);
     ps.set(key, value, override_origin(s));
   }
   check_combinations(cfg);

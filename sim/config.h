@@ -1,10 +1,11 @@
 // The typed configuration tree of a simulated system and its loading from YAML presets.
 //
 // Precedence, lowest first: built-in defaults (the ascend910 values), configs/host.yaml, the server
-// preset configs/servers/<server>.yaml (generic-x86 unless one is named) — with the host preset it
-// names (`server.host`: configs/hosts/<host>.yaml, after the host preset that one is made from,
-// `host.base`, and before the server's own keys) — the chip preset
-// configs/chips/<chip>.yaml (the one named, else the server's `server.chip`), --config FILE, then
+// preset configs/servers/<server>.yaml (generic-x86 unless one is named; after the server preset it
+// is made from, `server.base`) — with the host preset it names (`server.host`:
+// configs/hosts/<host>.yaml, after the host preset that one is made from, `host.base`, and before
+// the server's own keys) — the chip preset configs/chips/<chip>.yaml (the one named, else the
+// server's `server.chip`; after its `chip.base`), --config FILE, then
 // each --set key=value in order. Unknown keys, wrong types and out-of-range values are rejected
 // naming the file (and line) and key.
 #pragma once
@@ -23,6 +24,7 @@ namespace ascendsim::sim {
 struct ChipConfig {
   std::string name = "ascend910";
   std::string description = "Ascend 910: 32 DaVinci Max AI cores, 32 GB HBM2, PCIe 4.0 x16";
+  std::string base;  ///< in a chip preset: the preset it is made from (read empty once applied)
   aicore::AicoreConfig aicore;
   aicore::MemoryConfig memory;
   aicpu::AicpuConfig aicpu;
@@ -36,6 +38,7 @@ struct ServerConfig {
   std::string name = "generic-x86";
   std::string description = "generic dual-socket x86 host (32 cores), 8 devices on PCIe 4.0 x16, one HCCS ring";
   std::string chip = "ascend910";       ///< the chip preset it carries (unless a chip is named)
+  std::string base;                     ///< in a server preset: the preset it is made from (read empty once applied)
   std::int64_t devices_per_server = 8;  ///< devices one host feeds (a rank table's servers override it)
   /// The host preset it carries (configs/hosts/<host>.yaml), its values under the server's own;
   /// "" none (host.yaml's and the server's values only).

@@ -176,6 +176,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.recipe.ub_fusion = b == "true";
     } else if (key == "loss_scale") {
       r.recipe.loss_scale = static_cast<double>(whole(v, at, key));
+    } else if (key == "optimizer") {
+      r.recipe.optimizer = scalar(v, at, key);
     } else if (key == "tensor_parallel") {
       r.tensor_parallel = whole(v, at, key);
     } else if (key == "pipeline_stages") {
@@ -204,7 +206,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "sink_size, devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, framework, chip, config, "
                        "export, dataset, dataset_index, data, eval_every, "
-                       "amp_level, keep_batchnorm_fp32, loss_scale, graph_kernel_fusion, ub_fusion, flash_attention, "
+                       "amp_level, keep_batchnorm_fp32, loss_scale, optimizer, graph_kernel_fusion, ub_fusion, flash_attention, "
                        "layers, hidden, heads, kv_heads, ffn, seq_length, vocab, tensor_parallel, sequence_parallel, "
                        "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
     }

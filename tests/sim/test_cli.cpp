@@ -1497,6 +1497,35 @@ TEST_F(CliTest, ValidateMeasuresEpochsAsTimeMonitorAndTakesARunsConfigFile) {
   EXPECT_THAT(missing.err, HasSubstr("nfs.yaml"));
 }
 
+TEST_F(CliTest, ValidateMeasuresTimeToTrainAsMlperfsTimedRegionOnSeveralServers) {
+  // time_to_train_s is run_start to run_stop: the run's whole time less its initialisation, here
+  // on two servers (16 devices), with evaluation during training.
+  const std::string figures =
+      file("t.yaml",
+           "figures:\n  - id: T\n    value: 1\n    unit: s\n    measure: time_to_train_s\n"
+           "    run: {server: cloudbrain2, workload: resnet50, batch_size: 32, devices: 16, strategies: [loop-sink],\n"
+           "          steps_per_epoch: 6, epochs: 2, eval_every: 1, optimizer: lars}\n");
+  const fs::path json = m_dir / "t.json", report = m_dir / "r.json";
+  const Result v = run("validate --figures " + figures + " --json " + json.string());
+  ASSERT_EQ(v.code, 0) << v.err;
+  ASSERT_EQ(run("train --server cloudbrain2 --workload resnet50 --batch-size 32 --devices 16 -s loop-sink "
+                "--steps-per-epoch 6 --epochs 2 --eval-every 1 --optimizer lars --json " +
+                report.string())
+                .code,
+            0);
+  const auto ttt = nlohmann::json::parse(slurp(report))["runs"][0]["time_to_train_s"];
+  const double timed = ttt["total"].get<double>() - ttt["initialisation"].get<double>();
+  EXPECT_GT(ttt["initialisation"].get<double>(), 0);
+  EXPECT_GT(ttt["evaluation"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(slurp(json))[0]["simulated"].get<double>(), timed);
+  // A run key outside the list is named with the list, optimizer among it.
+  const Result bad = run("validate --figures " +
+                         file("b.yaml", "figures:\n  - id: T\n    value: 1\n    unit: s\n    measure: step_time_ms\n"
+                                        "    run: {workload: resnet50, optimiser: lars}\n"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, AllOf(HasSubstr("unknown key 'optimiser'"), HasSubstr("optimizer")));
+}
+
 TEST_F(CliTest, AFigureWhoseExportIsMissingAndCannotBeMadeNamesTheCommandThatMakesIt) {
   // `export: NAME` is <cache>/NAME.onnx, made by the package's zoo (python/ascendsim/zoo.py) when
   // missing. On a machine without torch (an interpreter that says so) the figure's line, the file

@@ -47,7 +47,7 @@ class ConfigTest : public ::testing::Test {
 TEST_F(ConfigTest, EveryPresetLoadsAndNamesItself) {
   const auto names = chip_presets(test::config_request().dir);
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
-            (std::set<std::string>{"ascend310", "ascend910", "ascend910b"}));
+            (std::set<std::string>{"ascend310", "ascend910", "ascend910-pro-a", "ascend910b"}));
   for (const auto& n : names) {
     ConfigRequest req = test::config_request();
     req.chip = n;

@@ -171,6 +171,59 @@ TEST_F(ServerPrecedence, UnknownServerNamesItsFileAndListsThePresets) {
   EXPECT_THAT(error_of(req), AllOf(HasSubstr("hccl.hccs_group_size 3"), HasSubstr("devices_per_server 4")));
 }
 
+TEST_F(ServerPrecedence, PresetsMadeFromOthersApplyTheirBaseFirst) {
+  // A chip made from c (its clock), a server made from s (its chip): each base first, then its own keys.
+  put("chips/fast.yaml", "chip:\n  name: fast\n  base: c\naicore:\n  freq_ghz: 1.5\n");
+  put("servers/t.yaml", "server:\n  name: t\n  base: s\n  chip: fast\nhost:\n  cpu_cores: 96\n");
+  sim::ConfigRequest req = request();
+  req.server = "t";
+  const sim::SystemConfig c = sim::load_config(req);
+  EXPECT_EQ(c.server.name, "t");
+  EXPECT_EQ(c.chip.name, "fast");
+  EXPECT_DOUBLE_EQ(c.chip.aicore.freq_ghz, 1.5);   // its own key
+  EXPECT_DOUBLE_EQ(c.link.h2d_bandwidth_gbps, 7);  // c's, through its base
+  EXPECT_DOUBLE_EQ(c.link.d2h_bandwidth_gbps, 5);  // s's, through the server's base
+  EXPECT_EQ(c.server.devices_per_server, 4);       // s's
+  EXPECT_EQ(c.host.cpu_cores, 96);                 // t's over s's
+  EXPECT_TRUE(c.chip.base.empty());                // read empty once applied
+  EXPECT_TRUE(c.server.base.empty());
+  // A missing base names the file that asks for it; a circle is refused; the key is a preset's.
+  put("chips/orphan.yaml", "chip:\n  name: orphan\n  base: nowhere\n");
+  req.chip = "orphan";
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("orphan.yaml"), HasSubstr("chip preset 'nowhere'")));
+  put("chips/loop.yaml", "chip:\n  name: loop\n  base: loop\n");
+  req.chip = "loop";
+  EXPECT_THAT(error_of(req), HasSubstr("chip.base goes round in a circle"));
+  for (const char* set : {"chip.base=c", "server.base=s", "host.base=x"}) {
+    req = request();
+    req.sets = {set};
+    EXPECT_THAT(error_of(req), AllOf(HasSubstr(std::string(set).substr(0, std::string(set).find('='))),
+                                     HasSubstr("belongs in a preset file")));
+  }
+  put("user.yaml", "chip:\n  base: d\n");
+  req = request();
+  req.config_file = (m_dir / "user.yaml").string();
+  EXPECT_THAT(error_of(req), AllOf(HasSubstr("user.yaml"), HasSubstr("chip.base")));
+}
+
+TEST(Servers, CloudBrainIIIsTheAtlas800WithTheProAChip) {
+  // S1: the CloudBrain II nodes are Atlas 800 9000 servers with 8 x Ascend 910 Pro A at 1.1 GHz.
+  const sim::SystemConfig cb = on_server("cloudbrain2"), atlas = on_server("atlas800-9000");
+  EXPECT_EQ(cb.chip.name, "ascend910-pro-a");
+  EXPECT_DOUBLE_EQ(cb.chip.aicore.freq_ghz, 1.1);
+  EXPECT_DOUBLE_EQ(atlas.chip.aicore.freq_ghz, 1.0);
+  // Everything else is the Atlas 800's and the 910's: the same parameters but the clock and the names.
+  sim::SystemConfig a = cb, b = atlas;
+  nlohmann::json ja = sim::bind_params(a).to_json(), jb = sim::bind_params(b).to_json();
+  for (auto* j : {&ja, &jb}) {
+    (*j)["aicore"].erase("freq_ghz");
+    (*j).erase("chip");
+    (*j).erase("server");
+  }
+  EXPECT_EQ(ja, jb);
+  EXPECT_EQ(cb.host.name, "kunpeng920-4s");
+}
+
 TEST(Servers, UnknownServerOnTheCommandLineExitsTwoWithoutAReport) {
   const fs::path out = fs::temp_directory_path() / ("ascendsim_srv_cli_" + std::to_string(::getpid()) + ".json");
   const fs::path err = fs::path(out).replace_extension(".err");
