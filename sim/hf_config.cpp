@@ -151,6 +151,7 @@ TransformerShape parse_hf_config(const std::string& text, const std::string& pat
     s.ffn = f.count("intermediate_size", "the MLP's inner width");
     s.vocab = f.count("vocab_size", "the vocabulary");
     s.seq = f.count("max_position_embeddings", "the longest sequence (the training sequence here)");
+    s.max_context = s.seq;
     s.tied_embeddings = f.flag_or("tie_word_embeddings", false);
     s.qkv_bias = arch == "Qwen2ForCausalLM";
     if (f.flag_or("attention_bias", false))

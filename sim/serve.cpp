@@ -580,6 +580,11 @@ ServeOutcome serve(const ServeRequest& req) {
                      "a sequence of " + std::to_string(longest) + " tokens (prompt and output) is longer than " +
                          shape.name + "'s " + std::to_string(shape.max_positions) +
                          " learned positions; shorten the requests");
+  if (shape.max_context > 0 && longest > shape.max_context)
+    throw InputError(lengths_key, lengths_key,
+                     "a sequence of " + std::to_string(longest) + " tokens (prompt and output) is longer than the " +
+                         std::to_string(shape.max_context) + " its configuration allows (" + shape.origin +
+                         ": max_position_embeddings, the server's longest context); shorten the requests");
 
   const auto [blocks, block_bytes, others] = kv_cache_blocks(cfg, shape, layout, req);
   layout.kv_blocks = blocks;

@@ -38,6 +38,9 @@ struct TransformerShape {
   /// Where the shape was read, e.g. "Qwen2ForCausalLM from configs/hf/qwen2.5-7b.json" (a Hugging
   /// Face config, sim/hf_config.h); "" a preset. The descriptions of its runs begin with it.
   std::string origin = {};
+  /// The longest sequence a rotary decoder's configuration states (a Hugging Face config's
+  /// max_position_embeddings, which vLLM takes as its max_model_len); 0: none stated.
+  std::int64_t max_context = 0;
   std::int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
   std::int64_t head_dim() const { return hidden / heads; }
 };

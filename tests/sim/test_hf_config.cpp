@@ -255,6 +255,10 @@ TEST_F(HfConfigCli, BadConfigsExitTwoNamingThem) {
       {"serve --hf-config llama-2-7b --gpt-size llama-7b", "--hf-config: the model is a workload or a Hugging Face"},
       {"serve --hf-config " + file("bert.json", kBert), "is an encoder; serving generates with a decoder"},
       {"info --hf-config llama-2-7b --model x.onnx", "--hf-config: the network is a model file or a Hugging Face"},
+      // Longer than max_position_embeddings (4096): as vLLM's max_model_len, refused before any run.
+      {"serve --hf-config llama-2-7b --layers 2 --requests 2 --prompt-tokens 4000 --output-tokens 97",
+       "--prompt-tokens: a sequence of 4097 tokens (prompt and output) is longer than the 4096 its configuration "
+       "allows"},
   };
   for (const auto& [args, says] : cases) {
     const test::CliResult r = run(args);
