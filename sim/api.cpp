@@ -119,6 +119,7 @@ ordered_json parallel_json(const SystemConfig& cfg, const workloads::Workload& w
       {"data_shards", w.parallel.data_shards},
       {"tensor_parallel", w.parallel.tensor_parallel},
       {"optimizer_shard", w.optimizer_spec.shard_size},
+      {"gradients_sharded", w.optimizer_spec.partition_gradients && w.optimizer_spec.shard_size > 1},
       {"strategies", strategies},
       {"gradient_group", {{"size", w.parallel.gradient_group_size}, {"stride", w.parallel.gradient_group_stride}}},
       {"parameters", {{"whole", p.parameters_global}, {"per_device", p.parameters_local}}},

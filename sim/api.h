@@ -82,6 +82,11 @@ struct RunRequest {
   /// read different samples (MindSpore's optimizer_shard, ZeRO-1): gradients reduce-scattered,
   /// each rank updating its piece, the pieces all-gathered into the weights
   bool optimizer_shard = false;
+  /// [optimizer_shard_level] with optimizer_shard: 1 the optimizer state (MindSpore's
+  /// optimizer_level "level1", ZeRO-1); 2 the gradients too ("level2", DeepSpeed's ZeRO-2: each
+  /// micro-batch's gradient reduce-scattered and only the rank's piece accumulated, fp16 weights
+  /// updated in an fp32 master copy of the rank's piece)
+  std::int64_t optimizer_shard_level = 1;
   /// [recompute] transformers: every layer's forward ops run again in the backward pass
   /// (MindSpore's recompute, Megatron's full recomputation), so only each layer's input is kept
   bool recompute = false;

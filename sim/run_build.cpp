@@ -63,6 +63,11 @@ void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t
     if (r.functional.enabled)
       throw InputError("optimizer_shard", "optimizer_shard",
                        "functional mode computes whole optimizer states; run it without optimizer_shard");
+    if (r.optimizer_shard_level != 1 && r.optimizer_shard_level != 2)
+      throw InputError("optimizer_shard_level", "optimizer_shard_level",
+                       "is 1 (the optimizer state, MindSpore's level1) or 2 (the gradients too, level2), got " +
+                           std::to_string(r.optimizer_shard_level));
+    spec.partition_gradients = r.optimizer_shard_level == 2;
     spec.shard_size = w.parallel.semi_auto ? w.parallel.gradient_group_size : r.devices;
     spec.shard_stride = w.parallel.semi_auto ? w.parallel.gradient_group_stride : 1;
     spec.unsharded = w.parallel.unreduced;
@@ -95,6 +100,7 @@ void lay_out_optimizer(workloads::Workload& w, const RunRequest& r, std::int64_t
   for (const auto& op : w.graph.ops())  // a sharded weight's gradient is reduce-scattered, not all-reduced
     if (op.type == "AllGatherInto") w.parallel.reduce_scattered.insert(op.inputs.at(1));
   w.recipe.optimizer_shard = spec.shard_size;
+  w.recipe.gradients_sharded = spec.partition_gradients && spec.shard_size > 1;
 }
 
 /// Activation recomputation, last: it rewrites the backward pass of the settled graph.
@@ -738,6 +744,7 @@ ordered_json recipe_json(const workloads::Recipe& r) {
           {"flash_attention", r.flash_attention},
           {"recompute", r.recompute},
           {"optimizer_shard", r.optimizer_shard},
+          {"gradients_sharded", r.gradients_sharded},
           {"optimizer", r.optimizer}};
 }
 

@@ -188,6 +188,9 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.gradient_accumulation = whole(v, at, key);
     } else if (key == "optimizer_shard") {
       r.optimizer_shard = boolean(v, at, key);
+    } else if (key == "optimizer_shard_level") {  // implies optimizer_shard
+      r.optimizer_shard_level = whole(v, at, key);
+      r.optimizer_shard = true;
     } else if (key == "recompute") {
       r.recompute = boolean(v, at, key);
     } else if (key == "sequence_parallel") {
@@ -208,7 +211,7 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "export, dataset, dataset_index, data, eval_every, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, optimizer, graph_kernel_fusion, ub_fusion, flash_attention, "
                        "layers, hidden, heads, kv_heads, ffn, seq_length, vocab, tensor_parallel, sequence_parallel, "
-                       "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, recompute, set)");
+                       "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, optimizer_shard_level, recompute, set)");
     }
   }
   if (hf) use_hf_config(r, *hf, at + ": hf_config");

@@ -316,6 +316,15 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
   for (const auto& [param, grad] : grads)
     if (const auto hd = part.holders.find(param); hd != part.holders.end() && hd->second.count(s))
       updated.push_back(param);
+  // With the gradients sharded too (ZeRO-2: OptimizerSpec::partition_gradients), each
+  // micro-batch's gradient of a shardable weight is reduce-scattered as it is computed and only
+  // the rank's piece is accumulated (in the gradient's type, as DeepSpeed's partitions).
+  const OptimizerSpec& given = w.optimizer_spec;
+  const bool partition = given.partition_gradients && given.shard_size > 1;
+  std::set<TensorId> pieces;  // the weights accumulated as pieces
+  for (auto p : updated)
+    if (partition && shardable(g, p, given)) pieces.insert(p);
+  const TensorId mean = pieces.empty() ? -1 : reduce_scatter_mean_constant(h);
   // MindSpore's accu_grads: a persistent accumulator per weight, every micro-batch's gradient
   // added into it, cleared once the optimizer has read it.
   std::map<TensorId, TensorId> accumulator, sum;
@@ -324,6 +333,7 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     Tensor a = g.tensor(grads.at(p));
     a.name = "accu_grads." + g.tensor(p).name;
     a.role = TensorRole::State;  // MindSpore's accu_grads are parameters that are not trained
+    if (pieces.count(p)) a.shape[0] /= given.shard_size;
     accumulator[p] = h.add_tensor(a);
   }
 
@@ -336,7 +346,8 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
   std::map<TensorId, std::vector<TensorId>> gradient_of;
   for (auto p : updated) gradient_of[grads.at(p)].push_back(p);
   auto accumulate = [&](std::int64_t k, TensorId p) {  // the micro-batch's gradient added into the step's
-    const TensorId mine = in(k, grads.at(p));
+    TensorId mine = in(k, grads.at(p));
+    if (pieces.count(p)) mine = reduce_scatter_gradient(h, stage_name(k), persistent(p), mine, mean, given);
     const std::string name = stage_name(k) + "GradientAccumulation/" + g.tensor(p).name;
     if (M == 1) {
       sum[p] = mine;
@@ -353,8 +364,9 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     // Before the last micro-batch each gradient is added into its accumulator as soon as it is
     // computed (hooks on the weights, as MindSpore's and Megatron's accumulation), so a
     // micro-batch's gradients are not all live at once; the last one's sums follow the pass, where
-    // the gradients' collectives start.
-    const bool at_once = M > 1 && k + 1 < M;
+    // the gradients' collectives start — unless they are reduce-scattered micro-batch by
+    // micro-batch (ZeRO-2), whose collectives start as each gradient is computed, the last's too.
+    const bool at_once = M > 1 && (k + 1 < M || !pieces.empty());
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].pass != Pass::Backward) continue;
       if (part.op_stage[i] == kSplit) {  // this holder's own contributions
@@ -464,6 +476,7 @@ Workload build_stage(const Workload& w, const Partition& part, int s, std::int64
     if (shared.count(t)) spec.partial_gradients[shared.at(t)] = group;
   spec.pipeline_stages = P;
   spec.pipeline_stride = R;
+  spec.gradients_are_pieces = !pieces.empty();
   // A per-step learning-rate array has one entry per optimizer step: a step is M micro-batches.
   if (spec.lr_schedule_steps > 0) spec.lr_schedule_steps = (spec.lr_schedule_steps + M - 1) / M;
   std::map<TensorId, TensorId> step_grads;

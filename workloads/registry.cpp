@@ -34,7 +34,9 @@ std::string Recipe::describe() const {
          ", loss scale " + scale + (graph_kernel_fusion ? ", graph-kernel fusion" : "") +
          (ub_fusion ? "" : ", no UB fusion") + (flash_attention ? ", FlashAttention" : "") +
          (recompute ? ", layers recomputed" : "") +
-         (optimizer_shard > 1 ? ", optimizer state sharded over " + std::to_string(optimizer_shard) + " ranks" : "") +
+         (optimizer_shard > 1 ? std::string(gradients_sharded ? ", optimizer state and gradients" : ", optimizer state") +
+                                    " sharded over " + std::to_string(optimizer_shard) + " ranks"
+                              : "") +
          (optimizer == "lars"    ? ", LARS"
           : optimizer == "lamb"  ? ", LAMB"
           : optimizer == "adamw" ? ", AdamW"

@@ -87,35 +87,64 @@ void sum_partial_gradients(Graph& g, std::map<TensorId, TensorId>& update, const
   }
 }
 
-std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update,
-                                             const OptimizerSpec& spec) {
-  std::map<TensorId, TensorId> pieces;
-  if (spec.shard_size <= 1) return pieces;
+namespace {
+OpAttrs shard_attrs(const OptimizerSpec& spec) {
   OpAttrs a;
   a.group_size = spec.shard_size;
   a.group_stride = spec.shard_stride;
   a.axis = 0;
-  const TensorId mean = g.add_tensor({"gradients_mean", {1}, DType::F32, TensorRole::Constant});
+  return a;
+}
+}  // namespace
+
+bool shardable(const Graph& g, TensorId param, const OptimizerSpec& spec) {
+  const Shape& shape = g.tensor(param).shape;
+  return spec.shard_size > 1 && !shape.empty() && shape[0] % spec.shard_size == 0 && !spec.unsharded.count(param);
+}
+
+TensorId reduce_scatter_mean_constant(Graph& g) {
+  return g.add_tensor({"gradients_mean", {1}, DType::F32, TensorRole::Constant});
+}
+
+TensorId reduce_scatter_gradient(Graph& g, const std::string& prefix, TensorId param, TensorId grad, TensorId mean,
+                                 const OptimizerSpec& spec) {
+  const std::string pname = prefix + "OptimizerShard/" + g.tensor(param).name;
+  grad = g.apply("ReduceScatter", pname + "/ReduceScatter", {grad}, shard_attrs(spec))[0];
+  return g.mul(pname + "/GradientsMean", grad, mean, TensorRole::Gradient);
+}
+
+std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update,
+                                             const OptimizerSpec& spec) {
+  std::map<TensorId, TensorId> pieces;
+  if (spec.shard_size <= 1) return pieces;
+  const TensorId mean = spec.gradients_are_pieces ? -1 : reduce_scatter_mean_constant(g);
   for (auto& [param, grad] : update) {
-    const Shape shape = g.tensor(param).shape;  // copies: adding tensors moves them
+    if (!shardable(g, param, spec)) continue;  // kept whole (all-reduced, or the rank's own)
     const std::string pname = g.tensor(param).name;
-    if (shape.empty() || shape[0] % spec.shard_size != 0 || spec.unsharded.count(param))
-      continue;  // kept whole (all-reduced, or the rank's own)
-    grad = g.apply("ReduceScatter", "OptimizerShard/" + pname + "/ReduceScatter", {grad}, a)[0];
-    // gradients_mean, as the all_reduce pass scales an all-reduced gradient: on the piece.
-    grad = g.mul("OptimizerShard/" + pname + "/GradientsMean", grad, mean, TensorRole::Gradient);
-    pieces[param] = g.apply("Slice", "OptimizerShard/" + pname + "/Slice", {param}, a)[0];
+    if (!spec.gradients_are_pieces) grad = reduce_scatter_gradient(g, "", param, grad, mean, spec);
+    if (spec.partition_gradients && g.tensor(param).dtype == DType::F16) {
+      // DeepSpeed's fp16 optimizer: the rank's piece lives in fp32 as an optimizer state.
+      Shape piece = g.tensor(param).shape;
+      piece[0] /= spec.shard_size;
+      pieces[param] = g.add_tensor({"master." + pname, piece, DType::F32, TensorRole::OptimizerState});
+      if (g.tensor(grad).dtype != DType::F32) {
+        grad = g.cast("OptimizerShard/" + pname + "/CastGradient", grad, DType::F32);
+        g.set_role(grad, TensorRole::Gradient);
+      }
+    } else {
+      pieces[param] = g.apply("Slice", "OptimizerShard/" + pname + "/Slice", {param}, shard_attrs(spec))[0];
+    }
   }
   return pieces;
 }
 
 void gather_pieces(Graph& g, const std::map<TensorId, TensorId>& pieces, const OptimizerSpec& spec) {
-  OpAttrs a;
-  a.group_size = spec.shard_size;
-  a.group_stride = spec.shard_stride;
-  a.axis = 0;
-  for (const auto& [param, piece] : pieces)
-    g.apply("AllGatherInto", "OptimizerShard/" + g.tensor(param).name + "/AllGather", {piece, param}, a);
+  for (const auto& [param, piece] : pieces) {
+    const std::string pname = "OptimizerShard/" + g.tensor(param).name;
+    const DType dtype = g.tensor(param).dtype;
+    const TensorId updated = g.tensor(piece).dtype == dtype ? piece : g.cast(pname + "/CastMaster", piece, dtype);
+    g.apply("AllGatherInto", pname + "/AllGather", {updated, param}, shard_attrs(spec));
+  }
 }
 
 std::pair<std::int64_t, std::int64_t> norm_group(const OptimizerSpec& spec, TensorId param, bool sharded) {
@@ -180,7 +209,7 @@ void append_momentum(Graph& g, const std::map<TensorId, TensorId>& grads, const 
       g.set_role(grad, TensorRole::Gradient);
     }
     TensorId accum =
-        g.add_tensor({"moments." + pname, g.tensor(target).shape, g.tensor(param).dtype, TensorRole::OptimizerState});
+        g.add_tensor({"moments." + pname, g.tensor(target).shape, g.tensor(target).dtype, TensorRole::OptimizerState});
     g.apply_momentum("Momentum/" + pname, target, accum, lr, grad, mom);
   }
   gather_pieces(g, pieces, spec);

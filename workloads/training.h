@@ -37,6 +37,14 @@ struct OptimizerSpec {
   /// pieces are all-gathered into the weight. 1: none.
   std::int64_t shard_size = 1, shard_stride = 1;
   std::set<TensorId> unsharded;  ///< parameters whose gradients the ranks do not share: kept whole
+  /// The gradients sharded too (MindSpore's optimizer_level "level2", DeepSpeed's ZeRO stage 2):
+  /// with gradient accumulation each micro-batch's gradient is reduce-scattered and its piece
+  /// added into an accumulator of the piece (workloads/pipeline.h); an fp16 weight's piece is
+  /// updated in an fp32 master copy of it (an optimizer state), cast to fp16 and gathered.
+  bool partition_gradients = false;
+  /// The gradients given to the optimizer already are the rank's averaged pieces of the
+  /// shardable weights (set by the accumulation that reduce-scattered them).
+  bool gradients_are_pieces = false;
   /// Tensor parallelism: the `tensor_group_size` adjacent ranks among which the weights in `split`
   /// are cut. A norm (the global norm of clip_global_norm, LAMB's trust ratios) sums a weight's
   /// pieces over the ranks that hold different ones: its tensor group when split, its shard
@@ -61,11 +69,23 @@ std::pair<std::int64_t, std::int64_t> norm_group(const OptimizerSpec& spec, Tens
 
 /// The gradients in spec.partial_gradients AllReduced over their groups, in `update`.
 void sum_partial_gradients(Graph& g, std::map<TensorId, TensorId>& update, const OptimizerSpec& spec);
-/// Optimizer-state sharding's gradient side: each gradient of `update` whose parameter's first
-/// axis divides into spec.shard_size is replaced by its ReduceScatter; returns, per such
-/// parameter, the rank's piece of it (a Slice) that the optimizer updates in its place.
+/// Whether the optimizer shards `param`: its first axis divides into spec.shard_size and its
+/// gradient is shared by the shard group.
+bool shardable(const Graph& g, TensorId param, const OptimizerSpec& spec);
+/// A gradient reduce-scattered over the shard group and averaged (gradients_mean on the piece, as
+/// the all_reduce pass scales an all-reduced one), its ops named PREFIX + "OptimizerShard/" + the
+/// parameter's name; `mean` is the graph's gradients_mean constant (reduce_scatter_mean_constant).
+TensorId reduce_scatter_gradient(Graph& g, const std::string& prefix, TensorId param, TensorId grad, TensorId mean,
+                                 const OptimizerSpec& spec);
+TensorId reduce_scatter_mean_constant(Graph& g);
+/// Optimizer-state sharding's gradient side: each gradient of `update` whose parameter is
+/// shardable is replaced by its ReduceScatter (unless spec.gradients_are_pieces); returns, per
+/// such parameter, the rank's piece of it that the optimizer updates in its place — a Slice of
+/// the weight, or with partition_gradients and an fp16 weight an fp32 master copy of the piece
+/// (the gradient cast to fp32 for it).
 std::map<TensorId, TensorId> shard_gradients(Graph& g, std::map<TensorId, TensorId>& update, const OptimizerSpec& spec);
-/// Each updated piece all-gathered into its parameter (AllGatherInto), after the update.
+/// Each updated piece all-gathered into its parameter (AllGatherInto), after the update; an fp32
+/// master piece is cast to the weight's dtype first.
 void gather_pieces(Graph& g, const std::map<TensorId, TensorId>& pieces, const OptimizerSpec& spec);
 /// A tensor of square sums AllReduced over `group` ({size, stride}; itself for a group of one).
 TensorId reduce_norm(Graph& g, const std::string& name, TensorId sums, std::pair<std::int64_t, std::int64_t> group);

@@ -33,9 +33,11 @@ struct Recipe {
   /// it (aicore.flash_attention: Ascend 910B), else softmax(QK^T)V op by op.
   bool flash_attention = false;
   /// Set as the run lays the network out (sim/run_build.cpp): every transformer layer recomputed in the
-  /// backward pass; the optimizer state sharded over this many ranks (1: not sharded).
+  /// backward pass; the optimizer state sharded over this many ranks (1: not sharded), and the
+  /// gradients too (ZeRO-2).
   bool recompute = false;
   std::int64_t optimizer_shard = 1;
+  bool gradients_sharded = false;
   std::string describe() const;      ///< "amp O2, BatchNorm fp16, loss scale 1024"
 };
 

@@ -263,7 +263,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               tensor_parallel: Optional[int] = None, sequence_parallel: bool = False, optimizer_shard: bool = False,
               recompute: bool = False, flash_attention: Optional[bool] = None,
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
-              gradient_accumulation: Optional[int] = None,
+              gradient_accumulation: Optional[int] = None, optimizer_shard_level: Optional[int] = None,
               frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
               hf_config: Optional[str] = None, framework: Optional[str] = None) -> List[str]:
     # Types here (a string or a bool is not a number); ranges are the command line's to judge.
@@ -271,7 +271,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
                         ("tensor_parallel", tensor_parallel), ("pipeline_stages", pipeline_stages),
                         ("micro_batches", micro_batches), ("gradient_accumulation", gradient_accumulation),
-                        ("seed", seed)):
+                        ("optimizer_shard_level", optimizer_shard_level), ("seed", seed)):
         if value is not None:
             _whole(name, value)
     for name, value in (("loss_scale", loss_scale), ("target_accuracy", target_accuracy)):
@@ -313,7 +313,8 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("--parallel-mode", parallel_mode), ("--dataset-strategy", dataset_strategy),
                         ("--shard-strategy", shard_strategy), ("--tensor-parallel", tensor_parallel),
                         ("--pipeline-stages", pipeline_stages), ("--micro-batches", micro_batches),
-                        ("--gradient-accumulation", gradient_accumulation)):
+                        ("--gradient-accumulation", gradient_accumulation),
+                        ("--optimizer-shard-level", optimizer_shard_level)):
         if value is not None:
             a += [flag, value]
     if all_reduce_fusion:
@@ -343,6 +344,7 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           tensor_parallel: Optional[int] = None, sequence_parallel: bool = False, optimizer_shard: bool = False,
           recompute: bool = False, flash_attention: Optional[bool] = None, pipeline_stages: Optional[int] = None,
           micro_batches: Optional[int] = None, gradient_accumulation: Optional[int] = None,
+          optimizer_shard_level: Optional[int] = None,
           frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
           hf_config: Optional[str] = None, framework: Optional[str] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
@@ -364,7 +366,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     attention and MLP over groups of N adjacent devices (Megatron's layout; ``batch_size`` is then each
     group's); ``sequence_parallel=True`` adds Megatron's sequence parallelism to it (the norms, dropouts and
     residual adds on 1/N of the tokens); ``optimizer_shard=True`` shards the optimizer state across the ranks
-    that hold the same weights (MindSpore's optimizer_shard, ZeRO-1); ``recompute=True`` runs every layer's forward again
+    that hold the same weights (MindSpore's optimizer_shard, ZeRO-1), ``optimizer_shard_level=2`` the gradients too
+    (ZeRO-2: each micro-batch's gradient reduce-scattered; fp16 weights updated in an fp32 master copy of the rank's
+    piece); ``recompute=True`` runs every layer's forward again
     in the backward pass, keeping only each layer's input; ``flash_attention`` turns the fused attention
     kernel on or off (default: where the chip's backend has it, the Ascend 910B); ``pipeline_stages=P``
     divides a transformer's layers among P stages of consecutive devices, each step's batch in
@@ -391,8 +395,8 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         target_accuracy=target_accuracy, optimizer=optimizer, shape=shape, tensor_parallel=tensor_parallel,
         sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
         flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
-        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config,
-        framework=framework), "--json", "-", "-q"))
+        gradient_accumulation=gradient_accumulation, optimizer_shard_level=optimizer_shard_level, frozen=frozen,
+        data=data, hf_config=hf_config, framework=framework), "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -410,7 +414,7 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             sequence_parallel: bool = False, optimizer_shard: bool = False, recompute: bool = False,
             flash_attention: Optional[bool] = None,
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
-            gradient_accumulation: Optional[int] = None,
+            gradient_accumulation: Optional[int] = None, optimizer_shard_level: Optional[int] = None,
             frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
             hf_config: Optional[str] = None, framework: Optional[str] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` and
@@ -424,8 +428,8 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         keep_batchnorm_fp32=keep_batchnorm_fp32, ub_fusion=ub_fusion, shape=shape, tensor_parallel=tensor_parallel,
         sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
         flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
-        gradient_accumulation=gradient_accumulation, frozen=frozen, data=data, hf_config=hf_config,
-        framework=framework), "--json", "-", "-q"))
+        gradient_accumulation=gradient_accumulation, optimizer_shard_level=optimizer_shard_level, frozen=frozen,
+        data=data, hf_config=hf_config, framework=framework), "--json", "-", "-q"))
 
 
 class ServeReport(Report):

@@ -43,6 +43,7 @@ const std::map<std::string, std::string>& request_flags() {
                                                        {"tensor_parallel", "--tensor-parallel"},
                                                        {"sequence_parallel", "--sequence-parallel"},
                                                        {"optimizer_shard", "--optimizer-shard"},
+                                                       {"optimizer_shard_level", "--optimizer-shard-level"},
                                                        {"recompute", "--recompute"},
                                                        {"pipeline_stages", "--pipeline-stages"},
                                                        {"micro_batches", "--micro-batches"},

@@ -218,6 +218,11 @@ po::options_description parallel_options(Options& o) {
       "optimizer-shard", po::bool_switch(&o.optimizer_shard),
       "shard the optimizer state across the ranks that hold the same weights (MindSpore's optimizer_shard, ZeRO-1): "
       "gradients reduce-scattered, each rank updating its piece, the pieces all-gathered")(
+      "optimizer-shard-level", po::value(&o.optimizer_shard_level),
+      "shard the optimizer at this level (implies --optimizer-shard): 1 the optimizer state (MindSpore's "
+      "optimizer_level level1, ZeRO-1); 2 the gradients too (level2, DeepSpeed's ZeRO-2: each micro-batch's gradient "
+      "reduce-scattered, only the rank's piece accumulated; fp16 weights, amp O3, updated in an fp32 master copy of "
+      "the piece)")(
       "recompute", po::bool_switch(&o.recompute),
       "transformers: run every layer's forward again in the backward pass, keeping only each layer's input "
       "(MindSpore's recompute)")(
@@ -402,7 +407,9 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
   r.shard_strategy = o.shard_strategy;
   r.tensor_parallel = o.tensor_parallel;
   r.sequence_parallel = o.sequence_parallel;
-  r.optimizer_shard = o.optimizer_shard;
+  const bool level_given = o.optimizer_shard_level != std::numeric_limits<std::int64_t>::min();
+  r.optimizer_shard = o.optimizer_shard || level_given;
+  if (level_given) r.optimizer_shard_level = o.optimizer_shard_level;
   r.recompute = o.recompute;
   r.pipeline_stages = o.pipeline_stages;
   r.micro_batches = o.micro_batches;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -61,6 +62,8 @@ struct Options {
   bool sequence_parallel = false;
   bool optimizer_shard = false, recompute = false;
   std::int64_t pipeline_stages = 1, micro_batches = 0, gradient_accumulation = 1;
+  /// Not given: the lowest value (level 1 with --optimizer-shard); any value given is checked.
+  std::int64_t optimizer_shard_level = std::numeric_limits<std::int64_t>::min();
   std::string trace, trace_steps, html, csv, per_step, step_trace;
   bool quiet = false;
   bool progress = false;

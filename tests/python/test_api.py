@@ -185,7 +185,7 @@ def test_the_server_keyword_picks_the_preset_and_reports_it():
     assert r.to_json() == cli_stdout("train", "--workload", "lenet5", "--strategy", "loop-sink", "--steps-per-epoch",
                                      20, "--server", "atlas800-9000", "--json", "-", "-q")
     assert r.to_dict()["config"]["server"]["name"] == "atlas800-9000"
-    with pytest.raises(ascendsim.InputError, match="unknown server 'atlas900'.*atlas800-9000, atlas800t-a2, generic-x86"):
+    with pytest.raises(ascendsim.InputError, match="unknown server 'atlas900'.*atlas800-9000, atlas800t-a2, cloudbrain2, generic-x86"):
         ascendsim.train("lenet5", "loop-sink", server="atlas900")
 
 

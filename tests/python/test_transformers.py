@@ -176,6 +176,20 @@ def test_tensor_parallel_and_a_sharded_optimizer_from_python():
         ascendsim.train("gpt", "loop-sink", devices=4, tensor_parallel=3, shape=shape)
 
 
+def test_sharded_gradients_from_python():
+    import ascendsim
+    shape = {"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128}
+    runs = {level: ascendsim.train("gpt", "graph-sink", batch_size=8, steps_per_epoch=2, devices=4,
+                                   gradient_accumulation=4, amp_level="O3", optimizer_shard_level=level, shape=shape)
+            for level in (1, 2)}
+    assert runs[1]["recipe"]["gradients_sharded"] is False and runs[2]["recipe"]["gradients_sharded"] is True
+    assert runs[1]["recipe"]["optimizer_shard"] == runs[2]["recipe"]["optimizer_shard"] == 4
+    with pytest.raises(ascendsim.InputError, match="optimizer-shard-level|optimizer_shard_level"):
+        ascendsim.train("gpt", "graph-sink", devices=4, optimizer_shard_level=5, shape=shape)
+    with pytest.raises(ascendsim.InputError, match="optimizer_shard_level"):
+        ascendsim.train("gpt", "graph-sink", devices=4, optimizer_shard_level="2", shape=shape)
+
+
 def test_sequence_parallel_from_python():
     import ascendsim
     shape = {"layers": 2, "hidden": 256, "heads": 4, "seq_length": 128}

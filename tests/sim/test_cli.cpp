@@ -1350,7 +1350,8 @@ TEST_F(CliTest, ADataScriptIsThePipelineInfoAndTheRunsShowAndABadOneIsNamed) {
 }
 
 TEST_F(CliTest, TheLlmTrainingFlagsRefuseHostileValuesInOneLineAndWriteNothing) {
-  // --gradient-accumulation, --kv-heads and --framework as a user may mistype them: one error
+  // --gradient-accumulation, --kv-heads, --framework and --optimizer-shard-level as a user may
+  // mistype them (level 0 is not "off": it is refused as the others): one error
   // line naming the flag, exit 2, no report. A link to a shipped preset is not a preset's name.
   const fs::path json = m_dir / "t.json";
   fs::create_symlink(ASCENDSIM_SOURCE_DIR "/configs/frameworks/vllm-ascend-eager.yaml", m_dir / "fw.yaml");
@@ -1368,7 +1369,13 @@ TEST_F(CliTest, TheLlmTrainingFlagsRefuseHostileValuesInOneLineAndWriteNothing) 
            {"--framework nope", "--framework: no preset 'nope'"},
            {"--framework " + m_dir.string(), "is not a preset's name"},
            {"--framework /dev/full", "'/dev/full' is not a preset's name"},
-           {"--framework " + (m_dir / "fw").string(), "is not a preset's name"}}) {
+           {"--framework " + (m_dir / "fw").string(), "is not a preset's name"},
+           {"--devices 2 --optimizer-shard-level 0", "--optimizer-shard-level: is 1 (the optimizer state"},
+           {"--devices 2 --optimizer-shard-level 3", "level2), got 3"},
+           {"--devices 2 --optimizer-shard-level -2", "level2), got -2"},
+           {"--devices 2 --optimizer-shard-level 9223372036854775808", "'--optimizer-shard-level' is invalid"},
+           {"--devices 2 --optimizer-shard-level nan", "'--optimizer-shard-level' is invalid"},
+           {"--optimizer-shard-level 2", "--optimizer-shard: shards the optimizer state across data-parallel ranks"}}) {
     const Result r = run("train --strategy graph-sink --workload llama-7b --layers 2 --batch-size 32 " + args +
                          " --json " + json.string());
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;

@@ -457,6 +457,89 @@ TEST(GradientAccumulation, NMicroBatchesComputeWithOneOptimizerStepAndOneSetOfCo
   EXPECT_EQ(out.report()["batch_size"], 32);
 }
 
+TEST(GradientAccumulation, ShardedGradientsAreReduceScatteredEachMicroBatchIntoPieces) {
+  // ZeRO-2 (optimizer_shard_level 2) against ZeRO-1 (level 1): 4 data-parallel ranks, fp16 weights
+  // (amp O3), AdamW, a step of N micro-batches.
+  const sim::SystemConfig cfg = sim::load_config(test::config_request());
+  const std::int64_t N = 4, D = 4;
+  sim::RunRequest one = pipelined_gpt(D, 1, 0, 4 * N);
+  one.pipeline_stages = 1;
+  one.gradient_accumulation = N;
+  one.recipe.amp_level = "O3";
+  one.optimizer_shard = true;
+  sim::RunRequest two = one;
+  two.optimizer_shard_level = 2;
+  const Workload w1 = sim::request_workload(one, cfg), w2 = sim::request_workload(two, cfg);
+  EXPECT_EQ(w2.recipe.describe().find("optimizer state and gradients sharded over 4 ranks") != std::string::npos, true);
+  auto count = [](const Workload& w, const std::string& type, Pass pass) {
+    std::int64_t n = 0;
+    for (const auto& op : w.graph.ops()) n += op.type == type && op.pass == pass;
+    return n;
+  };
+  const std::int64_t sharded = count(w1, "AllGatherInto", Pass::Optimizer);
+  ASSERT_GT(sharded, 0);
+  EXPECT_EQ(count(w2, "AllGatherInto", Pass::Optimizer), sharded);  // the same weights sharded
+  // Level 1 reduce-scatters the step's sums once, in the optimizer; level 2 each micro-batch's
+  // gradient as the backward pass computes it, and the optimizer none.
+  EXPECT_EQ(count(w1, "ReduceScatter", Pass::Optimizer), sharded);
+  EXPECT_EQ(count(w1, "ReduceScatter", Pass::Backward), 0);
+  EXPECT_EQ(count(w2, "ReduceScatter", Pass::Optimizer), 0);
+  EXPECT_EQ(count(w2, "ReduceScatter", Pass::Backward), N * sharded);
+  // The accumulators of level 2 are the pieces (1/D), in the gradients' fp16; each sharded fp16
+  // weight's piece has an fp32 master copy among the optimizer state, cast to fp16 before the gather.
+  std::int64_t acc1 = 0, acc2 = 0, masters = 0, master_bytes = 0, piece_elements = 0;
+  for (const auto& t : w1.graph.tensors())
+    if (t.name.rfind("accu_grads.", 0) == 0) acc1 += t.bytes();
+  for (const auto& t : w2.graph.tensors()) {
+    if (t.name.rfind("accu_grads.", 0) == 0) acc2 += t.bytes();
+    if (t.name.rfind("master.", 0) == 0) {
+      ++masters;
+      master_bytes += t.bytes();
+      piece_elements += t.elements();
+      EXPECT_EQ(t.dtype, DType::F32) << t.name;
+      EXPECT_EQ(t.role, TensorRole::OptimizerState) << t.name;
+    }
+  }
+  EXPECT_EQ(masters, sharded);
+  EXPECT_LT(acc2, acc1);
+  EXPECT_GE(acc2 * D, acc1 - acc1 / 4);  // whole-kept (unshardable) gradients stay whole
+  for (const auto& op : w2.graph.ops())
+    if (op.type == "AllGatherInto") {
+      EXPECT_EQ(w2.graph.tensor(op.inputs[0]).dtype, DType::F16) << op.name;
+      EXPECT_EQ(w2.graph.tensor(op.inputs[1]).dtype, DType::F16) << op.name;
+    }
+  // Compiled: level 2's reduce-scatters move N times level 1's bytes; its persistent memory holds
+  // the fp32 masters and only the accumulators' pieces.
+  const runtime::CompiledGraph c1 = runtime::compile(w1, test::cost_model(), D),
+                               c2 = runtime::compile(w2, test::cost_model(), D);
+  auto scattered = [](const runtime::CompiledGraph& c) {
+    double bytes = 0;
+    for (const auto& t : c.step_tasks)
+      if (t.kind == hostif::TaskKind::Comm && t.collective == hostif::Collective::ReduceScatter)
+        bytes += static_cast<double>(t.comm_bytes);
+    return bytes;
+  };
+  EXPECT_GT(scattered(c1), 0);
+  EXPECT_DOUBLE_EQ(scattered(c2), static_cast<double>(N) * scattered(c1));
+  EXPECT_EQ(c2.memory.weight_bytes, c1.memory.weight_bytes);  // the fp16 weights, whole on every rank
+  EXPECT_GE(c2.memory.optimizer_state_bytes, c1.memory.optimizer_state_bytes + master_bytes);
+  EXPECT_EQ(master_bytes, 4 * piece_elements);
+  EXPECT_LT(c2.memory.other_persistent_bytes, c1.memory.other_persistent_bytes);
+  // A run of it; an unknown level is refused naming the key.
+  const sim::RunOutcome out = sim::run(two);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  EXPECT_EQ(out.report()["recipe"]["gradients_sharded"], true);
+  EXPECT_EQ(out.report()["recipe"]["optimizer_shard"], D);
+  sim::RunRequest bad = two;
+  bad.optimizer_shard_level = 3;
+  try {
+    sim::request_workload(bad, cfg);
+    ADD_FAILURE() << "level 3 accepted";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(e.key(), "optimizer_shard_level");
+  }
+}
+
 TEST(GradientAccumulation, WithPipelineStagesItRunsRoundsOfTheMicroBatchesInOneSchedule) {
   const sim::SystemConfig cfg = sim::load_config(test::config_request());
   sim::RunRequest r = pipelined_gpt(2, 2, 2, 8);
