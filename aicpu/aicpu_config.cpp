@@ -1,5 +1,9 @@
 #include "aicpu/aicpu_config.h"
 
+#include <iterator>
+#include <string>
+#include <vector>
+
 namespace ascendsim::aicpu {
 
 void AicpuConfig::declare(sim::ParamSet& ps) {
@@ -36,9 +40,15 @@ void HcclConfig::declare(sim::ParamSet& ps) {
           "a leaf's downlink bandwidth over its uplink bandwidth to the spines (1: non-blocking)");
   ps.real("network.switch_latency_us", switch_latency_us, "us", 0, 1e3,
           "one switch traversal; a ring step between leaves crosses two more (spine, far leaf)");
-  ps.text("hccl.inter_server_algorithm", inter_server_algorithm, {"ring", "halving-doubling"},
-          "between servers: rings of the servers, or recursive halving-doubling (log2 of the servers' steps, "
-          "partners far apart)");
+  std::vector<std::string> algorithms{"auto"};
+  algorithms.insert(algorithms.end(), std::begin(kAlgorithms), std::end(kAlgorithms));
+  ps.text("hccl.inter_server_algorithm", inter_server_algorithm, algorithms,
+          "between servers: auto (as HCCL chooses, by hccl.auto_rule), rings of the servers, recursive "
+          "halving-doubling, nonuniform hierarchical ring, nonuniform Bruck, or pipeline (server rings and RoCE at "
+          "once, in chunks)");
+  ps.text("hccl.auto_rule", auto_rule, {"power-of-two-servers", "least-time"},
+          "how inter_server_algorithm=auto chooses, by product: halving-doubling on a power of two of servers, else "
+          "ring (Atlas training, 910), or the algorithm of least modelled time (assumed for Atlas A2, 910B)");
 }
 
 }  // namespace ascendsim::aicpu

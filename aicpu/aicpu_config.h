@@ -37,8 +37,16 @@ struct HcclConfig {
   std::int64_t servers_per_leaf = 4;
   double oversubscription = 1;
   double switch_latency_us = 0.5;
-  /// HCCL's algorithm between servers (its level 1): "ring" or "halving-doubling".
-  std::string inter_server_algorithm = "ring";
+  /// HCCL's algorithm between servers (its level 1): "auto" (chosen by `auto_rule`), or one of the
+  /// settable ones, "ring", "halving-doubling", "nhr", "nb", "pipeline" (aicpu/hccl.h).
+  std::string inter_server_algorithm = "auto";
+  /// The settable algorithms between servers, in the order the least-time rule prefers them on a tie.
+  static constexpr const char* kAlgorithms[] = {"ring", "halving-doubling", "nhr", "nb", "pipeline"};
+  /// How "auto" chooses, a property of the product (the chip preset sets it): "power-of-two-servers"
+  /// (Atlas training products, Ascend 910: halving-doubling on a power of two of servers, else
+  /// ring) or "least-time" (assumed for Atlas A2, 910B: the settable algorithm of least modelled
+  /// time for the collective's kind, servers and size).
+  std::string auto_rule = "power-of-two-servers";
 
   void declare(sim::ParamSet& ps);
 };

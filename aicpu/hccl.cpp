@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "sim/core/time.h"
 
@@ -88,64 +91,123 @@ struct Ring {
     return w;
   }
 };
-/// Between k servers, HCCL's level-1 algorithm: rings of the k servers (Ring, with the fabric's
-/// rate for rings on several leaves), or recursive halving-doubling — reduce-scatter in log2(k)
-/// steps exchanging S/2, S/4, … with the server 2^(log2 k − 1), …, 1 apart, all-gather the same
-/// steps backwards — where k is a power of two; otherwise the k − 2^⌊log2 k⌋ extra servers first
-/// fold their S into a partner's and at the end get the result back (Rabenseifner). Servers sit
-/// L to a leaf switch in order: a step whose partners lie on different leaves crosses two more
-/// switches, and a leaf whose c servers all send out shares uplinks of L·B/o among them.
+/// HCCL's level-1 algorithms between servers, in HcclConfig::kAlgorithms' order (their names).
+enum class Level1 { Ring, HalvingDoubling, Nhr, Nb, Pipeline };
+
+Level1 level1(const std::string& name) {
+  for (std::size_t i = 0; i < std::size(HcclConfig::kAlgorithms); ++i)
+    if (name == HcclConfig::kAlgorithms[i]) return static_cast<Level1>(i);
+  throw std::logic_error("Hccl: no algorithm '" + name + "' (the configuration allows only known ones)");
+}
+
+int pow2_floor(int k) {
+  int p = 1;
+  while (2 * p <= k) p *= 2;
+  return p;
+}
+
+/// ⌈log2 k⌉ for k ≥ 1.
+int log2_ceil(int k) {
+  int j = 0;
+  while ((1 << j) < k) ++j;
+  return j;
+}
+
+/// Between k servers, HCCL's level-1 algorithm for a reduce-scatter or all-gather half on S' bytes
+/// per server (the formulas: docs/model.md, "HCCL's algorithms between servers"):
+///   ring              k−1 steps of S'/k to the next server (Ring, with the fabric's rate for
+///                     rings on several leaves); also the pipeline's level 1;
+///   halving-doubling  log2 p steps (p = 2^⌊log2 k⌋) exchanging S'/2, S'/4, …, S'/p with the
+///                     server p/2, p/4, …, 1 apart (XOR partners); with k > p the k − p extra
+///                     servers first fold their S' into servers 0.. (reduce-scatter) or at the end
+///                     get the result back (all-gather): one step of S' more (Thakur, Rabenseifner
+///                     & Gropp 2005);
+///   nb                ⌈log2 k⌉ steps, step i to the server 2^i ahead with min(2^i, k − 2^i)
+///                     pieces of S'/k (Bruck et al. 1997): (k−1)/k of S' in all;
+///   nhr               the same pieces in the opposite order: the most to the nearest server.
+/// Servers sit L to a leaf switch in order: a step whose partners lie on different leaves crosses
+/// two more switches, and a leaf whose c servers all send out shares uplinks of L·B/o among them.
 struct Between {
   Ring ring;
-  bool hd;
+  Level1 algo;
   int k, per_leaf;
   double alpha, bw, hbm, spine_alpha, oversubscription;
-  /// One step between servers `d` apart (XOR partners), or between the `k − p2` extra servers and
-  /// the first ones (`fold`: the extra send, or with `back` receive the result): its latency and
-  /// its rate as a fraction of a port's.
-  void step(int p2, int d, bool fold, bool back, double& latency, double& rate) const {
+
+  /// How a step pairs the servers: the extra servers with the first ones, XOR partners d apart
+  /// among the first 2^⌊log2 k⌋, or every server with the one d ahead around the k.
+  enum class Pairs { Fold, Xor, Shift };
+  struct Step {
+    Pairs pairs;
+    int d;
+    double size;  ///< bytes each sender sends
+    bool back;    ///< a fold in the all-gather: the result goes back to the extra servers
+  };
+  /// The steps of a half on `bytes` per server; `reduce` (the reduce-scatter) only turns a fold's
+  /// direction: the two halves run the same steps in opposite orders, and a half's time does not
+  /// depend on their order.
+  std::vector<Step> steps(double bytes, bool reduce) const {
+    std::vector<Step> s;
+    if (k <= 1) return s;
+    if (algo == Level1::HalvingDoubling) {
+      const int p2 = pow2_floor(k);
+      if (p2 < k) s.push_back({Pairs::Fold, 0, bytes, !reduce});
+      double size = bytes;
+      for (int d = p2 / 2; d >= 1; d /= 2) s.push_back({Pairs::Xor, d, size /= 2, false});
+      return s;
+    }
+    // Bruck's step i moves min(2^i, k − 2^i) of the k pieces; NHR gives step i step j−1−i's.
+    const int j = log2_ceil(k);
+    for (int i = 0; i < j; ++i) {
+      const int t = algo == Level1::Nb ? i : j - 1 - i;
+      s.push_back({Pairs::Shift, 1 << i, std::min(1 << t, k - (1 << t)) * bytes / k, false});
+    }
+    return s;
+  }
+  /// Servers that send in a step.
+  int senders(const Step& st) const {
+    return st.pairs == Pairs::Fold ? k - pow2_floor(k) : st.pairs == Pairs::Xor ? pow2_floor(k) : k;
+  }
+  /// A step's latency and its rate as a fraction of a port's.
+  void crossing(const Step& st, double& latency, double& rate) const {
     std::vector<int> out((static_cast<std::size_t>(k) + per_leaf - 1) / per_leaf, 0);  // per leaf: servers sending out
-    const int n = fold ? k - p2 : p2;
+    const int p2 = pow2_floor(k), n = senders(st);
     for (int s = 0; s < n; ++s) {
-      int from = fold ? p2 + s : s, to = fold ? s : s ^ d;
-      if (back) std::swap(from, to);
+      int from = s, to = 0;
+      switch (st.pairs) {
+        case Pairs::Fold:
+          from = p2 + s;
+          to = s;
+          break;
+        case Pairs::Xor:
+          to = s ^ st.d;
+          break;
+        case Pairs::Shift:
+          to = (s + st.d) % k;
+          break;
+      }
+      if (st.back) std::swap(from, to);
       if (from / per_leaf != to / per_leaf) ++out[static_cast<std::size_t>(from / per_leaf)];
     }
     const int most = *std::max_element(out.begin(), out.end());
     latency = alpha + (most > 0 ? spine_alpha : 0.0);
     rate = most > 0 ? std::min(1.0, per_leaf / (oversubscription * most)) : 1.0;
   }
-  static int pow2_floor(int k) {
-    int p = 1;
-    while (2 * p <= k) p *= 2;
-    return p;
-  }
+  bool on_ring() const { return algo == Level1::Ring || algo == Level1::Pipeline; }
   /// A half (reduce-scatter or all-gather) of `bytes` per server: its time, and of it the
-  /// transfers at their rates (`wire`).
+  /// transfers at their rates (`wire`). A step takes its latency, its size at its rate, and in
+  /// the reduce-scatter the reduction of what it received (two pieces read, one written).
   double half(double bytes, bool reduce, double* wire = nullptr) const {
-    if (!hd) {
+    if (on_ring()) {
       if (wire) *wire = ring.half_wire(bytes);
       return ring.half(bytes, reduce);
     }
     double t = 0, w = 0;
-    if (wire) *wire = 0;
-    if (k <= 1) return 0;
-    const int p2 = pow2_floor(k);
-    auto add = [&](double latency, double rate, double size, bool with_reduction) {
-      const double x = size / (bw * rate);
-      t += latency + x + (with_reduction ? 3 * size / hbm : 0.0);
+    for (const Step& st : steps(bytes, reduce)) {
+      double latency = 0, rate = 1;
+      crossing(st, latency, rate);
+      const double x = st.size / (bw * rate);
+      t += latency + x + (reduce ? 3 * st.size / hbm : 0.0);
       w += x;
-    };
-    double latency = 0, rate = 1;
-    if (p2 < k) {  // fold the extra servers in (reduce-scatter) or send them the result (all-gather)
-      step(p2, 0, true, !reduce, latency, rate);  // the all-gather half sends the result back
-      add(latency, rate, bytes, reduce);
-    }
-    double size = bytes;
-    for (int d = p2 / 2; d >= 1; d /= 2) {
-      size /= 2;
-      step(p2, d, false, false, latency, rate);
-      add(latency, rate, size, reduce);
     }
     if (wire) *wire = w;
     return t;
@@ -155,21 +217,21 @@ struct Between {
     half(bytes, false, &w);
     return w;
   }
-  /// The HBM bytes of one member: as the ring's (each step reads what it sends, writes what it
-  /// receives, a reduction reads two pieces and writes one), over (1 − 1/p2) of the bytes, and
-  /// the fold's whole bytes.
+  /// The HBM bytes of one member: as the ring's, each step reads what it sends and writes what
+  /// it receives, a reduction reads two pieces and writes one.
   double half_hbm(double bytes, bool reduce) const {
-    if (!hd) return ring.half_hbm(bytes, reduce);
-    if (k <= 1) return 0;
-    const int p2 = pow2_floor(k);
-    return ((1 - 1.0 / p2) * bytes + (p2 < k ? bytes : 0.0)) * (reduce ? 5 : 2);
+    if (on_ring()) return ring.half_hbm(bytes, reduce);
+    double sent = 0;
+    for (const Step& st : steps(bytes, reduce)) sent += st.size;
+    return sent * (reduce ? 5 : 2);
   }
   /// Bytes all of one local rank's ports send in a half, summed over the k servers.
   double port_bytes(double bytes) const {
     if (k <= 1) return 0;
-    if (!hd) return (k - 1) * bytes;  // k ports, (k-1)/k of the bytes each
-    const int p2 = pow2_floor(k);
-    return p2 * (1 - 1.0 / p2) * bytes + (k - p2) * bytes;
+    if (on_ring()) return (k - 1) * bytes;  // k ports, (k-1)/k of the bytes each
+    double sent = 0;
+    for (const Step& st : steps(bytes, true)) sent += senders(st) * st.size;
+    return sent;
   }
 };
 }  // namespace
@@ -204,6 +266,109 @@ CollectiveSpan Hccl::span_of(const HcclConfig& cfg, const std::vector<int>& memb
   return {k, q / k, n / q, static_cast<int>(leaves.size())};
 }
 
+namespace {
+using Part = CollectiveCost::Part;
+
+/// A half (reduce-scatter or all-gather) on one of a server's rings: `x` bytes on HCCS, or between
+/// its networks over PCIe.
+Part on_ring(const char* what, const Ring& r, double x, bool reduce, bool pcie) {
+  return {what, false, r.half(x, reduce), pcie, r.half_hbm(x, reduce), r.half_wire(x)};
+}
+
+/// The phases of a hierarchical AllReduce, ReduceScatter or AllGather of `bytes` on servers of m
+/// devices in HCCS networks of g: each network's ring, the ring of a server's networks over PCIe,
+/// the servers' level 1 on the S/m pieces (over each device's RoCE port), in the kind's order.
+std::vector<Part> hierarchical(Collective kind, const Ring& intra, const Ring& cross, const Between& between, double g,
+                               double m, double bytes) {
+  const double x = bytes / m;  // what each local rank carries between servers
+  const Part rs_roce{"reduce-scatter",    true, between.half(x, true), false, between.half_hbm(x, true),
+                     between.half_wire(x)};
+  const Part ag_roce{"all-gather",        true, between.half(x, false), false, between.half_hbm(x, false),
+                     between.half_wire(x)};
+  const std::vector<Part> rs{on_ring("reduce-scatter", intra, bytes, true, false),
+                             on_ring("reduce-scatter", cross, bytes / g, true, true)};
+  const std::vector<Part> ag{on_ring("all-gather", cross, bytes / g, false, true),
+                             on_ring("all-gather", intra, bytes, false, false)};
+  switch (kind) {
+    case Collective::AllReduce:
+      return {rs[0],
+              rs[1],
+              {"all-reduce", true, rs_roce.seconds + ag_roce.seconds, false, rs_roce.hbm_bytes + ag_roce.hbm_bytes,
+               rs_roce.wire_s + ag_roce.wire_s},
+              ag[0],
+              ag[1]};
+    case Collective::ReduceScatter:
+      return {rs[0], rs[1], rs_roce};
+    case Collective::AllGather:
+      return {ag_roce, ag[0], ag[1]};
+    default:
+      throw std::logic_error("Hccl: no hierarchical algorithm for this collective");
+  }
+}
+
+/// Chunks HCCL's pipeline may cut a collective into.
+constexpr int kMaxChunks = 64;
+
+/// HCCL's pipeline: the hierarchical phases on c chunks of the data, a chunk's RoCE phase
+/// overlapping the server rings' phases of the chunks beside it. Three stages — the phases before
+/// the RoCE one, it, the phases after — take a + b + z on a chunk, and c chunks take
+/// a + b + z + (c−1)·max(a, b, z), with c from 1 to kMaxChunks the one of least time (the fewest
+/// on a tie). The parts: the first chunk's phases before its RoCE phase, the other chunks in the
+/// slowest stage's time (on the RoCE ports if that is the RoCE stage, else on HCCS), the last
+/// chunk's RoCE phase and the phases after it.
+std::vector<Part> pipelined(Collective kind, const Ring& intra, const Ring& cross, const Between& between, double g,
+                            double m, double bytes) {
+  std::vector<Part> best;
+  double best_s = INFINITY;
+  for (int c = 1; c <= kMaxChunks; ++c) {
+    const std::vector<Part> chunk = hierarchical(kind, intra, cross, between, g, m, bytes / c);
+    double stage[3] = {0, 0, 0}, wire[3] = {0, 0, 0}, hbm = 0;
+    int at = 0;
+    for (const Part& p : chunk) {
+      if (p.roce) at = 1;
+      stage[at] += p.seconds;
+      wire[at] += p.wire_s;
+      hbm += p.hbm_bytes;
+      if (p.roce) at = 2;
+    }
+    const int slow = static_cast<int>(std::max_element(stage, stage + 3) - stage);
+    const double s = stage[0] + stage[1] + stage[2] + (c - 1) * stage[slow];
+    if (s >= best_s) continue;
+    best_s = s;
+    best.clear();
+    for (const Part& p : chunk) {
+      if (p.roce)
+        best.push_back({"pipelined", slow == 1, (c - 1) * stage[slow], false, (c - 1) * hbm, (c - 1) * wire[slow]});
+      best.push_back(p);
+    }
+  }
+  return best;
+}
+}  // namespace
+
+std::string Hccl::algorithm(const HcclConfig& cfg, Collective kind, const CollectiveSpan& span, double bytes,
+                            double hbm_gbps) {
+  if (cfg.inter_server_algorithm != "auto") return cfg.inter_server_algorithm;
+  const int k = span.servers;
+  const bool chosen =
+      kind == Collective::AllReduce || kind == Collective::ReduceScatter || kind == Collective::AllGather;
+  if (k <= 1 || !chosen) return "ring";  // no level 1, or one that is always the ring
+  if (cfg.auto_rule == "power-of-two-servers") return (k & (k - 1)) == 0 ? "halving-doubling" : "ring";
+  if (cfg.auto_rule != "least-time") throw std::logic_error("Hccl: no rule '" + cfg.auto_rule + "' for auto");
+  HcclConfig one = cfg;
+  std::string best;
+  double best_s = INFINITY;
+  for (const char* name : HcclConfig::kAlgorithms) {
+    one.inter_server_algorithm = name;
+    const double s = cost(one, kind, span, bytes, hbm_gbps).seconds;
+    if (s < best_s) {
+      best_s = s;
+      best = name;
+    }
+  }
+  return best;
+}
+
 CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const CollectiveSpan& span, double bytes,
                           double hbm_gbps) {
   // g devices on each HCCS network, p networks per server (joined through PCIe), k servers.
@@ -216,8 +381,9 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const Ring inter{k, (cfg.roce_step_latency_us + (spine ? 2 * cfg.switch_latency_us : 0.0)) * 1e-6,
                    cfg.roce_bandwidth_gbps * 1e9 * (spine ? spine_rate(cfg) : 1.0), hbm_gbps * 1e9};
   // The AllReduce, ReduceScatter and AllGather halves between servers, by hccl.inter_server_algorithm.
+  const Level1 algo = level1(algorithm(cfg, kind, span, bytes, hbm_gbps));
   const Between between{inter,
-                        cfg.inter_server_algorithm == "halving-doubling",
+                        algo,
                         static_cast<int>(k),
                         static_cast<int>(std::max<std::int64_t>(1, cfg.servers_per_leaf)),
                         cfg.roce_step_latency_us * 1e-6,
@@ -235,38 +401,18 @@ CollectiveCost Hccl::cost(const HcclConfig& cfg, Collective kind, const Collecti
   const double links = g > 1 ? m * k : 0, ports = k > 1 ? m * k : 0, paths = p > 1 ? m * k : 0;
   switch (kind) {
     case Collective::AllReduce:
-      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true), intra.half_wire(bytes));
-      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true),
-           cross.half_wire(bytes / g), true);
-      part("all-reduce", true, between.half(bytes / m, true) + between.half(bytes / m, false),
-           between.half_hbm(bytes / m, true) + between.half_hbm(bytes / m, false), 2 * between.half_wire(bytes / m));
-      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
-           cross.half_wire(bytes / g), true);
-      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
-      c.hccs_bytes = links * 2 * half_bytes(g, bytes);
-      c.pcie_bytes = paths * 2 * half_bytes(p, bytes / g);
-      c.roce_bytes = k > 1 ? m * 2 * between.port_bytes(bytes / m) : 0.0;
-      break;
     case Collective::ReduceScatter:
-      part("reduce-scatter", false, intra.half(bytes, true), intra.half_hbm(bytes, true), intra.half_wire(bytes));
-      part("reduce-scatter", false, cross.half(bytes / g, true), cross.half_hbm(bytes / g, true),
-           cross.half_wire(bytes / g), true);
-      part("reduce-scatter", true, between.half(bytes / m, true), between.half_hbm(bytes / m, true),
-           between.half_wire(bytes / m));
-      c.hccs_bytes = links * half_bytes(g, bytes);
-      c.pcie_bytes = paths * half_bytes(p, bytes / g);
-      c.roce_bytes = k > 1 ? m * between.port_bytes(bytes / m) : 0.0;
+    case Collective::AllGather: {
+      const bool pipeline = algo == Level1::Pipeline && k > 1 && m > 1;
+      for (const Part& q : (pipeline ? pipelined : hierarchical)(kind, intra, cross, between, g, m, bytes))
+        part(q.what, q.roce, q.seconds, q.hbm_bytes, q.wire_s, q.pcie);
+      // An AllReduce is both halves; each half puts its ring's share on every link and port.
+      const double halves = kind == Collective::AllReduce ? 2 : 1;
+      c.hccs_bytes = links * halves * half_bytes(g, bytes);
+      c.pcie_bytes = paths * halves * half_bytes(p, bytes / g);
+      c.roce_bytes = k > 1 ? m * halves * between.port_bytes(bytes / m) : 0.0;
       break;
-    case Collective::AllGather:
-      part("all-gather", true, between.half(bytes / m, false), between.half_hbm(bytes / m, false),
-           between.half_wire(bytes / m));
-      part("all-gather", false, cross.half(bytes / g, false), cross.half_hbm(bytes / g, false),
-           cross.half_wire(bytes / g), true);
-      part("all-gather", false, intra.half(bytes, false), intra.half_hbm(bytes, false), intra.half_wire(bytes));
-      c.hccs_bytes = links * half_bytes(g, bytes);
-      c.pcie_bytes = paths * half_bytes(p, bytes / g);
-      c.roce_bytes = k > 1 ? m * between.port_bytes(bytes / m) : 0.0;
-      break;
+    }
     case Collective::AllToAll:
       // A pairwise exchange: N-1 rounds, each sending one N-th of the buffer to one peer — the
       // time and link bytes of an all-gather half, across servers and networks for the pieces

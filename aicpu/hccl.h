@@ -25,10 +25,13 @@
 // all-gather on each network's ring. With g = m it is the server's ring above.
 //
 // Across k servers of m devices the algorithm is hierarchical: AllReduce is a reduce-scatter on
-// each server's ring, an AllReduce of each S/m piece on a ring of the k devices with the same
-// local rank (each over its own RoCE port, the k-rings side by side), and an all-gather on each
+// each server's ring, an AllReduce of each S/m piece among the k devices with the same local rank
+// (each over its own RoCE port, the m level-1 collectives side by side), and an all-gather on each
 // server's ring; ReduceScatter and AllGather are their halves; Broadcast crosses the servers on
-// the root's RoCE ring, then each server's ring.
+// the root's RoCE ring, then each server's ring. The level 1 is hccl.inter_server_algorithm: a
+// ring of the k, recursive halving-doubling, NHR, NB, or the pipeline (the server rings and the
+// RoCE rings at once on chunks of the data); "auto" picks one by hccl.auto_rule (docs/model.md,
+// "HCCL's algorithms between servers", has each one's steps and bytes).
 #pragma once
 
 #include <algorithm>
@@ -123,6 +126,11 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   /// The same on the shape `span`.
   static CollectiveCost cost(const HcclConfig& cfg, hostif::Collective kind, const CollectiveSpan& span, double bytes,
                              double hbm_gbps);
+  /// The level-1 algorithm a collective uses between the servers of `span`: hccl.inter_server_algorithm,
+  /// or with "auto" the one hccl.auto_rule picks for the kind, the servers and `bytes` ("ring" on
+  /// one server, and for the kinds whose level 1 is always the ring: Broadcast, AllToAll, SendRecv).
+  static std::string algorithm(const HcclConfig& cfg, hostif::Collective kind, const CollectiveSpan& span, double bytes,
+                               double hbm_gbps);
   /// The shape `members` (rank numbers) span on servers of `per_server` devices: as many on each
   /// server and network as on the first.
   static CollectiveSpan span_of(const HcclConfig& cfg, const std::vector<int>& members, int per_server);

@@ -43,6 +43,14 @@ std::vector<double> collective_at(hostif::Collective kind, const aicpu::HcclConf
   return left;
 }
 
+/// HCCL's configuration with rings between servers (hccl.inter_server_algorithm=ring), whose
+/// formulas the tests below check; the default, auto, is tested in test_hccl_algorithms.cpp.
+aicpu::HcclConfig rings() {
+  aicpu::HcclConfig cfg;
+  cfg.inter_server_algorithm = "ring";
+  return cfg;
+}
+
 std::vector<double> all_reduce_at(const aicpu::HcclConfig& cfg, std::int64_t bytes, const std::vector<double>& arrive,
                                   int per_server = 8) {
   return collective_at(hostif::Collective::AllReduce, cfg, bytes, arrive, per_server);
@@ -298,7 +306,7 @@ TEST(DataParallel, CollectivesOfDisjointGroupsInFlightTogetherKeepTheirTimes) {
 TEST(DataParallel, AcrossServersAllReduceIsHierarchical) {
   // Reduce-scatter and all-gather on each server's ring of m, the pieces all-reduced on a ring of
   // the k servers over RoCE.
-  const aicpu::HcclConfig cfg;
+  const aicpu::HcclConfig cfg = rings();
   const double s = 100e6, m = 8, k = 4;
   const double expect = 2 * (m - 1) * (54.6e-6 + s / m / 63e9) + (m - 1) * 3 * s / m / 1200e9 +
                         2 * (k - 1) * (60e-6 + s / m / k / 12.5e9) + (k - 1) * 3 * s / m / k / 1200e9;
@@ -335,7 +343,7 @@ TEST(DataParallel, LeafOversubscriptionSlowsRingsBetweenLeavesByItsFactorOverThe
   auto ring = [&](int k, double alpha, double bw) {  // its formula: 2(k-1) steps of S/(8k) and k-1 reductions
     return 2 * (k - 1) * (alpha + s / 8 / k / bw) + (k - 1) * 3 * (s / 8 / k) / 1200e9;
   };
-  aicpu::HcclConfig cfg;
+  aicpu::HcclConfig cfg = rings();
   cfg.servers_per_leaf = 4;
   cfg.oversubscription = 1;
   EXPECT_NEAR(inter(cfg, 4), ring(4, ar, br), 1e-12);           // one leaf: no spine
@@ -405,7 +413,7 @@ TEST(DataParallel, HalvingDoublingBetweenServersTakesLog2StepsAndCrossesLeavesOn
   cfg.oversubscription = 1;
   // Against rings on 64 servers: 2·6 steps of latency instead of 2·63, the same bytes on the ports
   // but for the power of two's share.
-  aicpu::HcclConfig ring;
+  const aicpu::HcclConfig ring = rings();
   EXPECT_LT(inter(cfg, 64), 0.5 * inter(ring, 64));
   const auto hd = aicpu::Hccl::cost(cfg, hostif::Collective::AllReduce, 64, 8, s, 1200);
   const auto rg = aicpu::Hccl::cost(ring, hostif::Collective::AllReduce, 64, 8, s, 1200);
@@ -413,7 +421,7 @@ TEST(DataParallel, HalvingDoublingBetweenServersTakesLog2StepsAndCrossesLeavesOn
 }
 
 TEST(DataParallel, BroadcastGatherAndScatterFollowTheirFormulas) {
-  const aicpu::HcclConfig cfg;
+  const aicpu::HcclConfig cfg = rings();
   const double a = 54.6e-6, b = 63e9, h = 1200e9, ar = 60e-6, br = 12.5e9;
   using hostif::Collective;
   for (int n : {2, 4, 8}) {
