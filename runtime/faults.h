@@ -8,8 +8,8 @@
 // strike the cluster as a Poisson process of rate 1/M (M = device MTBF / devices, exponential
 // lifetimes), at any time, a restart included. A failure loses the segment's work done so far and
 // costs a restart of R (relaunch, initialisation, the last checkpoint's load), after which the
-// segment runs again from its start. A segment of length w then takes, in expectation (Daly 2006,
-// eq. 13 for one segment; the renewal-reward argument in model.md),
+// segment runs again from its start. A segment of length w then takes, in expectation (Daly 2006's
+// wall time of one segment; the renewal argument in docs/model.md, "Checkpoints and failures"),
 //   E(w) = M e^(R/M) (e^(w/M) - 1),
 // and the run the sum over its segments.
 #pragma once
