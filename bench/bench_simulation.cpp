@@ -149,6 +149,20 @@ sim::RunRequest resnet50_on(std::int64_t devices, std::int64_t steps) {
 void BM_ResNet50Devices(benchmark::State& state) { run_and_count(state, resnet50_on(state.range(0), 20)); }
 BENCHMARK(BM_ResNet50Devices)->Arg(8)->Arg(64)->Arg(1024)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// A whole training run with checkpoints and failures: ResNet-50 on ImageNet on 1,024 devices (128
+/// servers alike), 56 epochs of 39 steps per rank, a checkpoint every 4 epochs, a device MTBF of
+/// 50,000 hours and 1,000 seeded draws of the run with failures, with the best interval's search.
+void BM_ResNet50Devices1024CheckpointsAndFailures(benchmark::State& state) {
+  sim::RunRequest req = resnet50_on(1024, 0);
+  req.steps_per_epoch.reset();  // the dataset's: 1,281,167 images over 1,024 ranks of 32
+  req.epochs = 56;
+  req.checkpoint_every = 4 * 39;
+  req.device_mtbf_hours = 50'000;
+  req.fault_seeds = 1'000;
+  run_and_count(state, req);
+}
+BENCHMARK(BM_ResNet50Devices1024CheckpointsAndFailures)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 /// The same with every rank simulated (the reference servers alike are checked against).
 void BM_ResNet50DevicesEveryRank(benchmark::State& state) {
   sim::RunRequest req = resnet50_on(state.range(0), 20);

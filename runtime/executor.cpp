@@ -67,6 +67,12 @@ class Executor::Span {
 void Executor::main_thread() {
   broadcast_parameters();
   train();
+  if (m_session.checkpoint_every > 0 && !m_finished) {
+    // ModelCheckpoint's end(): the last steps saved too, unless just saved; the run ends once the
+    // last file is written.
+    if (m_steps_done > m_saved_at_step) save_checkpoint();
+    wait_for_saving();
+  }
   finish();
 }
 
@@ -281,12 +287,70 @@ void Executor::epoch_end(std::int64_t epoch) {
   if (m_eval_graph && m_session.eval_every > 0 && epoch % m_session.eval_every == 0) evaluate(epoch);
 }
 
-void Executor::evaluate(std::int64_t epoch) {
-  // The training step before the pass ends where it ended; the next one starts after the pass.
+void Executor::close_pending_step() {
   if (m_steps_done > 0 && !m_pending_recorded) {
     record_step(m_pending.end);
     m_pending_recorded = true;
   }
+}
+
+void Executor::checkpoint_if_due() {
+  if (m_session.checkpoint_every > 0 && m_steps_done - m_saved_at_step >= m_session.checkpoint_every)
+    save_checkpoint();
+}
+
+void Executor::wait_for_saving() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (m_saving_until <= now) return;
+  phase(Phase::Checkpoint);
+  Span s(*this, m_host_track, "wait for the checkpoint's save");
+  wait(m_saving_until - now);
+  m_checkpoints.wait_s += (m_saving_until - now).to_seconds();
+}
+
+void Executor::save_checkpoint() {
+  close_pending_step();
+  wait_for_saving();
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  phase(Phase::Checkpoint);
+  Span whole(*this, m_host_track, "checkpoint");
+  const std::int64_t bytes = m_checkpoints.bytes;
+  const sc_core::sc_time copy_start = sc_core::sc_time_stamp();
+  {
+    Span s(*this, m_host_track, "memcpy D2H (checkpoint)");
+    wait(sim::us(m_host.memcpy_setup_us));
+    m_device.d2h.transfer(static_cast<std::uint64_t>(bytes));
+    ++m_io.d2h_copies;
+    m_io.d2h_bytes += bytes;
+  }
+  const sc_core::sc_time copied = sc_core::sc_time_stamp();
+  // The host's serialisation on one core, then the file's write at this rank's share of the
+  // server's storage: the server's ranks save at the same step, so they write together.
+  const sc_core::sc_time serialise = sim::seconds(m_host.checkpoint_serialise_s(static_cast<double>(bytes)));
+  const sc_core::sc_time write = sim::seconds(
+      m_host.checkpoint_write_s(static_cast<double>(bytes), static_cast<double>(m_checkpoints.writers)));
+  if (m_session.checkpoint_async) {
+    m_saving_until = copied + serialise + write;
+  } else {
+    {
+      Span s(*this, m_host_track, "serialise checkpoint");
+      wait(serialise);
+    }
+    Span s(*this, m_host_track, "write checkpoint");
+    wait(write);
+  }
+  ++m_checkpoints.saves;
+  m_checkpoints.d2h_s += (copied - copy_start).to_seconds();
+  m_checkpoints.serialise_s += serialise.to_seconds();
+  m_checkpoints.write_s += write.to_seconds();
+  m_checkpoints.wait_s += (sc_core::sc_time_stamp() - start).to_seconds();
+  m_saved_at_step = m_steps_done;
+  m_prev_end = sc_core::sc_time_stamp();
+}
+
+void Executor::evaluate(std::int64_t epoch) {
+  // The training step before the pass ends where it ended; the next one starts after the pass.
+  close_pending_step();
   if (!m_eval_compiled) {  // its kernels the training graph has not: once, as set-up
     m_eval_compiled = true;
     if (m_host.kernel_cache == "cold") compile_kernels(kernels_to_compile(*m_eval_graph, &m_graph), m_eval_io);
@@ -389,6 +453,7 @@ RunResult Executor::result() {
   r.device_loop_iterations = m_loop_iterations;
   r.eval_passes = m_eval_passes;
   r.eval_interactions = m_eval_io;
+  r.checkpoints = m_checkpoints;
   r.failure = m_device.failure();
   return r;
 }
@@ -407,6 +472,7 @@ class NonSinkExecutor final : public Executor {
       memcpy_inputs_h2d();
       launch_ops(m_graph.step_tasks);
       return_to_host();
+      checkpoint_if_due();
       if ((s + 1) % m_session.steps_per_epoch == 0) epoch_end((s + 1) / m_session.steps_per_epoch);
     }
   }
@@ -423,6 +489,7 @@ class DataSinkExecutor final : public Executor {
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_ops(m_graph.sink_tasks);
       return_to_host();
+      checkpoint_if_due();
       if ((s + 1) % m_session.steps_per_epoch == 0) epoch_end((s + 1) / m_session.steps_per_epoch);
     }
   }
@@ -440,6 +507,7 @@ class GraphSinkExecutor final : public Executor {
     for (std::int64_t s = 0; s < m_session.steps(); ++s) {
       launch_graph(1, false);
       return_to_host();
+      checkpoint_if_due();
       if ((s + 1) % m_session.steps_per_epoch == 0) epoch_end((s + 1) / m_session.steps_per_epoch);
     }
   }
@@ -457,6 +525,7 @@ class LoopSinkExecutor final : public Executor {
     for (std::int64_t e = 0; e < m_session.epochs; ++e) {
       launch_graph(m_session.effective_sink_size(), true);
       return_to_host();
+      checkpoint_if_due();
       epoch_end(e + 1);
     }
   }

@@ -62,6 +62,13 @@ class Executor : public sc_core::sc_module {
     m_eval_pipeline = pipeline;
     m_eval_outputs_bytes = outputs_bytes;
   }
+  /// Checkpoints (Session::checkpoint_every): `bytes` of weights and optimizer state copied from
+  /// this rank's device, serialised and written to the server's storage, which `writers` ranks of
+  /// the server write to at once. Set before the simulation starts.
+  void set_checkpoint(std::int64_t bytes, std::int64_t writers) {
+    m_checkpoints.bytes = bytes;
+    m_checkpoints.writers = writers;
+  }
 
  protected:
   virtual void train() = 0;
@@ -77,6 +84,9 @@ class Executor : public sc_core::sc_module {
   void compile_kernels();
   /// The end of training epoch `epoch` (1-based; a sink under loop sink): evaluates if due.
   void epoch_end(std::int64_t epoch);
+  /// After a step's (or a sink's) return to the host: saves a checkpoint if due, as
+  /// ModelCheckpoint's step_end does.
+  void checkpoint_if_due();
   /// The cluster's one-time collectives before training (the parameters' broadcast), if any.
   void broadcast_parameters();
   void synchronize();
@@ -98,6 +108,13 @@ class Executor : public sc_core::sc_module {
   /// One evaluation pass, the strategy's way: per step a batch, a launch, a sync and the outputs'
   /// copy back (MindSpore evaluates one step per launch, even in sink mode).
   void evaluate(std::int64_t epoch);
+  /// The training step that ended before a pass or a save keeps its end; the next starts after it.
+  void close_pending_step();
+  /// One checkpoint: the copy to the host, then (synchronous) its serialisation and write, or
+  /// (async_save) those on a thread of their own, after the previous save's.
+  void save_checkpoint();
+  /// async_save: waits for the save in progress on the host's save thread, if any.
+  void wait_for_saving();
   /// Charges the host's time to `p` (to eval while evaluating).
   void phase(sim::Phase p);
   /// The interactions being counted: training's, or the evaluation's while evaluating.
@@ -137,6 +154,9 @@ class Executor : public sc_core::sc_module {
   bool m_in_eval = false;
   bool m_eval_loaded = false;  ///< the evaluation channel exists and its graph is loaded
   bool m_eval_compiled = false;
+  CheckpointRecord m_checkpoints;
+  std::int64_t m_saved_at_step = 0;  ///< the steps done at the last save
+  sc_core::sc_time m_saving_until;   ///< async_save: when the save thread's current save ends
   double m_compile_s = 0;
   sc_core::sc_event m_eval_channel_start;
   Interactions m_eval_io;

@@ -97,6 +97,17 @@ void HostConfig::declare(sim::ParamSet& ps) {
           "from memory in later epochs (0: none)");
   ps.real("storage.revalidate_us", storage_revalidate_us, "us", 0, 1e8,
           "the dataset's storage: opening a page-cached file still waits this (NFS close-to-open revalidation)");
+  ps.real("host.checkpoint_ns_per_byte", checkpoint_ns_per_byte, "ns/B", 0, 1e6,
+          "a checkpoint on the host: serialising its weights and optimizer state, per byte (MindSpore's "
+          "save_checkpoint: the tensors into a protobuf message and its string), and parsing them again on a restart");
+  ps.real("host.relaunch_s", relaunch_s, "s", 0, 1e6,
+          "after a device failure: detecting it, stopping the job and launching it again on every server, before "
+          "the run's initialisation and the checkpoint's load (--device-mtbf-hours)");
+  ps.real("storage.checkpoint_write_gbps", storage_checkpoint_write_gbps, "GB/s", 1e-3, 1e5,
+          "the server's storage where checkpoints go: write bandwidth, shared by the server's ranks saving at once");
+  ps.real("storage.checkpoint_read_gbps", storage_checkpoint_read_gbps, "GB/s", 1e-3, 1e5,
+          "the server's storage where checkpoints go: read bandwidth, shared by the server's ranks loading at once "
+          "after a failure");
 }
 
 void PipelineConfig::declare(sim::ParamSet& ps) {

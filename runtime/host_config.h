@@ -91,6 +91,22 @@ struct HostConfig {
   /// consistency: a GETATTR round trip), shared by the reads in flight like the latency.
   double storage_revalidate_us = 0;
   double cache_spill_ns_per_byte = 1.0;  ///< a spilled sample written to or read from local disk
+  // Checkpoints and restarts (--checkpoint-every, --device-mtbf-hours; docs/model.md, "Checkpoints").
+  double checkpoint_ns_per_byte = 0.5;  ///< serialising a checkpoint on the host (and parsing it on a restart)
+  double relaunch_s = 180;              ///< after a failure: detection, stopping and launching the job again
+  /// The server's checkpoint storage: write and read bandwidth, shared by the server's ranks.
+  double storage_checkpoint_write_gbps = 2.0;
+  double storage_checkpoint_read_gbps = 3.0;
+  /// A checkpoint of `bytes` serialised (or parsed) on one core, in seconds.
+  double checkpoint_serialise_s(double bytes) const { return bytes * checkpoint_ns_per_byte * 1e-9 / core_speed; }
+  /// A checkpoint of `bytes` written (read) at its share of the server's storage, `sharers` ranks
+  /// writing (reading) theirs at once, in seconds.
+  double checkpoint_write_s(double bytes, double sharers) const {
+    return bytes * sharers / (storage_checkpoint_write_gbps * 1e9);
+  }
+  double checkpoint_read_s(double bytes, double sharers) const {
+    return bytes * sharers / (storage_checkpoint_read_gbps * 1e9);
+  }
   // LLM serving (runtime/serving.h): the serving engine's own host work.
   double schedule_step_us = 300;   ///< one scheduler iteration: the policy, the queues, the step's input tensors
   double schedule_seq_us = 10;     ///< per sequence in the step: its block table row, inputs and output token

@@ -74,11 +74,13 @@ TimeToTrain RunResult::time_to_train() const {
   t.total = sim_time_s;
   for (std::size_t i = 0; i < sim::kPhaseCount; ++i) {
     const auto p = static_cast<sim::Phase>(i);
-    (p == sim::Phase::Eval    ? t.evaluation
-     : p == sim::Phase::Setup ? t.initialisation
-     : p == sim::Phase::Comm  ? t.exposed_comm
-                              : t.training) += breakdown_s[i];
+    (p == sim::Phase::Eval         ? t.evaluation
+     : p == sim::Phase::Setup      ? t.initialisation
+     : p == sim::Phase::Comm       ? t.exposed_comm
+     : p == sim::Phase::Checkpoint ? t.checkpoint
+                                   : t.training) += breakdown_s[i];
   }
+  if (faults_analysed()) t.expected_with_failures = faults.expected_s;
   return t;
 }
 

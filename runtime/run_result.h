@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/faults.h"
 #include "runtime/session.h"
 #include "runtime/step_summary.h"
 #include "sim/core/breakdown.h"
@@ -109,6 +110,19 @@ struct EvalSummary {
   double first_s = 0, later_mean_s = 0, mean_s = 0;
 };
 
+/// The checkpoints a run saved (Session::checkpoint_every), their parts summed over the saves.
+struct CheckpointRecord {
+  std::int64_t bytes = 0;    ///< one save of this rank: its weights and optimizer state
+  std::int64_t writers = 1;  ///< the server's ranks writing their files at once
+  std::int64_t saves = 0;
+  double d2h_s = 0;        ///< the copies from the device over its PCIe link (DMA)
+  double serialise_s = 0;  ///< the host's serialisation
+  double write_s = 0;      ///< the writes, at the rank's share of the server's storage
+  /// What the training thread waited for (the breakdown's checkpoint): every part when saving
+  /// synchronously; with async_save the copies and any wait for the save before.
+  double wait_s = 0;
+};
+
 /// The causes a scaling curve's lost efficiency is split into, in order: exposed collectives
 /// (rank 0's, less its wait for a straggler), waiting for stragglers (rank 0's exposed
 /// communication beyond the least exposed rank's), the host (its data, launches, copies, loop,
@@ -125,6 +139,10 @@ struct TimeToTrain {
   double evaluation = 0;      ///< the evaluation passes, all their time
   double initialisation = 0;  ///< one-time set-up (data channel, graph load, parameter broadcast)
   double exposed_comm = 0;    ///< collectives no computation hid
+  double checkpoint = 0;      ///< the checkpoints the steps waited for (0 without)
+  /// With --device-mtbf-hours: the expected time to train with failures (beside the total, not a
+  /// part of it); negative: not analysed.
+  double expected_with_failures = -1;
 };
 
 struct RunResult {
@@ -153,6 +171,10 @@ struct RunResult {
   std::vector<EvalPass> eval_passes;        ///< evaluation during training, in order
   Interactions eval_interactions;           ///< the evaluation passes' own (not in `interactions`)
   nlohmann::ordered_json eval_cache;        ///< the evaluation pipeline's cache (PipelineCosts::cache_summary)
+  CheckpointRecord checkpoints;             ///< the saves (Session::checkpoint_every)
+  /// Device failures laid over the run (--device-mtbf-hours); analysed when `faults.devices` > 0.
+  FaultAnalysis faults;
+  bool faults_analysed() const { return faults.devices > 0; }
   std::string failure;                      ///< empty if the run completed
   nlohmann::ordered_json stats;             ///< per-module statistics
   nlohmann::ordered_json data;              ///< data pipeline verdict, queue depth over time
@@ -213,6 +235,12 @@ struct RunResult {
   double device_busy_fraction() const;
   EvalSummary evaluation() const;
   TimeToTrain time_to_train() const;
+  /// The time to train has parts beyond the steps: evaluation during training, a cluster's
+  /// communication, a cold cache's compilation, checkpoints (the reports then show them).
+  bool time_to_train_has_parts() const {
+    return session.eval_passes() > 0 || devices > 1 || interactions.kernels_compiled > 0 ||
+           session.checkpoint_every > 0;
+  }
 };
 
 }  // namespace ascendsim::runtime

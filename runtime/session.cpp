@@ -55,6 +55,9 @@ void Session::validate() const {
     throw sim::InputError("eval_every", "eval_every",
                           "the evaluation dataset makes no batch (" + std::to_string(eval_steps) +
                               " steps per pass); reduce batch_size or give a larger evaluation dataset");
+  if (checkpoint_every < 0)
+    throw sim::InputError("checkpoint_every", "checkpoint_every",
+                          "must be a positive number of steps, got " + std::to_string(checkpoint_every));
   const std::int64_t per_epoch = strategy == Strategy::LoopSink ? effective_sink_size() : steps_per_epoch;
   if (per_epoch > kMaxSteps || epochs > kMaxSteps / per_epoch) {
     const std::string key = largest_factor();

@@ -37,6 +37,13 @@ struct Session {
   /// What the host copies back after each returned step: the loss (an fp32 scalar), or a serving
   /// step's sampled tokens or logits (workloads/serving.h).
   std::int64_t result_bytes = 4;
+  /// Checkpoints (MindSpore's ModelCheckpoint, save_checkpoint_steps): the weights and optimizer
+  /// state saved once at least `checkpoint_every` steps have run since the last save (at a sink's
+  /// end under loop sink, where the callback runs) and once more at the end of training; 0: none.
+  std::int64_t checkpoint_every = 0;
+  /// ModelCheckpoint's async_save: the host serialises and writes on a thread of its own, the
+  /// training thread waiting only for the copy to the host (and for the save before it).
+  bool checkpoint_async = false;
 
   /// Throws sim::InputError for non-positive epochs/steps, a sink size that is neither -1 nor > 0,
   /// or more than kMaxSteps steps.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -49,6 +50,42 @@ std::string failures(const std::vector<runtime::RunResult>& runs) {
   return out;
 }
 
+/// Device failures laid over a run that saved checkpoints (--device-mtbf-hours; runtime/faults.h):
+/// the run's figures made into the fault model's inputs, the restart's cost from the configuration.
+void analyse_failures(const RunRequest& req, const SystemConfig& cfg, runtime::RunResult& r) {
+  const runtime::CheckpointRecord& c = r.checkpoints;
+  if (!r.failure.empty() || c.saves == 0) return;
+  const runtime::TimeToTrain t = r.time_to_train();
+  const double bytes = static_cast<double>(c.bytes), writers = static_cast<double>(c.writers);
+  runtime::FaultInputs in;
+  in.mtbf_s = *req.device_mtbf_hours * 3600.0 / static_cast<double>(r.devices);
+  in.init_s = t.initialisation;
+  in.steps = r.steps_completed;
+  in.step_s = (t.total - t.initialisation - t.checkpoint) / static_cast<double>(std::max<std::int64_t>(1, in.steps));
+  in.granule = r.session.strategy == runtime::Strategy::LoopSink ? r.session.effective_sink_size() : 1;
+  in.checkpoint_s = t.checkpoint / static_cast<double>(c.saves);
+  // The restart: relaunch, the run's initialisation again, and the last checkpoint's load — its
+  // file read at the rank's share of the server's storage, parsed, and copied to the device at the
+  // rank's share of its PCIe switch's uplink (the server's ranks load at once).
+  const double per_switch = std::min(static_cast<double>(cfg.link.pcie_switch_devices), writers);
+  const double h2d_gbps = std::min(cfg.link.h2d_bandwidth_gbps, cfg.link.pcie_uplink_gbps / std::max(1.0, per_switch));
+  const double load =
+      cfg.host.checkpoint_read_s(bytes, writers) + cfg.host.checkpoint_serialise_s(bytes) + bytes / (h2d_gbps * 1e9);
+  in.restart_s = cfg.host.relaunch_s + t.initialisation + load;
+  const double expected = runtime::expected_s(in, runtime::segments(in, r.session.checkpoint_every));
+  constexpr double kMostFailures = 1e6;  // draws of a run expecting more would take minutes
+  if (!std::isfinite(expected) || expected / in.mtbf_s > kMostFailures)
+    throw InputError("device_mtbf_hours", "device_mtbf_hours",
+                     fmt::format("with a cluster MTBF of {:.4g} s ({} devices) the run would expect over {:g} "
+                                 "failures between its checkpoints and restarts of {:.4g} s; give a longer MTBF or "
+                                 "save more often",
+                                 in.mtbf_s, r.devices, kMostFailures, in.restart_s));
+  r.faults = runtime::analyse_faults(in, r.session.checkpoint_every, req.fault_seeds.value_or(kDefaultFaultSeeds));
+  r.faults.device_mtbf_hours = *req.device_mtbf_hours;
+  r.faults.devices = r.devices;
+  r.faults.relaunch_s = cfg.host.relaunch_s;
+  r.faults.load_s = load;
+}
 
 /// Semi-automatic parallelism in the report: the strategies, per device the parameters and
 /// memory, every forward redistribution collective with its group, bytes and time (its backward
@@ -284,6 +321,8 @@ RunOutcome run(const RunRequest& request) {
   simulation.show_progress(req.progress);
   simulation.run();
   for (std::size_t i = 0; i < simulation.size(); ++i) out.runs.push_back(simulation.result(i));
+  if (req.device_mtbf_hours)
+    for (auto& r : out.runs) analyse_failures(req, cfg, r);
   if (req.trace && !req.trace_out && !out.failed()) out.trace = trace_text.str();
   return out;
 }

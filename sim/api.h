@@ -30,6 +30,9 @@
 
 namespace ascendsim::sim {
 
+/// Draws of a run with failures when the request gives no fault_seeds.
+inline constexpr std::int64_t kDefaultFaultSeeds = 100;
+
 /// What to simulate. Errors about a field name it by the key in brackets (InputError::key()).
 struct RunRequest {
   ConfigRequest config;             ///< server and chip presets, YAML file, overrides, config dir
@@ -63,6 +66,15 @@ struct RunRequest {
   /// at which the curve reaches it, instead of `epochs` (sim/accuracy_curve.h).
   std::string accuracy_curve;
   double target_accuracy = 0;
+  /// [checkpoint_every] MindSpore's ModelCheckpoint (save_checkpoint_steps): the weights and
+  /// optimizer state copied to the host, serialised and written to the server's storage at least
+  /// every N steps and at the end; unset: no checkpoints
+  std::optional<std::int64_t> checkpoint_every;
+  bool checkpoint_async = false;  ///< [checkpoint_async] ModelCheckpoint's async_save
+  /// [device_mtbf_hours] a device's mean time between failures: the expected time to train with
+  /// failures and restarts from the last checkpoint, the best checkpoint interval (runtime/faults.h)
+  std::optional<double> device_mtbf_hours;
+  std::optional<std::int64_t> fault_seeds;  ///< [fault_seeds] seeded draws of the run with failures (kDefaultFaultSeeds)
   std::string eval_dataset;  ///< [eval_dataset] an image folder to evaluate on; "" the workload's default
   /// [dataset_index] a file caching the image folder's JPEG headers (rebuilt when the folder changed)
   std::string dataset_index;

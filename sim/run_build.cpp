@@ -6,6 +6,7 @@
 #include "sim/run_build.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -695,6 +696,39 @@ workloads::Workload build_workload_with_data(const RunRequest& r, const SystemCo
 }
 
 
+/// A device MTBF beyond this (11,400 years) is no longer a failure rate anyone measured; draws of
+/// the run with failures beyond this many take more than seconds.
+constexpr double kMaxMtbfHours = 1e8;
+constexpr std::int64_t kMaxFaultSeeds = 1'000'000;
+
+/// The checkpoint and failure fields of a request, each alone and with the others it needs.
+static void check_checkpoint_request(const RunRequest& r) {
+  if (r.checkpoint_every && *r.checkpoint_every <= 0)
+    throw InputError("checkpoint_every", "checkpoint_every",
+                     "must be a positive number of steps, got " + std::to_string(*r.checkpoint_every));
+  if (r.checkpoint_async && !r.checkpoint_every)
+    throw InputError("checkpoint_async", "checkpoint_async", "saves asynchronously only with checkpoint_every");
+  if (r.device_mtbf_hours) {
+    const double h = *r.device_mtbf_hours;
+    if (!std::isfinite(h) || h <= 0 || h > kMaxMtbfHours)
+      throw InputError("device_mtbf_hours", "device_mtbf_hours",
+                       fmt::format("a device's mean time between failures in hours, above 0 and at most {:g}, got {}",
+                                   kMaxMtbfHours, h));
+    if (!r.checkpoint_every)
+      throw InputError("device_mtbf_hours", "device_mtbf_hours",
+                       "a restart resumes from the last checkpoint, whose cost the run simulates: give checkpoint_every "
+                       "too");
+  }
+  if (r.fault_seeds) {
+    if (*r.fault_seeds <= 0 || *r.fault_seeds > kMaxFaultSeeds)
+      throw InputError("fault_seeds", "fault_seeds",
+                       fmt::format("draws of the run with failures: from 1 to {}, got {}", kMaxFaultSeeds,
+                                   *r.fault_seeds));
+    if (!r.device_mtbf_hours)
+      throw InputError("fault_seeds", "fault_seeds", "draws failures only with device_mtbf_hours");
+  }
+}
+
 runtime::Session make_session(const RunRequest& r, const workloads::Workload& w, runtime::Strategy s) {
   if (r.steps_per_epoch && *r.steps_per_epoch <= 0)
     throw InputError("steps_per_epoch", "steps_per_epoch",
@@ -706,6 +740,9 @@ runtime::Session make_session(const RunRequest& r, const workloads::Workload& w,
   session.steps_per_epoch = r.steps_per_epoch.value_or(w.steps_per_epoch());
   session.dataset_steps_per_epoch = w.steps_per_epoch();
   session.eval_every = r.eval_every;
+  check_checkpoint_request(r);
+  session.checkpoint_every = r.checkpoint_every.value_or(0);
+  session.checkpoint_async = r.checkpoint_async;
   if (r.eval_every > 0) session.eval_steps = w.eval_data.dataset.samples / w.batch_size;  // drop_remainder
   if (session.steps_per_epoch <= 0)
     throw InputError("batch_size", "batch_size",

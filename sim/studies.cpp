@@ -46,6 +46,9 @@ SweepOutcome sweep(const SweepRequest& req) {
   if (req.values.empty()) throw InputError("values", "values", "give at least one value to sweep");
   const RunRequest& o = req.base;
   const std::string& param = req.param;
+  if (o.device_mtbf_hours)
+    throw InputError("device_mtbf_hours", "device_mtbf_hours",
+                     "failures are laid over one run's time line: give it to train or compare, not to a sweep");
   const SystemConfig base = load_config(o.config);
   const bool session_param = param == "sink_size" || param == "epochs" || param == "steps_per_epoch" ||
                              param == "batch_size" || param == "devices";
@@ -231,7 +234,8 @@ std::vector<ScalingPoint> scaling_curve(const RunRequest& req, const RunOutcome&
       const double least = x.rank_comm_s.empty() ? comm : *std::min_element(x.rank_comm_s.begin(), x.rank_comm_s.end());
       double host = 0;
       for (Phase ph :
-           {Phase::HostData, Phase::H2D, Phase::Launch, Phase::D2H, Phase::HostLoop, Phase::WaitData, Phase::Sync})
+           {Phase::HostData, Phase::H2D, Phase::Launch, Phase::D2H, Phase::HostLoop, Phase::WaitData, Phase::Sync,
+            Phase::Checkpoint})
         host += phase(ph);
       causes.back().push_back(
           {least, comm - least, host, phase(Phase::DeviceCompute), phase(Phase::Setup), phase(Phase::Eval)});

@@ -160,6 +160,14 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
       r.config.sets.insert(r.config.sets.begin(), d.sets.begin(), d.sets.end());
     } else if (key == "eval_every") {
       r.eval_every = whole(v, at, key);
+    } else if (key == "checkpoint_every") {
+      r.checkpoint_every = whole(v, at, key);
+    } else if (key == "checkpoint_async") {
+      r.checkpoint_async = boolean(v, at, key);
+    } else if (key == "device_mtbf_hours") {
+      r.device_mtbf_hours = number(v, at, key);
+    } else if (key == "fault_seeds") {
+      r.fault_seeds = whole(v, at, key);
     } else if (key == "amp_level") {
       r.recipe.amp_level = scalar(v, at, key);
     } else if (key == "keep_batchnorm_fp32") {
@@ -208,7 +216,8 @@ RunRequest parse_run(const YAML::Node& run, const std::string& at, const std::st
                        "workload, model, hf_config, mode, loss, strategies, epochs, steps_per_epoch, batch_size, "
                        "sink_size, devices, rank_table, "
                        "all_reduce_fusion, parameter_broadcast, server, framework, chip, config, "
-                       "export, dataset, dataset_index, data, eval_every, "
+                       "export, dataset, dataset_index, data, eval_every, checkpoint_every, checkpoint_async, "
+                       "device_mtbf_hours, fault_seeds, "
                        "amp_level, keep_batchnorm_fp32, loss_scale, optimizer, graph_kernel_fusion, ub_fusion, flash_attention, "
                        "layers, hidden, heads, kv_heads, ffn, seq_length, vocab, tensor_parallel, sequence_parallel, "
                        "pipeline_stages, micro_batches, gradient_accumulation, optimizer_shard, optimizer_shard_level, recompute, set)");

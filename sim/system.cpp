@@ -172,6 +172,11 @@ System::System(sc_core::sc_module_name name, const SystemConfig& cfg, const work
   m_chip.hostif.queue.sample_depth_every(std::max<std::int64_t>(1, m_session.steps() / 200));
   m_executor = runtime::make_executor("host", m_cfg.host, m_session, m_graph, workload.batch_size, m_chip.hostif,
                                       m_pipeline, m_account);
+  // A checkpoint saves what the memory plan keeps between steps: the weights and the optimizer's
+  // state (this rank's pieces), every rank its own file on the server's storage.
+  if (m_session.checkpoint_every > 0)
+    m_executor->set_checkpoint(m_graph.memory.weight_bytes + m_graph.memory.optimizer_state_bytes,
+                               m_cfg.pipeline.cache_sharers);
   if (m_session.eval_passes() > 0) {
     // The evaluation pipeline: the evaluation recipe (nothing random, no shuffle buffer), its own
     // cache after the last map or the source, reading a pass's batches only once the pass begins.

@@ -265,22 +265,26 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
               pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
               gradient_accumulation: Optional[int] = None, optimizer_shard_level: Optional[int] = None,
               frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
-              hf_config: Optional[str] = None, framework: Optional[str] = None) -> List[str]:
+              hf_config: Optional[str] = None, framework: Optional[str] = None,
+              checkpoint_every: Optional[int] = None, checkpoint_async: bool = False,
+              device_mtbf_hours: Optional[float] = None, fault_seeds: Optional[int] = None) -> List[str]:
     # Types here (a string or a bool is not a number); ranges are the command line's to judge.
     for name, value in (("epochs", epochs), ("sink_size", sink_size), ("devices", devices), ("eval_every", eval_every),
                         ("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
                         ("tensor_parallel", tensor_parallel), ("pipeline_stages", pipeline_stages),
                         ("micro_batches", micro_batches), ("gradient_accumulation", gradient_accumulation),
-                        ("optimizer_shard_level", optimizer_shard_level), ("seed", seed)):
+                        ("optimizer_shard_level", optimizer_shard_level), ("seed", seed),
+                        ("checkpoint_every", checkpoint_every), ("fault_seeds", fault_seeds)):
         if value is not None:
             _whole(name, value)
-    for name, value in (("loss_scale", loss_scale), ("target_accuracy", target_accuracy)):
+    for name, value in (("loss_scale", loss_scale), ("target_accuracy", target_accuracy),
+                        ("device_mtbf_hours", device_mtbf_hours)):
         if value is not None:
             _real(name, value)
     for name, value in (("functional", functional), ("eval", eval), ("optimizer_shard", optimizer_shard),
                         ("sequence_parallel", sequence_parallel), ("recompute", recompute),
                         ("keep_batchnorm_fp32", keep_batchnorm_fp32), ("ub_fusion", ub_fusion),
-                        ("flash_attention", flash_attention)):
+                        ("flash_attention", flash_attention), ("checkpoint_async", checkpoint_async)):
         _switch(name, value)
     for name, value in (("server", server), ("chip", chip), ("dataset", dataset), ("data", data), ("config", config),
                         ("rank_table", rank_table), ("amp_level", amp_level), ("init", init),
@@ -314,7 +318,9 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
                         ("--shard-strategy", shard_strategy), ("--tensor-parallel", tensor_parallel),
                         ("--pipeline-stages", pipeline_stages), ("--micro-batches", micro_batches),
                         ("--gradient-accumulation", gradient_accumulation),
-                        ("--optimizer-shard-level", optimizer_shard_level)):
+                        ("--optimizer-shard-level", optimizer_shard_level),
+                        ("--checkpoint-every", checkpoint_every), ("--device-mtbf-hours", device_mtbf_hours),
+                        ("--fault-seeds", fault_seeds)):
         if value is not None:
             a += [flag, value]
     if all_reduce_fusion:
@@ -323,6 +329,7 @@ def _run_args(workload: str, *, sink_size: int = -1, epochs: int = 1, batch_size
         a += ["--frozen", ",".join(frozen)]
     a += ["--functional"] * bool(functional) + ["--eval"] * bool(eval) + ["--optimizer-shard"] * bool(optimizer_shard)
     a += ["--recompute"] * bool(recompute) + ["--sequence-parallel"] * bool(sequence_parallel)
+    a += ["--checkpoint-async"] * bool(checkpoint_async)
     for key, value in (overrides or {}).items():
         a += ["--set", f"{key}={_setting(value)}"]
     return [str(x) for x in a]
@@ -346,7 +353,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
           micro_batches: Optional[int] = None, gradient_accumulation: Optional[int] = None,
           optimizer_shard_level: Optional[int] = None,
           frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
-          hf_config: Optional[str] = None, framework: Optional[str] = None) -> Report:
+          hf_config: Optional[str] = None, framework: Optional[str] = None,
+          checkpoint_every: Optional[int] = None, checkpoint_async: bool = False,
+          device_mtbf_hours: Optional[float] = None, fault_seeds: Optional[int] = None) -> Report:
     """One training run under one strategy: ``strategy`` ("non-sink", "data-sink", "graph-sink",
     "loop-sink") or MindSpore's ``dataset_sink_mode`` (see the module's documentation).
     ``overrides`` sets configuration parameters (``{"link.h2d_bandwidth_gbps": 16}``; see
@@ -381,7 +390,13 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
     script (YAML: the pipeline as a training script builds it, docs/model.md "The data script").
     ``framework`` names the framework launching ops one by one in non-sink mode (configs/frameworks,
     e.g. "vllm-ascend-eager": PyTorch's launches from Python). ``hf_config`` names a Hugging Face config.json (or a shipped one, ``"llama-2-7b"``): the transformer
-    it describes instead of ``workload``, ``shape`` overriding its fields (docs/model.md)."""
+    it describes instead of ``workload``, ``shape`` overriding its fields (docs/model.md).
+    ``checkpoint_every=N`` saves a checkpoint at least every N steps and at the end, as MindSpore's
+    ModelCheckpoint (``checkpoint_async=True``: its async_save); the report's ``checkpoint`` times each
+    save's copy, serialisation and write, and ``time_to_train_s`` gains ``checkpoint``.
+    ``device_mtbf_hours`` (with ``checkpoint_every``) lays device failures over the run: the report's
+    ``faults`` gives the expected time to train with restarts from the last checkpoint, its spread over
+    ``fault_seeds`` draws (100) and the best checkpoint interval beside Young/Daly's (docs/model.md)."""
     s = _strategy(strategy, dataset_sink_mode)
     if s is None:
         raise InputError("train needs strategy= or dataset_sink_mode=")
@@ -396,7 +411,9 @@ def train(workload: str = "lenet5", strategy: Optional[str] = None, *, dataset_s
         sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
         flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
         gradient_accumulation=gradient_accumulation, optimizer_shard_level=optimizer_shard_level, frozen=frozen,
-        data=data, hf_config=hf_config, framework=framework), "--json", "-", "-q"))
+        data=data, hf_config=hf_config, framework=framework, checkpoint_every=checkpoint_every,
+        checkpoint_async=checkpoint_async, device_mtbf_hours=device_mtbf_hours, fault_seeds=fault_seeds),
+        "--json", "-", "-q"))
 
 
 def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, batch_size: Optional[int] = None,
@@ -416,7 +433,9 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
             pipeline_stages: Optional[int] = None, micro_batches: Optional[int] = None,
             gradient_accumulation: Optional[int] = None, optimizer_shard_level: Optional[int] = None,
             frozen: Optional[Sequence[str]] = None, data: Optional[str] = None,
-            hf_config: Optional[str] = None, framework: Optional[str] = None) -> Report:
+            hf_config: Optional[str] = None, framework: Optional[str] = None,
+            checkpoint_every: Optional[int] = None, checkpoint_async: bool = False,
+            device_mtbf_hours: Optional[float] = None, fault_seeds: Optional[int] = None) -> Report:
     """The same job under all four strategies (runs in the order of STRATEGIES); ``data`` and
     ``hf_config`` as :func:`train`."""
     return Report(cli("compare", *_run_args(
@@ -429,7 +448,9 @@ def compare(workload: str = "lenet5", *, sink_size: int = -1, epochs: int = 1, b
         sequence_parallel=sequence_parallel, optimizer_shard=optimizer_shard, recompute=recompute,
         flash_attention=flash_attention, pipeline_stages=pipeline_stages, micro_batches=micro_batches,
         gradient_accumulation=gradient_accumulation, optimizer_shard_level=optimizer_shard_level, frozen=frozen,
-        data=data, hf_config=hf_config, framework=framework), "--json", "-", "-q"))
+        data=data, hf_config=hf_config, framework=framework, checkpoint_every=checkpoint_every,
+        checkpoint_async=checkpoint_async, device_mtbf_hours=device_mtbf_hours, fault_seeds=fault_seeds),
+        "--json", "-", "-q"))
 
 
 class ServeReport(Report):

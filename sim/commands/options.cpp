@@ -293,6 +293,19 @@ po::options_description run_options(Options& o) {
       "eval-every", po::value(&o.eval_every),
       "evaluate on the evaluation dataset after every N epochs (sinks under loop sink), as MindSpore's "
       "EvalCallBack: a forward-only pass with its own pipeline and channel; the report times each pass")(
+      "checkpoint-every", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.checkpoint_every = v; }),
+      "save a checkpoint at least every N steps and at the end, as MindSpore's ModelCheckpoint "
+      "(save_checkpoint_steps): the weights and optimizer state copied to the host, serialised and written to the "
+      "server's storage; the report times each part")(
+      "checkpoint-async", po::bool_switch(&o.checkpoint_async),
+      "with --checkpoint-every: ModelCheckpoint's async_save, the serialisation and write on a thread of their own "
+      "(the steps wait for the copy only)")(
+      "device-mtbf-hours", po::value<double>()->notifier([&o](double v) { o.device_mtbf_hours = v; }),
+      "with --checkpoint-every: a device's mean time between failures, in hours; the report adds the expected "
+      "time to train with failures and restarts from the last checkpoint, its spread over seeded draws, and the "
+      "checkpoint interval that minimises it beside Young/Daly's")(
+      "fault-seeds", po::value<std::int64_t>()->notifier([&o](std::int64_t v) { o.fault_seeds = v; }),
+      "with --device-mtbf-hours: draws of the run with failures, seeds 0 to K-1 (default 100)")(
       "accuracy-curve", po::value(&o.accuracy_curve),
       "with --target-accuracy: a CSV of epoch,accuracy (measured or published; convergence is an input, not "
       "simulated); the run trains to the first evaluation (--eval-every) at which it reaches the target")(
@@ -400,6 +413,10 @@ RunRequest make_request(const Options& o, const std::vector<runtime::Strategy>& 
     r.config.sets.insert(r.config.sets.begin(), d.sets.begin(), d.sets.end());
   }
   r.eval_every = o.eval_every;
+  r.checkpoint_every = o.checkpoint_every;
+  r.checkpoint_async = o.checkpoint_async;
+  r.device_mtbf_hours = o.device_mtbf_hours;
+  r.fault_seeds = o.fault_seeds;
   r.eval_dataset = o.eval_dataset;
   r.dataset_index = o.dataset_index;
   r.parallel_mode = o.parallel_mode;

@@ -55,6 +55,9 @@ struct Options {
   std::string data;     // a data script (sim/data_script.h): the pipeline as the training script builds it
   std::string hf_config;  // a Hugging Face config.json (sim/hf_config.h): the transformer, instead of --workload
   std::int64_t eval_every = 0;
+  std::optional<std::int64_t> checkpoint_every, fault_seeds;
+  bool checkpoint_async = false;
+  std::optional<double> device_mtbf_hours;
   std::string eval_dataset;
   std::string dataset_index;
   std::string parallel_mode = "data", dataset_strategy, shard_strategy;

@@ -29,6 +29,8 @@ const char* phase_name(Phase p) {
       return "setup";
     case Phase::Eval:
       return "eval";
+    case Phase::Checkpoint:
+      return "checkpoint";
     case Phase::Count:
       break;
   }
@@ -36,7 +38,7 @@ const char* phase_name(Phase p) {
 }
 
 Phase BreakdownAccountant::current() const {
-  if (m_host == Phase::Eval) return Phase::Eval;
+  if (m_host == Phase::Eval || m_host == Phase::Checkpoint) return m_host;
   if (m_device[static_cast<std::size_t>(Device::Busy)] > 0) return Phase::DeviceCompute;
   if (m_device[static_cast<std::size_t>(Device::Comm)] > 0) return Phase::Comm;
   if (m_device[static_cast<std::size_t>(Device::Waiting)] > 0) return m_filling ? Phase::Setup : Phase::WaitData;
@@ -44,7 +46,7 @@ Phase BreakdownAccountant::current() const {
 }
 
 bool BreakdownAccountant::waiting_first_fill() const {
-  if (!m_filling || m_host == Phase::Eval || m_device[static_cast<std::size_t>(Device::Busy)] > 0 ||
+  if (!m_filling || m_host == Phase::Eval || m_host == Phase::Checkpoint || m_device[static_cast<std::size_t>(Device::Busy)] > 0 ||
       m_device[static_cast<std::size_t>(Device::Comm)] > 0)
     return false;
   return m_device[static_cast<std::size_t>(Device::Waiting)] > 0 || m_host == Phase::HostData;

@@ -5,6 +5,7 @@
 //   - else while a stream is blocked in GetNext on an empty data queue            -> wait_data
 //   - else (the device idle), whatever the host's training thread is doing        -> that phase
 // except while the host evaluates (an evaluation pass during training): all of it    -> eval
+// and while the host saves a checkpoint (the training thread waits for it): all of it  -> checkpoint
 // This charges host work only where it is exposed, i.e. where the device has nothing to do: the
 // interaction cost a strategy removes is exactly what disappears from the host phases.
 #pragma once
@@ -30,6 +31,7 @@ enum class Phase : std::size_t {
   Setup,          ///< one-time set-up: the dataset channel, a cold cache's kernel compilation, the graph's load (host
                   ///< work and its DMA), the parameters' broadcast, the pipeline's first fill
   Eval,           ///< evaluation passes during training: all their time, the device's included
+  Checkpoint,     ///< checkpoints the training thread waits for (--checkpoint-every): all their time
   Count
 };
 

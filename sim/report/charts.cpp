@@ -17,9 +17,11 @@ const char* strategy_color(Strategy s) {
 }
 
 const char* phase_color(sim::Phase p) {
-  // Paul Tol's "muted" scheme (and its pale grey), one colour per phase in stacking order.
+  // Paul Tol's "muted" scheme (and its pale grey), one colour per phase in stacking order; the
+  // checkpoints' orange from his "light" scheme.
   static const char* kColors[sim::kPhaseCount] = {"#cc6677", "#332288", "#ddcc77", "#117733", "#88ccee", "#882255",
-                                                  "#44aa99", "#999933", "#aa4499", "#dddddd", "#6f6f6f"};
+                                                  "#44aa99", "#999933", "#aa4499", "#dddddd", "#6f6f6f",
+                                                  "#ee8866"};
   return kColors[static_cast<std::size_t>(p)];
 }
 

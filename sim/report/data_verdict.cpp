@@ -42,7 +42,8 @@ Dominant dominant_share(const RunResult& r) {
       {"waiting for data", at(Phase::WaitData) + at(Phase::HostData) + r.first_fill_s},
       {"communication", at(Phase::Comm)},
       {"set-up", at(Phase::Setup) - r.first_fill_s},  // the first fill is waiting for data
-      {"evaluation", at(Phase::Eval)}};
+      {"evaluation", at(Phase::Eval)},
+      {"checkpoints", at(Phase::Checkpoint)}};
   Dominant d;
   double best = -1;
   for (const auto& [name, s] : shares)
@@ -70,6 +71,8 @@ Dominant dominant_share(const RunResult& r) {
     d.words =
         "one-time set-up (creating the data channel, compiling kernels with a cold cache, loading the graph, the "
         "parameters' broadcast): a longer run amortises it";
+  } else if (d.name == "checkpoints") {
+    d.words = "saving checkpoints (the copies to the host, serialisation and writes the steps wait for)";
   } else {
     d.words = "evaluation passes";
   }

@@ -25,8 +25,11 @@ namespace {
 std::string breakdown_chart(const std::vector<RunResult>& runs) {
   const double left = widest(strategy_names(runs)) + 16, width = 760, bar = 26, gap = 12;
   std::vector<std::pair<std::string, std::string>> items;
+  const bool checkpoints =
+      std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.session.checkpoint_every > 0; });
   for (std::size_t p = 0; p < sim::kPhaseCount; ++p)
-    items.emplace_back(sim::phase_name(static_cast<sim::Phase>(p)), phase_color(p));
+    if (static_cast<sim::Phase>(p) != sim::Phase::Checkpoint || checkpoints)
+      items.emplace_back(sim::phase_name(static_cast<sim::Phase>(p)), phase_color(p));
   const Legend key = legend(items, left, 8, left + width);
   const double top = key.bottom + 14;
   const double height = top + static_cast<double>(runs.size()) * (bar + gap) + 46;
@@ -474,9 +477,7 @@ std::string html_compare(const ReportHeader& h, const std::vector<RunResult>& ru
       "<h2>Where the time goes</h2>\n<p class=\"note\">Each instant is charged once: device work first, then what "
       "the host's training thread was doing while the device idled.</p>\n" +
       breakdown_chart(runs);
-  if (std::any_of(runs.begin(), runs.end(), [](const RunResult& r) {
-        return r.session.eval_passes() > 0 || r.devices > 1 || r.interactions.kernels_compiled > 0;
-      })) {
+  if (std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.time_to_train_has_parts(); })) {
     std::vector<std::pair<std::string, TimeToTrain>> rows;
     for (const auto& r : runs) rows.emplace_back(strategy_name(r.session.strategy), r.time_to_train());
     body += std::string("<h3>Time to train</h3>\n") + kTimeToTrainNote +

@@ -303,18 +303,26 @@ std::string line_chart(const std::string& id, const std::string& label, const Ax
 std::string time_to_train_section(const std::string& id, const std::string& row_heading,
                                   const std::vector<std::pair<std::string, TimeToTrain>>& rows) {
   using sim::Phase;
-  const std::array<std::pair<const char*, Phase>, 4> parts = {{{"training", Phase::DeviceCompute},
-                                                               {"evaluation", Phase::Eval},
-                                                               {"initialisation", Phase::Setup},
-                                                               {"exposed comm", Phase::Comm}}};
+  // The checkpoints' part and the expected time with failures only where a row has them.
+  const bool checkpoints =
+      std::any_of(rows.begin(), rows.end(), [](const auto& row) { return row.second.checkpoint > 0; });
+  const bool failures =
+      std::any_of(rows.begin(), rows.end(), [](const auto& row) { return row.second.expected_with_failures >= 0; });
+  std::vector<std::pair<const char*, Phase>> parts = {{"training", Phase::DeviceCompute},
+                                                      {"evaluation", Phase::Eval},
+                                                      {"initialisation", Phase::Setup},
+                                                      {"exposed comm", Phase::Comm}};
+  if (checkpoints) parts.push_back({"checkpoint", Phase::Checkpoint});
   auto value = [](const TimeToTrain& t, std::size_t k) {
-    return k == 0 ? t.training : k == 1 ? t.evaluation : k == 2 ? t.initialisation : t.exposed_comm;
+    return k == 0 ? t.training : k == 1 ? t.evaluation : k == 2 ? t.initialisation : k == 3 ? t.exposed_comm
+                                                                                             : t.checkpoint;
   };
+  constexpr const char* kLostColor = "#ffffff";  // outlined: the time failures add, beside the run
   std::vector<std::string> labels;
   double most = 0;
   for (const auto& [label, t] : rows) {
     labels.push_back(label);
-    most = std::max(most, t.total);
+    most = std::max({most, t.total, t.expected_with_failures});
   }
   const std::vector<double> xt = nice_ticks(0, most > 0 ? most : 1);
   std::vector<std::string> x_labels;
@@ -322,6 +330,7 @@ std::string time_to_train_section(const std::string& id, const std::string& row_
   const double left = widest(labels) + 16, right = text_width(x_labels.back()) / 2 + 8, width = 760, bar = 20, gap = 8;
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& [name, ph] : parts) items.emplace_back(name, phase_color(static_cast<std::size_t>(ph)));
+  if (failures) items.emplace_back("expected lost to failures", kLostColor);
   const Legend key = legend(items, left, 8, left + width);
   const double top = key.bottom + 14;
   const double height = top + static_cast<double>(rows.size()) * (bar + gap) + 46;
@@ -346,6 +355,13 @@ std::string time_to_train_section(const std::string& id, const std::string& row_
           t.total);
       x += w;
     }
+    const double lost = t.expected_with_failures - t.total;
+    if (t.expected_with_failures >= 0 && lost > 0)
+      s += fmt::format(
+          "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\" "
+          "stroke=\"#333333\" stroke-dasharray=\"3 2\"><title>{}, expected lost to failures: {:.6g} s (expected "
+          "time to train with failures {:.6g} s)</title></rect>",
+          x, y, lost / xt.back() * width, bar, kLostColor, esc(label), lost, t.expected_with_failures);
   }
   for (std::size_t k = 0; k < xt.size(); ++k)
     s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>",
@@ -355,12 +371,16 @@ std::string time_to_train_section(const std::string& id, const std::string& row_
       "</text></svg>\n",
       left + width / 2, height - 6);
   s += "<table id=\"" + id.substr(id.find('-') + 1) + "\"><tr><th>" + esc(row_heading) +
-       "</th><th>time to train</th><th>training</th><th>evaluation</th><th>initialisation</th><th>exposed comm</th>"
-       "</tr>\n";
-  for (const auto& [label, t] : rows)
-    s +=
-        fmt::format("<tr><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td></tr>\n",
-                    esc(label), t.total, t.training, t.evaluation, t.initialisation, t.exposed_comm);
+       "</th><th>time to train</th><th>training</th><th>evaluation</th><th>initialisation</th><th>exposed comm</th>" +
+       (checkpoints ? "<th>checkpoint</th>" : "") + (failures ? "<th>expected with failures</th>" : "") + "</tr>\n";
+  for (const auto& [label, t] : rows) {
+    s += fmt::format("<tr><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td>",
+                     esc(label), t.total, t.training, t.evaluation, t.initialisation, t.exposed_comm);
+    if (checkpoints) s += fmt::format("<td>{:.3f}</td>", t.checkpoint);
+    if (failures)
+      s += t.expected_with_failures >= 0 ? fmt::format("<td>{:.3f}</td>", t.expected_with_failures) : "<td></td>";
+    s += "</tr>\n";
+  }
   return s + "</table>\n";
 }
 

@@ -346,6 +346,49 @@ std::string format_semi_auto(const nlohmann::ordered_json& p) {
 }
 
 namespace {
+/// The checkpoints of the runs that saved them, each save's parts; and, where failures were laid
+/// over the runs, the expected time to train with them and the best interval.
+std::string format_checkpoints(const std::vector<RunResult>& runs) {
+  std::string out =
+      "\ncheckpoints (MindSpore's ModelCheckpoint; per save, s: the copy to the host, the serialisation, the write at "
+      "the rank's share of the server's storage, and what the steps waited for)\n";
+  TextTable t({"strategy", "every", "saving", "MB per rank", "writers", "saves", "d2h", "serialise", "write", "waited"});
+  for (const auto& r : runs) {
+    const CheckpointRecord& c = r.checkpoints;
+    if (r.session.checkpoint_every <= 0) continue;
+    const double n = static_cast<double>(std::max<std::int64_t>(1, c.saves));
+    t.add({strategy_name(r.session.strategy), std::to_string(r.session.checkpoint_every),
+           r.session.checkpoint_async ? "async" : "sync", fmt::format("{:.1f}", static_cast<double>(c.bytes) / 1e6),
+           std::to_string(c.writers), std::to_string(c.saves), fmt::format("{:.4f}", c.d2h_s / n),
+           fmt::format("{:.4f}", c.serialise_s / n), fmt::format("{:.4f}", c.write_s / n),
+           fmt::format("{:.4f}", c.wait_s / n)});
+  }
+  out += t.render();
+  if (std::none_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.faults_analysed(); })) return out;
+  const FaultAnalysis& first =
+      std::find_if(runs.begin(), runs.end(), [](const RunResult& r) { return r.faults_analysed(); })->faults;
+  out += fmt::format(
+      "\nwith failures (a device MTBF of {:g} h over {} devices: a failure every {:.4g} s; after one, the work since "
+      "the last checkpoint is lost and a restart takes relaunch + initialisation + checkpoint load; {} seeded "
+      "draws; Young/Daly's interval sqrt(2 x checkpoint x MTBF) beside the best)\n",
+      first.device_mtbf_hours, first.devices, first.inputs.mtbf_s, first.seeds);
+  TextTable f({"strategy", "restart s", "time to train", "expected", "mean", "p10", "p90", "failures", "best every",
+               "its expected", "Young/Daly every"});
+  for (const auto& r : runs) {
+    if (!r.faults_analysed()) continue;
+    const FaultAnalysis& a = r.faults;
+    f.add({strategy_name(r.session.strategy),
+           fmt::format("{:.1f} = {:.1f} + {:.1f} + {:.1f}", a.inputs.restart_s, a.relaunch_s, a.inputs.init_s,
+                       a.load_s),
+           fmt::format("{:.3f}", a.failure_free_s), fmt::format("{:.3f}", a.expected_s), fmt::format("{:.3f}", a.mean_s),
+           fmt::format("{:.3f}", a.p10_s), fmt::format("{:.3f}", a.p90_s), fmt::format("{:.2f}", a.failures_mean),
+           std::to_string(a.best.every), fmt::format("{:.3f}", a.best.expected_s),
+           fmt::format("{:.0f} ({:.1f} s)", a.inputs.step_s > 0 ? a.young_daly_s / a.inputs.step_s : 0.0,
+                       a.young_daly_s)});
+  }
+  return out + f.render();
+}
+
 /// ", gradient accumulation ..." for the header line ("" without).
 std::string accumulation(const ReportHeader& h) {
   const std::int64_t n = h.gradient_accumulation;
@@ -445,7 +488,8 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
     // A phase no run has (communication on one device) gets no column.
     std::vector<std::size_t> shown;
     for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
-      if ((static_cast<sim::Phase>(i) != sim::Phase::Comm && static_cast<sim::Phase>(i) != sim::Phase::Eval) ||
+      if ((static_cast<sim::Phase>(i) != sim::Phase::Comm && static_cast<sim::Phase>(i) != sim::Phase::Eval &&
+           static_cast<sim::Phase>(i) != sim::Phase::Checkpoint) ||
           std::any_of(runs.begin(), runs.end(), [i](const RunResult& r) { return r.breakdown_s[i] > 0; }))
         shown.push_back(i);
     std::vector<std::string> head = {"strategy"};
@@ -461,21 +505,29 @@ std::string format_table(const ReportHeader& h, const std::vector<RunResult>& ru
   }
   // Time to train, in parts, where it has parts beyond the steps: evaluation during training, or
   // a cluster's communication.
-  if (std::any_of(runs.begin(), runs.end(), [](const RunResult& r) {
-        return r.session.eval_passes() > 0 || r.devices > 1 || r.interactions.kernels_compiled > 0;
-      })) {
-    out +=
-        "\ntime to train (s, from the run's start to its stop; MLPerf's timed region leaves out the initialisation): "
-        "the steps, the evaluation passes, the one-time set-up, the communication no computation hid\n";
-    TextTable t({"strategy", "time to train", "training", "evaluation", "initialisation", "exposed comm"});
+  const bool checkpoints =
+      std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.session.checkpoint_every > 0; });
+  if (std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.time_to_train_has_parts(); })) {
+    out += std::string(
+               "\ntime to train (s, from the run's start to its stop; MLPerf's timed region leaves out the "
+               "initialisation): the steps, the evaluation passes, the one-time set-up, the communication no "
+               "computation hid") +
+           (checkpoints ? ", the checkpoints the steps waited for" : "") + "\n";
+    std::vector<std::string> head = {"strategy", "time to train", "training", "evaluation", "initialisation",
+                                     "exposed comm"};
+    if (checkpoints) head.push_back("checkpoint");
+    TextTable t(head);
     for (const auto& r : runs) {
       const TimeToTrain v = r.time_to_train();
-      t.add({strategy_name(r.session.strategy), fmt::format("{:.3f}", v.total), fmt::format("{:.3f}", v.training),
-             fmt::format("{:.3f}", v.evaluation), fmt::format("{:.3f}", v.initialisation),
-             fmt::format("{:.3f}", v.exposed_comm)});
+      std::vector<std::string> row = {strategy_name(r.session.strategy), fmt::format("{:.3f}", v.total),
+                                      fmt::format("{:.3f}", v.training),  fmt::format("{:.3f}", v.evaluation),
+                                      fmt::format("{:.3f}", v.initialisation), fmt::format("{:.3f}", v.exposed_comm)};
+      if (checkpoints) row.push_back(fmt::format("{:.3f}", v.checkpoint));
+      t.add(row);
     }
     out += t.render();
   }
+  if (checkpoints) out += format_checkpoints(runs);
   out +=
       "\nstep trace (ms per step, mean / median / p99; MindSpore profiler's iteration_interval, fp_and_bp, "
       "tail)\n";

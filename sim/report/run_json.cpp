@@ -2,6 +2,8 @@
 // statistics, from a RunResult.
 #include "sim/report/report.h"
 
+#include <algorithm>
+
 #include "runtime/functional.h"
 
 namespace ascendsim::report {
@@ -35,6 +37,54 @@ nlohmann::ordered_json evaluation_json(const RunResult& r) {
             {"d2h_bytes", io.d2h_bytes},
             {"kernels_compiled", io.kernels_compiled}}}};
 }
+
+namespace {
+
+/// The checkpoints a run saved: per save its bytes and parts (the means over the saves).
+nlohmann::ordered_json checkpoint_json(const RunResult& r) {
+  const CheckpointRecord& c = r.checkpoints;
+  const double n = static_cast<double>(std::max<std::int64_t>(1, c.saves));
+  return {{"every", r.session.checkpoint_every},
+          {"async", r.session.checkpoint_async},
+          {"bytes", c.bytes},
+          {"writers_per_server", c.writers},
+          {"saves", c.saves},
+          {"per_save_s",
+           {{"d2h", c.d2h_s / n}, {"serialise", c.serialise_s / n}, {"write", c.write_s / n}, {"wait", c.wait_s / n}}},
+          {"total_s", {{"d2h", c.d2h_s}, {"serialise", c.serialise_s}, {"write", c.write_s}, {"wait", c.wait_s}}}};
+}
+
+/// Failures laid over the run: the model's inputs, the expected time, the draws, the best interval.
+nlohmann::ordered_json faults_json(const FaultAnalysis& a) {
+  const FaultInputs& in = a.inputs;
+  return {{"device_mtbf_hours", a.device_mtbf_hours},
+          {"devices", a.devices},
+          {"cluster_mtbf_s", in.mtbf_s},
+          {"checkpoint_every", a.every},
+          {"checkpoint_s", in.checkpoint_s},
+          {"step_s", in.step_s},
+          {"restart_s",
+           {{"relaunch", a.relaunch_s},
+            {"initialisation", in.init_s},
+            {"checkpoint_load", a.load_s},
+            {"total", in.restart_s}}},
+          {"failure_free_s", a.failure_free_s},
+          {"expected_time_to_train_s", a.expected_s},
+          {"expected_failures", a.expected_failures},
+          {"draws",
+           {{"seeds", a.seeds},
+            {"mean_s", a.mean_s},
+            {"p10_s", a.p10_s},
+            {"p50_s", a.p50_s},
+            {"p90_s", a.p90_s},
+            {"min_s", a.min_s},
+            {"max_s", a.max_s},
+            {"failures_mean", a.failures_mean}}},
+          {"best_interval", {{"steps", a.best.every}, {"expected_time_to_train_s", a.best.expected_s}}},
+          {"young_daly", {{"interval_s", a.young_daly_s}, {"steps", in.step_s > 0 ? a.young_daly_s / in.step_s : 0.0}}}};
+}
+
+}  // namespace
 
 nlohmann::ordered_json run_json(const RunResult& r) {
   const StepStats st = r.steps.step.stats();
@@ -73,7 +123,9 @@ nlohmann::ordered_json run_json(const RunResult& r) {
                        {"kernels_compiled", r.interactions.kernels_compiled},
                        {"device_loop_iterations", r.device_loop_iterations}};
   nlohmann::ordered_json b = nlohmann::ordered_json::object();
-  for (std::size_t i = 0; i < sim::kPhaseCount; ++i) b[sim::phase_name(static_cast<sim::Phase>(i))] = r.breakdown_s[i];
+  for (std::size_t i = 0; i < sim::kPhaseCount; ++i)
+    if (static_cast<sim::Phase>(i) != sim::Phase::Checkpoint || r.session.checkpoint_every > 0)
+      b[sim::phase_name(static_cast<sim::Phase>(i))] = r.breakdown_s[i];
   j["breakdown_s"] = b;
   j["losses_returned"] = r.losses_returned;
   j["epoch_time_s"] = r.epoch_s();
@@ -83,6 +135,14 @@ nlohmann::ordered_json run_json(const RunResult& r) {
                           {"evaluation", ttt.evaluation},
                           {"initialisation", ttt.initialisation},
                           {"exposed_communication", ttt.exposed_comm}};
+  if (r.session.checkpoint_every > 0) {
+    j["time_to_train_s"]["checkpoint"] = ttt.checkpoint;
+    j["checkpoint"] = checkpoint_json(r);
+  }
+  if (r.faults_analysed()) {
+    j["time_to_train_s"]["expected_with_failures"] = ttt.expected_with_failures;
+    j["faults"] = faults_json(r.faults);
+  }
   auto summary = [](const StepSummary& v) {
     const StepStats s = v.stats();
     return nlohmann::ordered_json{{"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};

@@ -63,16 +63,25 @@ std::string sweep_table(const sim::SweepOutcome& o) {
                        r.interactions.op_launches + r.interactions.graph_launches, r.interactions.host_syncs);
   }
   if (pulled_up) out += std::string("\n") + kPulledUpNote;
-  if (std::any_of(o.points.begin(), o.points.end(), [&](const SweepPoint& p) {
-        return param == "devices" || p.run.session.eval_passes() > 0 || p.run.devices > 1 ||
-               p.run.interactions.kernels_compiled > 0;
-      })) {
-    TextTable t({param, "strategy", "time to train s", "training", "evaluation", "initialisation", "exposed comm"});
+  if (std::any_of(o.points.begin(), o.points.end(),
+                  [&](const SweepPoint& p) { return param == "devices" || p.run.time_to_train_has_parts(); })) {
+    const bool checkpoints = std::any_of(o.points.begin(), o.points.end(),
+                                         [](const SweepPoint& p) { return p.run.session.checkpoint_every > 0; });
+    std::vector<std::string> head = {param,        "strategy",       "time to train s", "training",
+                                     "evaluation", "initialisation", "exposed comm"};
+    if (checkpoints) head.push_back("checkpoint");
+    TextTable t(head);
     for (const auto& p : o.points) {
       const runtime::TimeToTrain v = p.run.time_to_train();
-      t.add({p.value, runtime::strategy_name(p.run.session.strategy), fmt::format("{:.3f}", v.total),
-             fmt::format("{:.3f}", v.training), fmt::format("{:.3f}", v.evaluation),
-             fmt::format("{:.3f}", v.initialisation), fmt::format("{:.3f}", v.exposed_comm)});
+      std::vector<std::string> row = {p.value,
+                                      runtime::strategy_name(p.run.session.strategy),
+                                      fmt::format("{:.3f}", v.total),
+                                      fmt::format("{:.3f}", v.training),
+                                      fmt::format("{:.3f}", v.evaluation),
+                                      fmt::format("{:.3f}", v.initialisation),
+                                      fmt::format("{:.3f}", v.exposed_comm)};
+      if (checkpoints) row.push_back(fmt::format("{:.3f}", v.checkpoint));
+      t.add(row);
     }
     out += "\ntime to train, from the run's start to its stop (s):\n" + t.render();
   }
@@ -85,7 +94,11 @@ std::string sweep_csv(const sim::SweepOutcome& o) {
       "param,value,strategy,steps,sim_time_s,step_ms_mean,step_ms_p50,step_ms_p99,samples_per_s,"
       "device_busy_fraction,op_launches,graph_launches,h2d_copies,d2h_copies,host_syncs,h2d_bytes,"
       "d2h_bytes";
-  for (std::size_t i = 0; i < kPhaseCount; ++i) csv += std::string(",") + phase_name(static_cast<Phase>(i)) + "_s";
+  // The checkpoints' column only where a point saved them (the sweep's columns are otherwise as before).
+  const bool checkpoints = std::any_of(o.points.begin(), o.points.end(),
+                                       [](const SweepPoint& p) { return p.run.session.checkpoint_every > 0; });
+  const std::size_t phases = checkpoints ? kPhaseCount : static_cast<std::size_t>(Phase::Checkpoint);
+  for (std::size_t i = 0; i < phases; ++i) csv += std::string(",") + phase_name(static_cast<Phase>(i)) + "_s";
   csv += "\n";
   for (const auto& p : o.points) {
     const auto& r = p.run;
@@ -95,7 +108,7 @@ std::string sweep_csv(const sim::SweepOutcome& o) {
                        runtime::strategy_name(r.session.strategy), r.steps_completed, r.sim_time_s, st.mean_ms,
                        st.p50_ms, st.p99_ms, r.samples_per_s(), r.device_busy_fraction(), io.op_launches,
                        io.graph_launches, io.h2d_copies, io.d2h_copies, io.host_syncs, io.h2d_bytes, io.d2h_bytes);
-    for (double b : r.breakdown_s) csv += fmt::format(",{:.9g}", b);
+    for (std::size_t i = 0; i < phases; ++i) csv += fmt::format(",{:.9g}", r.breakdown_s[i]);
     csv += "\n";
   }
   return csv;

@@ -57,6 +57,26 @@ def test_evaluation_during_training_and_its_cache():
 
 
 
+def test_checkpoints_and_failures_as_keywords():
+    common = dict(workload="resnet50", devices=8, steps_per_epoch=5, epochs=4, checkpoint_every=10)
+    run = ascendsim.train(strategy="loop-sink", device_mtbf_hours=5, fault_seeds=20, **common).runs[0]
+    assert run.get("checkpoint", {}).get("saves") == 2
+    parts = run["time_to_train_s"]
+    assert parts["total"] == pytest.approx(parts["training"] + parts["evaluation"] + parts["initialisation"]
+                                           + parts["exposed_communication"] + parts["checkpoint"], rel=1e-12)
+    faults = run["faults"]
+    assert faults["draws"]["seeds"] == 20
+    assert parts["expected_with_failures"] == faults["expected_time_to_train_s"] > parts["total"]
+    assert run == json.loads(cli_stdout("train", "--workload", "resnet50", "--strategy", "loop-sink", "--devices", 8,
+                                        "--steps-per-epoch", 5, "--epochs", 4, "--checkpoint-every", 10,
+                                        "--device-mtbf-hours", 5, "--fault-seeds", 20, "--json", "-", "-q"))["runs"][0]
+    assert ascendsim.train(strategy="loop-sink", checkpoint_async=True, **common).runs[0]["checkpoint"]["async"]
+    with pytest.raises(ascendsim.InputError, match="--checkpoint-every: must be a positive number of steps"):
+        ascendsim.train(strategy="loop-sink", checkpoint_every=0)
+    with pytest.raises(ascendsim.InputError, match="--device-mtbf-hours"):
+        ascendsim.train(strategy="loop-sink", checkpoint_every=10, device_mtbf_hours=-1)
+
+
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 

@@ -1350,9 +1350,10 @@ TEST_F(CliTest, ADataScriptIsThePipelineInfoAndTheRunsShowAndABadOneIsNamed) {
 }
 
 TEST_F(CliTest, TheLlmTrainingFlagsRefuseHostileValuesInOneLineAndWriteNothing) {
-  // --gradient-accumulation, --kv-heads, --framework and --optimizer-shard-level as a user may
-  // mistype them (level 0 is not "off": it is refused as the others): one error
-  // line naming the flag, exit 2, no report. A link to a shipped preset is not a preset's name.
+  // --gradient-accumulation, --kv-heads, --framework, --optimizer-shard-level (level 0 is not
+  // "off": it is refused as the others) and the checkpoint and failure flags as a user may mistype
+  // them: one error line naming the flag, exit 2, no report. A link to a shipped preset is not a
+  // preset's name.
   const fs::path json = m_dir / "t.json";
   fs::create_symlink(ASCENDSIM_SOURCE_DIR "/configs/frameworks/vllm-ascend-eager.yaml", m_dir / "fw.yaml");
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
@@ -1375,7 +1376,24 @@ TEST_F(CliTest, TheLlmTrainingFlagsRefuseHostileValuesInOneLineAndWriteNothing) 
            {"--devices 2 --optimizer-shard-level -2", "level2), got -2"},
            {"--devices 2 --optimizer-shard-level 9223372036854775808", "'--optimizer-shard-level' is invalid"},
            {"--devices 2 --optimizer-shard-level nan", "'--optimizer-shard-level' is invalid"},
-           {"--optimizer-shard-level 2", "--optimizer-shard: shards the optimizer state across data-parallel ranks"}}) {
+           {"--optimizer-shard-level 2", "--optimizer-shard: shards the optimizer state across data-parallel ranks"},
+           {"--checkpoint-every 0", "--checkpoint-every: must be a positive number of steps, got 0"},
+           {"--checkpoint-every -5", "--checkpoint-every: must be a positive number of steps, got -5"},
+           {"--checkpoint-every 9223372036854775808", "'--checkpoint-every' is invalid"},
+           {"--checkpoint-every nan", "'--checkpoint-every' is invalid"},
+           {"--checkpoint-every ten", "'--checkpoint-every' is invalid"},
+           {"--checkpoint-async", "--checkpoint-async: saves asynchronously only with --checkpoint-every"},
+           {"--checkpoint-every 2 --device-mtbf-hours 0", "--device-mtbf-hours: a device's mean time between failures in hours, above 0 and at most 1e+08, got 0"},
+           {"--checkpoint-every 2 --device-mtbf-hours -3", "--device-mtbf-hours: a device's mean time between failures in hours, above 0 and at most 1e+08, got -3"},
+           {"--checkpoint-every 2 --device-mtbf-hours nan", "--device-mtbf-hours: a device's mean time between failures in hours, above 0 and at most 1e+08, got nan"},
+           {"--checkpoint-every 2 --device-mtbf-hours 9223372036854775808", "--device-mtbf-hours: a device's mean time between failures in hours, above 0 and at most 1e+08, got 9.223372036854776e+18"},
+           {"--checkpoint-every 2 --device-mtbf-hours weekly", "'--device-mtbf-hours' is invalid"},
+           {"--device-mtbf-hours 1000", "--device-mtbf-hours: a restart resumes from the last checkpoint, whose cost the run simulates: give --checkpoint-every too"},
+           {"--checkpoint-every 2 --device-mtbf-hours 1000 --fault-seeds 0", "--fault-seeds: draws of the run with failures: from 1 to 1000000, got 0"},
+           {"--checkpoint-every 2 --device-mtbf-hours 1000 --fault-seeds -1", "--fault-seeds: draws of the run with failures: from 1 to 1000000, got -1"},
+           {"--checkpoint-every 2 --device-mtbf-hours 1000 --fault-seeds 9223372036854775808", "'--fault-seeds' is invalid"},
+           {"--checkpoint-every 2 --device-mtbf-hours 1000 --fault-seeds nan", "'--fault-seeds' is invalid"},
+           {"--fault-seeds 10", "--fault-seeds: draws failures only with --device-mtbf-hours"}}) {
     const Result r = run("train --strategy graph-sink --workload llama-7b --layers 2 --batch-size 32 " + args +
                          " --json " + json.string());
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
