@@ -88,8 +88,10 @@ std::string html_validation(const std::vector<ValidationEntry>& rows, double tol
                           esc(r.unit), r.error * 100, esc(r.note));
     else
       body += fmt::format("<td>-</td><td class=\"note\">{}</td>", esc(r.note));
-    body += fmt::format("<td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td></tr>\n",
-                        esc(r.configuration), esc(r.source));
+    // A source is often a path without spaces (a repository's file): it breaks anywhere.
+    body += fmt::format(
+        "<td style=\"text-align:left\">{}</td><td style=\"text-align:left;overflow-wrap:anywhere\">{}</td></tr>\n",
+        esc(r.configuration), esc(r.source));
   }
   body += "</table>\n";
   return page("ascendsim validation against published Ascend 910 figures", body);

@@ -177,7 +177,8 @@ TEST(DataVerdict, TheNamedShareIsTheLargestAndTheGroupsAddUp) {
                              at(Phase::WaitData) + at(Phase::HostData),
                              at(Phase::Comm),
                              at(Phase::Setup),
-                             at(Phase::Eval)};
+                             at(Phase::Eval),
+                             at(Phase::Checkpoint)};
     double sum = 0, most = 0;
     for (double g : groups) {
       sum += g;
