@@ -160,7 +160,14 @@ def knobs_for(workload: str, job: Mapping[str, Any], facts: Mapping[str, Any]) -
                  why="tensor-parallel group (Megatron) and pipeline stages (1F1B); the rest data parallel"),
             Knob("micro_batches", "cat", choices=[1, 2, 4, 8, 16], when=lambda c: not str(c.get("layout", "")).endswith("pp1"),
                  why="micro-batches of a pipeline step"),
+            Knob("sequence_parallel", "cat", choices=[False, True],
+                 when=lambda c: not str(c.get("layout", "tp1")).startswith("tp1-"),
+                 why="Megatron's sequence parallelism over the tensor-parallel group"),
+            Knob("gradient_accumulation", "cat", choices=[1, 2, 4, 8],
+                 why="micro-batches accumulated into one optimizer step (the step's batch divided)"),
             Knob("optimizer_shard", "cat", choices=[False, True], why="the optimizer state sharded (ZeRO-1)"),
+            Knob("optimizer_shard_level", "cat", choices=[1, 2], when=lambda c: bool(c.get("optimizer_shard")),
+                 why="the gradients sharded too (ZeRO-2: each micro-batch's reduce-scattered)"),
             Knob("recompute", "cat", choices=[False, True], why="activations recomputed in the backward pass"),
         ]
     return knobs
@@ -193,8 +200,10 @@ def _start_config(knobs: Sequence[Knob], job: Mapping[str, Any], facts: Mapping[
             start[k.key] = int(job.get(k.key) or 1)
         elif k.key == "layout":
             start[k.key] = f"tp{int(job.get('tensor_parallel') or 1)}-pp{int(job.get('pipeline_stages') or 1)}"
-        elif k.key in ("optimizer_shard", "recompute"):
+        elif k.key in ("optimizer_shard", "recompute", "sequence_parallel"):
             start[k.key] = bool(job.get(k.key, False))
+        elif k.key in ("gradient_accumulation", "optimizer_shard_level"):
+            start[k.key] = int(job.get(k.key) or 1)
         elif k.key == "all_reduce_fusion":
             start[k.key] = "one group"
             if job.get("all_reduce_fusion"):
@@ -230,8 +239,12 @@ def _run_kwargs(config: Mapping[str, Any], job: Mapping[str, Any]) -> Tuple[str,
     for key, value in config.items():
         if key == "strategy" or key.startswith("map_workers."):
             continue
-        if key in ("sink_size", "batch_size", "amp_level", "devices", "micro_batches", "optimizer_shard", "recompute"):
+        if key in ("sink_size", "batch_size", "amp_level", "devices", "micro_batches", "optimizer_shard", "recompute",
+                   "sequence_parallel", "gradient_accumulation"):
             kw[key] = value
+        elif key == "optimizer_shard_level":
+            if config.get("optimizer_shard"):
+                kw[key] = value
         elif key == "all_reduce_fusion":
             g = int(job.get("gradients") or 1)
             kw[key] = ([] if value == "one group" else

@@ -167,6 +167,12 @@ def test_a_transformer_searches_its_layout_within_the_device_limit():
                   max_devices=4, explain=False)
     keys = [k["key"] for k in r.data["knobs"]]
     assert "layout" in keys and "devices" in keys and r.data["pareto_cost"] == "devices"
+    for key in ("sequence_parallel", "gradient_accumulation", "optimizer_shard_level"):
+        assert key in keys
+    for t in r.trials:  # the conditional knobs only where they apply
+        c = t["config"]
+        assert "optimizer_shard_level" not in c or c["optimizer_shard"]
+        assert "sequence_parallel" not in c or not c["layout"].startswith("tp1-")
     layouts = next(k["choices"] for k in r.data["knobs"] if k["key"] == "layout")
     assert all(int(l.split("-")[0][2:]) * int(l.split("-")[1][2:]) <= 4 for l in layouts)
     for t in r.trials:
