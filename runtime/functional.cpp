@@ -243,10 +243,10 @@ void FunctionalModel::init_tensors() {
         } else if (n == "rotary.cos" || n == "rotary.sin") {  // angle p / 10000^(2i/d), both halves alike
           const std::int64_t s = t.shape.at(0), d = t.shape.at(1);
           for (std::int64_t p = 0; p < s; ++p)
-            for (std::int64_t i = 0; i < d; ++i) {
+            for (std::int64_t j = 0; j < d; ++j) {
               const double angle = static_cast<double>(p) /
-                                   std::pow(10000.0, 2.0 * static_cast<double>(i % (d / 2)) / static_cast<double>(d));
-              v[static_cast<std::size_t>(p * d + i)] =
+                                   std::pow(10000.0, 2.0 * static_cast<double>(j % (d / 2)) / static_cast<double>(d));
+              v[static_cast<std::size_t>(p * d + j)] =
                   static_cast<float>(n == "rotary.cos" ? std::cos(angle) : std::sin(angle));
             }
         } else

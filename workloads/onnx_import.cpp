@@ -988,17 +988,18 @@ void Importer::install() {
     if (axis < 0) axis += static_cast<std::int64_t>(xs.size());
     if (axis != static_cast<std::int64_t>(xs.size()) - 1)
       fail(where(n) + ": normalisation over the last axis is supported, axis " + std::to_string(axis));
-    const Shape h{xs.back()};
+    const Shape width{xs.back()};
     const TensorId gamma = tensor(n, 1);
     TensorId beta;
     if (has_input(n, 2)) {
       beta = tensor(n, 2);
     } else {  // no bias: zeros
-      beta = m_g.add_tensor({op_name(n) + ".zero_bias", h, m_compute, TensorRole::Constant});
-      if (m_opt.values) m_values_out[op_name(n) + ".zero_bias"] = std::vector<float>(static_cast<std::size_t>(h[0]), 0);
+      beta = m_g.add_tensor({op_name(n) + ".zero_bias", width, m_compute, TensorRole::Constant});
+      if (m_opt.values)
+        m_values_out[op_name(n) + ".zero_bias"] = std::vector<float>(static_cast<std::size_t>(width[0]), 0);
     }
-    if (shape_of(gamma) != h || shape_of(beta) != h)
-      fail(where(n) + ": a scale and a bias of " + shape_string(h) + " expected");
+    if (shape_of(gamma) != width || shape_of(beta) != width)
+      fail(where(n) + ": a scale and a bias of " + shape_string(width) + " expected");
     OpAttrs a;
     a.alpha = attr_float(n, "epsilon", 1e-5);  // the kernel's epsilon (functional mode)
     const auto out = m_g.apply("LayerNorm", op_name(n) + "/LayerNorm", {x, gamma, beta}, a);

@@ -390,10 +390,10 @@ TEST(EventModel, TheBusiestBlockOfABatchIsCountedOverItsPeriod) {
     std::vector<double> work(static_cast<std::size_t>(deal.per_round), 0.0);
     std::vector<std::int64_t> count(work.size(), 0);
     for (std::int64_t i = 0; i < batch * per_product; ++i) {
-      const std::int64_t tile = deal.order[static_cast<std::size_t>(i % per_product)];
+      const std::int64_t dealt = deal.order[static_cast<std::size_t>(i % per_product)];
       const auto at = static_cast<std::size_t>(i % deal.per_round);
-      work[at] += static_cast<double>(tile_extent(tile / t.c.tiles_n, t.c.m_t, t.c.M) *
-                                      tile_extent(tile % t.c.tiles_n, t.c.n_t, t.c.N));
+      work[at] += static_cast<double>(tile_extent(dealt / t.c.tiles_n, t.c.m_t, t.c.M) *
+                                      tile_extent(dealt % t.c.tiles_n, t.c.n_t, t.c.N));
       ++count[at];
     }
     const auto busiest = static_cast<std::size_t>(std::max_element(work.begin(), work.end()) - work.begin());

@@ -182,13 +182,17 @@ TEST(Serving, AStepsTimeIsItsPhasesAndFollowsTheLast) {
       ASSERT_NEAR(s.end_s - s.start_s, phases + s.capture_s, 1e-12);
       ASSERT_GE(s.start_s, prev);
       prev = s.end_s;
-      if (m == LaunchMode::MultiStep && s.prefill_seqs == 0) EXPECT_EQ(s.steps, c.multi_step);
+      if (m == LaunchMode::MultiStep && s.prefill_seqs == 0) {
+        EXPECT_EQ(s.steps, c.multi_step);
+      }
     }
     // Every output token is generated once: prefills give the first, each decode step one more.
     std::int64_t tokens = 0, wanted = 0;
     for (const auto& s : log.steps) tokens += s.tokens;
     for (const auto& r : log.requests) wanted += r.prompt_tokens + r.output_tokens - 1;
-    if (m != LaunchMode::MultiStep) EXPECT_EQ(tokens, wanted) << launch_mode_name(m);  // multi-step pads groups
+    if (m != LaunchMode::MultiStep) {  // multi-step pads groups
+      EXPECT_EQ(tokens, wanted) << launch_mode_name(m);
+    }
   }
 }
 
