@@ -504,7 +504,9 @@ void Hccl::collective(int rank, Collective kind, std::int64_t bytes) {
   in.kind = kind;
   const int weight = m_stands_for[static_cast<std::size_t>(rank)];
   if ((in.arrived += weight) == m_ranks) {
-    const CollectiveCost c = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
+    auto [known, fresh] = m_cluster_costs.try_emplace({static_cast<int>(kind), bytes});
+    if (fresh) known->second = cost(m_cfg, kind, servers(), m_per_server, static_cast<double>(bytes), m_hbm_gbps);
+    const CollectiveCost& c = known->second;
     account(kind, bytes, c);
     draw(c, {});
     start(c, {}, kind, bytes, &in.done);

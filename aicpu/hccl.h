@@ -268,6 +268,8 @@ class Hccl : public sc_core::sc_module, public CollectiveIf {
   std::vector<std::int64_t> m_calls;        ///< per rank: collectives asked so far
   std::vector<int> m_stands_for;            ///< per rank: the ranks its arrival counts for
   std::map<std::int64_t, Instance> m_open;  ///< by sequence number, until every rank has left
+  /// The whole cluster's collectives by kind and bytes: costed once, as every step asks the same.
+  std::map<std::pair<int, std::int64_t>, CollectiveCost> m_cluster_costs;
   /// Sub-group collectives: per (group, its first member) and rank, the calls so far; open ones by
   /// (group key, sequence number).
   std::map<std::pair<std::string, int>, std::int64_t> m_group_calls;
