@@ -518,7 +518,6 @@ DataPipeline::DataPipeline(sc_core::sc_module_name name, const HostConfig& host,
                            std::int64_t steps_per_epoch, HostCores* shared)
     : sc_module(name),
       m_pipe(pipe),
-      m_cpu_cores(host.cpu_cores),
       m_costs(host, pipe, recipe, batch_size, steps_per_epoch),
       m_batches(batches),
       m_batch_size(batch_size),

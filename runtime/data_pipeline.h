@@ -270,7 +270,6 @@ class DataPipeline : public sc_core::sc_module {
   void release_cores(std::int64_t k);
 
   const PipelineConfig& m_pipe;
-  std::int64_t m_cpu_cores;
   PipelineCosts m_costs;
   std::int64_t m_batches;
   std::int64_t m_batch_size;
