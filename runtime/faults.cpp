@@ -23,15 +23,17 @@ double exponential(std::mt19937_64& rng, double mean) {
 }  // namespace
 
 std::vector<Segment> segments(const FaultInputs& in, std::int64_t every) {
+  // The first segment holds the initialisation: a failure in it relaunches the job and starts
+  // again from the initialisation, with no checkpoint to load.
   const double work = static_cast<double>(in.steps) * in.step_s;
-  if (every <= 0 || in.steps <= 0) return {{in.init_s + work, 1}};
+  if (every <= 0 || in.steps <= 0) return {{in.init_s + work, 1, in.first_restart_s}};
   const std::int64_t n = effective_every(in, every);
   const std::int64_t full = in.steps / n, rest = in.steps - full * n;
   const double segment = static_cast<double>(n) * in.step_s + in.checkpoint_s;
-  if (full == 0) return {{in.init_s + work + in.checkpoint_s, 1}};
-  std::vector<Segment> out = {{in.init_s + segment, 1}};
-  if (full > 1) out.push_back({segment, full - 1});
-  if (rest > 0) out.push_back({static_cast<double>(rest) * in.step_s + in.checkpoint_s, 1});
+  if (full == 0) return {{in.init_s + work + in.checkpoint_s, 1, in.first_restart_s}};
+  std::vector<Segment> out = {{in.init_s + segment, 1, in.first_restart_s}};
+  if (full > 1) out.push_back({segment, full - 1, in.restart_s});
+  if (rest > 0) out.push_back({static_cast<double>(rest) * in.step_s + in.checkpoint_s, 1, in.restart_s});
   return out;
 }
 
@@ -50,16 +52,17 @@ double failure_free_s(const std::vector<Segment>& segs) {
 double expected_s(const FaultInputs& in, const std::vector<Segment>& segs) {
   const double M = in.mtbf_s;
   double t = 0;
-  for (const auto& s : segs) t += static_cast<double>(s.count) * M * std::expm1(s.length / M);
-  return std::exp(in.restart_s / M) * t;
+  for (const auto& s : segs) t += static_cast<double>(s.count) * M * std::exp(s.restart_s / M) * std::expm1(s.length / M);
+  return t;
 }
 
 double draw_s(const FaultInputs& in, const std::vector<Segment>& segs, std::uint64_t seed, std::int64_t& failures) {
   std::mt19937_64 rng(seed);
-  const double M = in.mtbf_s, R = in.restart_s;
+  const double M = in.mtbf_s;
   double t = 0;
   failures = 0;
   for (const auto& seg : segs) {
+    const double R = seg.restart_s;
     std::int64_t left = seg.count;
     if (seg.length <= 0) continue;
     while (left > 0) {

@@ -7,9 +7,10 @@
 // first also holds the initialisation; without checkpoints the whole run is one segment). Failures
 // strike the cluster as a Poisson process of rate 1/M (M = device MTBF / devices, exponential
 // lifetimes), at any time, a restart included. A failure loses the segment's work done so far and
-// costs a restart of R (relaunch, initialisation, the last checkpoint's load), after which the
-// segment runs again from its start. A segment of length w then takes, in expectation (Daly 2006's
-// wall time of one segment; the renewal argument in docs/model.md, "Checkpoints and failures"),
+// costs a restart of R (relaunch, initialisation, the last checkpoint's load; before the first
+// save a relaunch alone, the first segment holding the initialisation), after which the segment
+// runs again from its start. A segment of length w then takes, in expectation (Daly 2006's wall
+// time of one segment; the renewal argument in docs/model.md, "Checkpoints and failures"),
 //   E(w) = M e^(R/M) (e^(w/M) - 1),
 // and the run the sum over its segments.
 #pragma once
@@ -22,7 +23,10 @@ namespace ascendsim::runtime {
 /// What the fault model needs of a run, in seconds.
 struct FaultInputs {
   double mtbf_s = 0;        ///< M: the cluster's mean time between failures (a device's over the devices)
-  double restart_s = 0;     ///< R: from a failure to training again
+  double restart_s = 0;     ///< R: from a failure to training again, from the last checkpoint
+  /// R_1: from a failure before the first save to training again: a relaunch alone (the first
+  /// segment, which holds the initialisation, runs again from its start; there is nothing to load)
+  double first_restart_s = 0;
   double init_s = 0;        ///< the run's initialisation, before its first step
   double step_s = 0;        ///< a step's time, its share of evaluation and exposed communication included
   std::int64_t steps = 0;   ///< the run's steps
@@ -30,10 +34,11 @@ struct FaultInputs {
   double checkpoint_s = 0;  ///< one save, as long as the training thread waits for it
 };
 
-/// `count` segments of `length` seconds each.
+/// `count` segments of `length` seconds each, a failure in one costing a restart of `restart_s`.
 struct Segment {
   double length = 0;
   std::int64_t count = 0;
+  double restart_s = 0;
 };
 
 /// The run's segments with a save at least every `every` steps (at the first return to the host

@@ -72,6 +72,7 @@ void analyse_failures(const RunRequest& req, const SystemConfig& cfg, runtime::R
   const double load =
       cfg.host.checkpoint_read_s(bytes, writers) + cfg.host.checkpoint_serialise_s(bytes) + bytes / (h2d_gbps * 1e9);
   in.restart_s = cfg.host.relaunch_s + t.initialisation + load;
+  in.first_restart_s = cfg.host.relaunch_s;  // before the first save: the run starts over
   const double expected = runtime::expected_s(in, runtime::segments(in, r.session.checkpoint_every));
   constexpr double kMostFailures = 1e6;  // draws of a run expecting more would take minutes
   if (!std::isfinite(expected) || expected / in.mtbf_s > kMostFailures)

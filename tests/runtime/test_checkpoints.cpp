@@ -101,6 +101,7 @@ FaultInputs hourly() {
   FaultInputs in;
   in.mtbf_s = 3600;
   in.restart_s = 300;
+  in.first_restart_s = 180;
   in.init_s = 60;
   in.step_s = 1.0;
   in.steps = 20'000;
@@ -121,13 +122,49 @@ TEST(Faults, TheDrawsAgreeWithTheClosedForm) {
     EXPECT_LE(a.p10_s, a.p50_s);
     EXPECT_LE(a.p50_s, a.p90_s);
   }
-  // The closed form of one segment, Daly's M e^(R/M) (e^(w/M) - 1).
+  // The closed form of one segment, Daly's M e^(R/M) (e^(w/M) - 1): the run's only segment is its
+  // first, which a failure restarts with a relaunch (R_1), no checkpoint to load.
   FaultInputs one = hourly();
   one.init_s = 0;
   one.steps = 1000;
   const double w = 1000 * one.step_s + one.checkpoint_s;
   EXPECT_NEAR(runtime::expected_s(one, runtime::segments(one, 1000)),
-              3600 * std::exp(300.0 / 3600) * std::expm1(w / 3600), 1e-9);
+              3600 * std::exp(180.0 / 3600) * std::expm1(w / 3600), 1e-9);
+}
+
+TEST(Faults, AFailureBeforeTheFirstSaveRelaunchesAndStartsOverWithNothingToLoad) {
+  const FaultInputs in = hourly();
+  const auto segs = runtime::segments(in, 1'000);
+  ASSERT_EQ(segs.size(), 2u);  // the first 1,000 steps with the initialisation, then 19 alike
+  EXPECT_DOUBLE_EQ(segs[0].length, 60 + 1'000 + 30);
+  EXPECT_DOUBLE_EQ(segs[0].restart_s, 180);
+  EXPECT_EQ(segs[1].count, 19);
+  EXPECT_DOUBLE_EQ(segs[1].restart_s, 300);
+  // The sum of Daly's segment over both kinds, each with its own restart.
+  const double M = 3600;
+  EXPECT_NEAR(runtime::expected_s(in, segs),
+              M * std::exp(180 / M) * std::expm1(1'090 / M) + 19 * M * std::exp(300 / M) * std::expm1(1'030 / M),
+              1e-9);
+  // A dearer restart from a checkpoint costs more; the first segment's is not the checkpoint's.
+  FaultInputs dearer = in;
+  dearer.restart_s = 600;
+  EXPECT_GT(runtime::expected_s(dearer, runtime::segments(dearer, 1'000)), runtime::expected_s(in, segs));
+  FaultInputs first_dearer = in;
+  first_dearer.first_restart_s = 600;
+  EXPECT_NEAR(runtime::expected_s(first_dearer, runtime::segments(first_dearer, 1'000)) - runtime::expected_s(in, segs),
+              M * (std::exp(600 / M) - std::exp(180 / M)) * std::expm1(1'090 / M), 1e-6);
+  // The draws follow it: with a failure every 600 s and the whole run one segment of 1,090 s, a
+  // dearer first restart shows in the mean.
+  FaultInputs often = in;
+  often.mtbf_s = 600;
+  often.steps = 1'000;
+  FaultInputs often_dearer = often;
+  often_dearer.first_restart_s = 300;
+  const runtime::FaultAnalysis a = runtime::analyse_faults(often, 2'000, 2'000);
+  const runtime::FaultAnalysis b = runtime::analyse_faults(often_dearer, 2'000, 2'000);
+  EXPECT_NEAR(a.mean_s, a.expected_s, 0.05 * a.expected_s);
+  EXPECT_NEAR(b.mean_s, b.expected_s, 0.05 * b.expected_s);
+  EXPECT_GT(b.expected_s, a.expected_s);
 }
 
 TEST(Faults, TheBestIntervalLiesNearYoungDalys) {
@@ -182,6 +219,7 @@ TEST(Faults, TheRunsTimeLineIsTheModelsWithoutFailures) {
   EXPECT_EQ(a.inputs.granule, 5);  // a sink: the callback's step_end
   EXPECT_DOUBLE_EQ(a.inputs.mtbf_s, 1000.0 * 3600 / 8);
   EXPECT_NEAR(a.inputs.restart_s, a.relaunch_s + a.inputs.init_s + a.load_s, 1e-9);
+  EXPECT_DOUBLE_EQ(a.inputs.first_restart_s, a.relaunch_s);  // before the first save: nothing to load
   EXPECT_GT(a.load_s, 0);
   EXPECT_DOUBLE_EQ(run.time_to_train().expected_with_failures, a.expected_s);
   EXPECT_GT(a.expected_s, run.sim_time_s);
