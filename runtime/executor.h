@@ -67,6 +67,7 @@ class Executor : public sc_core::sc_module {
   /// the server write to at once. Set before the simulation starts.
   void set_checkpoint(std::int64_t bytes, std::int64_t writers) {
     m_checkpoints.bytes = bytes;
+    m_checkpoints.largest_bytes = bytes;
     m_checkpoints.writers = writers;
   }
 

@@ -52,7 +52,8 @@ double failure_free_s(const std::vector<Segment>& segs) {
 double expected_s(const FaultInputs& in, const std::vector<Segment>& segs) {
   const double M = in.mtbf_s;
   double t = 0;
-  for (const auto& s : segs) t += static_cast<double>(s.count) * M * std::exp(s.restart_s / M) * std::expm1(s.length / M);
+  for (const auto& s : segs)
+    t += static_cast<double>(s.count) * M * std::exp(s.restart_s / M) * std::expm1(s.length / M);
   return t;
 }
 

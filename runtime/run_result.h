@@ -113,6 +113,9 @@ struct EvalSummary {
 /// The checkpoints a run saved (Session::checkpoint_every), their parts summed over the saves.
 struct CheckpointRecord {
   std::int64_t bytes = 0;    ///< one save of this rank: its weights and optimizer state
+  /// The largest rank's save (pipeline stages hold different layers): a restart loads every
+  /// rank's checkpoint at once and trains again when the largest is loaded.
+  std::int64_t largest_bytes = 0;
   std::int64_t writers = 1;  ///< the server's ranks writing their files at once
   std::int64_t saves = 0;
   double d2h_s = 0;        ///< the copies from the device over its PCIe link (DMA)

@@ -56,7 +56,7 @@ void analyse_failures(const RunRequest& req, const SystemConfig& cfg, runtime::R
   const runtime::CheckpointRecord& c = r.checkpoints;
   if (!r.failure.empty() || c.saves == 0) return;
   const runtime::TimeToTrain t = r.time_to_train();
-  const double bytes = static_cast<double>(c.bytes), writers = static_cast<double>(c.writers);
+  const double writers = static_cast<double>(c.writers);
   runtime::FaultInputs in;
   in.mtbf_s = *req.device_mtbf_hours * 3600.0 / static_cast<double>(r.devices);
   in.init_s = t.initialisation;
@@ -66,9 +66,11 @@ void analyse_failures(const RunRequest& req, const SystemConfig& cfg, runtime::R
   in.checkpoint_s = t.checkpoint / static_cast<double>(c.saves);
   // The restart: relaunch, the run's initialisation again, and the last checkpoint's load — its
   // file read at the rank's share of the server's storage, parsed, and copied to the device at the
-  // rank's share of its PCIe switch's uplink (the server's ranks load at once).
+  // rank's share of its PCIe switch's uplink (the server's ranks load at once; training resumes
+  // when the largest rank's, a pipeline's fullest stage, is on its device).
   const double per_switch = std::min(static_cast<double>(cfg.link.pcie_switch_devices), writers);
   const double h2d_gbps = std::min(cfg.link.h2d_bandwidth_gbps, cfg.link.pcie_uplink_gbps / std::max(1.0, per_switch));
+  const double bytes = static_cast<double>(c.largest_bytes);
   const double load =
       cfg.host.checkpoint_read_s(bytes, writers) + cfg.host.checkpoint_serialise_s(bytes) + bytes / (h2d_gbps * 1e9);
   in.restart_s = cfg.host.relaunch_s + t.initialisation + load;

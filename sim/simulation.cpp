@@ -280,6 +280,7 @@ runtime::RunResult Simulation::result(std::size_t index) {
                                  (runtime::uses_queue(rank.session.strategy) ? rank.first_fill_s : 0.0));
     r.rank_comm_s.push_back(rank.breakdown_s[static_cast<std::size_t>(Phase::Comm)]);
     r.sim_time_s = std::max(r.sim_time_s, rank.sim_time_s);
+    r.checkpoints.largest_bytes = std::max(r.checkpoints.largest_bytes, rank.checkpoints.bytes);
     if (r.failure.empty() && !rank.failure.empty()) r.failure = "rank " + std::to_string(k) + ": " + rank.failure;
   }
   // Each gradient group: its collective's time once every rank has arrived, and as the ranks saw

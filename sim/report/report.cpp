@@ -370,7 +370,8 @@ std::string format_checkpoints(const std::vector<RunResult>& runs) {
   out += fmt::format(
       "\nwith failures (a device MTBF of {:g} h over {} devices: a failure every {:.4g} s; after one, the work since "
       "the last checkpoint is lost and a restart takes relaunch + initialisation + checkpoint load, before the first "
-      "save a relaunch and the run from its start; {} seeded draws; Young/Daly's interval sqrt(2 x checkpoint x MTBF) beside the best)\n",
+      "save a relaunch and the run from its start; {} seeded draws; Young/Daly's interval sqrt(2 x checkpoint x MTBF) "
+      "beside the best)\n",
       first.device_mtbf_hours, first.devices, first.inputs.mtbf_s, first.seeds);
   TextTable f({"strategy", "restart s", "time to train", "expected", "mean", "p10", "p90", "failures", "best every",
                "its expected", "Young/Daly every"});

@@ -47,6 +47,7 @@ nlohmann::ordered_json checkpoint_json(const RunResult& r) {
   return {{"every", r.session.checkpoint_every},
           {"async", r.session.checkpoint_async},
           {"bytes", c.bytes},
+          {"largest_rank_bytes", c.largest_bytes},
           {"writers_per_server", c.writers},
           {"saves", c.saves},
           {"per_save_s",

@@ -143,8 +143,7 @@ TEST(Faults, AFailureBeforeTheFirstSaveRelaunchesAndStartsOverWithNothingToLoad)
   // The sum of Daly's segment over both kinds, each with its own restart.
   const double M = 3600;
   EXPECT_NEAR(runtime::expected_s(in, segs),
-              M * std::exp(180 / M) * std::expm1(1'090 / M) + 19 * M * std::exp(300 / M) * std::expm1(1'030 / M),
-              1e-9);
+              M * std::exp(180 / M) * std::expm1(1'090 / M) + 19 * M * std::exp(300 / M) * std::expm1(1'030 / M), 1e-9);
   // A dearer restart from a checkpoint costs more; the first segment's is not the checkpoint's.
   FaultInputs dearer = in;
   dearer.restart_s = 600;
@@ -223,6 +222,42 @@ TEST(Faults, TheRunsTimeLineIsTheModelsWithoutFailures) {
   EXPECT_GT(a.load_s, 0);
   EXPECT_DOUBLE_EQ(run.time_to_train().expected_with_failures, a.expected_s);
   EXPECT_GT(a.expected_s, run.sim_time_s);
+}
+
+TEST(Faults, APipelinesRestartWaitsForItsFullestStagesCheckpoint) {
+  // LLaMA's last stage holds the final norm beside the output layer, the first the embedding of
+  // the same size: the last stage's save is the larger, by the norm's weight and its state.
+  sim::RunRequest r;
+  r.config = test::config_request();
+  r.workload = "llama-7b";
+  r.recipe.layers = 4;
+  r.recipe.hidden = 1024;
+  r.strategies = {runtime::Strategy::LoopSink};
+  r.devices = 2;
+  r.pipeline_stages = 2;
+  r.micro_batches = 2;
+  r.batch_size = 2;
+  r.steps_per_epoch = 4;
+  r.checkpoint_every = 2;
+  r.device_mtbf_hours = 100;
+  const sim::RunOutcome out = sim::run(r);
+  ASSERT_FALSE(out.failed()) << out.failure_message();
+  const runtime::RunResult& run = out.runs.at(0);
+  const runtime::CheckpointRecord& c = run.checkpoints;
+  EXPECT_GT(c.largest_bytes, c.bytes);                   // rank 0, the first stage, saves less
+  EXPECT_LT(c.largest_bytes - c.bytes, c.bytes / 1000);  // by a norm's weight and state
+  // The restart's load is the largest rank's: read, parsed and copied to its device.
+  const sim::SystemConfig cfg = sim::load_config(r.config);
+  const double b = static_cast<double>(c.largest_bytes), k = static_cast<double>(c.writers);
+  const double per_switch = std::min(static_cast<double>(cfg.link.pcie_switch_devices), k);
+  const double h2d = std::min(cfg.link.h2d_bandwidth_gbps, cfg.link.pcie_uplink_gbps / std::max(1.0, per_switch));
+  EXPECT_NEAR(run.faults.load_s,
+              cfg.host.checkpoint_read_s(b, k) + cfg.host.checkpoint_serialise_s(b) + b / (h2d * 1e9),
+              1e-12 * run.faults.load_s);
+  EXPECT_EQ(out.report()["runs"][0]["checkpoint"]["largest_rank_bytes"], c.largest_bytes);
+  // One rank alone: its own save is the largest.
+  const runtime::RunResult one = sim::run(resnet_saving(8)).runs.at(0);
+  EXPECT_EQ(one.checkpoints.largest_bytes, one.checkpoints.bytes);
 }
 
 TEST(Faults, HostileRequestsNameTheirKey) {
