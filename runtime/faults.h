@@ -1,4 +1,4 @@
-// Device failures during a run with checkpoints (docs/model.md, "Failures and restarts"): the
+// Device failures during a run with checkpoints (docs/model.md, "Checkpoints and failures"): the
 // expected time to train, its spread over seeded draws, and the checkpoint interval that minimises
 // it. Plain C++ over a run's figures: the run is simulated once without failures, and the failures
 // are laid over its time line.
