@@ -224,7 +224,8 @@ void check_combinations(const SystemConfig& cfg) {
 namespace {
 
 /// Applies DIR/<kind>/<name>.yaml after the preset it is made from (`<section>.base`, applied
-/// first, as far back as eight presets), calling `applied` after each file with its path and name.
+/// first, as far back as eight presets), checks that the file names itself (`<section>.name`), and
+/// calls `applied` after each file with its path and name.
 void apply_preset_chain(ParamSet& ps, const fs::path& dir, const std::string& kind, const std::string& section,
                         const std::string& name, const std::string& named_by, int depth,
                         const std::function<void(const fs::path&, const std::string&)>& applied) {
@@ -242,6 +243,10 @@ void apply_preset_chain(ParamSet& ps, const fs::path& dir, const std::string& ki
   }
   if (!base.empty()) apply_preset_chain(ps, dir, kind, section, base, file.string(), depth + 1, applied);
   apply_yaml_file(ps, file.string());
+  const std::string key = section + ".name";
+  if (const ParamSpec* spec = ps.find(key); spec && ParamSet::value_string(*spec) != name)
+    throw InputError(file.string() + ": " + key + " is '" + ParamSet::value_string(*spec) + "' but the file is the '" +
+                     name + "' preset");
   applied(file, name);
 }
 
@@ -251,9 +256,6 @@ void apply_host_preset(ParamSet& ps, SystemConfig& cfg, const fs::path& dir, con
                        const std::string& named_by) {
   cfg.host.fitted.clear();
   apply_preset_chain(ps, dir, "hosts", "host", name, named_by, 0, [&](const fs::path& file, const std::string& n) {
-    if (cfg.host.name != n)
-      throw InputError(file.string() + ": host.name is '" + cfg.host.name + "' but the file is the '" + n +
-                       "' preset");
     HostPresetUse use{n, {}};
     std::istringstream keys(cfg.host.fitted);
     for (std::string k; keys >> k;) {
@@ -295,12 +297,7 @@ SystemConfig load_config(const ConfigRequest& req) {
     // base first), then the server's own keys again, so that they win over the host's.
     const auto apply_server = [&] {
       apply_preset_chain(ps, dir, "servers", "server", server_name, server.string(), 0,
-                         [&](const fs::path& file, const std::string& n) {
-                           if (cfg.server.name != n)
-                             throw InputError(file.string() + ": server.name is '" + cfg.server.name +
-                                              "' but the file is the '" + n + "' preset");
-                           cfg.server.base.clear();
-                         });
+                         [&](const fs::path&, const std::string&) { cfg.server.base.clear(); });
     };
     apply_server();
     if (!cfg.server.host.empty()) {
@@ -322,14 +319,13 @@ SystemConfig load_config(const ConfigRequest& req) {
   }
   const ServerConfig before_chip = cfg.server;
   // The chip preset, after the one it is made from (`chip.base`: a variant differing in a few keys).
-  apply_preset_chain(ps, dir, "chips", "chip", chip_name, chip.string(), 0, [&](const fs::path& file, const std::string& n) {
-    if (cfg.server.name != before_chip.name || cfg.server.chip != before_chip.chip)
-      throw InputError(file.string() + ": a chip preset does not name a server or its chip (server.name, server.chip)");
-    if (cfg.chip.name != n)
-      throw InputError(file.string() + ": chip.name is '" + cfg.chip.name + "' but the file is the '" + n +
-                       "' preset");
-    cfg.chip.base.clear();
-  });
+  apply_preset_chain(
+      ps, dir, "chips", "chip", chip_name, chip.string(), 0, [&](const fs::path& file, const std::string&) {
+        if (cfg.server.name != before_chip.name || cfg.server.chip != before_chip.chip)
+          throw InputError(file.string() +
+                           ": a chip preset does not name a server or its chip (server.name, server.chip)");
+        cfg.chip.base.clear();
+      });
   // The chip's and the server's names are the presets': a configuration file or an override
   // changes parameters, it does not relabel the hardware.
   const auto renamed = [&](const std::string& origin, const std::string& key) {
